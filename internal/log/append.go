@@ -1,0 +1,268 @@
+package log
+
+import (
+	"encoding/binary"
+	"fmt"
+	"time"
+
+	"go.uber.org/zap"
+
+	"github.com/minibroker/minibroker/internal/batch"
+)
+
+// AppendResult describes a successful Append.
+type AppendResult struct {
+	FirstOffset, LastOffset, LogEndOffset int64
+	MaxTimestamp                          int64
+}
+
+// framed is one batch of an Append: its header and byte range in the input.
+type framed struct {
+	h          batch.Header
+	start, end int
+}
+
+// parseFraming checks that data is a whole number of v2 batches with
+// increasing offsets. CRCs are the caller's business.
+func parseFraming(data []byte, hs []framed) ([]framed, error) {
+	p := 0
+	next := int64(-1)
+	for p < len(data) {
+		rest := data[p:]
+		if len(rest) < batch.HeaderSize {
+			return nil, fmt.Errorf("%w: %d trailing bytes at %d", ErrInvalidBatch, len(rest), p)
+		}
+		size := int64(int32(binary.BigEndian.Uint32(rest[batch.LengthOffset:]))) + batch.LogOverhead
+		if size < batch.HeaderSize || size > int64(len(rest)) {
+			return nil, fmt.Errorf("%w: batch length %d at %d", ErrInvalidBatch, size-batch.LogOverhead, p)
+		}
+		h, err := batch.ParseHeader(rest[:size])
+		if err != nil {
+			return nil, fmt.Errorf("%w: %w", ErrInvalidBatch, err)
+		}
+		if h.LastOffsetDelta < 0 || h.NumRecords < 0 || h.BaseOffset < 0 {
+			return nil, fmt.Errorf("%w: negative offset, delta or count at %d", ErrInvalidBatch, p)
+		}
+		if h.BaseOffset < next {
+			return nil, fmt.Errorf("%w: base offset %d after last offset %d", ErrInvalidBatch, h.BaseOffset, next-1)
+		}
+		next = h.LastOffset() + 1
+		hs = append(hs, framed{h: h, start: p, end: p + int(size)})
+		p += int(size)
+	}
+	if len(hs) == 0 {
+		return nil, fmt.Errorf("%w: no batches", ErrInvalidBatch)
+	}
+	return hs, nil
+}
+
+// Append writes batches whose base offsets the caller has set: the first
+// at or above LogEndOffset, each next above the previous one's last
+// offset (gaps are allowed, as compacted mirrored data has them). It
+// validates framing, not CRCs. It maintains the indexes, rolls segments
+// and feeds the leader-epoch cache. With log.flush.interval.messages
+// reached it fsyncs before returning.
+func (l *Log) Append(data []byte) (AppendResult, error) {
+	var stack [8]framed
+	hs, err := parseFraming(data, stack[:0])
+	if err != nil {
+		return AppendResult{}, err
+	}
+	first, last := &hs[0].h, &hs[len(hs)-1].h
+
+	l.mu.Lock()
+	if err := l.writableLocked(); err != nil {
+		l.mu.Unlock()
+		return AppendResult{}, err
+	}
+	if first.BaseOffset < l.leo {
+		leo := l.leo
+		l.mu.Unlock()
+		return AppendResult{}, fmt.Errorf("%w: base offset %d below log end offset %d", ErrInvalidBatch, first.BaseOffset, leo)
+	}
+	if first.BaseOffset > l.leo && l.emptyLocked() {
+		// An empty log adopts the first batch's offset as its start (a
+		// mirror starting at the source's log start offset).
+		l.mu.Unlock()
+		if err := l.restartEmptyAt(first.BaseOffset); err != nil {
+			return AppendResult{}, err
+		}
+		l.mu.Lock()
+		if err := l.writableLocked(); err != nil {
+			l.mu.Unlock()
+			return AppendResult{}, err
+		}
+		if first.BaseOffset < l.leo {
+			l.mu.Unlock()
+			return AppendResult{}, fmt.Errorf("%w: base offset %d below log end offset", ErrInvalidBatch, first.BaseOffset)
+		}
+	}
+
+	res := AppendResult{FirstOffset: first.BaseOffset, LastOffset: last.LastOffset(), MaxTimestamp: -1}
+	now := l.opts.Now()
+	var rolled []int64
+	seg := l.active()
+	runFirst := 0
+	for k := range hs {
+		f := &hs[k]
+		res.MaxTimestamp = max(res.MaxTimestamp, f.h.MaxTimestamp)
+		if seg.fits(int64(f.end-f.start), f.h.LastOffset(), &l.cfg) && !seg.timeToRoll(&f.h, now, &l.cfg) {
+			continue
+		}
+		if err := l.writeRunLocked(seg, data, hs[runFirst:k]); err != nil {
+			l.mu.Unlock()
+			return AppendResult{}, err
+		}
+		seg, err = l.rollLocked(f.h.BaseOffset, now)
+		if err != nil {
+			l.mu.Unlock()
+			return AppendResult{}, err
+		}
+		rolled = append(rolled, f.h.BaseOffset)
+		runFirst = k
+	}
+	if err := l.writeRunLocked(seg, data, hs[runFirst:]); err != nil {
+		l.mu.Unlock()
+		return AppendResult{}, err
+	}
+	l.leo = last.LastOffset() + 1
+	res.LogEndOffset = l.leo
+	epochsChanged := false
+	for k := range hs {
+		if l.epochs.assign(hs[k].h.PartitionLeaderEpoch, hs[k].h.BaseOffset) {
+			epochsChanged = true
+		}
+	}
+	if epochsChanged {
+		if err := l.writeEpochsLocked(); err != nil {
+			err = l.failLocked(err)
+			l.mu.Unlock()
+			return res, err
+		}
+	}
+	needFlush := l.leo-l.flushed >= l.cfg.FlushIntervalMessages
+	l.mu.Unlock()
+
+	if l.opts.OnRoll != nil {
+		for _, base := range rolled {
+			l.opts.OnRoll(base)
+		}
+	}
+	if len(rolled) > 0 {
+		l.flusher.kick()
+	}
+	if needFlush {
+		if err := l.Flush(); err != nil {
+			return res, err
+		}
+	}
+	return res, nil
+}
+
+// writeRunLocked writes hs (contiguous in data) to seg with one write and
+// indexes them. On failure the segment is cut back to its committed size
+// (best effort) and the log goes offline for writes.
+func (l *Log) writeRunLocked(seg *segment, data []byte, hs []framed) error {
+	if len(hs) == 0 {
+		return nil
+	}
+	chunk := data[hs[0].start:hs[len(hs)-1].end]
+	offN, timeN := seg.offIdx.n, seg.timeIdx.n
+	saved := *seg
+	undo := func(cause error) error {
+		err := l.failLocked(cause)
+		if terr := seg.log.Truncate(saved.size); terr != nil {
+			l.logger.Error("cannot cut a failed write", zap.String("segment", seg.logPath), zap.Error(terr))
+		}
+		seg.offIdx.truncateEntries(offN)
+		seg.timeIdx.truncateEntries(timeN)
+		seg.nextOffset, seg.maxTs, seg.maxTsOffset = saved.nextOffset, saved.maxTs, saved.maxTsOffset
+		seg.rollTs, seg.bytesSinceIndex = saved.rollTs, saved.bytesSinceIndex
+		return err
+	}
+	n, err := seg.log.Write(chunk)
+	if err == nil && n != len(chunk) {
+		err = fmt.Errorf("short write: %d of %d bytes", n, len(chunk))
+	}
+	if err != nil {
+		return undo(storageErr("write", seg.logPath, err))
+	}
+	pos := seg.size
+	interval := int64(l.cfg.IndexIntervalBytes)
+	for k := range hs {
+		if err := seg.indexBatch(&hs[k].h, pos, interval); err != nil {
+			return undo(err)
+		}
+		pos += int64(hs[k].end - hs[k].start)
+	}
+	seg.size = pos
+	seg.dirty = true
+	return nil
+}
+
+// rollLocked makes a new active segment at base (Kafka's roll): the old
+// one gets its final time-index entry and is flushed in the background.
+func (l *Log) rollLocked(base int64, now time.Time) (*segment, error) {
+	old := l.active()
+	if err := old.maybeAppendTimeEntry(); err != nil {
+		return nil, l.failLocked(err)
+	}
+	if base <= old.base {
+		return nil, fmt.Errorf("%w: cannot roll to base %d below active segment %d", ErrInvalidBatch, base, old.base)
+	}
+	s, err := openSegment(l.fs, l.dir, base, true, now)
+	if err != nil {
+		return nil, l.failLocked(err)
+	}
+	l.segments = append(l.segments, s)
+	l.dirDirty = true
+	l.logger.Debug("rolled segment", zap.Int64("base", base))
+	return s, nil
+}
+
+// emptyLocked reports whether the log holds no data at all.
+func (l *Log) emptyLocked() bool {
+	return len(l.segments) == 1 && l.segments[0].size == 0
+}
+
+// restartEmptyAt replaces the (empty) log with one starting at offset.
+func (l *Log) restartEmptyAt(offset int64) error {
+	l.truncMu.Lock()
+	defer l.truncMu.Unlock()
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if err := l.writableLocked(); err != nil {
+		return err
+	}
+	if !l.emptyLocked() || offset <= l.leo {
+		return nil // someone appended meanwhile; Append rechecks
+	}
+	return l.resetLocked(offset)
+}
+
+// resetLocked deletes every segment and starts an empty log at offset.
+// Caller holds truncMu for writing and mu.
+func (l *Log) resetLocked(offset int64) error {
+	for _, s := range l.segments {
+		if err := s.remove(l.fs); err != nil {
+			return l.failLocked(err)
+		}
+	}
+	l.segments = nil
+	l.dirDirty = true
+	s, err := openSegment(l.fs, l.dir, offset, true, l.opts.Now())
+	if err != nil {
+		return l.failLocked(err)
+	}
+	l.segments = []*segment{s}
+	l.leo, l.logStart = offset, offset
+	l.flushed = min(l.flushed, offset)
+	if err := writeOffsetFile(l.fs, l.dir, logStartOffsetName, offset); err != nil {
+		return l.failLocked(err)
+	}
+	l.epochs.entries = nil
+	if err := l.writeEpochsLocked(); err != nil {
+		return l.failLocked(err)
+	}
+	return nil
+}

@@ -1,0 +1,137 @@
+package log
+
+import (
+	"errors"
+	"fmt"
+	"math"
+	"time"
+
+	"go.uber.org/zap"
+
+	"github.com/minibroker/minibroker/internal/vfs"
+)
+
+// Config holds the Kafka topic/broker settings that shape one log. Field
+// comments name the Kafka setting each mirrors.
+type Config struct {
+	SegmentBytes          int64 // log.segment.bytes, default 1 GiB (at most 2 GiB-1: index positions are int32)
+	IndexIntervalBytes    int   // log.index.interval.bytes, default 4096
+	SegmentIndexBytes     int   // log.index.size.max.bytes, default 10 MiB; a segment rolls when an index would outgrow it
+	RetentionMs           int64 // log.retention.ms, -1 = forever, default 7 days
+	RetentionBytes        int64 // log.retention.bytes, -1 = unlimited
+	FlushIntervalMessages int64 // log.flush.interval.messages, default math.MaxInt64 (background flushing only)
+	FlushIntervalMs       int64 // log.flush.interval.ms, <= 0 or math.MaxInt64 = none
+	SegmentMs             int64 // log.roll.ms, default 7 days
+}
+
+// DefaultConfig returns Kafka's defaults.
+func DefaultConfig() Config {
+	week := int64(7 * 24 * time.Hour / time.Millisecond)
+	return Config{
+		SegmentBytes:          1 << 30,
+		IndexIntervalBytes:    4096,
+		SegmentIndexBytes:     10 << 20,
+		RetentionMs:           week,
+		RetentionBytes:        -1,
+		FlushIntervalMessages: math.MaxInt64,
+		FlushIntervalMs:       math.MaxInt64,
+		SegmentMs:             week,
+	}
+}
+
+// normalized fills zero fields with defaults and clamps values the on-disk
+// formats cannot represent.
+func (c Config) normalized() Config {
+	d := DefaultConfig()
+	if c.SegmentBytes <= 0 {
+		c.SegmentBytes = d.SegmentBytes
+	}
+	if c.SegmentBytes > math.MaxInt32 {
+		c.SegmentBytes = math.MaxInt32
+	}
+	if c.IndexIntervalBytes <= 0 {
+		c.IndexIntervalBytes = d.IndexIntervalBytes
+	}
+	if c.SegmentIndexBytes < offsetEntrySize*4 {
+		c.SegmentIndexBytes = d.SegmentIndexBytes
+	}
+	if c.RetentionMs == 0 {
+		c.RetentionMs = d.RetentionMs
+	}
+	if c.RetentionBytes == 0 {
+		c.RetentionBytes = -1
+	}
+	if c.FlushIntervalMessages <= 0 {
+		c.FlushIntervalMessages = d.FlushIntervalMessages
+	}
+	if c.SegmentMs <= 0 {
+		c.SegmentMs = d.SegmentMs
+	}
+	return c
+}
+
+// flushInterval is the background flush period, or 0 for none.
+func (c Config) flushInterval() time.Duration {
+	if c.FlushIntervalMs <= 0 || c.FlushIntervalMs == math.MaxInt64 {
+		return 0
+	}
+	return time.Duration(c.FlushIntervalMs) * time.Millisecond
+}
+
+// Options are the collaborators a Log is given.
+type Options struct {
+	FS     vfs.FS           // nil → vfs.Default
+	Logger *zap.Logger      // nil → zap.NewNop()
+	Now    func() time.Time // nil → time.Now
+	// OnRoll is called (without any Log lock held) after the log rolled to
+	// a new active segment starting at newBaseOffset.
+	OnRoll func(newBaseOffset int64)
+	// RecoveryPoint is the offset below which data is known to be fsynced
+	// (Kafka's recovery-point-offset-checkpoint, kept by the broker per
+	// data dir). After an unclean shutdown only segments from the one
+	// containing it onwards are scanned. 0 scans everything.
+	RecoveryPoint int64
+}
+
+func (o Options) normalized() Options {
+	if o.FS == nil {
+		o.FS = vfs.Default
+	}
+	if o.Logger == nil {
+		o.Logger = zap.NewNop()
+	}
+	if o.Now == nil {
+		o.Now = time.Now
+	}
+	return o
+}
+
+// Errors. The partition maps ErrStorage to KAFKA_STORAGE_ERROR and
+// ErrOffsetOutOfRange to OFFSET_OUT_OF_RANGE.
+var (
+	ErrOffsetOutOfRange = errors.New("log: offset out of range")
+	ErrClosed           = errors.New("log: closed")
+	ErrStorage          = errors.New("log: storage error")
+	// ErrInvalidBatch rejects an Append whose framing is wrong or whose
+	// offsets do not continue the log.
+	ErrInvalidBatch = errors.New("log: invalid batch")
+)
+
+// CorruptionError reports damaged data found in a segment: a torn tail, a
+// bad CRC, a broken length or offsets that go backwards. Recovery finds it
+// with errors.As and truncates at Offset (a byte position in Segment).
+type CorruptionError struct {
+	Segment string // file name of the damaged segment or index
+	Offset  int64  // byte position of the first damaged byte
+	Err     error
+}
+
+func (e *CorruptionError) Error() string {
+	return fmt.Sprintf("log: corruption in %s at byte %d: %v", e.Segment, e.Offset, e.Err)
+}
+
+func (e *CorruptionError) Unwrap() error { return e.Err }
+
+func storageErr(op, name string, err error) error {
+	return fmt.Errorf("%w: %s %s: %w", ErrStorage, op, name, err)
+}

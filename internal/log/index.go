@@ -1,0 +1,312 @@
+package log
+
+import (
+	"encoding/binary"
+	"fmt"
+	"os"
+
+	"github.com/minibroker/minibroker/internal/vfs"
+)
+
+// Index files are append-only arrays of fixed-size entries, not
+// preallocated and not kept in memory: the file length gives the entry
+// count and lookups binary-search the file with ReadAt. Only the last
+// entry is cached, which serves reads at the tail without IO. See doc.go
+// for the byte layouts.
+const (
+	offsetEntrySize = 8  // int32 relative offset, int32 position
+	timeEntrySize   = 12 // int64 timestamp, int32 relative offset
+)
+
+type offsetEntry struct {
+	Offset   int64 // absolute; the last offset of the batch at Position
+	Position int64
+}
+
+type timeEntry struct {
+	Timestamp int64
+	Offset    int64 // absolute; the base offset of the batch holding Timestamp
+}
+
+// decodeOffsetEntry decodes one .index entry of a segment based at base.
+func decodeOffsetEntry(b []byte, base int64) offsetEntry {
+	return offsetEntry{
+		Offset:   base + int64(int32(binary.BigEndian.Uint32(b[0:]))),
+		Position: int64(int32(binary.BigEndian.Uint32(b[4:]))),
+	}
+}
+
+func appendOffsetEntry(dst []byte, e offsetEntry, base int64) []byte {
+	dst = binary.BigEndian.AppendUint32(dst, uint32(int32(e.Offset-base)))
+	return binary.BigEndian.AppendUint32(dst, uint32(int32(e.Position)))
+}
+
+func decodeTimeEntry(b []byte, base int64) timeEntry {
+	return timeEntry{
+		Timestamp: int64(binary.BigEndian.Uint64(b[0:])),
+		Offset:    base + int64(int32(binary.BigEndian.Uint32(b[8:]))),
+	}
+}
+
+func appendTimeEntry(dst []byte, e timeEntry, base int64) []byte {
+	dst = binary.BigEndian.AppendUint64(dst, uint64(e.Timestamp))
+	return binary.BigEndian.AppendUint32(dst, uint32(int32(e.Offset-base)))
+}
+
+// indexFile is the shared machinery of the offset and time indexes. Its
+// count and last entry are guarded by Log.mu; the file itself is only
+// truncated under Log.truncMu held for writing.
+type indexFile struct {
+	path      string
+	f         vfs.File
+	base      int64
+	entrySize int
+	n         int64  // entries, including pending ones
+	last      []byte // raw last entry, nil when n == 0
+	// While buffered (index rebuilds during recovery), appended entries
+	// collect in pending and reach the file in one write at flushPending.
+	buffered bool
+	pending  []byte
+}
+
+func openIndexFile(fs vfs.FS, path string, base int64, entrySize int) (*indexFile, error) {
+	f, err := fs.OpenFile(path, os.O_RDWR|os.O_CREATE|os.O_APPEND, 0o644)
+	if err != nil {
+		return nil, storageErr("open", path, err)
+	}
+	x := &indexFile{path: path, f: f, base: base, entrySize: entrySize}
+	st, err := f.Stat()
+	if err != nil {
+		f.Close()
+		return nil, storageErr("stat", path, err)
+	}
+	size := st.Size()
+	if size%int64(entrySize) != 0 {
+		// A torn entry: drop it. The caller's sanity check decides whether
+		// the rest can be trusted.
+		if err := f.Truncate(size - size%int64(entrySize)); err != nil {
+			f.Close()
+			return nil, storageErr("truncate", path, err)
+		}
+		size -= size % int64(entrySize)
+	}
+	x.n = size / int64(entrySize)
+	if x.n > 0 {
+		x.last = make([]byte, entrySize)
+		if _, err := f.ReadAt(x.last, (x.n-1)*int64(entrySize)); err != nil {
+			f.Close()
+			return nil, storageErr("read", path, err)
+		}
+	}
+	return x, nil
+}
+
+// entryAt reads entry i from the file.
+func (x *indexFile) entryAt(i int64, buf []byte) ([]byte, error) {
+	b := buf[:x.entrySize]
+	if _, err := x.f.ReadAt(b, i*int64(x.entrySize)); err != nil {
+		return nil, err
+	}
+	return b, nil
+}
+
+// appendRaw writes entries (whole multiples of entrySize) to the end.
+func (x *indexFile) appendRaw(b []byte) error {
+	if len(b) == 0 {
+		return nil
+	}
+	if x.buffered {
+		x.pending = append(x.pending, b...)
+	} else if _, err := x.f.Write(b); err != nil {
+		return storageErr("write", x.path, err)
+	}
+	x.n += int64(len(b) / x.entrySize)
+	if x.last == nil {
+		x.last = make([]byte, x.entrySize)
+	}
+	copy(x.last, b[len(b)-x.entrySize:])
+	return nil
+}
+
+// startRebuild empties the index and buffers what is appended next.
+func (x *indexFile) startRebuild() error {
+	if err := x.f.Truncate(0); err != nil {
+		return storageErr("truncate", x.path, err)
+	}
+	x.n, x.last, x.buffered, x.pending = 0, nil, true, x.pending[:0]
+	return nil
+}
+
+// flushPending writes the buffered entries and ends buffering.
+func (x *indexFile) flushPending() error {
+	x.buffered = false
+	if len(x.pending) == 0 {
+		return nil
+	}
+	_, err := x.f.Write(x.pending)
+	x.pending = nil
+	if err != nil {
+		return storageErr("write", x.path, err)
+	}
+	return nil
+}
+
+// truncateEntries keeps the first n entries.
+func (x *indexFile) truncateEntries(n int64) error {
+	if n >= x.n {
+		return nil
+	}
+	if err := x.f.Truncate(n * int64(x.entrySize)); err != nil {
+		return storageErr("truncate", x.path, err)
+	}
+	x.n = n
+	if n == 0 {
+		x.last = nil
+		return nil
+	}
+	if _, err := x.f.ReadAt(x.last, (n-1)*int64(x.entrySize)); err != nil {
+		return storageErr("read", x.path, err)
+	}
+	return nil
+}
+
+// search returns the largest i < n for which less(entry i) is true,
+// assuming less is true for a prefix of entries; -1 if none. IO errors end
+// the search early with a smaller (still safe: earlier) answer.
+func (x *indexFile) search(n int64, less func(b []byte) bool) int64 {
+	var buf [timeEntrySize]byte
+	lo, hi := int64(0), n-1 // invariant: answer in [lo-1, hi]
+	ans := int64(-1)
+	for lo <= hi {
+		mid := lo + (hi-lo)/2
+		b, err := x.entryAt(mid, buf[:])
+		if err != nil {
+			return ans
+		}
+		if less(b) {
+			ans = mid
+			lo = mid + 1
+		} else {
+			hi = mid - 1
+		}
+	}
+	return ans
+}
+
+func (x *indexFile) close() error { return x.f.Close() }
+
+// indexView is a reader's snapshot of an index: the entries it may read.
+type indexView struct {
+	n    int64
+	last []byte
+}
+
+func (x *indexFile) view() indexView {
+	v := indexView{n: x.n}
+	if x.last != nil {
+		v.last = append([]byte(nil), x.last...)
+	}
+	return v
+}
+
+// offsetIndex maps offsets to byte positions in the segment.
+type offsetIndex struct{ *indexFile }
+
+// lookupPosition returns the position of a batch at or before the batch
+// holding target, using only the entries in v. 0 is always safe.
+func (x offsetIndex) lookupPosition(v indexView, target int64) int64 {
+	if v.n == 0 {
+		return 0
+	}
+	if last := decodeOffsetEntry(v.last, x.base); last.Offset <= target {
+		return last.Position
+	}
+	i := x.search(v.n-1, func(b []byte) bool { return decodeOffsetEntry(b, x.base).Offset <= target })
+	if i < 0 {
+		return 0
+	}
+	var buf [offsetEntrySize]byte
+	b, err := x.entryAt(i, buf[:])
+	if err != nil {
+		return 0
+	}
+	return decodeOffsetEntry(b, x.base).Position
+}
+
+// truncateToPosition drops entries pointing at or after pos.
+func (x offsetIndex) truncateToPosition(pos int64) error {
+	i := x.search(x.n, func(b []byte) bool { return decodeOffsetEntry(b, x.base).Position < pos })
+	return x.truncateEntries(i + 1)
+}
+
+// lastEntry returns the cached last entry.
+func (x offsetIndex) lastEntry() (offsetEntry, bool) {
+	if x.n == 0 {
+		return offsetEntry{}, false
+	}
+	return decodeOffsetEntry(x.last, x.base), true
+}
+
+// sanityCheck verifies what can be checked cheaply (Kafka's
+// OffsetIndex.sanityCheck): the last entry lies inside the segment.
+func (x offsetIndex) sanityCheck(logSize int64) error {
+	e, ok := x.lastEntry()
+	if !ok {
+		return nil
+	}
+	if e.Offset < x.base || e.Position < 0 || e.Position >= logSize {
+		return &CorruptionError{Segment: x.path, Offset: (x.n - 1) * offsetEntrySize,
+			Err: fmt.Errorf("last entry (offset %d, position %d) outside segment of %d bytes", e.Offset, e.Position, logSize)}
+	}
+	return nil
+}
+
+// timeIndex maps timestamps to offsets.
+type timeIndex struct{ *indexFile }
+
+func (x timeIndex) lastEntry() (timeEntry, bool) {
+	if x.n == 0 {
+		return timeEntry{}, false
+	}
+	return decodeTimeEntry(x.last, x.base), true
+}
+
+// lookupBefore returns the offset of the last entry whose timestamp is
+// strictly below ts (every batch up to that offset's batch has smaller
+// timestamps), or the segment base if none.
+func (x timeIndex) lookupBefore(v indexView, ts int64) int64 {
+	if v.n == 0 {
+		return x.base
+	}
+	if last := decodeTimeEntry(v.last, x.base); last.Timestamp < ts {
+		return last.Offset
+	}
+	i := x.search(v.n-1, func(b []byte) bool { return decodeTimeEntry(b, x.base).Timestamp < ts })
+	if i < 0 {
+		return x.base
+	}
+	var buf [timeEntrySize]byte
+	b, err := x.entryAt(i, buf[:])
+	if err != nil {
+		return x.base
+	}
+	return decodeTimeEntry(b, x.base).Offset
+}
+
+// truncateToOffset drops entries for offsets at or after off.
+func (x timeIndex) truncateToOffset(off int64) error {
+	i := x.search(x.n, func(b []byte) bool { return decodeTimeEntry(b, x.base).Offset < off })
+	return x.truncateEntries(i + 1)
+}
+
+func (x timeIndex) sanityCheck(nextOffset int64) error {
+	e, ok := x.lastEntry()
+	if !ok {
+		return nil
+	}
+	if e.Offset < x.base || (nextOffset >= 0 && e.Offset >= nextOffset) {
+		return &CorruptionError{Segment: x.path, Offset: (x.n - 1) * timeEntrySize,
+			Err: fmt.Errorf("last entry offset %d outside segment", e.Offset)}
+	}
+	return nil
+}

@@ -1,0 +1,402 @@
+package log
+
+import (
+	"errors"
+	"fmt"
+	"io/fs"
+	"path/filepath"
+	"slices"
+	"sort"
+	"strconv"
+	"strings"
+	"sync"
+
+	"go.uber.org/zap"
+
+	"github.com/minibroker/minibroker/internal/vfs"
+)
+
+// Log is one partition's segmented log.
+//
+// Locking: truncMu is held for reading by everything that does file IO
+// outside mu (Read, Flush) and for writing by everything that truncates,
+// closes or removes files (TruncateTo, retention, DeleteRecordsBefore,
+// Close), so a reader never sees freed or reused bytes. mu guards the
+// fields below it and is held for short critical sections, including
+// Append's write(2) but never an fsync of segment data. Order: flushMu,
+// truncMu, mu.
+type Log struct {
+	dir    string
+	cfg    Config
+	opts   Options
+	fs     vfs.FS
+	logger *zap.Logger
+
+	flushMu sync.Mutex // serializes Flush
+	truncMu sync.RWMutex
+
+	mu       sync.Mutex
+	segments []*segment // sorted by base; the last is active
+	logStart int64
+	leo      int64
+	flushed  int64 // everything below is fsynced
+	epochs   epochCache
+	failed   error // first write/fsync failure; appends refused after it
+	closed   bool
+	dirDirty bool // files were created or removed since the last dir fsync
+
+	flusher *flusher
+}
+
+// Open opens the log in dir, creating dir if needed, and recovers it: a
+// clean shutdown opens without scanning, otherwise every batch from the
+// segment holding opts.RecoveryPoint onwards is validated and the log is
+// cut at the first damaged byte.
+func Open(dir string, cfg Config, opts Options) (*Log, error) {
+	cfg = cfg.normalized()
+	opts = opts.normalized()
+	l := &Log{dir: dir, cfg: cfg, opts: opts, fs: opts.FS,
+		logger: opts.Logger.With(zap.String("log", dir))}
+	if err := l.fs.MkdirAll(dir, 0o755); err != nil {
+		return nil, storageErr("mkdir", dir, err)
+	}
+	if err := l.load(); err != nil {
+		for _, s := range l.segments {
+			s.close()
+		}
+		return nil, err
+	}
+	l.flusher = startFlusher(l, cfg.flushInterval())
+	return l, nil
+}
+
+// listSegments finds the segment bases in dir and removes leftovers:
+// temp files and indexes whose log file is gone.
+func (l *Log) listSegments() ([]int64, error) {
+	entries, err := l.fs.ReadDir(l.dir)
+	if err != nil {
+		return nil, storageErr("readdir", l.dir, err)
+	}
+	logs := map[int64]bool{}
+	var others []string
+	for _, e := range entries {
+		name := e.Name()
+		ext := filepath.Ext(name)
+		base, perr := strconv.ParseInt(strings.TrimSuffix(name, ext), 10, 64)
+		isSeg := perr == nil && len(name)-len(ext) == 20 && base >= 0
+		switch {
+		case ext == ".tmp" || ext == ".deleted":
+			if err := l.fs.Remove(filepath.Join(l.dir, name)); err != nil && !errors.Is(err, fs.ErrNotExist) {
+				return nil, storageErr("remove", name, err)
+			}
+		case isSeg && ext == logSuffix:
+			logs[base] = true
+		case isSeg && (ext == indexSuffix || ext == timeIndexSuffix || ext == txnIndexSuffix):
+			others = append(others, name)
+		}
+	}
+	for _, name := range others {
+		ext := filepath.Ext(name)
+		base, _ := strconv.ParseInt(strings.TrimSuffix(name, ext), 10, 64)
+		if !logs[base] {
+			l.logger.Info("removing orphan index", zap.String("file", name))
+			if err := l.fs.Remove(filepath.Join(l.dir, name)); err != nil && !errors.Is(err, fs.ErrNotExist) {
+				return nil, storageErr("remove", name, err)
+			}
+		}
+	}
+	bases := make([]int64, 0, len(logs))
+	for b := range logs {
+		bases = append(bases, b)
+	}
+	slices.Sort(bases)
+	return bases, nil
+}
+
+func (l *Log) load() error {
+	bases, err := l.listSegments()
+	if err != nil {
+		return err
+	}
+	cleanLEO, clean, err := readCleanShutdown(l.fs, l.dir)
+	if err != nil {
+		return err
+	}
+	logStart, err := readLogStartOffset(l.fs, l.dir)
+	if err != nil {
+		return err
+	}
+	now := l.opts.Now()
+	for _, b := range bases {
+		s, err := openSegment(l.fs, l.dir, b, false, now)
+		if err != nil {
+			return err
+		}
+		l.segments = append(l.segments, s)
+	}
+	if len(l.segments) == 0 {
+		s, err := openSegment(l.fs, l.dir, max(logStart, 0), true, now)
+		if err != nil {
+			return err
+		}
+		l.segments = append(l.segments, s)
+		l.dirDirty = true
+	}
+	for i, s := range l.segments[:len(l.segments)-1] {
+		s.nextOffset = l.segments[i+1].base
+	}
+
+	entries, haveEpochs, err := readEpochCheckpoint(l.fs, filepath.Join(l.dir, epochCheckpointName))
+	if err != nil {
+		return err
+	}
+	l.epochs.entries = entries
+
+	recoverFrom := -1
+	if clean {
+		recoverFrom = l.openClean(cleanLEO)
+	} else {
+		recoverFrom = l.segmentIndex(l.opts.RecoveryPoint)
+		l.logger.Info("unclean shutdown: recovering", zap.Int64("recoveryPoint", l.opts.RecoveryPoint),
+			zap.Int64("fromSegment", l.segments[recoverFrom].base))
+	}
+	if recoverFrom >= 0 {
+		if err := l.recover(recoverFrom); err != nil {
+			return err
+		}
+	}
+	active := l.segments[len(l.segments)-1]
+	l.leo = active.nextOffset
+	l.logStart = max(logStart, l.segments[0].base)
+	if l.logStart > l.leo {
+		l.logStart = l.leo
+	}
+	l.flushed = l.leo
+
+	epochsChanged := false
+	if !haveEpochs && l.leo > l.segments[0].base {
+		l.logger.Info("rebuilding leader-epoch cache from the log")
+		l.rebuildEpochs()
+		epochsChanged = true
+	}
+	if l.epochs.truncateFromEnd(l.leo) {
+		epochsChanged = true
+	}
+	if l.epochs.truncateFromStart(l.logStart) {
+		epochsChanged = true
+	}
+	if epochsChanged {
+		if err := l.writeEpochsLocked(); err != nil {
+			return err
+		}
+	}
+	for _, s := range l.segments {
+		if err := s.txn.truncateTo(l.leo); err != nil {
+			return err
+		}
+	}
+	if clean {
+		// From now on a crash must be treated as unclean.
+		if err := removeCleanShutdown(l.fs, l.dir); err != nil {
+			return err
+		}
+		l.dirDirty = true
+	}
+	if l.dirDirty {
+		if err := l.fs.SyncDir(l.dir); err != nil {
+			return storageErr("fsync", l.dir, err)
+		}
+		l.dirDirty = false
+	}
+	return nil
+}
+
+// openClean trusts the files after a clean shutdown: it checks the indexes
+// cheaply and reads only the tail of the active segment. It returns the
+// index of the first segment that must be recovered after all, or -1.
+func (l *Log) openClean(cleanLEO int64) int {
+	for i, s := range l.segments {
+		if err := s.offIdx.sanityCheck(s.size); err != nil {
+			l.logger.Warn("index damaged despite clean shutdown", zap.Error(err))
+			return i
+		}
+		if err := s.timeIdx.sanityCheck(-1); err != nil {
+			l.logger.Warn("index damaged despite clean shutdown", zap.Error(err))
+			return i
+		}
+		if e, ok := s.timeIdx.lastEntry(); ok {
+			s.maxTs, s.maxTsOffset = e.Timestamp, e.Offset
+		}
+	}
+	last := len(l.segments) - 1
+	if err := l.segments[last].loadTail(); err != nil {
+		l.logger.Warn("active segment damaged despite clean shutdown", zap.Error(err))
+		return last
+	}
+	if got := l.segments[last].nextOffset; got != cleanLEO {
+		l.logger.Warn("log end differs from the clean-shutdown marker",
+			zap.Int64("marker", cleanLEO), zap.Int64("found", got))
+		return last
+	}
+	return -1
+}
+
+// segmentIndex returns the index of the segment holding offset (the last
+// segment whose base is <= offset), or 0.
+func (l *Log) segmentIndex(offset int64) int {
+	i := sort.Search(len(l.segments), func(i int) bool { return l.segments[i].base > offset })
+	return max(i-1, 0)
+}
+
+func (l *Log) active() *segment { return l.segments[len(l.segments)-1] }
+
+func (l *Log) writeEpochsLocked() error {
+	path := filepath.Join(l.dir, epochCheckpointName)
+	if err := vfs.WriteFileAtomic(l.fs, l.dir, path, encodeEpochCheckpoint(l.epochs.entries)); err != nil {
+		return storageErr("write", path, err)
+	}
+	return nil
+}
+
+// failLocked records the first storage failure and takes the log offline
+// for writes.
+func (l *Log) failLocked(err error) error {
+	if l.failed == nil {
+		l.failed = err
+		l.logger.Error("storage failure: log is offline for writes", zap.Error(err))
+	}
+	return l.failed
+}
+
+// writableLocked reports why the log cannot be written, if it cannot.
+func (l *Log) writableLocked() error {
+	if l.closed {
+		return ErrClosed
+	}
+	return l.failed
+}
+
+// Dir is the partition directory.
+func (l *Log) Dir() string { return l.dir }
+
+// LogStartOffset is the first offset a reader may ask for.
+func (l *Log) LogStartOffset() int64 {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.logStart
+}
+
+// LogEndOffset is the offset the next appended record will have.
+func (l *Log) LogEndOffset() int64 {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.leo
+}
+
+// FlushedOffset is the offset below which everything is fsynced.
+func (l *Log) FlushedOffset() int64 {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.flushed
+}
+
+// Size is the total size of the segment files in bytes.
+func (l *Log) Size() int64 {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	var n int64
+	for _, s := range l.segments {
+		n += s.size
+	}
+	return n
+}
+
+// SegmentBaseOffsets lists the segments' base offsets, oldest first.
+func (l *Log) SegmentBaseOffsets() []int64 {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	out := make([]int64, len(l.segments))
+	for i, s := range l.segments {
+		out[i] = s.base
+	}
+	return out
+}
+
+// LatestEpoch is the newest leader epoch in the log.
+func (l *Log) LatestEpoch() (int32, bool) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	e, ok := l.epochs.latest()
+	return e.Epoch, ok
+}
+
+// EndOffsetForEpoch answers OffsetForLeaderEpoch: the largest epoch <=
+// epoch and the start offset of the next higher epoch (the log end offset
+// when it is the latest); (-1, -1) when unknown.
+func (l *Log) EndOffsetForEpoch(epoch int32) (int32, int64) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.epochs.endOffsetFor(epoch, l.leo)
+}
+
+// EpochEntries returns a copy of the leader-epoch cache.
+func (l *Log) EpochEntries() []EpochEntry {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return slices.Clone(l.epochs.entries)
+}
+
+// Close flushes, writes the clean-shutdown marker (unless a storage
+// failure happened) and closes every file. It waits for the background
+// flusher to stop.
+func (l *Log) Close() error {
+	l.mu.Lock()
+	if l.closed {
+		l.mu.Unlock()
+		return nil
+	}
+	// The final time-index entry makes the segment's max timestamp
+	// readable after a clean open (Kafka: onBecomeInactiveSegment).
+	var err error
+	if l.failed == nil {
+		if err = l.active().maybeAppendTimeEntry(); err != nil {
+			l.failLocked(err)
+		}
+		l.active().dirty = true
+	}
+	l.mu.Unlock()
+
+	l.flusher.stop()
+	if ferr := l.Flush(); ferr != nil && err == nil {
+		err = ferr
+	}
+
+	l.truncMu.Lock()
+	defer l.truncMu.Unlock()
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.closed = true
+	if l.failed == nil {
+		if werr := writeCleanShutdown(l.fs, l.dir, l.leo); werr != nil {
+			err = errors.Join(err, werr)
+		}
+	}
+	for _, s := range l.segments {
+		if cerr := s.close(); cerr != nil {
+			err = errors.Join(err, fmt.Errorf("close %s: %w", s.logPath, cerr))
+		}
+	}
+	return err
+}
+
+// Delete closes the log and removes its directory.
+func (l *Log) Delete() error {
+	cerr := l.Close()
+	if err := l.fs.RemoveAll(l.dir); err != nil {
+		return storageErr("remove", l.dir, err)
+	}
+	if cerr != nil && !errors.Is(cerr, ErrStorage) {
+		return cerr
+	}
+	return nil
+}

@@ -1,0 +1,316 @@
+package log
+
+import (
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"io"
+	"math"
+	"sort"
+
+	"github.com/minibroker/minibroker/internal/batch"
+)
+
+// headerReadahead is the read-ahead window for header-only scans between
+// an index entry and the batch sought (one index interval, by default).
+const headerReadahead = 8 << 10
+
+// Read returns whole batches starting with the one holding offset, at most
+// maxBytes of them; with minOneBatch the first batch is returned whole
+// even when larger. Reading at the log end returns nothing; below the log
+// start or past the end returns ErrOffsetOutOfRange. Every batch returned
+// has been checked (framing and CRC): damaged data yields a
+// *CorruptionError instead of being served. The result is a fresh slice
+// owned by the caller.
+func (l *Log) Read(offset int64, maxBytes int, minOneBatch bool) ([]byte, error) {
+	return l.ReadUpTo(offset, math.MaxInt64, maxBytes, minOneBatch)
+}
+
+// ReadUpTo is Read that never returns a batch whose base offset is at or
+// above maxOffset (the high watermark or last stable offset).
+func (l *Log) ReadUpTo(offset, maxOffset int64, maxBytes int, minOneBatch bool) ([]byte, error) {
+	l.truncMu.RLock()
+	defer l.truncMu.RUnlock()
+	views, err := l.viewsFrom(offset)
+	if err != nil || len(views) == 0 {
+		return nil, err
+	}
+	for _, v := range views {
+		h, pos, found, err := findBatch(v, offset)
+		if err != nil {
+			return nil, err
+		}
+		if !found {
+			continue // offset lies in a gap after this segment's last batch
+		}
+		return readBatches(v, h, pos, maxOffset, maxBytes, minOneBatch)
+	}
+	return nil, nil
+}
+
+// viewsFrom snapshots the segments from the one holding offset on. It
+// returns no views (and no error) when offset is the log end.
+func (l *Log) viewsFrom(offset int64) ([]segmentView, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.closed {
+		return nil, ErrClosed
+	}
+	if offset < l.logStart || offset > l.leo {
+		return nil, fmt.Errorf("%w: %d not in [%d, %d]", ErrOffsetOutOfRange, offset, l.logStart, l.leo)
+	}
+	if offset == l.leo {
+		return nil, nil
+	}
+	i := l.segmentIndex(offset)
+	views := make([]segmentView, 0, len(l.segments)-i)
+	for _, s := range l.segments[i:] {
+		views = append(views, s.view())
+	}
+	return views, nil
+}
+
+// findBatch locates the first batch in v whose last offset is >= offset.
+func findBatch(v segmentView, offset int64) (batch.Header, int64, bool, error) {
+	start := v.seg.offIdx.lookupPosition(v.off, offset)
+	sc := newScanner(v.seg.log, v.seg.logPath, start, v.size, headerReadahead)
+	for {
+		h, _, pos, err := sc.next(false)
+		if err == io.EOF {
+			return h, 0, false, nil
+		}
+		if err != nil {
+			return h, 0, false, readErr(v.seg, err)
+		}
+		if h.LastOffset() >= offset {
+			return h, pos, true, nil
+		}
+	}
+}
+
+// readErr passes corruption through and wraps IO failures.
+func readErr(s *segment, err error) error {
+	var ce *CorruptionError
+	if errors.As(err, &ce) {
+		return err
+	}
+	return storageErr("read", s.logPath, err)
+}
+
+// readBatches reads whole batches from pos (where the batch with header
+// first starts), checking each.
+func readBatches(v segmentView, first batch.Header, pos, maxOffset int64, maxBytes int, minOne bool) ([]byte, error) {
+	if first.BaseOffset >= maxOffset {
+		return nil, nil
+	}
+	want := min(int64(max(maxBytes, 0)), v.size-pos)
+	if int64(first.Size()) > want {
+		if !minOne {
+			return nil, nil
+		}
+		want = int64(first.Size())
+	}
+	buf := make([]byte, want)
+	if n, err := v.seg.log.ReadAt(buf, pos); n < len(buf) {
+		if err == nil {
+			err = io.ErrUnexpectedEOF
+		}
+		return nil, storageErr("read", v.seg.logPath, err)
+	}
+	p := 0
+	next := int64(-1)
+	for p+batch.LogOverhead <= len(buf) {
+		size := int(int32(binary.BigEndian.Uint32(buf[p+batch.LengthOffset:]))) + batch.LogOverhead
+		if size < batch.HeaderSize || size > len(buf)-p {
+			if p == 0 || size < batch.HeaderSize {
+				return cutOrFail(buf, p, v.seg, pos, fmt.Errorf("%w: batch length %d", batch.ErrInvalid, size-batch.LogOverhead))
+			}
+			break // the next batch does not fit in maxBytes
+		}
+		h, err := batch.Validate(buf[p : p+size])
+		if err == nil && h.BaseOffset < next {
+			err = fmt.Errorf("offset %d after %d", h.BaseOffset, next-1)
+		}
+		if err != nil {
+			return cutOrFail(buf, p, v.seg, pos, err)
+		}
+		if h.BaseOffset >= maxOffset {
+			break
+		}
+		next = h.LastOffset() + 1
+		p += size
+	}
+	if p == 0 {
+		return nil, nil
+	}
+	return buf[:p], nil
+}
+
+// cutOrFail serves the good batches before a damaged one, or reports the
+// damage when it is the first batch.
+func cutOrFail(buf []byte, p int, s *segment, pos int64, err error) ([]byte, error) {
+	if p > 0 {
+		return buf[:p], nil
+	}
+	return nil, &CorruptionError{Segment: s.logPath, Offset: pos, Err: err}
+}
+
+// OffsetForTimestamp returns the first offset whose record timestamp is
+// >= ts and that timestamp (ListOffsets by time). For compressed batches
+// it answers at batch granularity: the batch's base offset and max
+// timestamp (records are not decompressed).
+func (l *Log) OffsetForTimestamp(ts int64) (offset int64, timestamp int64, ok bool) {
+	l.truncMu.RLock()
+	defer l.truncMu.RUnlock()
+	l.mu.Lock()
+	if l.closed {
+		l.mu.Unlock()
+		return -1, -1, false
+	}
+	logStart := l.logStart
+	var views []segmentView
+	var maxes []int64
+	for _, s := range l.segments {
+		views = append(views, s.view())
+		maxes = append(maxes, s.maxTs)
+	}
+	l.mu.Unlock()
+
+	for i, v := range views {
+		if maxes[i] < ts || v.next <= logStart {
+			continue
+		}
+		from := max(v.seg.timeIdx.lookupBefore(v.times, ts), logStart)
+		sc := newScanner(v.seg.log, v.seg.logPath, v.seg.offIdx.lookupPosition(v.off, from), v.size, 64<<10)
+		for {
+			h, raw, _, err := sc.next(true)
+			if err != nil {
+				break // end of segment or damage: try the next one
+			}
+			if h.LastOffset() < logStart || h.MaxTimestamp < ts {
+				continue
+			}
+			off, rts := firstRecordAtOrAfter(raw, &h, ts, logStart)
+			return off, rts, true
+		}
+	}
+	return -1, -1, false
+}
+
+// MaxTimestamp returns the offset and timestamp of the record with the
+// largest timestamp (ListOffsets MAX_TIMESTAMP), (-1, -1) for an empty log.
+// For compressed or log-append-time batches the offset is the batch's
+// last offset.
+func (l *Log) MaxTimestamp() (offset int64, timestamp int64) {
+	l.truncMu.RLock()
+	defer l.truncMu.RUnlock()
+	l.mu.Lock()
+	if l.closed {
+		l.mu.Unlock()
+		return -1, -1
+	}
+	var best *segment
+	for _, s := range l.segments {
+		if s.maxTs >= 0 && (best == nil || s.maxTs > best.maxTs) {
+			best = s
+		}
+	}
+	if best == nil {
+		l.mu.Unlock()
+		return -1, -1
+	}
+	v, ts, at := best.view(), best.maxTs, best.maxTsOffset
+	l.mu.Unlock()
+
+	h, pos, found, err := findBatch(v, at)
+	if err != nil || !found {
+		return at, ts
+	}
+	raw := make([]byte, h.Size())
+	if _, err := v.seg.log.ReadAt(raw, pos); err != nil {
+		return at, ts
+	}
+	if h.Codec() != batch.CodecNone || h.LogAppendTimeType() {
+		return h.LastOffset(), ts
+	}
+	if off, rts := firstRecordAtOrAfter(raw, &h, ts, 0); rts == ts {
+		return off, ts
+	}
+	return h.LastOffset(), ts
+}
+
+// firstRecordAtOrAfter finds, in an uncompressed create-time batch, the
+// first record at or after minOffset with timestamp >= ts. Otherwise (or
+// if the records do not parse) it answers with the batch's first offset
+// at or after minOffset and its max timestamp.
+func firstRecordAtOrAfter(raw []byte, h *batch.Header, ts, minOffset int64) (int64, int64) {
+	fallback := func() (int64, int64) { return max(h.BaseOffset, minOffset), h.MaxTimestamp }
+	if h.Codec() != batch.CodecNone || h.LogAppendTimeType() || len(raw) < batch.HeaderSize {
+		return fallback()
+	}
+	b := raw[batch.HeaderSize:]
+	for range h.NumRecords {
+		length, n := binary.Varint(b)
+		if n <= 0 || length < 0 || int64(len(b)-n) < length {
+			return fallback()
+		}
+		rec := b[n : n+int(length)]
+		b = b[n+int(length):]
+		if len(rec) < 1 {
+			return fallback()
+		}
+		tsDelta, m := binary.Varint(rec[1:])
+		if m <= 0 {
+			return fallback()
+		}
+		offDelta, k := binary.Varint(rec[1+m:])
+		if k <= 0 {
+			return fallback()
+		}
+		off, rts := h.BaseOffset+offDelta, h.BaseTimestamp+tsDelta
+		if off >= minOffset && rts >= ts {
+			return off, rts
+		}
+	}
+	return fallback()
+}
+
+// AppendAbortedTxn records an aborted transaction in the .txnindex of the
+// segment holding its last offset (its ABORT marker). Re-adding an entry
+// that is already there is a no-op.
+func (l *Log) AppendAbortedTxn(t AbortedTxn) error {
+	if t.FirstOffset > t.LastOffset || t.FirstOffset < 0 {
+		return fmt.Errorf("%w: aborted txn range %d..%d", ErrInvalidBatch, t.FirstOffset, t.LastOffset)
+	}
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if err := l.writableLocked(); err != nil {
+		return err
+	}
+	s := l.segments[l.segmentIndex(t.LastOffset)]
+	if err := s.txn.add(t); err != nil {
+		if errors.Is(err, ErrStorage) {
+			return l.failLocked(err)
+		}
+		return err
+	}
+	s.dirty = true
+	return nil
+}
+
+// AbortedTxns returns the aborted transactions overlapping
+// [fromOffset, toOffset), oldest marker first (read_committed Fetch).
+func (l *Log) AbortedTxns(fromOffset, toOffset int64) []AbortedTxn {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	var out []AbortedTxn
+	i := sort.Search(len(l.segments), func(i int) bool { return l.segments[i].nextOffset > fromOffset })
+	for _, s := range l.segments[min(i, len(l.segments)):] {
+		for _, t := range s.txn.entries {
+			if t.LastOffset >= fromOffset && t.FirstOffset < toOffset {
+				out = append(out, t)
+			}
+		}
+	}
+	return out
+}

@@ -1,0 +1,147 @@
+package log
+
+import (
+	"errors"
+	"fmt"
+	"io"
+
+	"go.uber.org/zap"
+)
+
+// recoveryReadahead is the window recovery reads through.
+const recoveryReadahead = 1 << 20
+
+// recover validates every batch of segments[from:] (length, magic, CRC32C,
+// offsets increasing), rebuilds their indexes, feeds the epoch cache, and
+// cuts the log at the first invalid byte: the damaged segment is
+// truncated there and every later segment is deleted. Kafka's
+// LogLoader.recoverLog.
+func (l *Log) recover(from int) error {
+	expected := l.segments[from].base
+	if from > 0 {
+		expected = max(expected, l.segments[from-1].nextOffset)
+	}
+	for i := from; i < len(l.segments); i++ {
+		s := l.segments[i]
+		var cut error
+		if s.base < expected {
+			cut = &CorruptionError{Segment: s.logPath, Offset: 0,
+				Err: fmt.Errorf("segment base %d below previous segment's end %d", s.base, expected)}
+		} else {
+			var err error
+			cut, err = l.recoverSegment(s, expected)
+			if err != nil {
+				return err
+			}
+		}
+		if cut == nil {
+			expected = s.nextOffset
+			continue
+		}
+		var ce *CorruptionError
+		if !errors.As(cut, &ce) {
+			return cut
+		}
+		if i > from && ce.Offset == 0 && s.base < expected {
+			// Drop the whole segment: it overlaps its predecessor.
+			i--
+		} else if err := l.truncateSegmentFile(s, ce.Offset); err != nil {
+			return err
+		}
+		var removed []int64
+		for _, later := range l.segments[i+1:] {
+			removed = append(removed, later.base)
+			if err := later.remove(l.fs); err != nil {
+				return err
+			}
+		}
+		l.segments = l.segments[:i+1]
+		l.dirDirty = true
+		l.logger.Warn("recovery cut the log at damaged data",
+			zap.String("segment", ce.Segment), zap.Int64("position", ce.Offset),
+			zap.Int64("newLogEndOffset", l.segments[i].nextOffset),
+			zap.Int64s("deletedSegments", removed), zap.Error(ce.Err))
+		break
+	}
+	return nil
+}
+
+// recoverSegment rescans s from the start, rebuilding its state and
+// indexes. It returns the corruption that stops the scan (nil if the whole
+// file is valid) and, separately, IO errors.
+func (l *Log) recoverSegment(s *segment, expected int64) (cut error, err error) {
+	s.nextOffset, s.maxTs, s.maxTsOffset, s.rollTs, s.bytesSinceIndex = s.base, -1, -1, -1, 0
+	if err := s.offIdx.startRebuild(); err != nil {
+		return nil, err
+	}
+	if err := s.timeIdx.startRebuild(); err != nil {
+		return nil, err
+	}
+	sc := newScanner(s.log, s.logPath, 0, s.size, recoveryReadahead)
+	interval := int64(l.cfg.IndexIntervalBytes)
+	for {
+		h, _, pos, serr := sc.next(true)
+		if serr == io.EOF {
+			break
+		}
+		var ce *CorruptionError
+		if errors.As(serr, &ce) {
+			cut = serr
+			break
+		}
+		if serr != nil {
+			return nil, storageErr("read", s.logPath, serr)
+		}
+		if h.BaseOffset < expected || h.LastOffset()-s.base > int64(^uint32(0)>>1) {
+			cut = &CorruptionError{Segment: s.logPath, Offset: pos,
+				Err: fmt.Errorf("batch offsets %d..%d do not follow %d", h.BaseOffset, h.LastOffset(), expected-1)}
+			break
+		}
+		if err := s.indexBatch(&h, pos, interval); err != nil {
+			return nil, err
+		}
+		l.epochs.assign(h.PartitionLeaderEpoch, h.BaseOffset)
+		expected = h.LastOffset() + 1
+	}
+	if err := s.offIdx.flushPending(); err != nil {
+		return nil, err
+	}
+	if err := s.timeIdx.flushPending(); err != nil {
+		return nil, err
+	}
+	s.dirty = true
+	return cut, nil
+}
+
+// truncateSegmentFile cuts s's log file at pos (whose indexes were
+// rebuilt only up to pos already) and fsyncs it.
+func (l *Log) truncateSegmentFile(s *segment, pos int64) error {
+	if err := s.log.Truncate(pos); err != nil {
+		return storageErr("truncate", s.logPath, err)
+	}
+	s.size = pos
+	if err := s.log.Sync(); err != nil {
+		return storageErr("fsync", s.logPath, err)
+	}
+	return nil
+}
+
+// rebuildEpochs rebuilds the leader-epoch cache from the batch headers of
+// the whole log (used when the checkpoint is missing or unreadable).
+func (l *Log) rebuildEpochs() {
+	l.epochs.entries = nil
+	for _, s := range l.segments {
+		sc := newScanner(s.log, s.logPath, 0, s.size, 64<<10)
+		for {
+			h, _, _, err := sc.next(false)
+			if err == io.EOF {
+				break
+			}
+			if err != nil {
+				l.logger.Warn("rebuilding leader epochs: unreadable batch", zap.Error(err))
+				break
+			}
+			l.epochs.assign(h.PartitionLeaderEpoch, h.BaseOffset)
+		}
+	}
+}

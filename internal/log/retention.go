@@ -1,0 +1,208 @@
+package log
+
+import (
+	"fmt"
+	"io"
+
+	"go.uber.org/zap"
+)
+
+// TruncateTo removes everything at and after offset: log data, index
+// entries, leader epochs and aborted transactions. A batch that holds
+// offset goes whole, so the log end offset afterwards is the base of that
+// batch (or offset itself when offset is a batch boundary). Offset at or
+// past the log end is a no-op; offset below the log start empties the log
+// and restarts it at offset.
+func (l *Log) TruncateTo(offset int64) error {
+	if offset < 0 {
+		return fmt.Errorf("%w: truncate to %d", ErrOffsetOutOfRange, offset)
+	}
+	l.truncMu.Lock()
+	defer l.truncMu.Unlock()
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if err := l.writableLocked(); err != nil {
+		return err
+	}
+	if offset >= l.leo {
+		return nil
+	}
+	if offset <= l.segments[0].base || offset < l.logStart {
+		l.logger.Info("truncating the whole log", zap.Int64("restartAt", offset))
+		keepStart := l.logStart
+		if err := l.resetLocked(offset); err != nil {
+			return err
+		}
+		if offset > keepStart {
+			l.logStart = offset
+		}
+		return nil
+	}
+	i := l.segmentIndex(offset)
+	for _, s := range l.segments[i+1:] {
+		if err := s.remove(l.fs); err != nil {
+			return l.failLocked(err)
+		}
+		l.dirDirty = true
+	}
+	l.segments = l.segments[:i+1]
+	s := l.segments[i]
+	if err := l.truncateSegmentLocked(s, offset); err != nil {
+		return l.failLocked(err)
+	}
+	l.leo = s.nextOffset
+	l.flushed = min(l.flushed, l.leo)
+	if l.epochs.truncateFromEnd(l.leo) {
+		if err := l.writeEpochsLocked(); err != nil {
+			return l.failLocked(err)
+		}
+	}
+	l.logger.Info("truncated log", zap.Int64("offset", offset), zap.Int64("logEndOffset", l.leo))
+	return nil
+}
+
+// truncateSegmentLocked cuts s before its first batch whose last offset
+// is >= offset.
+func (l *Log) truncateSegmentLocked(s *segment, offset int64) error {
+	pos, cutBase := s.size, int64(-1)
+	sc := newScanner(s.log, s.logPath, s.offIdx.lookupPosition(s.offIdx.view(), offset), s.size, headerReadahead)
+	for {
+		h, _, p, err := sc.next(false)
+		if err == io.EOF {
+			break
+		}
+		if err != nil {
+			return readErr(s, err)
+		}
+		if h.LastOffset() >= offset {
+			pos, cutBase = p, h.BaseOffset
+			break
+		}
+	}
+	if err := s.txn.truncateTo(offset); err != nil {
+		return err
+	}
+	if cutBase < 0 {
+		return nil
+	}
+	if err := s.log.Truncate(pos); err != nil {
+		return storageErr("truncate", s.logPath, err)
+	}
+	s.size = pos
+	if err := s.offIdx.truncateToPosition(pos); err != nil {
+		return err
+	}
+	if err := s.timeIdx.truncateToOffset(cutBase); err != nil {
+		return err
+	}
+	s.nextOffset, s.rollTs, s.bytesSinceIndex = s.base, -1, 0
+	if err := s.loadTail(); err != nil {
+		return err
+	}
+	s.dirty = true
+	return nil
+}
+
+// DeleteRecordsBefore advances the log start offset to offset (Kafka's
+// DeleteRecords) and deletes the segments wholly below it.
+func (l *Log) DeleteRecordsBefore(offset int64) error {
+	l.truncMu.Lock()
+	defer l.truncMu.Unlock()
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if err := l.writableLocked(); err != nil {
+		return err
+	}
+	if offset > l.leo {
+		return fmt.Errorf("%w: delete records before %d past log end %d", ErrOffsetOutOfRange, offset, l.leo)
+	}
+	if offset <= l.logStart {
+		return nil
+	}
+	if err := writeOffsetFile(l.fs, l.dir, logStartOffsetName, offset); err != nil {
+		return l.failLocked(err)
+	}
+	l.logStart = offset
+	n := 0
+	for n+1 < len(l.segments) && l.segments[n+1].base <= offset {
+		n++
+	}
+	return l.deleteOldestLocked(n, "log start offset")
+}
+
+// ApplyRetention deletes the oldest segments that are past log.retention.ms
+// or beyond log.retention.bytes (Kafka's deleteRetentionMsBreachedSegments
+// and deleteRetentionSizeBreachedSegments), never the active segment.
+func (l *Log) ApplyRetention() (int, error) {
+	l.truncMu.Lock()
+	defer l.truncMu.Unlock()
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if err := l.writableLocked(); err != nil {
+		return 0, err
+	}
+	now := l.opts.Now().UnixMilli()
+	n, reason := 0, ""
+	if l.cfg.RetentionMs >= 0 {
+		for n+1 < len(l.segments) {
+			s := l.segments[n]
+			ts := s.maxTs
+			if ts < 0 {
+				ts = s.created.UnixMilli()
+			}
+			if now-ts <= l.cfg.RetentionMs {
+				break
+			}
+			n++
+		}
+		if n > 0 {
+			reason = "retention.ms"
+		}
+	}
+	if l.cfg.RetentionBytes >= 0 {
+		var total int64
+		for _, s := range l.segments {
+			total += s.size
+		}
+		diff := total - l.cfg.RetentionBytes
+		k := 0
+		for k+1 < len(l.segments) && diff-l.segments[k].size >= 0 {
+			diff -= l.segments[k].size
+			k++
+		}
+		if k > n {
+			n, reason = k, "retention.bytes"
+		}
+	}
+	for n+1 < len(l.segments) && l.segments[n+1].base <= l.logStart {
+		n++
+		if reason == "" {
+			reason = "log start offset"
+		}
+	}
+	if n == 0 {
+		return 0, nil
+	}
+	return n, l.deleteOldestLocked(n, reason)
+}
+
+// deleteOldestLocked removes the n oldest segments (never the active one)
+// and moves the log start offset and epoch cache along.
+func (l *Log) deleteOldestLocked(n int, reason string) error {
+	n = min(n, len(l.segments)-1)
+	for _, s := range l.segments[:n] {
+		l.logger.Info("deleting segment", zap.Int64("base", s.base), zap.Int64("bytes", s.size), zap.String("reason", reason))
+		if err := s.remove(l.fs); err != nil {
+			return l.failLocked(err)
+		}
+		l.dirDirty = true
+	}
+	l.segments = append(l.segments[:0:0], l.segments[n:]...)
+	l.logStart = max(l.logStart, l.segments[0].base)
+	if l.epochs.truncateFromStart(l.logStart) {
+		if err := l.writeEpochsLocked(); err != nil {
+			return l.failLocked(err)
+		}
+	}
+	return nil
+}

@@ -1,0 +1,105 @@
+package log
+
+import (
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"io"
+	"math"
+
+	"github.com/minibroker/minibroker/internal/batch"
+)
+
+// errTornTail marks a batch whose declared length runs past the end of the
+// segment: the tail of an interrupted write.
+var errTornTail = errors.New("batch runs past end of segment (torn write)")
+
+// scanner walks the batches of a segment between two byte positions
+// through a read-ahead window, without decoding records.
+type scanner struct {
+	r         io.ReaderAt
+	name      string
+	pos, end  int64
+	readahead int
+	buf       []byte // window contents
+	bufStart  int64  // file position of buf[0]
+}
+
+// newScanner scans [pos, end) of r. readahead is the window size used
+// when headers alone are needed; whole batches are always read whole.
+func newScanner(r io.ReaderAt, name string, pos, end int64, readahead int) *scanner {
+	return &scanner{r: r, name: name, pos: pos, end: end, readahead: readahead}
+}
+
+// window returns the bytes [pos, pos+n) of the file, reading as needed.
+func (s *scanner) window(pos int64, n int) ([]byte, error) {
+	if pos >= s.bufStart && pos+int64(n) <= s.bufStart+int64(len(s.buf)) {
+		off := pos - s.bufStart
+		return s.buf[off : off+int64(n)], nil
+	}
+	want := max(n, s.readahead)
+	if rest := s.end - pos; int64(want) > rest {
+		want = int(rest)
+	}
+	if cap(s.buf) < want {
+		s.buf = make([]byte, want)
+	}
+	s.buf = s.buf[:want]
+	m, err := s.r.ReadAt(s.buf, pos)
+	s.bufStart = pos
+	s.buf = s.buf[:m]
+	if m < n {
+		if err == nil || err == io.EOF {
+			err = io.ErrUnexpectedEOF
+		}
+		return nil, err
+	}
+	return s.buf[:n], nil
+}
+
+// next returns the header and position of the next batch. With whole set
+// the raw batch is returned too (valid until the next call) and its CRC is
+// checked. At the end it returns io.EOF; damage is a *CorruptionError; an
+// IO failure is returned as is.
+func (s *scanner) next(whole bool) (h batch.Header, raw []byte, pos int64, err error) {
+	pos = s.pos
+	if pos >= s.end {
+		return h, nil, pos, io.EOF
+	}
+	corrupt := func(e error) error { return &CorruptionError{Segment: s.name, Offset: pos, Err: e} }
+	if s.end-pos < batch.HeaderSize {
+		return h, nil, pos, corrupt(errTornTail)
+	}
+	hb, err := s.window(pos, batch.HeaderSize)
+	if err != nil {
+		return h, nil, pos, err
+	}
+	length := int64(int32(binary.BigEndian.Uint32(hb[batch.LengthOffset:])))
+	size := length + batch.LogOverhead
+	if size < batch.HeaderSize || size > math.MaxInt32 {
+		return h, nil, pos, corrupt(fmt.Errorf("%w: batch length %d", batch.ErrInvalid, length))
+	}
+	if pos+size > s.end {
+		if hb[16] != 2 {
+			return h, nil, pos, corrupt(fmt.Errorf("%w %d", batch.ErrMagic, int8(hb[16])))
+		}
+		return h, nil, pos, corrupt(errTornTail)
+	}
+	if whole {
+		raw, err = s.window(pos, int(size))
+		if err != nil {
+			return h, nil, pos, err
+		}
+		h, err = batch.Validate(raw)
+	} else {
+		h, err = batch.ParseHeader(hb)
+		if err == nil && (h.LastOffsetDelta < 0 || h.NumRecords < 0) {
+			err = fmt.Errorf("%w: negative count or delta", batch.ErrInvalid)
+		}
+	}
+	if err != nil {
+		return h, nil, pos, corrupt(err)
+	}
+	s.pos = pos + size
+	return h, raw, pos, nil
+}

@@ -1,0 +1,252 @@
+package log
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"math"
+	"os"
+	"path/filepath"
+	"time"
+
+	"github.com/minibroker/minibroker/internal/batch"
+	"github.com/minibroker/minibroker/internal/vfs"
+)
+
+// File name suffixes, as Kafka names them.
+const (
+	logSuffix       = ".log"
+	indexSuffix     = ".index"
+	timeIndexSuffix = ".timeindex"
+	txnIndexSuffix  = ".txnindex"
+)
+
+func segmentFileName(dir string, base int64, suffix string) string {
+	return filepath.Join(dir, fmt.Sprintf("%020d%s", base, suffix))
+}
+
+// segment is one <base>.log file with its indexes. All mutable fields are
+// guarded by Log.mu; files are closed or truncated only with Log.truncMu
+// held for writing.
+type segment struct {
+	base    int64
+	logPath string
+	log     vfs.File
+	offIdx  offsetIndex
+	timeIdx timeIndex
+	txn     *txnIndex
+
+	size       int64 // committed bytes; readers never look past it
+	nextOffset int64 // last offset in the segment + 1 (base when empty)
+
+	bytesSinceIndex int64
+	maxTs           int64 // largest batch MaxTimestamp, -1 if none
+	maxTsOffset     int64 // base offset of the batch holding maxTs
+	rollTs          int64 // MaxTimestamp of the first batch, -1 if none
+	created         time.Time
+	dirty           bool // written since the last fsync
+}
+
+// openSegment opens (create=true: creates) the files of the segment at base.
+func openSegment(fsys vfs.FS, dir string, base int64, create bool, now time.Time) (*segment, error) {
+	s := &segment{base: base, logPath: segmentFileName(dir, base, logSuffix),
+		nextOffset: base, maxTs: -1, maxTsOffset: -1, rollTs: -1, created: now}
+	flag := os.O_RDWR | os.O_APPEND
+	if create {
+		flag |= os.O_CREATE | os.O_EXCL
+	}
+	f, err := fsys.OpenFile(s.logPath, flag, 0o644)
+	if err != nil {
+		return nil, storageErr("open", s.logPath, err)
+	}
+	s.log = f
+	st, err := f.Stat()
+	if err != nil {
+		f.Close()
+		return nil, storageErr("stat", s.logPath, err)
+	}
+	s.size = st.Size()
+	if !create && st.ModTime().Before(now) {
+		s.created = st.ModTime()
+	}
+	oi, err := openIndexFile(fsys, segmentFileName(dir, base, indexSuffix), base, offsetEntrySize)
+	if err != nil {
+		f.Close()
+		return nil, err
+	}
+	ti, err := openIndexFile(fsys, segmentFileName(dir, base, timeIndexSuffix), base, timeEntrySize)
+	if err != nil {
+		f.Close()
+		oi.close()
+		return nil, err
+	}
+	s.offIdx, s.timeIdx = offsetIndex{oi}, timeIndex{ti}
+	s.txn, err = openTxnIndex(fsys, segmentFileName(dir, base, txnIndexSuffix))
+	if err != nil {
+		s.close()
+		return nil, err
+	}
+	return s, nil
+}
+
+func (s *segment) close() error {
+	err := s.log.Close()
+	err = errors.Join(err, s.offIdx.close(), s.timeIdx.close(), s.txn.close())
+	return err
+}
+
+// remove closes the segment and deletes its files, the log first so that
+// a crash in between leaves only orphan indexes, which Open deletes.
+func (s *segment) remove(fsys vfs.FS) error {
+	s.close()
+	var errs []error
+	for _, p := range []string{s.logPath, s.offIdx.path, s.timeIdx.path, s.txn.path} {
+		if err := fsys.Remove(p); err != nil && !errors.Is(err, fs.ErrNotExist) {
+			errs = append(errs, storageErr("remove", p, err))
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// syncTarget is a file to fsync, captured under Log.mu and synced
+// outside it.
+type syncTarget struct {
+	name string
+	f    vfs.File
+}
+
+// syncTargets lists the segment's open files (called under Log.mu).
+func (s *segment) syncTargets(dst []syncTarget) []syncTarget {
+	dst = append(dst, syncTarget{s.logPath, s.log},
+		syncTarget{s.offIdx.path, s.offIdx.f}, syncTarget{s.timeIdx.path, s.timeIdx.f})
+	if s.txn.f != nil {
+		dst = append(dst, syncTarget{s.txn.path, s.txn.f})
+	}
+	return dst
+}
+
+func syncAll(targets []syncTarget) error {
+	for _, t := range targets {
+		if err := t.f.Sync(); err != nil {
+			return storageErr("fsync", t.name, err)
+		}
+	}
+	return nil
+}
+
+// indexBatch updates the in-memory state and the indexes for a batch
+// just written at pos. Kafka's LogSegment.append: an offset index entry
+// (last offset → position) and a time index entry (max timestamp so far)
+// whenever more than IndexIntervalBytes were written since the last one.
+func (s *segment) indexBatch(h *batch.Header, pos int64, interval int64) error {
+	if s.rollTs < 0 {
+		s.rollTs = h.MaxTimestamp
+	}
+	if h.MaxTimestamp > s.maxTs {
+		s.maxTs, s.maxTsOffset = h.MaxTimestamp, h.BaseOffset
+	}
+	s.nextOffset = h.LastOffset() + 1
+	if s.bytesSinceIndex > interval {
+		var buf [timeEntrySize]byte
+		if err := s.offIdx.appendRaw(appendOffsetEntry(buf[:0], offsetEntry{h.LastOffset(), pos}, s.base)); err != nil {
+			return err
+		}
+		if err := s.maybeAppendTimeEntry(); err != nil {
+			return err
+		}
+		s.bytesSinceIndex = 0
+	}
+	s.bytesSinceIndex += int64(h.Size())
+	return nil
+}
+
+// maybeAppendTimeEntry records the segment's max timestamp if it grew.
+func (s *segment) maybeAppendTimeEntry() error {
+	if s.maxTs < 0 {
+		return nil
+	}
+	if last, ok := s.timeIdx.lastEntry(); ok && last.Timestamp >= s.maxTs {
+		return nil
+	}
+	var buf [timeEntrySize]byte
+	return s.timeIdx.appendRaw(appendTimeEntry(buf[:0], timeEntry{s.maxTs, s.maxTsOffset}, s.base))
+}
+
+// fits reports whether a batch of size bytes whose last offset is last can
+// go into this segment without breaking the limits of the formats.
+func (s *segment) fits(size int64, last int64, cfg *Config) bool {
+	if s.size == 0 {
+		return last-s.base <= math.MaxInt32
+	}
+	return s.size+size <= cfg.SegmentBytes &&
+		last-s.base <= math.MaxInt32 &&
+		(s.offIdx.n+1)*offsetEntrySize <= int64(cfg.SegmentIndexBytes) &&
+		(s.timeIdx.n+1)*timeEntrySize <= int64(cfg.SegmentIndexBytes)
+}
+
+// timeToRoll is Kafka's log.roll.ms test: the batch's timestamp is more than
+// SegmentMs past the segment's first batch (or, without one, the segment
+// is older than SegmentMs by the wall clock).
+func (s *segment) timeToRoll(h *batch.Header, now time.Time, cfg *Config) bool {
+	if s.size == 0 {
+		return false
+	}
+	if s.rollTs >= 0 {
+		return h.MaxTimestamp-s.rollTs > cfg.SegmentMs
+	}
+	return now.Sub(s.created).Milliseconds() > cfg.SegmentMs
+}
+
+// loadTail scans the committed bytes from the last offset-index entry to
+// the end (headers only) to learn nextOffset and the max timestamp after
+// the last time-index entry. Used on a clean open.
+func (s *segment) loadTail() error {
+	s.maxTs, s.maxTsOffset = -1, -1
+	if e, ok := s.timeIdx.lastEntry(); ok {
+		s.maxTs, s.maxTsOffset = e.Timestamp, e.Offset
+	}
+	pos := int64(0)
+	if e, ok := s.offIdx.lastEntry(); ok {
+		pos = e.Position
+		s.nextOffset = e.Offset + 1
+	}
+	if pos > 0 {
+		// The first batch's timestamp drives time-based rolling.
+		first := newScanner(s.log, s.logPath, 0, s.size, batch.HeaderSize)
+		if h, _, _, err := first.next(false); err == nil {
+			s.rollTs = h.MaxTimestamp
+		}
+	}
+	sc := newScanner(s.log, s.logPath, pos, s.size, 64<<10)
+	for {
+		h, _, p, err := sc.next(false)
+		if err == io.EOF {
+			return nil
+		}
+		if err != nil {
+			return err
+		}
+		if p == 0 {
+			s.rollTs = h.MaxTimestamp
+		}
+		if h.MaxTimestamp > s.maxTs {
+			s.maxTs, s.maxTsOffset = h.MaxTimestamp, h.BaseOffset
+		}
+		s.nextOffset = h.LastOffset() + 1
+		s.bytesSinceIndex += int64(h.Size())
+	}
+}
+
+// view is a reader's snapshot of a segment.
+type segmentView struct {
+	seg   *segment
+	size  int64
+	next  int64
+	off   indexView
+	times indexView
+}
+
+func (s *segment) view() segmentView {
+	return segmentView{seg: s, size: s.size, next: s.nextOffset, off: s.offIdx.view(), times: s.timeIdx.view()}
+}

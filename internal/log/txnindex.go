@@ -1,0 +1,168 @@
+package log
+
+import (
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+
+	"github.com/minibroker/minibroker/internal/vfs"
+)
+
+// AbortedTxn is one entry of a .txnindex: an aborted transaction of
+// ProducerID spanning [FirstOffset, LastOffset] (LastOffset is its ABORT
+// marker), and the last stable offset when it was aborted.
+type AbortedTxn struct {
+	ProducerID, FirstOffset, LastOffset, LastStableOffset int64
+}
+
+// txnEntrySize is the size of a .txnindex entry; see doc.go.
+const (
+	txnEntrySize    = 34
+	txnEntryVersion = 0
+)
+
+func (t AbortedTxn) appendTo(dst []byte) []byte {
+	dst = binary.BigEndian.AppendUint16(dst, txnEntryVersion)
+	dst = binary.BigEndian.AppendUint64(dst, uint64(t.ProducerID))
+	dst = binary.BigEndian.AppendUint64(dst, uint64(t.FirstOffset))
+	dst = binary.BigEndian.AppendUint64(dst, uint64(t.LastOffset))
+	return binary.BigEndian.AppendUint64(dst, uint64(t.LastStableOffset))
+}
+
+var errTxnVersion = errors.New("unknown txnindex entry version")
+
+func decodeAbortedTxn(b []byte) (AbortedTxn, error) {
+	if len(b) < txnEntrySize {
+		return AbortedTxn{}, errTornTail
+	}
+	if v := int16(binary.BigEndian.Uint16(b)); v != txnEntryVersion {
+		return AbortedTxn{}, fmt.Errorf("%w %d", errTxnVersion, v)
+	}
+	return AbortedTxn{
+		ProducerID:       int64(binary.BigEndian.Uint64(b[2:])),
+		FirstOffset:      int64(binary.BigEndian.Uint64(b[10:])),
+		LastOffset:       int64(binary.BigEndian.Uint64(b[18:])),
+		LastStableOffset: int64(binary.BigEndian.Uint64(b[26:])),
+	}, nil
+}
+
+// txnIndex is a segment's .txnindex. Aborted transactions are rare, so the
+// entries live in memory; the file is created on the first entry (as
+// Kafka does), keeping an fd per segment only where needed.
+type txnIndex struct {
+	fsys    vfs.FS
+	path    string
+	f       vfs.File // nil until the first entry
+	entries []AbortedTxn
+}
+
+func openTxnIndex(fsys vfs.FS, path string) (*txnIndex, error) {
+	x := &txnIndex{fsys: fsys, path: path}
+	data, err := vfs.ReadFile(fsys, path)
+	if errors.Is(err, fs.ErrNotExist) {
+		return x, nil
+	}
+	if err != nil {
+		return nil, storageErr("read", path, err)
+	}
+	for len(data) >= txnEntrySize {
+		t, err := decodeAbortedTxn(data)
+		if err != nil {
+			break // keep what decoded; the rest is rewritten below
+		}
+		x.entries = append(x.entries, t)
+		data = data[txnEntrySize:]
+	}
+	if err := x.open(); err != nil {
+		return nil, err
+	}
+	if len(data) > 0 {
+		if err := x.rewrite(); err != nil {
+			x.close()
+			return nil, err
+		}
+	}
+	return x, nil
+}
+
+func (x *txnIndex) open() error {
+	f, err := x.fsys.OpenFile(x.path, os.O_RDWR|os.O_CREATE|os.O_APPEND, 0o644)
+	if err != nil {
+		return storageErr("open", x.path, err)
+	}
+	x.f = f
+	return nil
+}
+
+// rewrite makes the file hold exactly x.entries.
+func (x *txnIndex) rewrite() error {
+	if x.f == nil {
+		if len(x.entries) == 0 {
+			return nil
+		}
+		if err := x.open(); err != nil {
+			return err
+		}
+	}
+	if err := x.f.Truncate(0); err != nil {
+		return storageErr("truncate", x.path, err)
+	}
+	var b []byte
+	for _, t := range x.entries {
+		b = t.appendTo(b)
+	}
+	if len(b) > 0 {
+		if _, err := x.f.Write(b); err != nil {
+			return storageErr("write", x.path, err)
+		}
+	}
+	return nil
+}
+
+// add appends t; an exact duplicate of an existing entry is a no-op, so a
+// partition replaying its log may re-add what survived a crash.
+func (x *txnIndex) add(t AbortedTxn) error {
+	for _, e := range x.entries {
+		if e == t {
+			return nil
+		}
+	}
+	if n := len(x.entries); n > 0 && t.LastOffset < x.entries[n-1].LastOffset {
+		return fmt.Errorf("%w: aborted txn last offset %d below previous %d", ErrInvalidBatch, t.LastOffset, x.entries[n-1].LastOffset)
+	}
+	if x.f == nil {
+		if err := x.open(); err != nil {
+			return err
+		}
+	}
+	if _, err := x.f.Write(t.appendTo(nil)); err != nil {
+		return storageErr("write", x.path, err)
+	}
+	x.entries = append(x.entries, t)
+	return nil
+}
+
+// truncateTo drops transactions whose marker is at or after off.
+func (x *txnIndex) truncateTo(off int64) error {
+	keep := len(x.entries)
+	for keep > 0 && x.entries[keep-1].LastOffset >= off {
+		keep--
+	}
+	if keep == len(x.entries) {
+		return nil
+	}
+	x.entries = x.entries[:keep]
+	if err := x.f.Truncate(int64(keep) * txnEntrySize); err != nil {
+		return storageErr("truncate", x.path, err)
+	}
+	return nil
+}
+
+func (x *txnIndex) close() error {
+	if x.f == nil {
+		return nil
+	}
+	return x.f.Close()
+}
