@@ -1,0 +1,87 @@
+package broker
+
+// Produce, v3–v11.
+//
+// Only magic v2 batches are accepted (UNSUPPORTED_FOR_MESSAGE_FORMAT
+// otherwise). Each partition's batches are validated (length, CRC-32C,
+// record count against the offset delta, no control batches from clients),
+// producer state is checked for the whole partition's data, then offsets
+// and the leader epoch are assigned in place (the CRC is untouched) and the
+// bytes appended as they came: compressed batches are never recompressed.
+// A retried idempotent batch is answered with its original offsets.
+// acks=0 gets no response. Unknown topics are auto-created when
+// auto.create.topics.enable is on (Kafka only creates on Metadata; kgo and
+// most clients ask Metadata first, so the difference is rarely seen).
+// Produce v8+ carries an error message per partition.
+
+import (
+	"context"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/minibroker/minibroker/internal/protocol"
+)
+
+func (b *Broker) handleProduce(_ context.Context, r *protocol.Request) kmsg.Response {
+	req := r.Body.(*kmsg.ProduceRequest)
+	resp := req.ResponseKind().(*kmsg.ProduceResponse)
+	acksOK := req.Acks == 0 || req.Acks == 1 || req.Acks == -1
+	for _, rt := range req.Topics {
+		st := kmsg.NewProduceResponseTopic()
+		st.Topic = rt.Topic
+		t, ok := b.Topic(rt.Topic)
+		var topicErr error
+		if !ok {
+			if topicErr = validTopicName(rt.Topic); topicErr == nil {
+				t, topicErr = b.autoCreate(rt.Topic)
+			}
+		}
+		for _, rp := range rt.Partitions {
+			sp := kmsg.NewProduceResponseTopicPartition()
+			sp.Partition = rp.Partition
+			sp.BaseOffset, sp.LogAppendTime, sp.LogStartOffset = -1, -1, -1
+			switch {
+			case !acksOK:
+				sp.ErrorCode = kerr.InvalidRequiredAcks.Code
+			case topicErr != nil:
+				sp.ErrorCode = errorCode(topicErr)
+			default:
+				b.producePartition(t, rp, &sp)
+			}
+			if sp.ErrorCode != 0 {
+				b.metrics.ProduceErrors.WithLabelValues(kerr.ErrorForCode(sp.ErrorCode).Error()).Inc()
+			}
+			st.Partitions = append(st.Partitions, sp)
+		}
+		resp.Topics = append(resp.Topics, st)
+	}
+	if req.Acks == 0 {
+		return nil
+	}
+	return resp
+}
+
+func (b *Broker) producePartition(t *Topic, rp kmsg.ProduceRequestTopicPartition, sp *kmsg.ProduceResponseTopicPartition) {
+	parts := b.partitions(t)
+	if rp.Partition < 0 || int(rp.Partition) >= len(parts) {
+		sp.ErrorCode = kerr.UnknownTopicOrPartition.Code
+		return
+	}
+	p := parts[rp.Partition]
+	res, err := p.AppendAsLeader(rp.Records)
+	if err != nil {
+		sp.ErrorCode = errorCode(err)
+		sp.ErrorMessage = errorMessage(err)
+		if sp.ErrorCode == kerr.UnknownServerError.Code {
+			b.logger.Sugar().Warnw("produce failed", "topic", t.Name, "partition", rp.Partition, "error", err)
+		}
+		return
+	}
+	sp.BaseOffset = res.BaseOffset
+	sp.LogAppendTime = res.LogAppendTime
+	sp.LogStartOffset = res.LogStartOffset
+	if !res.Duplicate {
+		b.metrics.BytesInTopic.WithLabelValues(t.Name).Add(float64(len(rp.Records)))
+	}
+}

@@ -1,0 +1,170 @@
+package broker
+
+// Fetch, v4–v16.
+//
+// Raw batches go from the log to the response without decoding records.
+// Reads stop at the high watermark, or at the last stable offset for
+// read_committed (IsolationLevel 1), which also gets the aborted
+// transactions overlapping the returned range. MaxWaitMillis/MinBytes long
+// polls wait for appends; MaxBytes and PartitionMaxBytes bound the
+// response, except that the first batch of the first non-empty partition is
+// always returned whole (KIP-74). Topics are named by ID from v13.
+//
+// Fetch sessions (KIP-227) are declined: every response carries session id
+// 0, so clients send full fetches, which Kafka allows. A request naming a
+// session id answers FETCH_SESSION_ID_NOT_FOUND. The CurrentLeaderEpoch of
+// v9+ is checked (FENCED_LEADER_EPOCH / UNKNOWN_LEADER_EPOCH).
+
+import (
+	"context"
+	"errors"
+	"reflect"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	mlog "github.com/minibroker/minibroker/internal/log"
+	"github.com/minibroker/minibroker/internal/partition"
+	"github.com/minibroker/minibroker/internal/protocol"
+)
+
+func (b *Broker) handleFetch(ctx context.Context, r *protocol.Request) kmsg.Response {
+	req := r.Body.(*kmsg.FetchRequest)
+	resp := req.ResponseKind().(*kmsg.FetchResponse)
+	if req.Version >= 7 && req.SessionID != 0 {
+		resp.ErrorCode = kerr.FetchSessionIDNotFound.Code
+		return resp
+	}
+	deadline := time.Now().Add(time.Duration(max(req.MaxWaitMillis, 0)) * time.Millisecond)
+	for {
+		resp.Topics = resp.Topics[:0]
+		total, waitOn, hadError := b.fetchOnce(req, resp)
+		if total >= int(req.MinBytes) || hadError || req.MaxWaitMillis <= 0 || len(waitOn) == 0 {
+			return resp
+		}
+		wait := time.Until(deadline)
+		if wait <= 0 {
+			return resp
+		}
+		if !waitForAny(ctx, waitOn, wait) {
+			// Deadline or shutdown: answer with what there is now.
+			resp.Topics = resp.Topics[:0]
+			b.fetchOnce(req, resp)
+			return resp
+		}
+	}
+}
+
+// fetchOnce fills resp from the logs. It returns the record bytes
+// gathered, the partitions' change channels (for a long poll), and whether
+// any partition answered with an error.
+func (b *Broker) fetchOnce(req *kmsg.FetchRequest, resp *kmsg.FetchResponse) (int, []<-chan struct{}, bool) {
+	total := 0
+	maxBytes := int(req.MaxBytes)
+	if req.Version < 3 || maxBytes <= 0 {
+		maxBytes = int(^uint32(0) >> 1)
+	}
+	committed := req.IsolationLevel == 1
+	var waitOn []<-chan struct{}
+	hadError := false
+	for _, rt := range req.Topics {
+		st := kmsg.NewFetchResponseTopic()
+		st.Topic, st.TopicID = rt.Topic, rt.TopicID
+		var (
+			t  *Topic
+			ok bool
+		)
+		if req.Version >= 13 {
+			t, ok = b.topicByID(rt.TopicID)
+		} else {
+			t, ok = b.Topic(rt.Topic)
+		}
+		var parts []*partition.Partition
+		if ok {
+			parts = b.partitions(t)
+		}
+		for _, rp := range rt.Partitions {
+			sp := kmsg.NewFetchResponseTopicPartition()
+			sp.Partition = rp.Partition
+			sp.HighWatermark, sp.LastStableOffset, sp.LogStartOffset = -1, -1, -1
+			switch {
+			case !ok && req.Version >= 13:
+				sp.ErrorCode = kerr.UnknownTopicID.Code
+			case !ok || rp.Partition < 0 || int(rp.Partition) >= len(parts):
+				sp.ErrorCode = kerr.UnknownTopicOrPartition.Code
+			default:
+				p := parts[rp.Partition]
+				waitOn = append(waitOn, p.Changed())
+				limit := min(int(rp.PartitionMaxBytes), maxBytes-total)
+				n := b.fetchPartition(p, rp, &sp, limit, total == 0, committed)
+				total += n
+				if n > 0 {
+					b.metrics.BytesOutTopic.WithLabelValues(t.Name).Add(float64(n))
+				}
+			}
+			if sp.ErrorCode != 0 {
+				hadError = true
+			}
+			st.Partitions = append(st.Partitions, sp)
+		}
+		resp.Topics = append(resp.Topics, st)
+	}
+	return total, waitOn, hadError
+}
+
+func (b *Broker) fetchPartition(p *partition.Partition, rp kmsg.FetchRequestTopicPartition, sp *kmsg.FetchResponseTopicPartition,
+	limit int, first, committed bool) int {
+	if e := rp.CurrentLeaderEpoch; e >= 0 {
+		switch cur := p.LeaderEpoch(); {
+		case e < cur:
+			sp.ErrorCode = kerr.FencedLeaderEpoch.Code
+			return 0
+		case e > cur:
+			sp.ErrorCode = kerr.UnknownLeaderEpoch.Code
+			return 0
+		}
+	}
+	res, err := p.Read(rp.FetchOffset, max(limit, 0), first, committed)
+	sp.HighWatermark, sp.LastStableOffset, sp.LogStartOffset = res.HighWatermark, res.LastStable, res.LogStart
+	if err != nil {
+		sp.ErrorCode = errorCode(err)
+		if !errors.Is(err, mlog.ErrOffsetOutOfRange) {
+			b.logger.Sugar().Warnw("fetch read failed", "topic", p.Topic, "partition", p.Index, "error", err)
+		}
+		return 0
+	}
+	sp.RecordBatches = res.Records
+	if committed {
+		sp.AbortedTransactions = make([]kmsg.FetchResponseTopicPartitionAbortedTransaction, 0, len(res.Aborted))
+		for _, a := range res.Aborted {
+			sp.AbortedTransactions = append(sp.AbortedTransactions,
+				kmsg.FetchResponseTopicPartitionAbortedTransaction{ProducerID: a.ProducerID, FirstOffset: a.FirstOffset})
+		}
+	}
+	return len(res.Records)
+}
+
+// waitForAny blocks until one channel is closed (true), or the timeout or
+// ctx ends (false).
+func waitForAny(ctx context.Context, chans []<-chan struct{}, timeout time.Duration) bool {
+	timer := time.NewTimer(timeout)
+	defer timer.Stop()
+	if len(chans) == 1 {
+		select {
+		case <-chans[0]:
+			return true
+		case <-timer.C:
+		case <-ctx.Done():
+		}
+		return false
+	}
+	cases := make([]reflect.SelectCase, 0, len(chans)+2)
+	cases = append(cases, reflect.SelectCase{Dir: reflect.SelectRecv, Chan: reflect.ValueOf(timer.C)},
+		reflect.SelectCase{Dir: reflect.SelectRecv, Chan: reflect.ValueOf(ctx.Done())})
+	for _, c := range chans {
+		cases = append(cases, reflect.SelectCase{Dir: reflect.SelectRecv, Chan: reflect.ValueOf(c)})
+	}
+	chosen, _, _ := reflect.Select(cases)
+	return chosen >= 2
+}

@@ -1,0 +1,93 @@
+package broker
+
+// ListOffsets, v1–v8.
+//
+// -1 latest (the high watermark, or the last stable offset for
+// read_committed), -2 earliest (log start), -3 the offset of the largest
+// timestamp (v7+), -4 earliest local (v8; no tiered storage, so the log
+// start), a timestamp ≥ 0 the first offset at or after it (-1/-1 when
+// none). The leader epoch answered is the epoch of the batch holding the
+// offset. CurrentLeaderEpoch (v4+) is checked as in Fetch.
+
+import (
+	"context"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/minibroker/minibroker/internal/partition"
+	"github.com/minibroker/minibroker/internal/protocol"
+)
+
+func (b *Broker) handleListOffsets(_ context.Context, r *protocol.Request) kmsg.Response {
+	req := r.Body.(*kmsg.ListOffsetsRequest)
+	resp := req.ResponseKind().(*kmsg.ListOffsetsResponse)
+	for _, rt := range req.Topics {
+		st := kmsg.NewListOffsetsResponseTopic()
+		st.Topic = rt.Topic
+		t, ok := b.Topic(rt.Topic)
+		var parts []*partition.Partition
+		if ok {
+			parts = b.partitions(t)
+		}
+		for _, rp := range rt.Partitions {
+			sp := kmsg.NewListOffsetsResponseTopicPartition()
+			sp.Partition = rp.Partition
+			sp.Timestamp, sp.Offset, sp.LeaderEpoch = -1, -1, -1
+			if rp.Partition < 0 || int(rp.Partition) >= len(parts) {
+				sp.ErrorCode = kerr.UnknownTopicOrPartition.Code
+			} else {
+				listOffset(parts[rp.Partition], rp, req.IsolationLevel == 1, &sp)
+			}
+			st.Partitions = append(st.Partitions, sp)
+		}
+		resp.Topics = append(resp.Topics, st)
+	}
+	return resp
+}
+
+func listOffset(p *partition.Partition, rp kmsg.ListOffsetsRequestTopicPartition, committed bool, sp *kmsg.ListOffsetsResponseTopicPartition) {
+	cur := p.LeaderEpoch()
+	if e := rp.CurrentLeaderEpoch; e >= 0 && e != cur {
+		sp.ErrorCode = kerr.FencedLeaderEpoch.Code
+		if e > cur {
+			sp.ErrorCode = kerr.UnknownLeaderEpoch.Code
+		}
+		return
+	}
+	o := p.Offsets()
+	switch ts := rp.Timestamp; {
+	case ts == -1:
+		sp.Offset = o.HighWatermark
+		if committed {
+			sp.Offset = o.LastStable
+		}
+		sp.LeaderEpoch = cur
+	case ts == -2 || ts == -4:
+		sp.Offset = o.LogStart
+		sp.LeaderEpoch = epochAt(p, o.LogStart)
+	case ts == -3:
+		off, maxTs := p.Log().MaxTimestamp()
+		if off >= 0 && off < o.HighWatermark {
+			sp.Offset, sp.Timestamp, sp.LeaderEpoch = off, maxTs, epochAt(p, off)
+		}
+	case ts >= 0:
+		if off, found, ok := p.Log().OffsetForTimestamp(ts); ok && off < o.HighWatermark {
+			sp.Offset, sp.Timestamp, sp.LeaderEpoch = off, found, epochAt(p, off)
+		}
+	default:
+		sp.ErrorCode = kerr.InvalidRequest.Code
+	}
+}
+
+// epochAt is the leader epoch of the batch holding offset, -1 if unknown.
+func epochAt(p *partition.Partition, offset int64) int32 {
+	epoch := int32(-1)
+	for _, e := range p.Log().EpochEntries() {
+		if e.StartOffset > offset {
+			break
+		}
+		epoch = e.Epoch
+	}
+	return epoch
+}

@@ -1,0 +1,99 @@
+package broker
+
+// Metadata, v0–v12.
+//
+// One broker (this node) leads every partition, with itself as the only
+// replica and ISR member. Topic IDs are returned from v10. Unknown topics
+// are created when the request allows it (v4+, always for v0–v3) and
+// auto.create.topics.enable is on, as Kafka does. A request by topic ID
+// for an unknown ID answers UNKNOWN_TOPIC_ID.
+
+import (
+	"context"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/minibroker/minibroker/internal/protocol"
+)
+
+func (b *Broker) handleMetadata(_ context.Context, r *protocol.Request) kmsg.Response {
+	req := r.Body.(*kmsg.MetadataRequest)
+	resp := req.ResponseKind().(*kmsg.MetadataResponse)
+	resp.Brokers = []kmsg.MetadataResponseBroker{{NodeID: b.nodeID, Host: b.advHost, Port: b.advPort}}
+	cid := b.clusterID
+	resp.ClusterID = &cid
+	resp.ControllerID = b.nodeID
+
+	allowCreate := req.Version < 4 || req.AllowAutoTopicCreation
+	all := req.Topics == nil || (req.Version == 0 && len(req.Topics) == 0)
+	if all {
+		for _, name := range b.TopicNames() {
+			if t, ok := b.Topic(name); ok {
+				resp.Topics = append(resp.Topics, b.topicMetadata(t))
+			}
+		}
+		return resp
+	}
+	for _, rt := range req.Topics {
+		var (
+			t  *Topic
+			ok bool
+		)
+		switch {
+		case rt.Topic != nil && *rt.Topic != "":
+			t, ok = b.Topic(*rt.Topic)
+			if !ok {
+				err := validTopicName(*rt.Topic)
+				if err == nil && allowCreate {
+					t, err = b.autoCreate(*rt.Topic)
+					ok = err == nil
+				}
+				if !ok {
+					mt := kmsg.NewMetadataResponseTopic()
+					mt.Topic = rt.Topic
+					mt.ErrorCode = kerr.UnknownTopicOrPartition.Code
+					if errCode := errorCode(err); err != nil && errCode == kerr.InvalidTopicException.Code {
+						mt.ErrorCode = errCode
+					}
+					resp.Topics = append(resp.Topics, mt)
+					continue
+				}
+			}
+		case rt.TopicID != [16]byte{}:
+			t, ok = b.topicByID(rt.TopicID)
+			if !ok {
+				mt := kmsg.NewMetadataResponseTopic()
+				mt.TopicID = rt.TopicID
+				mt.ErrorCode = kerr.UnknownTopicID.Code
+				resp.Topics = append(resp.Topics, mt)
+				continue
+			}
+		default:
+			mt := kmsg.NewMetadataResponseTopic()
+			mt.Topic = rt.Topic
+			mt.ErrorCode = kerr.InvalidTopicException.Code
+			resp.Topics = append(resp.Topics, mt)
+			continue
+		}
+		resp.Topics = append(resp.Topics, b.topicMetadata(t))
+	}
+	return resp
+}
+
+func (b *Broker) topicMetadata(t *Topic) kmsg.MetadataResponseTopic {
+	mt := kmsg.NewMetadataResponseTopic()
+	name := t.Name
+	mt.Topic = &name
+	mt.TopicID = t.ID
+	for _, p := range b.partitions(t) {
+		mp := kmsg.NewMetadataResponseTopicPartition()
+		mp.Partition = p.Index
+		mp.Leader = b.nodeID
+		mp.LeaderEpoch = p.LeaderEpoch()
+		mp.Replicas = []int32{b.nodeID}
+		mp.ISR = []int32{b.nodeID}
+		mt.Partitions = append(mt.Partitions, mp)
+	}
+	return mt
+}

@@ -1,0 +1,60 @@
+package broker
+
+// OffsetForLeaderEpoch, v2–v4.
+//
+// For each partition: the largest epoch ≤ the requested one present in the
+// leader-epoch cache and the end offset of that epoch (the start of the next
+// epoch, or the log end for the latest), as Kafka's leader answers it.
+// Consumers use it to detect truncation; mirrors use it to find where a
+// local log diverges from its source (failback).
+
+import (
+	"context"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/minibroker/minibroker/internal/partition"
+	"github.com/minibroker/minibroker/internal/protocol"
+)
+
+func (b *Broker) handleOffsetForLeaderEpoch(_ context.Context, r *protocol.Request) kmsg.Response {
+	req := r.Body.(*kmsg.OffsetForLeaderEpochRequest)
+	resp := req.ResponseKind().(*kmsg.OffsetForLeaderEpochResponse)
+	for _, rt := range req.Topics {
+		st := kmsg.NewOffsetForLeaderEpochResponseTopic()
+		st.Topic = rt.Topic
+		t, ok := b.Topic(rt.Topic)
+		var parts []*partition.Partition
+		if ok {
+			parts = b.partitions(t)
+		}
+		for _, rp := range rt.Partitions {
+			sp := kmsg.NewOffsetForLeaderEpochResponseTopicPartition()
+			sp.Partition = rp.Partition
+			sp.LeaderEpoch, sp.EndOffset = -1, -1
+			if rp.Partition < 0 || int(rp.Partition) >= len(parts) {
+				sp.ErrorCode = kerr.UnknownTopicOrPartition.Code
+				st.Partitions = append(st.Partitions, sp)
+				continue
+			}
+			p := parts[rp.Partition]
+			cur := p.LeaderEpoch()
+			switch e := rp.CurrentLeaderEpoch; {
+			case e >= 0 && e < cur:
+				sp.ErrorCode = kerr.FencedLeaderEpoch.Code
+			case e > cur:
+				sp.ErrorCode = kerr.UnknownLeaderEpoch.Code
+			default:
+				sp.LeaderEpoch, sp.EndOffset = p.Log().EndOffsetForEpoch(rp.LeaderEpoch)
+				if rp.LeaderEpoch == cur && sp.LeaderEpoch < cur {
+					// The current epoch has no batch yet: it ends at the log end.
+					sp.LeaderEpoch, sp.EndOffset = cur, p.Offsets().LogEnd
+				}
+			}
+			st.Partitions = append(st.Partitions, sp)
+		}
+		resp.Topics = append(resp.Topics, st)
+	}
+	return resp
+}

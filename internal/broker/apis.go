@@ -1,0 +1,57 @@
+package broker
+
+import (
+	"context"
+	"sort"
+
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/minibroker/minibroker/internal/protocol"
+)
+
+// api is one served Kafka API: its version range and handler. This table
+// is the single source of truth: ApiVersions is built from it, so what is
+// advertised is exactly what is served.
+type api struct {
+	min, max int16
+	fn       func(ctx context.Context, req *protocol.Request) kmsg.Response
+}
+
+func (b *Broker) apis() map[int16]api {
+	return map[int16]api{
+		0:  {3, 11, b.handleProduce},
+		1:  {4, 16, b.handleFetch},
+		2:  {1, 8, b.handleListOffsets},
+		3:  {0, 12, b.handleMetadata},
+		18: {0, 4, b.handleApiVersions},
+		19: {2, 7, b.handleCreateTopics},
+		20: {1, 6, b.handleDeleteTopics},
+		21: {0, 2, b.handleDeleteRecords},
+		22: {0, 4, b.handleInitProducerID},
+		23: {2, 4, b.handleOffsetForLeaderEpoch},
+		32: {0, 4, b.handleDescribeConfigs},
+		37: {0, 3, b.handleCreatePartitions},
+		60: {0, 1, b.handleDescribeCluster},
+	}
+}
+
+// Handle implements protocol.Handler.
+func (b *Broker) Handle(ctx context.Context, req *protocol.Request) kmsg.Response {
+	return b.handlers[req.Key].fn(ctx, req)
+}
+
+// VersionRange implements protocol.Handler.
+func (b *Broker) VersionRange(key int16) (int16, int16, bool) {
+	a, ok := b.handlers[key]
+	return a.min, a.max, ok
+}
+
+// ApiKeys implements protocol.Handler.
+func (b *Broker) ApiKeys() []kmsg.ApiVersionsResponseApiKey {
+	keys := make([]kmsg.ApiVersionsResponseApiKey, 0, len(b.handlers))
+	for k, a := range b.handlers {
+		keys = append(keys, kmsg.ApiVersionsResponseApiKey{ApiKey: k, MinVersion: a.min, MaxVersion: a.max})
+	}
+	sort.Slice(keys, func(i, j int) bool { return keys[i].ApiKey < keys[j].ApiKey })
+	return keys
+}

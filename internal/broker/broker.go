@@ -1,0 +1,387 @@
+// Package broker wires minibroker together: it owns the topic registry and
+// the Kafka API handlers (one file per API, named after its key), and turns
+// internal errors into Kafka error codes. It never touches files directly:
+// partitions and coordinators do.
+package broker
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/base64"
+	"errors"
+	"fmt"
+	"net"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
+	"go.uber.org/zap"
+
+	"github.com/minibroker/minibroker/internal/config"
+	"github.com/minibroker/minibroker/internal/coordinator"
+	"github.com/minibroker/minibroker/internal/protocol"
+	"github.com/minibroker/minibroker/internal/psm"
+	"github.com/minibroker/minibroker/internal/vfs"
+)
+
+// Options are a broker's collaborators. Only Config is required.
+type Options struct {
+	Config config.Config
+	Logger *zap.Logger
+	FS     vfs.FS
+	// Registry receives the broker's metrics; nil creates a private one.
+	Registry *prometheus.Registry
+}
+
+// Broker is one running minibroker node.
+type Broker struct {
+	cfg        config.Config
+	logger     *zap.Logger
+	fs         vfs.FS
+	dataDir    string
+	clusterID  string
+	nodeID     int32
+	advHost    string
+	advPort    int32
+	registry   *prometheus.Registry
+	metrics    *Metrics
+	psmMetrics *psm.Metrics
+	pids       *coordinator.ProducerIDs
+	lock       *os.File // data-dir lock
+
+	server   *protocol.Server
+	kafkaLn  net.Listener
+	httpLn   net.Listener
+	httpSrv  *http.Server
+	handlers map[int16]api
+	admin    map[string]http.Handler
+
+	mu         sync.RWMutex // guards topics, topicsByID and each Topic's Partitions slice
+	topics     map[string]*Topic
+	topicsByID map[[16]byte]*Topic
+
+	stop     chan struct{}
+	bg       sync.WaitGroup
+	stopOnce sync.Once
+}
+
+// New opens the data directory (creating meta.properties on first start),
+// opens every topic, and binds the Kafka and HTTP listeners. Call Serve.
+func New(opts Options) (*Broker, error) {
+	cfg := opts.Config
+	if opts.Logger == nil {
+		opts.Logger = zap.NewNop()
+	}
+	if opts.FS == nil {
+		opts.FS = vfs.Default
+	}
+	if opts.Registry == nil {
+		opts.Registry = prometheus.NewRegistry()
+		opts.Registry.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	}
+	b := &Broker{
+		cfg: cfg, logger: opts.Logger, fs: opts.FS, dataDir: cfg.DataDir, nodeID: cfg.NodeID,
+		registry: opts.Registry, topics: map[string]*Topic{}, topicsByID: map[[16]byte]*Topic{},
+		stop: make(chan struct{}),
+	}
+	b.metrics = newMetrics(b, opts.Registry)
+	b.psmMetrics = psm.NewMetrics(opts.Registry)
+	b.handlers = b.apis()
+
+	if err := b.fs.MkdirAll(b.dataDir, 0o755); err != nil {
+		return nil, fmt.Errorf("data dir: %w", err)
+	}
+	if err := b.lockDataDir(); err != nil {
+		return nil, err
+	}
+	ok := false
+	defer func() {
+		if !ok {
+			b.closeFiles()
+		}
+	}()
+	if err := b.loadMeta(); err != nil {
+		return nil, err
+	}
+	pids, err := coordinator.OpenProducerIDs(b.fs, b.dataDir)
+	if err != nil {
+		return nil, err
+	}
+	b.pids = pids
+	start := time.Now()
+	if err := b.loadTopics(); err != nil {
+		return nil, err
+	}
+	b.metrics.Partitions.Set(float64(b.partitionCount()))
+	b.logger.Info("opened data dir", zap.String("dir", b.dataDir), zap.String("cluster_id", b.clusterID),
+		zap.Int("topics", len(b.topics)), zap.Duration("took", time.Since(start)))
+
+	if b.kafkaLn, err = net.Listen("tcp", cfg.Listen); err != nil {
+		return nil, fmt.Errorf("kafka listener: %w", err)
+	}
+	if err := b.setAdvertised(); err != nil {
+		b.kafkaLn.Close()
+		return nil, err
+	}
+	if cfg.HTTPListen != "" {
+		if b.httpLn, err = net.Listen("tcp", cfg.HTTPListen); err != nil {
+			b.kafkaLn.Close()
+			return nil, fmt.Errorf("http listener: %w", err)
+		}
+	}
+	pc := protocol.Config{
+		MaxRequestSize:      cfg.Int32("socket.request.max.bytes"),
+		MaxConnections:      int(cfg.Int32("max.connections")),
+		MaxConnectionsPerIP: int(cfg.Int32("max.connections.per.ip")),
+		IdleTimeout:         time.Duration(cfg.Int64("connections.max.idle.ms")) * time.Millisecond,
+		QueuedMaxRequests:   int(cfg.Int32("queued.max.requests")),
+	}
+	b.server = protocol.NewServer(pc, b, b.logger.Named("protocol"), protocol.NewMetrics(opts.Registry))
+	ok = true
+	return b, nil
+}
+
+func (b *Broker) setAdvertised() error {
+	adv := b.cfg.AdvertisedListener
+	if adv == "" {
+		adv = b.kafkaLn.Addr().String()
+	}
+	host, port, err := net.SplitHostPort(adv)
+	if err != nil {
+		return fmt.Errorf("advertised listener %q: %w", adv, err)
+	}
+	p, err := strconv.Atoi(port)
+	if err != nil || p < 0 || p > 65535 {
+		return fmt.Errorf("advertised listener %q: bad port", adv)
+	}
+	if p == 0 { // listening on :0 — advertise the port the OS chose
+		_, real, _ := net.SplitHostPort(b.kafkaLn.Addr().String())
+		p, _ = strconv.Atoi(real)
+	}
+	if host == "" || host == "0.0.0.0" || host == "::" {
+		host = "127.0.0.1"
+	}
+	b.advHost, b.advPort = host, int32(p)
+	return nil
+}
+
+// Serve runs the Kafka and HTTP listeners and background work; it returns
+// at once.
+func (b *Broker) Serve() {
+	b.bg.Add(1)
+	go func() { defer b.bg.Done(); b.server.Serve(b.kafkaLn) }()
+	if b.httpLn != nil {
+		b.httpSrv = &http.Server{Handler: b.httpHandler(), ReadHeaderTimeout: 10 * time.Second}
+		b.bg.Add(1)
+		go func() { defer b.bg.Done(); b.httpSrv.Serve(b.httpLn) }()
+	}
+	b.bg.Add(1)
+	go func() { defer b.bg.Done(); b.retentionLoop() }()
+	b.logger.Info("serving", zap.String("kafka", b.kafkaLn.Addr().String()), zap.String("advertised", b.Addr()),
+		zap.Stringer("http", addrOrNil(b.httpLn)))
+}
+
+type nilAddr struct{}
+
+func (nilAddr) String() string { return "" }
+
+func addrOrNil(l net.Listener) fmt.Stringer {
+	if l == nil {
+		return nilAddr{}
+	}
+	return l.Addr()
+}
+
+// Addr is the advertised Kafka address, host:port.
+func (b *Broker) Addr() string { return net.JoinHostPort(b.advHost, strconv.Itoa(int(b.advPort))) }
+
+// HTTPAddr is the HTTP listener's address, or "".
+func (b *Broker) HTTPAddr() string {
+	if b.httpLn == nil {
+		return ""
+	}
+	return b.httpLn.Addr().String()
+}
+
+// ClusterID is the cluster id stored in meta.properties.
+func (b *Broker) ClusterID() string { return b.clusterID }
+
+// DataDir is the broker's data directory.
+func (b *Broker) DataDir() string { return b.dataDir }
+
+// Registry is the broker's metrics registry.
+func (b *Broker) Registry() *prometheus.Registry { return b.registry }
+
+func (b *Broker) retentionLoop() {
+	interval := time.Duration(b.cfg.Int64("log.retention.check.interval.ms")) * time.Millisecond
+	t := time.NewTicker(interval)
+	defer t.Stop()
+	for {
+		select {
+		case <-b.stop:
+			return
+		case <-t.C:
+			b.applyRetention()
+		}
+	}
+}
+
+func (b *Broker) applyRetention() {
+	for _, name := range b.TopicNames() {
+		t, ok := b.Topic(name)
+		if !ok {
+			continue
+		}
+		for _, p := range b.partitions(t) {
+			if n, err := p.Log().ApplyRetention(); err != nil {
+				b.logger.Warn("retention", zap.String("dir", p.Dir()), zap.Error(err))
+			} else if n > 0 {
+				b.logger.Info("retention deleted segments", zap.String("dir", p.Dir()), zap.Int("segments", n))
+			}
+		}
+	}
+}
+
+// Close shuts down gracefully: stop accepting, finish in-flight requests,
+// then flush and close every log.
+func (b *Broker) Close(ctx context.Context) error {
+	var err error
+	b.stopOnce.Do(func() {
+		close(b.stop)
+		b.server.Shutdown(ctx)
+		if b.httpSrv != nil {
+			b.httpSrv.Shutdown(ctx)
+		} else if b.httpLn != nil {
+			b.httpLn.Close()
+		}
+		b.bg.Wait()
+		err = b.closeFiles()
+		b.logger.Info("stopped")
+	})
+	return err
+}
+
+func (b *Broker) closeFiles() error {
+	var errs []error
+	b.mu.Lock()
+	for _, t := range b.topics {
+		for _, p := range t.Partitions {
+			if err := p.Close(); err != nil {
+				errs = append(errs, err)
+			}
+		}
+	}
+	b.topics = map[string]*Topic{}
+	b.topicsByID = map[[16]byte]*Topic{}
+	b.mu.Unlock()
+	if b.lock != nil {
+		b.lock.Close()
+		b.lock = nil
+	}
+	return errors.Join(errs...)
+}
+
+func (b *Broker) partitionCount() int {
+	b.mu.RLock()
+	defer b.mu.RUnlock()
+	n := 0
+	for _, t := range b.topics {
+		n += len(t.Partitions)
+	}
+	return n
+}
+
+// meta.properties, as Kafka writes it (KRaft, version 1):
+//
+//	version=1
+//	cluster.id=<22-char base64url uuid>
+//	node.id=<n>
+const metaFile = "meta.properties"
+
+// loadMeta reads or creates meta.properties. A --cluster-id that contradicts
+// the stored one is an error, never a silent overwrite.
+func (b *Broker) loadMeta() error {
+	path := filepath.Join(b.dataDir, metaFile)
+	raw, err := vfs.ReadFile(b.fs, path)
+	if errors.Is(err, os.ErrNotExist) {
+		id := b.cfg.ClusterID
+		if id == "" {
+			id = newClusterID()
+		}
+		b.clusterID = id
+		body := fmt.Sprintf("#\n#minibroker\nversion=1\ncluster.id=%s\nnode.id=%d\n", id, b.nodeID)
+		return vfs.WriteFileAtomic(b.fs, b.dataDir, path, []byte(body))
+	}
+	if err != nil {
+		return fmt.Errorf("read %s: %w", metaFile, err)
+	}
+	props := map[string]string{}
+	for _, line := range strings.Split(string(raw), "\n") {
+		line = strings.TrimSpace(line)
+		if line == "" || strings.HasPrefix(line, "#") {
+			continue
+		}
+		if k, v, ok := strings.Cut(line, "="); ok {
+			props[strings.TrimSpace(k)] = strings.TrimSpace(v)
+		}
+	}
+	stored := props["cluster.id"]
+	if stored == "" {
+		return fmt.Errorf("%s has no cluster.id", path)
+	}
+	if b.cfg.ClusterID != "" && b.cfg.ClusterID != stored {
+		return fmt.Errorf("--cluster-id %q contradicts cluster.id %q stored in %s: refusing to start (use another data dir, or drop the flag)",
+			b.cfg.ClusterID, stored, path)
+	}
+	if n, ok := props["node.id"]; ok && n != strconv.Itoa(int(b.nodeID)) {
+		return fmt.Errorf("--node-id %d contradicts node.id %s stored in %s", b.nodeID, n, path)
+	}
+	b.clusterID = stored
+	return nil
+}
+
+func newClusterID() string {
+	var u [16]byte
+	rand.Read(u[:])
+	u[6] = u[6]&0x0f | 0x40
+	u[8] = u[8]&0x3f | 0x80
+	return base64.RawURLEncoding.EncodeToString(u[:])
+}
+
+// Kill stops the broker as a crash would: every connection is cut at once
+// and every partition abandoned without a flush, snapshot or clean-shutdown
+// marker. For in-process crash tests.
+func (b *Broker) Kill() {
+	b.stopOnce.Do(func() {
+		close(b.stop)
+		ctx, cancel := context.WithCancel(context.Background())
+		cancel()
+		b.server.Shutdown(ctx)
+		if b.httpSrv != nil {
+			b.httpSrv.Close()
+		} else if b.httpLn != nil {
+			b.httpLn.Close()
+		}
+		b.bg.Wait()
+		b.mu.Lock()
+		for _, t := range b.topics {
+			for _, p := range t.Partitions {
+				p.Abandon()
+			}
+		}
+		b.topics = map[string]*Topic{}
+		b.topicsByID = map[[16]byte]*Topic{}
+		b.mu.Unlock()
+		if b.lock != nil {
+			b.lock.Close()
+			b.lock = nil
+		}
+		b.logger.Info("killed")
+	})
+}

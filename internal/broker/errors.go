@@ -1,0 +1,70 @@
+package broker
+
+import (
+	"errors"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+
+	mlog "github.com/minibroker/minibroker/internal/log"
+	"github.com/minibroker/minibroker/internal/partition"
+	"github.com/minibroker/minibroker/internal/psm"
+)
+
+var (
+	errReplication           = errors.New("broker: replication factor must be 1 on a single node")
+	errInvalidRequest        = errors.New("broker: invalid request")
+	errTopicDeletionDisabled = errors.New("broker: delete.topic.enable is false")
+)
+
+// errorTable is the one place internal errors become Kafka error codes.
+var errorTable = []struct {
+	err  error
+	code *kerr.Error
+}{
+	{partition.ErrCorrupt, kerr.CorruptMessage},
+	{partition.ErrInvalidRecord, kerr.InvalidRecord},
+	{partition.ErrTooLarge, kerr.MessageTooLarge},
+	{partition.ErrOldMagic, kerr.UnsupportedForMessageFormat},
+	// A mirrored partition is read-only. POLICY_VIOLATION is not retriable
+	// in kgo, sarama or librdkafka, so producers fail fast with the
+	// message naming the mirror instead of retrying until timeout.
+	{partition.ErrMirrored, kerr.PolicyViolation},
+	{partition.ErrClosed, kerr.NotLeaderForPartition},
+	{psm.ErrOutOfOrderSequence, kerr.OutOfOrderSequenceNumber},
+	{psm.ErrInvalidProducerEpoch, kerr.InvalidProducerEpoch},
+	{psm.ErrInvalidTxnState, kerr.InvalidTxnState},
+	{psm.ErrTransactionCoordinatorFenced, kerr.TransactionCoordinatorFenced},
+	{mlog.ErrOffsetOutOfRange, kerr.OffsetOutOfRange},
+	{mlog.ErrStorage, kerr.KafkaStorageError},
+	{mlog.ErrClosed, kerr.NotLeaderForPartition},
+	{errInvalidTopic, kerr.InvalidTopicException},
+	{errTopicExists, kerr.TopicAlreadyExists},
+	{errUnknownTopic, kerr.UnknownTopicOrPartition},
+	{errInvalidConfig, kerr.InvalidConfig},
+	{errInvalidParts, kerr.InvalidPartitions},
+	{errReplication, kerr.InvalidReplicationFactor},
+	{errInvalidRequest, kerr.InvalidRequest},
+	{errTopicDeletionDisabled, kerr.TopicDeletionDisabled},
+}
+
+// errorCode maps an internal error to a Kafka error code.
+func errorCode(err error) int16 {
+	if err == nil {
+		return 0
+	}
+	for _, e := range errorTable {
+		if errors.Is(err, e.err) {
+			return e.code.Code
+		}
+	}
+	return kerr.UnknownServerError.Code
+}
+
+// errorMessage is the message sent beside a code where the API has one.
+func errorMessage(err error) *string {
+	if err == nil {
+		return nil
+	}
+	s := err.Error()
+	return &s
+}

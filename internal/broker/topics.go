@@ -1,0 +1,383 @@
+package broker
+
+import (
+	"crypto/rand"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"regexp"
+	"sort"
+	"strconv"
+
+	"go.uber.org/zap"
+
+	"github.com/minibroker/minibroker/internal/config"
+	mlog "github.com/minibroker/minibroker/internal/log"
+	"github.com/minibroker/minibroker/internal/partition"
+	"github.com/minibroker/minibroker/internal/psm"
+	"github.com/minibroker/minibroker/internal/vfs"
+)
+
+// Topic is one topic with its partitions.
+type Topic struct {
+	Name       string
+	ID         [16]byte
+	Configs    map[string]string // topic-level overrides
+	Partitions []*partition.Partition
+}
+
+// topicsFile lists every topic: the registry's source of truth. It is
+// JSON, rewritten atomically on every change:
+//
+//	{"version":1,"topics":[{"name":…,"id":"<32 hex>","partitions":N,"configs":{…}}]}
+const topicsFile = "topics.json"
+
+type topicsDoc struct {
+	Version int         `json:"version"`
+	Topics  []topicJSON `json:"topics"`
+}
+
+type topicJSON struct {
+	Name       string            `json:"name"`
+	ID         string            `json:"id"`
+	Partitions int               `json:"partitions"`
+	Configs    map[string]string `json:"configs,omitempty"`
+}
+
+var (
+	errInvalidTopic  = errors.New("broker: invalid topic name")
+	errTopicExists   = errors.New("broker: topic already exists")
+	errUnknownTopic  = errors.New("broker: unknown topic")
+	errInvalidConfig = errors.New("broker: invalid topic config")
+	errInvalidParts  = errors.New("broker: invalid partition count")
+)
+
+var legalTopic = regexp.MustCompile(`^[a-zA-Z0-9._-]+$`)
+
+// validTopicName applies Kafka's rules (Topic.validate).
+func validTopicName(name string) error {
+	switch {
+	case name == "" || name == "." || name == "..":
+		return fmt.Errorf("%w: %q", errInvalidTopic, name)
+	case len(name) > 249:
+		return fmt.Errorf("%w: longer than 249 characters", errInvalidTopic)
+	case !legalTopic.MatchString(name):
+		return fmt.Errorf("%w: %q has characters other than [a-zA-Z0-9._-]", errInvalidTopic, name)
+	}
+	return nil
+}
+
+// topicConfigNames are the topic-level configs minibroker accepts. Those
+// without a broker default are accepted for compatibility and not acted on
+// (see docs in configs/minibroker.yaml).
+var topicConfigNames = func() map[string]string {
+	m := config.TopicDefaults()
+	for _, extra := range []string{"cleanup.policy", "min.insync.replicas", "compression.type",
+		"unclean.leader.election.enable", "message.downconversion.enable", "preallocate",
+		"min.compaction.lag.ms", "max.compaction.lag.ms", "delete.retention.ms", "file.delete.delay.ms",
+		"min.cleanable.dirty.ratio", "message.timestamp.difference.max.ms", "message.timestamp.before.max.ms",
+		"message.timestamp.after.max.ms", "local.retention.ms", "local.retention.bytes", "remote.storage.enable"} {
+		m[extra] = ""
+	}
+	return m
+}()
+
+func checkTopicConfigs(cfgs map[string]string) error {
+	for k, v := range cfgs {
+		broker, ok := topicConfigNames[k]
+		if !ok {
+			return fmt.Errorf("%w: unknown config %q", errInvalidConfig, k)
+		}
+		if broker != "" {
+			c := config.Default()
+			if err := c.Set(broker, v); err != nil {
+				return fmt.Errorf("%w: %s: %v", errInvalidConfig, k, err)
+			}
+		}
+		if k == "message.timestamp.type" && v != "CreateTime" && v != "LogAppendTime" {
+			return fmt.Errorf("%w: message.timestamp.type=%q", errInvalidConfig, v)
+		}
+		if k == "cleanup.policy" && v != "delete" && v != "compact" && v != "compact,delete" && v != "delete,compact" {
+			return fmt.Errorf("%w: cleanup.policy=%q", errInvalidConfig, v)
+		}
+	}
+	return nil
+}
+
+// topicValue is a topic config's effective value and whether it is the
+// default.
+func (b *Broker) topicValue(t *Topic, name string) (string, bool) {
+	if v, ok := t.Configs[name]; ok {
+		return v, false
+	}
+	if broker := topicConfigNames[name]; broker != "" {
+		return b.cfg.String(broker), true
+	}
+	switch name {
+	case "cleanup.policy":
+		return "delete", true
+	case "min.insync.replicas":
+		return "1", true
+	case "compression.type":
+		return "producer", true
+	}
+	return "", true
+}
+
+func (b *Broker) partitionConfig(t *Topic) partition.Config {
+	num := func(name string) int64 {
+		v, _ := b.topicValue(t, name)
+		n, _ := strconv.ParseInt(v, 10, 64)
+		return n
+	}
+	lc := mlog.DefaultConfig()
+	lc.SegmentBytes = num("segment.bytes")
+	lc.SegmentMs = num("segment.ms")
+	lc.RetentionMs = num("retention.ms")
+	lc.RetentionBytes = num("retention.bytes")
+	lc.IndexIntervalBytes = int(num("index.interval.bytes"))
+	lc.SegmentIndexBytes = int(num("segment.index.bytes"))
+	lc.FlushIntervalMessages = num("flush.messages")
+	lc.FlushIntervalMs = num("flush.ms")
+	ts, _ := b.topicValue(t, "message.timestamp.type")
+	return partition.Config{
+		Log:             lc,
+		PSM:             psm.Config{MaxBatchesPerProducer: 5, ProducerIDExpirationMs: b.cfg.Int64("producer.id.expiration.ms")},
+		MessageMaxBytes: int32(num("max.message.bytes")),
+		LogAppendTime:   ts == "LogAppendTime",
+	}
+}
+
+func partitionDir(dataDir, topic string, p int32) string {
+	return filepath.Join(dataDir, fmt.Sprintf("%s-%d", topic, p))
+}
+
+func newTopicID() [16]byte {
+	var id [16]byte
+	for id == ([16]byte{}) {
+		rand.Read(id[:])
+	}
+	return id
+}
+
+// loadTopics opens every topic listed in topics.json.
+func (b *Broker) loadTopics() error {
+	raw, err := vfs.ReadFile(b.fs, filepath.Join(b.dataDir, topicsFile))
+	if errors.Is(err, os.ErrNotExist) {
+		return nil
+	}
+	if err != nil {
+		return fmt.Errorf("read %s: %w", topicsFile, err)
+	}
+	var doc topicsDoc
+	if err := json.Unmarshal(raw, &doc); err != nil {
+		return fmt.Errorf("parse %s: %w", topicsFile, err)
+	}
+	for _, tj := range doc.Topics {
+		t := &Topic{Name: tj.Name, Configs: tj.Configs}
+		if _, err := fmt.Sscanf(tj.ID, "%x", &t.ID); err != nil {
+			var id []byte
+			if _, err := fmt.Sscanf(tj.ID, "%x", &id); err != nil || len(id) != 16 {
+				return fmt.Errorf("%s: topic %s: bad id %q", topicsFile, tj.Name, tj.ID)
+			}
+			copy(t.ID[:], id)
+		}
+		if err := b.openPartitions(t, 0, int32(tj.Partitions)); err != nil {
+			return err
+		}
+		b.topics[t.Name] = t
+		b.topicsByID[t.ID] = t
+	}
+	return nil
+}
+
+func (b *Broker) openPartitions(t *Topic, from, to int32) error {
+	pc := b.partitionConfig(t)
+	parts := append([]*partition.Partition(nil), t.Partitions...)
+	defer func() { t.Partitions = parts }()
+	for i := from; i < to; i++ {
+		p, err := partition.Open(partitionDir(b.dataDir, t.Name, i), t.Name, i, pc, partition.Options{
+			FS: b.fs, Logger: b.logger, PSMMetrics: b.psmMetrics,
+		})
+		if err != nil {
+			for _, opened := range parts[from:] {
+				opened.Close()
+			}
+			parts = parts[:from]
+			return err
+		}
+		parts = append(parts, p)
+	}
+	return nil
+}
+
+// saveTopicsLocked rewrites topics.json; b.mu held.
+func (b *Broker) saveTopicsLocked() error {
+	doc := topicsDoc{Version: 1}
+	for _, t := range b.topics {
+		doc.Topics = append(doc.Topics, topicJSON{Name: t.Name, ID: fmt.Sprintf("%x", t.ID[:]),
+			Partitions: len(t.Partitions), Configs: t.Configs})
+	}
+	sort.Slice(doc.Topics, func(i, j int) bool { return doc.Topics[i].Name < doc.Topics[j].Name })
+	raw, err := json.MarshalIndent(doc, "", "  ")
+	if err != nil {
+		return err
+	}
+	return vfs.WriteFileAtomic(b.fs, b.dataDir, filepath.Join(b.dataDir, topicsFile), raw)
+}
+
+// Topic returns a topic by name.
+func (b *Broker) Topic(name string) (*Topic, bool) {
+	b.mu.RLock()
+	defer b.mu.RUnlock()
+	t, ok := b.topics[name]
+	return t, ok
+}
+
+func (b *Broker) topicByID(id [16]byte) (*Topic, bool) {
+	b.mu.RLock()
+	defer b.mu.RUnlock()
+	t, ok := b.topicsByID[id]
+	return t, ok
+}
+
+// TopicNames lists topics in name order.
+func (b *Broker) TopicNames() []string {
+	b.mu.RLock()
+	defer b.mu.RUnlock()
+	names := make([]string, 0, len(b.topics))
+	for n := range b.topics {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	return names
+}
+
+// CreateTopic creates a topic. partitions -1 means num.partitions. id may be
+// zero (a new random id) or a source topic's id (mirroring).
+func (b *Broker) CreateTopic(name string, partitions int32, configs map[string]string, id [16]byte, validateOnly bool) (*Topic, error) {
+	if err := validTopicName(name); err != nil {
+		return nil, err
+	}
+	if partitions == -1 {
+		partitions = b.cfg.Int32("num.partitions")
+	}
+	if partitions <= 0 || partitions > 100000 {
+		return nil, fmt.Errorf("%w: %d", errInvalidParts, partitions)
+	}
+	if err := checkTopicConfigs(configs); err != nil {
+		return nil, err
+	}
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if _, ok := b.topics[name]; ok {
+		return nil, fmt.Errorf("%w: %s", errTopicExists, name)
+	}
+	if id == ([16]byte{}) {
+		id = newTopicID()
+	} else if _, ok := b.topicsByID[id]; ok {
+		return nil, fmt.Errorf("%w: topic id already used", errTopicExists)
+	}
+	t := &Topic{Name: name, ID: id, Configs: configs}
+	if validateOnly {
+		return t, nil
+	}
+	if err := b.openPartitions(t, 0, partitions); err != nil {
+		return nil, err
+	}
+	b.topics[name] = t
+	b.topicsByID[id] = t
+	if err := b.saveTopicsLocked(); err != nil {
+		delete(b.topics, name)
+		delete(b.topicsByID, id)
+		for _, p := range t.Partitions {
+			p.Delete()
+		}
+		return nil, err
+	}
+	b.metrics.Partitions.Add(float64(partitions))
+	b.logger.Info("created topic", zap.String("topic", name), zap.Int32("partitions", partitions))
+	return t, nil
+}
+
+// DeleteTopic removes a topic and its files.
+func (b *Broker) DeleteTopic(name string) error {
+	b.mu.Lock()
+	t, ok := b.topics[name]
+	if !ok {
+		b.mu.Unlock()
+		return fmt.Errorf("%w: %s", errUnknownTopic, name)
+	}
+	delete(b.topics, name)
+	delete(b.topicsByID, t.ID)
+	err := b.saveTopicsLocked()
+	b.mu.Unlock()
+	if err != nil {
+		return err
+	}
+	for _, p := range t.Partitions {
+		if err := p.Delete(); err != nil {
+			b.logger.Warn("deleting partition files", zap.String("dir", p.Dir()), zap.Error(err))
+		}
+	}
+	b.metrics.Partitions.Sub(float64(len(t.Partitions)))
+	b.logger.Info("deleted topic", zap.String("topic", name))
+	return nil
+}
+
+// AddPartitions grows a topic to count partitions.
+func (b *Broker) AddPartitions(name string, count int32, validateOnly bool) error {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	t, ok := b.topics[name]
+	if !ok {
+		return fmt.Errorf("%w: %s", errUnknownTopic, name)
+	}
+	have := int32(len(t.Partitions))
+	if count <= have || count > 100000 {
+		return fmt.Errorf("%w: topic has %d partitions, asked for %d", errInvalidParts, have, count)
+	}
+	if validateOnly {
+		return nil
+	}
+	if err := b.openPartitions(t, have, count); err != nil {
+		return err
+	}
+	b.metrics.Partitions.Add(float64(count - have))
+	return b.saveTopicsLocked()
+}
+
+// autoCreate creates name with defaults when auto.create.topics.enable.
+func (b *Broker) autoCreate(name string) (*Topic, error) {
+	if !b.cfg.Bool("auto.create.topics.enable") {
+		return nil, fmt.Errorf("%w: %s", errUnknownTopic, name)
+	}
+	t, err := b.CreateTopic(name, -1, nil, [16]byte{}, false)
+	if errors.Is(err, errTopicExists) {
+		if t, ok := b.Topic(name); ok {
+			return t, nil
+		}
+	}
+	return t, err
+}
+
+// Partition returns one partition of a topic.
+func (b *Broker) Partition(topic string, p int32) (*partition.Partition, bool) {
+	b.mu.RLock()
+	defer b.mu.RUnlock()
+	t, ok := b.topics[topic]
+	if !ok || p < 0 || int(p) >= len(t.Partitions) {
+		return nil, false
+	}
+	return t.Partitions[p], true
+}
+
+// partitions returns a topic's partitions; the slice is never modified in
+// place (AddPartitions replaces it under b.mu), so callers may keep it.
+func (b *Broker) partitions(t *Topic) []*partition.Partition {
+	b.mu.RLock()
+	defer b.mu.RUnlock()
+	return t.Partitions
+}

@@ -1,0 +1,146 @@
+// Package config holds the broker's settings: the operator's own (data dir,
+// listeners, identity, logging) and the Kafka-named ones (log.segment.bytes,
+// num.partitions, …), with Kafka's defaults, read from flags, a YAML file
+// and repeated --set key=value.
+package config
+
+import (
+	"fmt"
+	"math"
+	"os"
+	"sort"
+	"strconv"
+	"strings"
+
+	"go.yaml.in/yaml/v3"
+)
+
+// Config is everything `minibroker serve` needs.
+type Config struct {
+	DataDir            string            `yaml:"data-dir"`
+	Listen             string            `yaml:"listen"`
+	AdvertisedListener string            `yaml:"advertised-listener"`
+	HTTPListen         string            `yaml:"http-listen"`
+	ClusterID          string            `yaml:"cluster-id"`
+	NodeID             int32             `yaml:"node-id"`
+	LogLevel           string            `yaml:"log-level"`
+	LogFormat          string            `yaml:"log-format"`
+	Kafka              map[string]string `yaml:"-"` // read from the file's kafka: section
+}
+
+// Default returns the embedded defaults `make run` uses.
+func Default() Config {
+	return Config{
+		DataDir:    "./data",
+		Listen:     "127.0.0.1:9092",
+		HTTPListen: "127.0.0.1:9644",
+		NodeID:     0,
+		LogLevel:   "info",
+		LogFormat:  "console",
+		Kafka:      map[string]string{},
+	}
+}
+
+// LoadFile merges a YAML file over c.
+func (c *Config) LoadFile(path string) error {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return fmt.Errorf("config: %w", err)
+	}
+	var f struct {
+		Config `yaml:",inline"`
+		Kafka  map[string]any `yaml:"kafka"`
+	}
+	f.Config = *c
+	dec := yaml.NewDecoder(strings.NewReader(string(b)))
+	dec.KnownFields(true)
+	if err := dec.Decode(&f); err != nil {
+		return fmt.Errorf("config: %s: %w", path, err)
+	}
+	kafka := c.Kafka
+	*c = f.Config
+	c.Kafka = kafka
+	for k, v := range f.Kafka {
+		if err := c.Set(k, fmt.Sprint(v)); err != nil {
+			return fmt.Errorf("config: %s: %w", path, err)
+		}
+	}
+	return nil
+}
+
+// Set records a Kafka-named setting after checking its name and value.
+func (c *Config) Set(name, value string) error {
+	def, ok := lookup(name)
+	if !ok {
+		return fmt.Errorf("unknown setting %q (minibroker accepts: %s)", name, strings.Join(Names(), ", "))
+	}
+	if err := def.check(value); err != nil {
+		return fmt.Errorf("setting %s=%q: %w", name, value, err)
+	}
+	if c.Kafka == nil {
+		c.Kafka = map[string]string{}
+	}
+	c.Kafka[name] = value
+	return nil
+}
+
+// SetPair parses "key=value".
+func (c *Config) SetPair(kv string) error {
+	k, v, ok := strings.Cut(kv, "=")
+	if !ok {
+		return fmt.Errorf("--set %q: want key=value", kv)
+	}
+	return c.Set(strings.TrimSpace(k), strings.TrimSpace(v))
+}
+
+// String returns a setting's value, or its default.
+func (c *Config) String(name string) string {
+	if v, ok := c.Kafka[name]; ok {
+		return v
+	}
+	def, ok := lookup(name)
+	if !ok {
+		panic("config: unknown setting " + name) // programming error, not input
+	}
+	return def.Default
+}
+
+// Int64 returns a numeric setting.
+func (c *Config) Int64(name string) int64 {
+	v, _ := strconv.ParseInt(c.String(name), 10, 64)
+	return v
+}
+
+// Int32 returns a numeric setting clamped to int32.
+func (c *Config) Int32(name string) int32 {
+	v := c.Int64(name)
+	return int32(max(min(v, math.MaxInt32), math.MinInt32))
+}
+
+// Bool returns a boolean setting.
+func (c *Config) Bool(name string) bool {
+	v, _ := strconv.ParseBool(c.String(name))
+	return v
+}
+
+// Names lists every Kafka-named setting minibroker accepts.
+func Names() []string {
+	out := make([]string, 0, len(settings))
+	for _, s := range settings {
+		out = append(out, s.Name)
+	}
+	sort.Strings(out)
+	return out
+}
+
+// Settings returns the table of Kafka-named settings.
+func Settings() []Setting { return append([]Setting(nil), settings...) }
+
+func lookup(name string) (Setting, bool) {
+	for _, s := range settings {
+		if s.Name == name {
+			return s, true
+		}
+	}
+	return Setting{}, false
+}

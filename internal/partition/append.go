@@ -1,0 +1,337 @@
+package partition
+
+import (
+	"encoding/binary"
+	"errors"
+	"fmt"
+
+	"go.uber.org/zap"
+
+	"github.com/minibroker/minibroker/internal/batch"
+	mlog "github.com/minibroker/minibroker/internal/log"
+	"github.com/minibroker/minibroker/internal/psm"
+)
+
+// AppendResult is what a producer is told.
+type AppendResult struct {
+	BaseOffset     int64
+	LastOffset     int64
+	LogAppendTime  int64 // -1 unless the topic uses LogAppendTime
+	LogStartOffset int64
+	Duplicate      bool // a retried batch answered with its original offsets
+}
+
+// AppendAsLeader appends a Produce request's records for one partition
+// (origin CLIENT): the batches are validated, offsets and leader epoch
+// assigned in place, producer state checked for the whole request before
+// anything is written. records is modified (base offsets, epochs).
+func (p *Partition) AppendAsLeader(records []byte) (AppendResult, error) {
+	batches, err := p.validateClientBatches(records)
+	if err != nil {
+		return AppendResult{}, err
+	}
+
+	p.appendMu.Lock()
+	p.mu.Lock()
+	mode, mirror, epoch, closed := p.mode, p.mirror, p.leaderEpoch, p.closed
+	p.mu.Unlock()
+	if closed {
+		p.appendMu.Unlock()
+		return AppendResult{}, ErrClosed
+	}
+	if mode == Mirrored {
+		p.appendMu.Unlock()
+		return AppendResult{}, &MirroredError{Mirror: mirror}
+	}
+
+	now := p.now().UnixMilli()
+	next := p.log.LogEndOffset()
+	base := next
+	appendTime := int64(-1)
+	for i := range batches {
+		b := &batches[i]
+		batch.SetBaseOffset(b.Raw, next)
+		batch.SetPartitionLeaderEpoch(b.Raw, epoch)
+		if p.cfg.LogAppendTime {
+			setLogAppendTime(b.Raw, now)
+			appendTime = now
+			b.Header.MaxTimestamp = now
+		}
+		b.Header.BaseOffset = next
+		b.Header.PartitionLeaderEpoch = epoch
+		next += int64(b.Header.LastOffsetDelta) + 1
+	}
+	pend, err := p.psm.Prepare(psm.OriginClient, batches, now)
+	if err != nil {
+		p.appendMu.Unlock()
+		var dup *psm.DuplicateError
+		if errors.As(err, &dup) {
+			return AppendResult{BaseOffset: dup.FirstOffset, LastOffset: dup.LastOffset, LogAppendTime: appendTime,
+				LogStartOffset: p.log.LogStartOffset(), Duplicate: true}, nil
+		}
+		return AppendResult{}, err
+	}
+	res, err := p.log.Append(records)
+	if err != nil {
+		p.appendMu.Unlock()
+		return AppendResult{}, fmt.Errorf("append: %w", err)
+	}
+	p.applyLocked(pend)
+	p.appendMu.Unlock()
+
+	if err := p.advanceHighWatermark(res.LastOffset + 1); err != nil {
+		return AppendResult{}, err
+	}
+	return AppendResult{BaseOffset: base, LastOffset: res.LastOffset, LogAppendTime: appendTime, LogStartOffset: p.log.LogStartOffset()}, nil
+}
+
+// applyLocked applies producer-state changes after a successful log write
+// and records aborted transactions in the transaction index. appendMu held.
+func (p *Partition) applyLocked(pend *psm.Pending) {
+	for _, t := range pend.Apply() {
+		if !t.Aborted {
+			continue
+		}
+		lso := p.log.LogEndOffset()
+		if first, ok := p.psm.FirstUnstableOffset(); ok {
+			lso = first
+		}
+		if err := p.log.AppendAbortedTxn(mlog.AbortedTxn{ProducerID: t.ProducerID, FirstOffset: t.FirstOffset,
+			LastOffset: t.LastOffset, LastStableOffset: lso}); err != nil {
+			p.logger.Error("transaction index append failed", zap.Error(err))
+		}
+	}
+}
+
+// advanceHighWatermark moves the high watermark to upTo once the bytes
+// below it are as durable as the flush policy requires: with
+// log.flush.interval.messages=1 consumers never see what a power loss
+// could take back.
+func (p *Partition) advanceHighWatermark(upTo int64) error {
+	if p.cfg.Log.FlushIntervalMessages == 1 {
+		if err := p.log.Flush(); err != nil { // TODO(group commit): WaitFlushed(upTo)
+			return fmt.Errorf("flush: %w", err)
+		}
+	}
+	p.appendMu.Lock()
+	p.mu.Lock()
+	if upTo > p.highWatermark {
+		p.highWatermark = min(upTo, p.log.LogEndOffset())
+	}
+	p.updateLastStableLocked()
+	p.signalLocked()
+	p.mu.Unlock()
+	p.appendMu.Unlock()
+	return nil
+}
+
+// validateClientBatches checks every batch of a produce request before
+// anything is assigned or written.
+func (p *Partition) validateClientBatches(records []byte) ([]psm.PreparedBatch, error) {
+	if len(records) == 0 {
+		return nil, fmt.Errorf("%w: no records", ErrCorrupt)
+	}
+	var out []psm.PreparedBatch
+	pos := 0
+	for pos < len(records) {
+		rest := records[pos:]
+		if len(rest) < batch.LogOverhead+5 {
+			return nil, fmt.Errorf("%w: %d trailing bytes", ErrCorrupt, len(rest))
+		}
+		if magic := int8(rest[16]); magic != 2 {
+			return nil, fmt.Errorf("%w: magic %d", ErrOldMagic, magic)
+		}
+		size := int64(int32(binary.BigEndian.Uint32(rest[batch.LengthOffset:]))) + batch.LogOverhead
+		if size < batch.HeaderSize || size > int64(len(rest)) {
+			return nil, fmt.Errorf("%w: batch length %d with %d bytes left", ErrCorrupt, size, len(rest))
+		}
+		if p.cfg.MessageMaxBytes > 0 && size > int64(p.cfg.MessageMaxBytes) {
+			return nil, fmt.Errorf("%w: %d bytes > message.max.bytes %d", ErrTooLarge, size, p.cfg.MessageMaxBytes)
+		}
+		raw := rest[:size]
+		h, err := batch.Validate(raw)
+		if err != nil {
+			return nil, fmt.Errorf("%w: %v", ErrCorrupt, err)
+		}
+		if h.IsControl() {
+			return nil, fmt.Errorf("%w: control batch from a client", ErrInvalidRecord)
+		}
+		if h.NumRecords != h.LastOffsetDelta+1 {
+			return nil, fmt.Errorf("%w: %d records with last offset delta %d", ErrCorrupt, h.NumRecords, h.LastOffsetDelta)
+		}
+		if h.NumRecords == 0 {
+			return nil, fmt.Errorf("%w: empty batch", ErrCorrupt)
+		}
+		out = append(out, psm.PreparedBatch{Header: h, Raw: raw})
+		pos += int(size)
+	}
+	return out, nil
+}
+
+// setLogAppendTime stamps the broker's time as a batch's max timestamp and
+// sets the timestamp-type bit, recomputing the CRC, as Kafka does for
+// topics with message.timestamp.type=LogAppendTime.
+func setLogAppendTime(raw []byte, now int64) {
+	attrs := binary.BigEndian.Uint16(raw[21:])
+	binary.BigEndian.PutUint16(raw[21:], attrs|batch.AttrTimestampType)
+	binary.BigEndian.PutUint64(raw[35:], uint64(now))
+	binary.BigEndian.PutUint32(raw[17:], batch.ComputeCRC(raw))
+}
+
+// AppendAsMirror appends batches fetched from a source cluster (origin
+// REPLICATION): bytes and offsets kept exactly, producer state updated as a
+// Kafka follower updates it, no validation beyond framing and CRC.
+// Batches wholly below the log end (a refetch) are skipped.
+func (p *Partition) AppendAsMirror(records []byte) (appended int, err error) {
+	p.appendMu.Lock()
+	defer p.appendMu.Unlock()
+	leo := p.log.LogEndOffset()
+	var batches []psm.PreparedBatch
+	start, end := -1, 0
+	it := batch.NewIter(records)
+	for raw, h, ok := it.Next(); ok; raw, h, ok = it.Next() {
+		if h.LastOffset() < leo {
+			continue
+		}
+		if _, err := batch.Validate(raw); err != nil {
+			return 0, fmt.Errorf("%w: mirrored batch at %d: %v", ErrCorrupt, h.BaseOffset, err)
+		}
+		if start < 0 {
+			if h.BaseOffset < leo {
+				return 0, fmt.Errorf("%w: batch %d..%d straddles log end %d", ErrOffsetMismatch, h.BaseOffset, h.LastOffset(), leo)
+			}
+			start = it.Pos() - len(raw)
+		}
+		end = it.Pos()
+		batches = append(batches, psm.PreparedBatch{Header: h, Raw: raw})
+	}
+	if it.Err() != nil {
+		return 0, fmt.Errorf("%w: %v", ErrCorrupt, it.Err())
+	}
+	if len(batches) == 0 {
+		return 0, nil
+	}
+	pend, err := p.psm.Prepare(psm.OriginReplication, batches, p.now().UnixMilli())
+	if err != nil {
+		return 0, err
+	}
+	res, err := p.log.Append(records[start:end])
+	if err != nil {
+		return 0, fmt.Errorf("mirror append: %w", err)
+	}
+	p.applyLocked(pend)
+	p.mu.Lock()
+	if e, ok := p.log.LatestEpoch(); ok && e > p.leaderEpoch {
+		p.leaderEpoch = e
+	}
+	p.highWatermark = res.LogEndOffset
+	p.updateLastStableLocked()
+	p.signalLocked()
+	p.mu.Unlock()
+	return len(batches), nil
+}
+
+// WriteMarker appends a COMMIT or ABORT marker for a producer (origin
+// COORDINATOR) and returns its offset.
+func (p *Partition) WriteMarker(producerID int64, epoch int16, commit bool, coordinatorEpoch int32) (int64, error) {
+	raw := batch.EndTxnBatch(commit, producerID, epoch, coordinatorEpoch, p.now().UnixMilli())
+	return p.appendControl(raw, false)
+}
+
+// WriteBarrier appends the MIRROR_PID_RESET barrier at a leader epoch one
+// above every epoch in the log; later local writes use that epoch. Its
+// append clears every producer entry. Returns the barrier's offset.
+func (p *Partition) WriteBarrier(sourceClusterID string) (int64, error) {
+	raw := batch.BarrierBatch(sourceClusterID, p.now().UnixMilli())
+	return p.appendControl(raw, true)
+}
+
+func (p *Partition) appendControl(raw []byte, newEpoch bool) (int64, error) {
+	h, _ := batch.ParseHeader(raw)
+	p.appendMu.Lock()
+	p.mu.Lock()
+	epoch, closed := p.leaderEpoch, p.closed
+	p.mu.Unlock()
+	if closed {
+		p.appendMu.Unlock()
+		return 0, ErrClosed
+	}
+	if newEpoch {
+		if e, ok := p.log.LatestEpoch(); ok && e >= epoch {
+			epoch = e
+		}
+		epoch++
+	}
+	off := p.log.LogEndOffset()
+	batch.SetBaseOffset(raw, off)
+	batch.SetPartitionLeaderEpoch(raw, epoch)
+	h.BaseOffset, h.PartitionLeaderEpoch = off, epoch
+	pend, err := p.psm.Prepare(psm.OriginCoordinator, []psm.PreparedBatch{{Header: h, Raw: raw}}, p.now().UnixMilli())
+	if err != nil {
+		p.appendMu.Unlock()
+		return 0, err
+	}
+	if _, err := p.log.Append(raw); err != nil {
+		p.appendMu.Unlock()
+		return 0, fmt.Errorf("append control batch: %w", err)
+	}
+	p.applyLocked(pend)
+	p.mu.Lock()
+	p.leaderEpoch = epoch
+	p.mu.Unlock()
+	p.appendMu.Unlock()
+	if err := p.advanceHighWatermark(off + 1); err != nil {
+		return 0, err
+	}
+	return off, nil
+}
+
+// TruncateTo removes every record at and after offset and rebuilds producer
+// state to that point (snapshot at or below it plus replay).
+func (p *Partition) TruncateTo(offset int64) error {
+	p.appendMu.Lock()
+	defer p.appendMu.Unlock()
+	if offset >= p.log.LogEndOffset() {
+		return nil
+	}
+	if err := p.log.TruncateTo(offset); err != nil {
+		return fmt.Errorf("truncate to %d: %w", offset, err)
+	}
+	if err := psm.DeleteSnapshotsAfter(p.fs, p.dir, offset); err != nil {
+		return fmt.Errorf("truncate snapshots: %w", err)
+	}
+	if err := p.rebuildProducerStateLocked(p.log.LogEndOffset(), nil); err != nil {
+		return err
+	}
+	p.mu.Lock()
+	p.highWatermark = min(p.highWatermark, p.log.LogEndOffset())
+	if e, ok := p.log.LatestEpoch(); ok {
+		p.leaderEpoch = max(p.leaderEpoch, e)
+	}
+	p.updateLastStableLocked()
+	p.signalLocked()
+	p.mu.Unlock()
+	return nil
+}
+
+// DeleteRecordsBefore advances the log start offset (Kafka DeleteRecords).
+func (p *Partition) DeleteRecordsBefore(offset int64) (int64, error) {
+	p.appendMu.Lock()
+	defer p.appendMu.Unlock()
+	p.mu.Lock()
+	mode, mirror, hw := p.mode, p.mirror, p.highWatermark
+	p.mu.Unlock()
+	if mode == Mirrored {
+		return 0, &MirroredError{Mirror: mirror}
+	}
+	if offset == -1 {
+		offset = hw
+	}
+	if offset < 0 || offset > hw {
+		return 0, mlog.ErrOffsetOutOfRange
+	}
+	if err := p.log.DeleteRecordsBefore(offset); err != nil {
+		return 0, err
+	}
+	return p.log.LogStartOffset(), nil
+}

@@ -1,0 +1,286 @@
+// Package partition joins one partition's log and its producer state: it
+// owns the append paths (client, mirror, coordinator), the high watermark
+// and last stable offset, truncation, recovery replay, and the
+// MIRROR_PID_RESET barrier. The seed's rules live here and in psm.
+package partition
+
+import (
+	"errors"
+	"fmt"
+	"sync"
+	"time"
+
+	"go.uber.org/zap"
+
+	"github.com/minibroker/minibroker/internal/batch"
+	mlog "github.com/minibroker/minibroker/internal/log"
+	"github.com/minibroker/minibroker/internal/psm"
+	"github.com/minibroker/minibroker/internal/vfs"
+)
+
+// Mode says who may write a partition. The numbers are persisted.
+type Mode int32
+
+const (
+	// Writable partitions take Produce from clients.
+	Writable Mode = 0
+	// Mirrored partitions are written only by a mirror fetcher.
+	Mirrored Mode = 1
+)
+
+// Errors returned by the append paths; the broker maps them to Kafka codes.
+var (
+	ErrCorrupt        = errors.New("partition: corrupt record batch")
+	ErrInvalidRecord  = errors.New("partition: invalid record")
+	ErrTooLarge       = errors.New("partition: record batch too large")
+	ErrOldMagic       = errors.New("partition: unsupported message format")
+	ErrMirrored       = errors.New("partition: read-only while mirrored")
+	ErrOffsetMismatch = errors.New("partition: mirrored batch does not follow the log end")
+	ErrClosed         = errors.New("partition: closed")
+)
+
+// MirroredError is ErrMirrored with the mirror's name, for the client.
+type MirroredError struct{ Mirror string }
+
+func (e *MirroredError) Error() string {
+	return fmt.Sprintf("partition is read-only: mirrored by mirror %q (stop the mirror to make it writable)", e.Mirror)
+}
+func (e *MirroredError) Unwrap() error { return ErrMirrored }
+
+// Config is a partition's settings.
+type Config struct {
+	Log             mlog.Config
+	PSM             psm.Config
+	MessageMaxBytes int32
+	LogAppendTime   bool
+}
+
+// Options carries the partition's collaborators.
+type Options struct {
+	FS         vfs.FS
+	Logger     *zap.Logger
+	PSMMetrics *psm.Metrics
+	Now        func() time.Time
+}
+
+// Partition is one topic partition on this node.
+type Partition struct {
+	Topic string
+	Index int32
+
+	dir    string
+	cfg    Config
+	fs     vfs.FS
+	logger *zap.Logger
+	now    func() time.Time
+	log    *mlog.Log
+
+	// appendMu serialises writers (offset assignment through log append
+	// and producer-state update). Readers do not take it.
+	appendMu sync.Mutex
+	psm      *psm.Manager // guarded by appendMu
+
+	mu            sync.Mutex // guards the fields below
+	mode          Mode
+	mirror        string
+	leaderEpoch   int32
+	highWatermark int64
+	lastStable    int64
+	notify        chan struct{} // closed on every change readers wait for
+	closed        bool
+}
+
+// Open opens (or creates) the partition in dir, recovering its log and
+// rebuilding producer state from the newest snapshot plus a replay.
+func Open(dir, topic string, index int32, cfg Config, opts Options) (*Partition, error) {
+	if opts.FS == nil {
+		opts.FS = vfs.Default
+	}
+	if opts.Logger == nil {
+		opts.Logger = zap.NewNop()
+	}
+	if opts.Now == nil {
+		opts.Now = time.Now
+	}
+	p := &Partition{
+		Topic: topic, Index: index, dir: dir, cfg: cfg, fs: opts.FS,
+		logger: opts.Logger.With(zap.String("partition", fmt.Sprintf("%s-%d", topic, index))),
+		now:    opts.Now, notify: make(chan struct{}),
+	}
+	l, err := mlog.Open(dir, cfg.Log, mlog.Options{FS: opts.FS, Logger: p.logger, Now: opts.Now, OnRoll: p.onRoll})
+	if err != nil {
+		return nil, fmt.Errorf("open partition %s-%d: %w", topic, index, err)
+	}
+	p.log = l
+	p.appendMu.Lock()
+	err = p.rebuildProducerStateLocked(l.LogEndOffset(), opts.PSMMetrics)
+	p.appendMu.Unlock()
+	if err != nil {
+		l.Close()
+		return nil, err
+	}
+	if e, ok := l.LatestEpoch(); ok {
+		p.leaderEpoch = e
+	}
+	p.highWatermark = l.LogEndOffset()
+	if cfg.Log.FlushIntervalMessages == 1 {
+		p.highWatermark = l.FlushedOffset()
+	}
+	p.updateLastStableLocked()
+	return p, nil
+}
+
+// onRoll snapshots producer state at a new segment's base offset, as Kafka
+// does. The log calls it from Append, so appendMu is held.
+func (p *Partition) onRoll(base int64) {
+	if p.psm == nil {
+		return
+	}
+	if err := p.psm.WriteSnapshot(p.fs, p.dir, base); err != nil {
+		p.logger.Warn("producer snapshot at roll failed", zap.Int64("offset", base), zap.Error(err))
+	}
+}
+
+// rebuildProducerStateLocked loads the newest snapshot at or below upTo and
+// replays the log from there to upTo with REPLICATION semantics, so a
+// barrier in the replayed range clears state exactly as a live append does.
+func (p *Partition) rebuildProducerStateLocked(upTo int64, metrics *psm.Metrics) error {
+	m, from, err := psm.LoadLatestSnapshot(p.fs, p.dir, upTo, p.cfg.PSM, p.logger, metrics)
+	if err != nil {
+		return fmt.Errorf("load producer snapshot: %w", err)
+	}
+	from = max(from, p.log.LogStartOffset())
+	p.psm = m
+	var one [1]psm.PreparedBatch
+	for from < upTo {
+		raw, err := p.log.ReadUpTo(from, upTo, 1<<20, true)
+		if err != nil {
+			return fmt.Errorf("replay producer state from %d: %w", from, err)
+		}
+		if len(raw) == 0 {
+			break
+		}
+		it := batch.NewIter(raw)
+		for b, h, ok := it.Next(); ok; b, h, ok = it.Next() {
+			one[0] = psm.PreparedBatch{Header: h, Raw: b}
+			pend, err := m.Prepare(psm.OriginReplication, one[:], h.MaxTimestamp)
+			if err != nil {
+				return fmt.Errorf("replay producer state at %d: %w", h.BaseOffset, err)
+			}
+			pend.Apply()
+			from = h.LastOffset() + 1
+		}
+		if it.Err() != nil {
+			return fmt.Errorf("replay producer state: %w", it.Err())
+		}
+	}
+	return nil
+}
+
+// Dir is the partition's directory.
+func (p *Partition) Dir() string { return p.dir }
+
+// Log exposes the partition's log for read-only inspection.
+func (p *Partition) Log() *mlog.Log { return p.log }
+
+// Mode returns the partition's mode and, when mirrored, the mirror name.
+func (p *Partition) Mode() (Mode, string) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.mode, p.mirror
+}
+
+// SetMode switches between writable and mirrored.
+func (p *Partition) SetMode(m Mode, mirror string) {
+	p.mu.Lock()
+	p.mode, p.mirror = m, mirror
+	p.mu.Unlock()
+}
+
+// LeaderEpoch is the epoch this node stamps on batches it writes.
+func (p *Partition) LeaderEpoch() int32 {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.leaderEpoch
+}
+
+// Offsets reports log start, high watermark, last stable offset and log end.
+type Offsets struct {
+	LogStart, HighWatermark, LastStable, LogEnd int64
+}
+
+// Offsets returns the partition's current offsets.
+func (p *Partition) Offsets() Offsets {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return Offsets{LogStart: p.log.LogStartOffset(), HighWatermark: p.highWatermark, LastStable: p.lastStable, LogEnd: p.log.LogEndOffset()}
+}
+
+// Changed returns a channel closed at the next append or truncation; Fetch
+// long polls wait on it.
+func (p *Partition) Changed() <-chan struct{} {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.notify
+}
+
+func (p *Partition) signalLocked() {
+	close(p.notify)
+	p.notify = make(chan struct{})
+}
+
+// updateLastStableLocked recomputes the LSO: the first offset of the
+// oldest open transaction, never past the high watermark. p.mu held; the
+// caller also holds appendMu or is in Open.
+func (p *Partition) updateLastStableLocked() {
+	lso := p.highWatermark
+	if first, ok := p.psm.FirstUnstableOffset(); ok && first < lso {
+		lso = first
+	}
+	p.lastStable = lso
+}
+
+// Close flushes and closes the log after writing a producer snapshot.
+func (p *Partition) Close() error {
+	p.appendMu.Lock()
+	defer p.appendMu.Unlock()
+	p.mu.Lock()
+	if p.closed {
+		p.mu.Unlock()
+		return nil
+	}
+	p.closed = true
+	p.signalLocked()
+	p.mu.Unlock()
+	if err := p.psm.WriteSnapshot(p.fs, p.dir, p.log.LogEndOffset()); err != nil {
+		p.logger.Warn("producer snapshot at close failed", zap.Error(err))
+	}
+	return p.log.Close()
+}
+
+// Delete closes the partition and removes its files.
+func (p *Partition) Delete() error {
+	p.appendMu.Lock()
+	defer p.appendMu.Unlock()
+	p.mu.Lock()
+	p.closed = true
+	p.signalLocked()
+	p.mu.Unlock()
+	return p.log.Delete()
+}
+
+// Abandon closes the partition as a crash would (no snapshot, no flush, no
+// clean-shutdown marker); see mlog.Log.Abandon.
+func (p *Partition) Abandon() {
+	p.appendMu.Lock()
+	defer p.appendMu.Unlock()
+	p.mu.Lock()
+	if p.closed {
+		p.mu.Unlock()
+		return
+	}
+	p.closed = true
+	p.signalLocked()
+	p.mu.Unlock()
+	p.log.Abandon()
+}

@@ -1,0 +1,39 @@
+package partition
+
+import (
+	mlog "github.com/minibroker/minibroker/internal/log"
+)
+
+// ReadResult is one partition's share of a Fetch.
+type ReadResult struct {
+	Records []byte
+	Offsets
+	Aborted []mlog.AbortedTxn // read_committed only
+}
+
+// Read returns raw batches from offset, at most maxBytes (but at least one
+// whole batch when minOneBatch), never past the high watermark, or past the
+// last stable offset when committedOnly (read_committed).
+func (p *Partition) Read(offset int64, maxBytes int, minOneBatch, committedOnly bool) (ReadResult, error) {
+	o := p.Offsets()
+	res := ReadResult{Offsets: o}
+	if offset < o.LogStart || offset > o.LogEnd {
+		return res, mlog.ErrOffsetOutOfRange
+	}
+	upper := o.HighWatermark
+	if committedOnly {
+		upper = o.LastStable
+	}
+	if offset >= upper {
+		return res, nil
+	}
+	raw, err := p.log.ReadUpTo(offset, upper, maxBytes, minOneBatch)
+	if err != nil {
+		return res, err
+	}
+	res.Records = raw
+	if committedOnly && len(raw) > 0 {
+		res.Aborted = p.log.AbortedTxns(offset, upper)
+	}
+	return res, nil
+}

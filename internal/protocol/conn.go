@@ -1,0 +1,313 @@
+package protocol
+
+import (
+	"bufio"
+	"context"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"runtime/debug"
+	"strconv"
+	"sync"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kbin"
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
+	"go.uber.org/zap"
+)
+
+// conn is one client connection: a reader goroutine (this one, in serve),
+// a processor and a writer.
+type conn struct {
+	s      *Server
+	nc     net.Conn
+	ip     string
+	ctx    context.Context
+	cancel context.CancelFunc
+
+	reqs  chan *inflight // decoded, waiting for the processor
+	resps chan *inflight // handled, waiting for the writer
+
+	stopOnce sync.Once
+	stopped  chan struct{} // closed: read no further requests
+}
+
+type inflight struct {
+	req     *Request
+	resp    kmsg.Response
+	start   time.Time
+	noReply bool
+	token   bool // holds a queued.max.requests token
+}
+
+func newConn(s *Server, nc net.Conn, ip string) *conn {
+	ctx, cancel := context.WithCancel(s.ctx)
+	return &conn{
+		s: s, nc: nc, ip: ip, ctx: ctx, cancel: cancel,
+		reqs:    make(chan *inflight, s.cfg.PipelineDepth),
+		resps:   make(chan *inflight, s.cfg.PipelineDepth),
+		stopped: make(chan struct{}),
+	}
+}
+
+// stopReading makes the reader stop at the next frame boundary: requests
+// already read are still answered (graceful shutdown).
+func (c *conn) stopReading() {
+	c.stopOnce.Do(func() {
+		close(c.stopped)
+		// Wake a reader blocked waiting for the next frame's size.
+		c.nc.SetReadDeadline(time.Now())
+	})
+}
+
+func (c *conn) serve() {
+	var wg sync.WaitGroup
+	wg.Add(2)
+	go func() { defer wg.Done(); c.process() }()
+	go func() { defer wg.Done(); c.write() }()
+	c.read()
+	close(c.reqs)
+	wg.Wait()
+	c.cancel()
+	c.nc.Close()
+}
+
+// fail closes the connection after a protocol violation.
+func (c *conn) fail(reason string, fields ...zap.Field) {
+	c.s.metrics.ConnectionsClosedOnError.WithLabelValues(reason).Inc()
+	c.s.logger.Debug("closing connection", append(fields, zap.String("reason", reason), zap.String("remote", c.nc.RemoteAddr().String()))...)
+	c.cancel()
+	c.nc.Close()
+}
+
+func (c *conn) read() {
+	defer func() {
+		if r := recover(); r != nil {
+			c.s.metrics.Panics.Inc()
+			c.s.logger.Error("panic reading request", zap.Any("panic", r), zap.ByteString("stack", debug.Stack()))
+			c.fail("panic")
+		}
+	}()
+	br := bufio.NewReaderSize(c.nc, 64<<10)
+	var sizeBuf [4]byte
+	for {
+		select {
+		case <-c.stopped:
+			return
+		case <-c.ctx.Done():
+			return
+		default:
+		}
+		if c.s.cfg.IdleTimeout > 0 {
+			c.nc.SetReadDeadline(time.Now().Add(c.s.cfg.IdleTimeout))
+		}
+		if _, err := io.ReadFull(br, sizeBuf[:]); err != nil {
+			if !errors.Is(err, io.EOF) && !isClosed(err) {
+				select {
+				case <-c.stopped:
+				default:
+					c.fail("read", zap.Error(err))
+				}
+			}
+			return
+		}
+		size := int32(binary.BigEndian.Uint32(sizeBuf[:]))
+		if size < 8 || size > c.s.cfg.MaxRequestSize {
+			c.fail("size", zap.Int32("size", size))
+			return
+		}
+		// A frame, once started, must arrive within the idle timeout too;
+		// the deadline set above still holds.
+		frame := make([]byte, size)
+		if _, err := io.ReadFull(br, frame); err != nil {
+			c.fail("short frame", zap.Error(err))
+			return
+		}
+		c.s.metrics.BytesIn.Add(float64(size + 4))
+		in, err := c.decode(frame)
+		if err != nil {
+			c.fail("decode", zap.Error(err))
+			return
+		}
+		// queued.max.requests: wait for a slot before queueing.
+		select {
+		case c.s.queue <- struct{}{}:
+			in.token = true
+		case <-c.ctx.Done():
+			return
+		}
+		select {
+		case c.reqs <- in:
+		case <-c.ctx.Done():
+			<-c.s.queue
+			return
+		}
+	}
+}
+
+func isClosed(err error) bool {
+	var ne net.Error
+	return errors.Is(err, net.ErrClosed) || (errors.As(err, &ne) && ne.Timeout())
+}
+
+// decode parses a request header (v1 or v2) and body. An unknown API or a
+// version the handler does not serve is an error (the connection closes),
+// except ApiVersions, which is answered with UNSUPPORTED_VERSION in a v0
+// body as Kafka does, so clients can learn what is supported.
+func (c *conn) decode(frame []byte) (*inflight, error) {
+	r := kbin.Reader{Src: frame}
+	key := r.Int16()
+	version := r.Int16()
+	corr := r.Int32()
+	clientID := r.NullableString()
+	if !r.Ok() {
+		return nil, errors.New("truncated request header")
+	}
+	in := &inflight{start: time.Now(), req: &Request{Key: key, Version: version, CorrelationID: corr, Remote: c.nc.RemoteAddr()}}
+	if clientID != nil {
+		in.req.ClientID = *clientID
+	}
+	minV, maxV, ok := c.s.handler.VersionRange(key)
+	if ok && key == apiVersionsKey && version > maxV {
+		in.resp = unsupportedApiVersions(c.s.handler)
+		return in, nil
+	}
+	if !ok || version < minV || version > maxV {
+		return nil, fmt.Errorf("unsupported api key %d version %d", key, version)
+	}
+	body := kmsg.RequestForKey(key)
+	if body == nil {
+		return nil, fmt.Errorf("unknown api key %d", key)
+	}
+	body.SetVersion(version)
+	if body.IsFlexible() {
+		kmsg.SkipTags(&r)
+		if !r.Ok() {
+			return nil, errors.New("truncated request header tags")
+		}
+	}
+	if err := body.ReadFrom(r.Src); err != nil {
+		return nil, fmt.Errorf("api key %d v%d body: %w", key, version, err)
+	}
+	in.req.Body = body
+	return in, nil
+}
+
+const apiVersionsKey = 18
+
+func unsupportedApiVersions(h Handler) kmsg.Response {
+	resp := kmsg.NewPtrApiVersionsResponse()
+	resp.Version = 0
+	resp.ErrorCode = kerr.UnsupportedVersion.Code
+	resp.ApiKeys = h.ApiKeys()
+	return resp
+}
+
+// process runs requests strictly in order.
+func (c *conn) process() {
+	defer close(c.resps)
+	for in := range c.reqs {
+		if in.resp == nil {
+			in.resp = c.handle(in.req)
+			in.noReply = in.resp == nil
+		}
+		select {
+		case c.resps <- in:
+		case <-c.ctx.Done():
+			c.release(in)
+			for in := range c.reqs {
+				c.release(in)
+			}
+			return
+		}
+	}
+}
+
+func (c *conn) release(in *inflight) {
+	if in.token {
+		in.token = false
+		<-c.s.queue
+	}
+}
+
+// handle calls the handler, turning a panic into a closed connection.
+func (c *conn) handle(req *Request) (resp kmsg.Response) {
+	defer func() {
+		if r := recover(); r != nil {
+			c.s.metrics.Panics.Inc()
+			c.s.logger.Error("panic handling request", zap.Int16("api_key", req.Key), zap.Int16("version", req.Version),
+				zap.Any("panic", r), zap.ByteString("stack", debug.Stack()))
+			c.fail("panic")
+			resp = nil
+		}
+	}()
+	resp = c.s.handler.Handle(c.ctx, req)
+	if resp != nil {
+		resp.SetVersion(req.Version)
+	}
+	return resp
+}
+
+// write sends responses in order, flushing when none are waiting.
+func (c *conn) write() {
+	bw := bufio.NewWriterSize(c.nc, 64<<10)
+	var buf []byte
+	broken := false
+	for in := range c.resps {
+		c.release(in)
+		if broken {
+			continue
+		}
+		api := apiName(in.req.Key)
+		c.s.metrics.Requests.WithLabelValues(api).Inc()
+		c.s.metrics.Latency.WithLabelValues(api).Observe(time.Since(in.start).Seconds())
+		if in.noReply {
+			continue
+		}
+		buf = append(buf[:0], 0, 0, 0, 0)
+		buf = kbin.AppendInt32(buf, in.req.CorrelationID)
+		if in.resp.IsFlexible() && in.resp.Key() != apiVersionsKey {
+			buf = append(buf, 0) // response header v1: empty tagged fields
+		}
+		buf = in.resp.AppendTo(buf)
+		binary.BigEndian.PutUint32(buf, uint32(len(buf)-4))
+		c.nc.SetWriteDeadline(time.Now().Add(writeTimeout(c.s.cfg)))
+		if _, err := bw.Write(buf); err != nil {
+			broken = true
+			c.fail("write", zap.Error(err))
+			continue
+		}
+		c.s.metrics.BytesOut.Add(float64(len(buf)))
+		if len(c.resps) == 0 {
+			if err := bw.Flush(); err != nil {
+				broken = true
+				c.fail("write", zap.Error(err))
+			}
+		}
+		if cap(buf) > 1<<20 {
+			buf = nil // do not pin a large fetch response's buffer
+		}
+	}
+	if !broken {
+		bw.Flush()
+	}
+}
+
+// writeTimeout bounds how long a client that does not read its responses
+// can hold a connection's writer.
+func writeTimeout(cfg Config) time.Duration {
+	if cfg.IdleTimeout > 0 {
+		return cfg.IdleTimeout
+	}
+	return 10 * time.Minute
+}
+
+func apiName(key int16) string {
+	if n := kmsg.NameForKey(key); n != "" {
+		return n
+	}
+	return strconv.Itoa(int(key))
+}

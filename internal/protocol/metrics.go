@@ -1,0 +1,40 @@
+package protocol
+
+import "github.com/prometheus/client_golang/prometheus"
+
+// Metrics are the front end's Prometheus series.
+type Metrics struct {
+	Requests                 *prometheus.CounterVec
+	Latency                  *prometheus.HistogramVec
+	BytesIn, BytesOut        prometheus.Counter
+	Connections              prometheus.Gauge
+	ConnectionsTotal         prometheus.Counter
+	ConnectionsRejected      prometheus.Counter
+	ConnectionsClosedOnError *prometheus.CounterVec
+	Panics                   prometheus.Counter
+}
+
+// NewMetrics creates the series and registers them with reg (nil: not
+// registered).
+func NewMetrics(reg prometheus.Registerer) *Metrics {
+	m := &Metrics{
+		Requests: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "minibroker_requests_total", Help: "Requests handled, by API."}, []string{"api"}),
+		Latency: prometheus.NewHistogramVec(prometheus.HistogramOpts{
+			Name: "minibroker_request_duration_seconds", Help: "Time from a request's decode to its response, by API.",
+			Buckets: prometheus.ExponentialBuckets(0.0001, 4, 10)}, []string{"api"}),
+		BytesIn:             prometheus.NewCounter(prometheus.CounterOpts{Name: "minibroker_network_bytes_in_total", Help: "Request bytes read."}),
+		BytesOut:            prometheus.NewCounter(prometheus.CounterOpts{Name: "minibroker_network_bytes_out_total", Help: "Response bytes written."}),
+		Connections:         prometheus.NewGauge(prometheus.GaugeOpts{Name: "minibroker_connections", Help: "Open client connections."}),
+		ConnectionsTotal:    prometheus.NewCounter(prometheus.CounterOpts{Name: "minibroker_connections_accepted_total", Help: "Connections accepted."}),
+		ConnectionsRejected: prometheus.NewCounter(prometheus.CounterOpts{Name: "minibroker_connections_rejected_total", Help: "Connections refused by max.connections limits."}),
+		ConnectionsClosedOnError: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "minibroker_connections_closed_on_error_total", Help: "Connections closed for a protocol violation or I/O error, by reason."}, []string{"reason"}),
+		Panics: prometheus.NewCounter(prometheus.CounterOpts{Name: "minibroker_request_panics_total", Help: "Panics recovered while reading or handling a request."}),
+	}
+	if reg != nil {
+		reg.MustRegister(m.Requests, m.Latency, m.BytesIn, m.BytesOut, m.Connections, m.ConnectionsTotal,
+			m.ConnectionsRejected, m.ConnectionsClosedOnError, m.Panics)
+	}
+	return m
+}

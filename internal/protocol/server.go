@@ -1,0 +1,223 @@
+// Package protocol is minibroker's Kafka wire front end: it accepts TCP
+// connections, reads size-prefixed frames, decodes request headers and
+// bodies with kmsg, hands typed requests to a Handler, and writes typed
+// responses back in request order on each connection.
+//
+// It knows nothing of topics or partitions. Per connection, a reader
+// decodes requests ahead (pipelining) into a small queue, one processor
+// runs them strictly in order, and a writer sends responses; so a client's
+// responses always come back in the order it sent the requests, as Kafka
+// guarantees.
+package protocol
+
+import (
+	"context"
+	"errors"
+	"net"
+	"sync"
+	"time"
+
+	"go.uber.org/zap"
+)
+
+// Config holds the listener's limits, named after Kafka's settings.
+type Config struct {
+	// MaxRequestSize is socket.request.max.bytes: a larger frame closes the
+	// connection before anything is allocated for it.
+	MaxRequestSize int32
+	// MaxConnections is max.connections (0 = unlimited).
+	MaxConnections int
+	// MaxConnectionsPerIP is max.connections.per.ip (0 = unlimited).
+	MaxConnectionsPerIP int
+	// IdleTimeout is connections.max.idle.ms.
+	IdleTimeout time.Duration
+	// QueuedMaxRequests is queued.max.requests: decoded requests waiting
+	// for processing across all connections.
+	QueuedMaxRequests int
+	// PipelineDepth is how many requests one connection may have decoded
+	// ahead of the one being processed.
+	PipelineDepth int
+}
+
+// DefaultConfig returns Kafka's defaults.
+func DefaultConfig() Config {
+	return Config{
+		MaxRequestSize:    100 << 20,
+		IdleTimeout:       10 * time.Minute,
+		QueuedMaxRequests: 500,
+		PipelineDepth:     8,
+	}
+}
+
+// Server accepts Kafka connections and serves them with a Handler.
+type Server struct {
+	cfg     Config
+	handler Handler
+	logger  *zap.Logger
+	metrics *Metrics
+	queue   chan struct{} // queued.max.requests tokens
+
+	ctx    context.Context
+	cancel context.CancelFunc
+
+	mu        sync.Mutex // guards the fields below
+	listeners []net.Listener
+	conns     map[*conn]struct{}
+	perIP     map[string]int
+	closed    bool
+	wg        sync.WaitGroup // accept loops and connections
+}
+
+// NewServer returns a server; call Serve with a listener.
+func NewServer(cfg Config, h Handler, logger *zap.Logger, metrics *Metrics) *Server {
+	if logger == nil {
+		logger = zap.NewNop()
+	}
+	if metrics == nil {
+		metrics = NewMetrics(nil)
+	}
+	if cfg.MaxRequestSize <= 0 {
+		cfg.MaxRequestSize = DefaultConfig().MaxRequestSize
+	}
+	if cfg.QueuedMaxRequests <= 0 {
+		cfg.QueuedMaxRequests = DefaultConfig().QueuedMaxRequests
+	}
+	if cfg.PipelineDepth <= 0 {
+		cfg.PipelineDepth = DefaultConfig().PipelineDepth
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	return &Server{
+		cfg: cfg, handler: h, logger: logger, metrics: metrics,
+		queue: make(chan struct{}, cfg.QueuedMaxRequests),
+		ctx:   ctx, cancel: cancel,
+		conns: make(map[*conn]struct{}), perIP: make(map[string]int),
+	}
+}
+
+// ErrServerClosed is returned by Serve after Shutdown.
+var ErrServerClosed = errors.New("protocol: server closed")
+
+// Serve accepts connections on ln until Shutdown. It takes ownership of ln.
+func (s *Server) Serve(ln net.Listener) error {
+	s.mu.Lock()
+	if s.closed {
+		s.mu.Unlock()
+		ln.Close()
+		return ErrServerClosed
+	}
+	s.listeners = append(s.listeners, ln)
+	s.wg.Add(1)
+	s.mu.Unlock()
+	defer s.wg.Done()
+
+	var backoff time.Duration
+	for {
+		nc, err := ln.Accept()
+		if err != nil {
+			s.mu.Lock()
+			closed := s.closed
+			s.mu.Unlock()
+			if closed {
+				return ErrServerClosed
+			}
+			var ne net.Error
+			if errors.As(err, &ne) && ne.Timeout() || errors.Is(err, errTemporary) {
+				backoff = min(max(2*backoff, 5*time.Millisecond), time.Second)
+				select {
+				case <-time.After(backoff):
+				case <-s.ctx.Done():
+				}
+				continue
+			}
+			s.logger.Warn("accept failed", zap.Error(err))
+			select {
+			case <-time.After(50 * time.Millisecond):
+				continue
+			case <-s.ctx.Done():
+				return ErrServerClosed
+			}
+		}
+		backoff = 0
+		s.admit(nc)
+	}
+}
+
+var errTemporary = errors.New("temporary")
+
+// admit applies max.connections limits and starts serving nc.
+func (s *Server) admit(nc net.Conn) {
+	ip := remoteIP(nc)
+	s.mu.Lock()
+	if s.closed ||
+		(s.cfg.MaxConnections > 0 && len(s.conns) >= s.cfg.MaxConnections) ||
+		(s.cfg.MaxConnectionsPerIP > 0 && s.perIP[ip] >= s.cfg.MaxConnectionsPerIP) {
+		s.mu.Unlock()
+		s.metrics.ConnectionsRejected.Inc()
+		nc.Close()
+		return
+	}
+	c := newConn(s, nc, ip)
+	s.conns[c] = struct{}{}
+	s.perIP[ip]++
+	s.wg.Add(1)
+	s.mu.Unlock()
+	s.metrics.Connections.Inc()
+	s.metrics.ConnectionsTotal.Inc()
+	go func() {
+		defer s.wg.Done()
+		c.serve()
+		s.mu.Lock()
+		delete(s.conns, c)
+		if s.perIP[ip]--; s.perIP[ip] <= 0 {
+			delete(s.perIP, ip)
+		}
+		s.mu.Unlock()
+		s.metrics.Connections.Dec()
+	}()
+}
+
+func remoteIP(nc net.Conn) string {
+	if a, ok := nc.RemoteAddr().(*net.TCPAddr); ok {
+		return a.IP.String()
+	}
+	host, _, err := net.SplitHostPort(nc.RemoteAddr().String())
+	if err != nil {
+		return nc.RemoteAddr().String()
+	}
+	return host
+}
+
+// Shutdown stops accepting, lets in-flight requests finish and their
+// responses be written (until ctx is done), then closes every connection.
+func (s *Server) Shutdown(ctx context.Context) error {
+	s.mu.Lock()
+	s.closed = true
+	for _, ln := range s.listeners {
+		ln.Close()
+	}
+	conns := make([]*conn, 0, len(s.conns))
+	for c := range s.conns {
+		conns = append(conns, c)
+	}
+	s.mu.Unlock()
+	for _, c := range conns {
+		c.stopReading()
+	}
+	done := make(chan struct{})
+	go func() { s.wg.Wait(); close(done) }()
+	select {
+	case <-done:
+	case <-ctx.Done():
+	}
+	s.cancel() // wake long polls and anything still blocked
+	s.mu.Lock()
+	for c := range s.conns {
+		c.nc.Close()
+	}
+	s.mu.Unlock()
+	<-done
+	return nil
+}
+
+// Context is cancelled when the server is shutting down for good.
+func (s *Server) Context() context.Context { return s.ctx }
