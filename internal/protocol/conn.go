@@ -25,8 +25,11 @@ type conn struct {
 	s      *Server
 	nc     net.Conn
 	ip     string
-	ctx    context.Context
+	ctx    context.Context // cancelled when the connection dies
 	cancel context.CancelFunc
+	// handlerCtx is also cancelled when the server starts draining.
+	handlerCtx context.Context
+	stopDrain  func() bool // unregisters the drain hook
 
 	reqs  chan *inflight // decoded, waiting for the processor
 	resps chan *inflight // handled, waiting for the writer
@@ -45,8 +48,10 @@ type inflight struct {
 
 func newConn(s *Server, nc net.Conn, ip string) *conn {
 	ctx, cancel := context.WithCancel(s.ctx)
+	hctx, hcancel := context.WithCancel(ctx)
+	stopDrain := context.AfterFunc(s.drain, hcancel)
 	return &conn{
-		s: s, nc: nc, ip: ip, ctx: ctx, cancel: cancel,
+		s: s, nc: nc, ip: ip, ctx: ctx, cancel: cancel, handlerCtx: hctx, stopDrain: stopDrain,
 		reqs:    make(chan *inflight, s.cfg.PipelineDepth),
 		resps:   make(chan *inflight, s.cfg.PipelineDepth),
 		stopped: make(chan struct{}),
@@ -71,6 +76,7 @@ func (c *conn) serve() {
 	c.read()
 	close(c.reqs)
 	wg.Wait()
+	c.stopDrain()
 	c.cancel()
 	c.nc.Close()
 }
@@ -244,7 +250,7 @@ func (c *conn) handle(req *Request) (resp kmsg.Response) {
 			resp = nil
 		}
 	}()
-	resp = c.s.handler.Handle(c.ctx, req)
+	resp = c.s.handler.Handle(c.handlerCtx, req)
 	if resp != nil {
 		resp.SetVersion(req.Version)
 	}

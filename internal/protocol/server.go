@@ -57,8 +57,12 @@ type Server struct {
 	metrics *Metrics
 	queue   chan struct{} // queued.max.requests tokens
 
-	ctx    context.Context
+	ctx    context.Context // cancelled at hard stop
 	cancel context.CancelFunc
+	// drain is cancelled when Shutdown starts: handlers waiting (Fetch long
+	// polls) answer at once with what they have.
+	drain       context.Context
+	cancelDrain context.CancelFunc
 
 	mu        sync.Mutex // guards the fields below
 	listeners []net.Listener
@@ -86,7 +90,9 @@ func NewServer(cfg Config, h Handler, logger *zap.Logger, metrics *Metrics) *Ser
 		cfg.PipelineDepth = DefaultConfig().PipelineDepth
 	}
 	ctx, cancel := context.WithCancel(context.Background())
+	drain, cancelDrain := context.WithCancel(ctx)
 	return &Server{
+		drain: drain, cancelDrain: cancelDrain,
 		cfg: cfg, handler: h, logger: logger, metrics: metrics,
 		queue: make(chan struct{}, cfg.QueuedMaxRequests),
 		ctx:   ctx, cancel: cancel,
@@ -200,6 +206,7 @@ func (s *Server) Shutdown(ctx context.Context) error {
 		conns = append(conns, c)
 	}
 	s.mu.Unlock()
+	s.cancelDrain()
 	for _, c := range conns {
 		c.stopReading()
 	}
