@@ -2,7 +2,9 @@ package log
 
 import (
 	"encoding/binary"
+	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 
 	"github.com/minibroker/minibroker/internal/vfs"
@@ -61,6 +63,7 @@ type indexFile struct {
 	f         vfs.File
 	base      int64
 	entrySize int
+	created   bool   // the file did not exist at open (missing index)
 	n         int64  // entries, including pending ones
 	last      []byte // raw last entry, nil when n == 0
 	// While buffered (index rebuilds during recovery), appended entries
@@ -69,12 +72,13 @@ type indexFile struct {
 	pending  []byte
 }
 
-func openIndexFile(fs vfs.FS, path string, base int64, entrySize int) (*indexFile, error) {
-	f, err := fs.OpenFile(path, os.O_RDWR|os.O_CREATE|os.O_APPEND, 0o644)
+func openIndexFile(fsys vfs.FS, path string, base int64, entrySize int) (*indexFile, error) {
+	_, serr := fsys.Stat(path)
+	f, err := fsys.OpenFile(path, os.O_RDWR|os.O_CREATE|os.O_APPEND, 0o644)
 	if err != nil {
 		return nil, storageErr("open", path, err)
 	}
-	x := &indexFile{path: path, f: f, base: base, entrySize: entrySize}
+	x := &indexFile{path: path, f: f, base: base, entrySize: entrySize, created: errors.Is(serr, fs.ErrNotExist)}
 	st, err := f.Stat()
 	if err != nil {
 		f.Close()
@@ -133,7 +137,7 @@ func (x *indexFile) startRebuild() error {
 	if err := x.f.Truncate(0); err != nil {
 		return storageErr("truncate", x.path, err)
 	}
-	x.n, x.last, x.buffered, x.pending = 0, nil, true, x.pending[:0]
+	x.n, x.last, x.buffered, x.pending, x.created = 0, nil, true, x.pending[:0], false
 	return nil
 }
 
@@ -250,6 +254,9 @@ func (x offsetIndex) lastEntry() (offsetEntry, bool) {
 // sanityCheck verifies what can be checked cheaply (Kafka's
 // OffsetIndex.sanityCheck): the last entry lies inside the segment.
 func (x offsetIndex) sanityCheck(logSize int64) error {
+	if x.created && logSize > 0 {
+		return &CorruptionError{Segment: x.path, Err: errors.New("index file missing")}
+	}
 	e, ok := x.lastEntry()
 	if !ok {
 		return nil
@@ -299,7 +306,10 @@ func (x timeIndex) truncateToOffset(off int64) error {
 	return x.truncateEntries(i + 1)
 }
 
-func (x timeIndex) sanityCheck(nextOffset int64) error {
+func (x timeIndex) sanityCheck(logSize, nextOffset int64) error {
+	if x.created && logSize > 0 {
+		return &CorruptionError{Segment: x.path, Err: errors.New("index file missing")}
+	}
 	e, ok := x.lastEntry()
 	if !ok {
 		return nil

@@ -152,11 +152,14 @@ func (l *Log) load() error {
 	}
 	l.epochs.entries = entries
 
-	recoverFrom := -1
+	var recoverFrom int
 	if clean {
 		recoverFrom = l.openClean(cleanLEO)
 	} else {
 		recoverFrom = l.segmentIndex(l.opts.RecoveryPoint)
+		if bad := l.checkIndexes(recoverFrom); bad >= 0 {
+			recoverFrom = bad
+		}
 		l.logger.Info("unclean shutdown: recovering", zap.Int64("recoveryPoint", l.opts.RecoveryPoint),
 			zap.Int64("fromSegment", l.segments[recoverFrom].base))
 	}
@@ -215,18 +218,8 @@ func (l *Log) load() error {
 // cheaply and reads only the tail of the active segment. It returns the
 // index of the first segment that must be recovered after all, or -1.
 func (l *Log) openClean(cleanLEO int64) int {
-	for i, s := range l.segments {
-		if err := s.offIdx.sanityCheck(s.size); err != nil {
-			l.logger.Warn("index damaged despite clean shutdown", zap.Error(err))
-			return i
-		}
-		if err := s.timeIdx.sanityCheck(-1); err != nil {
-			l.logger.Warn("index damaged despite clean shutdown", zap.Error(err))
-			return i
-		}
-		if e, ok := s.timeIdx.lastEntry(); ok {
-			s.maxTs, s.maxTsOffset = e.Timestamp, e.Offset
-		}
+	if bad := l.checkIndexes(len(l.segments)); bad >= 0 {
+		return bad
 	}
 	last := len(l.segments) - 1
 	if err := l.segments[last].loadTail(); err != nil {
@@ -240,6 +233,36 @@ func (l *Log) openClean(cleanLEO int64) int {
 	}
 	return -1
 }
+
+// checkIndexes sanity-checks the indexes of segments[:n] (Kafka's
+// sanityCheck: missing files, torn entries, last entry outside the
+// segment) and loads their max timestamps. It returns the first segment
+// whose indexes must be rebuilt, or -1.
+func (l *Log) checkIndexes(n int) int {
+	for i, s := range l.segments[:n] {
+		next := int64(-1) // unknown for the active segment until loadTail
+		if i < len(l.segments)-1 {
+			next = s.nextOffset
+		}
+		err := s.offIdx.sanityCheck(s.size)
+		if err == nil {
+			err = s.timeIdx.sanityCheck(s.size, next)
+		}
+		if err != nil {
+			l.logger.Warn("index damaged: rebuilding from the segment", zap.Error(err))
+			return i
+		}
+		if e, ok := s.timeIdx.lastEntry(); ok {
+			s.maxTs, s.maxTsOffset = e.Timestamp, e.Offset
+		}
+	}
+	return -1
+}
+
+// RecoveryPoint is the offset below which everything is fsynced (Kafka's
+// recovery point): the broker may persist it and pass it back in
+// Options.RecoveryPoint so that an unclean open scans less.
+func (l *Log) RecoveryPoint() int64 { return l.FlushedOffset() }
 
 // segmentIndex returns the index of the segment holding offset (the last
 // segment whose base is <= offset), or 0.

@@ -31,7 +31,8 @@ func (l *Log) Read(offset int64, maxBytes int, minOneBatch bool) ([]byte, error)
 func (l *Log) ReadUpTo(offset, maxOffset int64, maxBytes int, minOneBatch bool) ([]byte, error) {
 	l.truncMu.RLock()
 	defer l.truncMu.RUnlock()
-	views, err := l.viewsFrom(offset)
+	views, limit, err := l.viewsFrom(offset)
+	maxOffset = min(maxOffset, limit)
 	if err != nil || len(views) == 0 {
 		return nil, err
 	}
@@ -49,25 +50,35 @@ func (l *Log) ReadUpTo(offset, maxOffset int64, maxBytes int, minOneBatch bool) 
 }
 
 // viewsFrom snapshots the segments from the one holding offset on. It
-// returns no views (and no error) when offset is the log end.
-func (l *Log) viewsFrom(offset int64) ([]segmentView, error) {
+// returns no views (and no error) when offset is the log end. After a
+// storage failure only fsynced data is served (the page cache may no
+// longer hold what a failed write or fsync left): limit is the offset
+// reads must stop before.
+func (l *Log) viewsFrom(offset int64) ([]segmentView, int64, error) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
+	limit := int64(math.MaxInt64)
 	if l.closed {
-		return nil, ErrClosed
+		return nil, limit, ErrClosed
 	}
 	if offset < l.logStart || offset > l.leo {
-		return nil, fmt.Errorf("%w: %d not in [%d, %d]", ErrOffsetOutOfRange, offset, l.logStart, l.leo)
+		return nil, limit, fmt.Errorf("%w: %d not in [%d, %d]", ErrOffsetOutOfRange, offset, l.logStart, l.leo)
 	}
 	if offset == l.leo {
-		return nil, nil
+		return nil, limit, nil
+	}
+	if l.failed != nil {
+		if offset >= l.flushed {
+			return nil, limit, l.failed
+		}
+		limit = l.flushed
 	}
 	i := l.segmentIndex(offset)
 	views := make([]segmentView, 0, len(l.segments)-i)
 	for _, s := range l.segments[i:] {
 		views = append(views, s.view())
 	}
-	return views, nil
+	return views, limit, nil
 }
 
 // findBatch locates the first batch in v whose last offset is >= offset.

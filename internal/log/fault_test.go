@@ -1,0 +1,222 @@
+package log
+
+import (
+	"bytes"
+	"errors"
+	"slices"
+	"syscall"
+	"testing"
+
+	"github.com/minibroker/minibroker/internal/vfs"
+	"github.com/minibroker/minibroker/internal/vfs/errorfs"
+)
+
+const faultDir = "/data/topic-0"
+
+// faultLog opens a log on an errorfs over a fresh MemFS.
+func faultLog(t *testing.T, cfg Config) (*Log, *errorfs.FS, *errorfs.MemFS) {
+	t.Helper()
+	mem := errorfs.NewMem()
+	e := errorfs.Wrap(mem)
+	return openTest(t, faultDir, cfg, Options{FS: e}), e, mem
+}
+
+// reopenOn opens the partition on fsys (a restart) and returns its content.
+func reopenOn(t *testing.T, fsys vfs.FS) (*Log, []byte) {
+	t.Helper()
+	l := openTest(t, faultDir, testConfig(), Options{FS: fsys})
+	return l, readAll(t, l)
+}
+
+func fileSize(t *testing.T, fsys vfs.FS, base int64) int64 {
+	t.Helper()
+	st, err := fsys.Stat(segmentFileName(faultDir, base, logSuffix))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return st.Size()
+}
+
+// expectOffline checks the log refuses writes with ErrStorage but still
+// serves what was fsynced.
+func expectOffline(t *testing.T, l *Log, durable []byte) {
+	t.Helper()
+	if _, err := l.Append(testBatch{base: l.LogEndOffset(), records: 1}.build()); !errors.Is(err, ErrStorage) {
+		t.Fatalf("Append after failure: %v", err)
+	}
+	if err := l.AppendAbortedTxn(AbortedTxn{1, 0, 0, 0}); !errors.Is(err, ErrStorage) {
+		t.Fatalf("AppendAbortedTxn after failure: %v", err)
+	}
+	if err := l.TruncateTo(0); !errors.Is(err, ErrStorage) {
+		t.Fatalf("TruncateTo after failure: %v", err)
+	}
+	var got []byte
+	for off := l.LogStartOffset(); off < l.FlushedOffset(); {
+		b, err := l.Read(off, 1<<20, true)
+		if err != nil {
+			t.Fatalf("Read(%d) of durable data after failure: %v", off, err)
+		}
+		hs := headers(t, b)
+		got = append(got, b...)
+		off = hs[len(hs)-1].LastOffset() + 1
+	}
+	if !bytes.Equal(got, durable) {
+		t.Fatalf("durable data served after failure: %d bytes, want %d", len(got), len(durable))
+	}
+	if f, e := l.FlushedOffset(), l.LogEndOffset(); f < e {
+		if _, err := l.Read(f, 1<<20, true); !errors.Is(err, ErrStorage) {
+			t.Fatalf("Read(%d) of unflushed data after failure: %v", f, err)
+		}
+	}
+}
+
+func TestFaultFailedWrite(t *testing.T) {
+	l, e, mem := faultLog(t, testConfig())
+	durable := slices.Concat(appendN(t, l, 5, 2, 0, 0, 30)...)
+	if err := l.Flush(); err != nil {
+		t.Fatal(err)
+	}
+	unsynced := slices.Concat(appendN(t, l, 2, 2, 0, 0, 30)...)
+	sizeBefore := fileSize(t, mem, 0)
+	e.Inject(errorfs.Rule{Op: errorfs.OpWrite, PathContains: logSuffix, Count: 1})
+	if _, err := l.Append(testBatch{base: 14, records: 2}.build()); !errors.Is(err, ErrStorage) || !errors.Is(err, errorfs.ErrInjected) {
+		t.Fatalf("Append with failing write: %v", err)
+	}
+	expectOffline(t, l, durable)
+	if err := l.Close(); !errors.Is(err, ErrStorage) {
+		t.Fatalf("Close of a failed log: %v", err)
+	}
+	if got := fileSize(t, mem, 0); got != sizeBefore {
+		t.Fatalf("segment size %d after failed write, want %d", got, sizeBefore)
+	}
+	// Power loss: only the fsynced batches.
+	l2, got := reopenOn(t, mem.CrashClone())
+	if !bytes.Equal(got, durable) || l2.LogEndOffset() != 10 {
+		t.Fatalf("after crash: LEO %d, %d bytes", l2.LogEndOffset(), len(got))
+	}
+	l2.Close()
+	// Process restart (page cache kept): every whole batch written.
+	l3, got := reopenOn(t, mem)
+	if !bytes.Equal(got, slices.Concat(durable, unsynced)) || l3.LogEndOffset() != 14 {
+		t.Fatalf("after restart: LEO %d, %d bytes", l3.LogEndOffset(), len(got))
+	}
+	appendN(t, l3, 1, 1, 0, 0, 1) // writable again after the restart
+	l3.Close()
+}
+
+func TestFaultFailedFsync(t *testing.T) {
+	l, e, mem := faultLog(t, testConfig())
+	durable := slices.Concat(appendN(t, l, 3, 2, 0, 0, 30)...)
+	if err := l.Flush(); err != nil {
+		t.Fatal(err)
+	}
+	appendN(t, l, 2, 2, 0, 0, 30)
+	e.Inject(errorfs.Rule{Op: errorfs.OpSync, PathContains: logSuffix, Count: 1})
+	if err := l.Flush(); !errors.Is(err, ErrStorage) {
+		t.Fatalf("Flush with failing fsync: %v", err)
+	}
+	if l.FlushedOffset() != 6 {
+		t.Fatalf("FlushedOffset %d after failed fsync, want 6", l.FlushedOffset())
+	}
+	expectOffline(t, l, durable)
+	if err := l.Flush(); !errors.Is(err, ErrStorage) {
+		t.Fatalf("second Flush: %v", err) // no retry of a failed fsync
+	}
+	l.Close()
+	l2, got := reopenOn(t, mem.CrashClone())
+	defer l2.Close()
+	if !bytes.Equal(got, durable) || l2.LogEndOffset() != 6 {
+		t.Fatalf("after crash: LEO %d, %d bytes", l2.LogEndOffset(), len(got))
+	}
+}
+
+func TestFaultShortWrite(t *testing.T) {
+	for _, truncateFails := range []bool{false, true} {
+		l, e, mem := faultLog(t, testConfig())
+		written := slices.Concat(appendN(t, l, 4, 2, 0, 0, 30)...)
+		sizeBefore := fileSize(t, mem, 0)
+		e.Inject(errorfs.Rule{Op: errorfs.OpWrite, PathContains: logSuffix, Count: 1, ShortBytes: 30})
+		if truncateFails {
+			e.Inject(errorfs.Rule{Op: errorfs.OpTruncate, PathContains: logSuffix, Count: 1})
+		}
+		if _, err := l.Append(testBatch{base: 8, records: 2, valueSize: 30}.build()); !errors.Is(err, ErrStorage) {
+			t.Fatalf("short write: %v", err)
+		}
+		want := sizeBefore
+		if truncateFails {
+			want += 30 // the torn bytes stay until recovery
+		}
+		if got := fileSize(t, mem, 0); got != want {
+			t.Fatalf("truncateFails=%v: segment size %d, want %d", truncateFails, got, want)
+		}
+		l.Flush()
+		if b, err := l.Read(6, 1<<20, true); err == nil && len(headers(t, b)) != 1 {
+			t.Fatalf("read at the tail served %d batches", len(headers(t, b)))
+		}
+		l.Close()
+		l2, got := reopenOn(t, mem)
+		if !bytes.Equal(got, written) || l2.LogEndOffset() != 8 || fileSize(t, mem, 0) != sizeBefore {
+			t.Fatalf("truncateFails=%v: after restart LEO %d, %d bytes, file %d",
+				truncateFails, l2.LogEndOffset(), len(got), fileSize(t, mem, 0))
+		}
+		l2.Close()
+	}
+}
+
+func TestFaultDiskFull(t *testing.T) {
+	l, e, mem := faultLog(t, testConfig())
+	one := len(testBatch{base: 0, records: 2, valueSize: 30}.build())
+	e.SetSpace(int64(3*one + one/2))
+	var ok [][]byte
+	var err error
+	for i := 0; i < 10 && err == nil; i++ {
+		b := testBatch{base: l.LogEndOffset(), records: 2, valueSize: 30}.build()
+		if _, err = l.Append(b); err == nil {
+			ok = append(ok, b)
+		}
+	}
+	if !errors.Is(err, ErrStorage) || !errors.Is(err, syscall.ENOSPC) || len(ok) != 3 {
+		t.Fatalf("after %d batches: %v", len(ok), err)
+	}
+	expectOffline(t, l, nil)
+	l.Close()
+	e.SetSpace(-1) // space returns; a restart brings the partition back
+	l2 := openTest(t, faultDir, testConfig(), Options{FS: e})
+	if got := readAll(t, l2); !bytes.Equal(got, slices.Concat(ok...)) {
+		t.Fatalf("after restart: %d bytes", len(got))
+	}
+	appendN(t, l2, 2, 2, 0, 0, 30)
+	l2.Close()
+	_ = mem
+}
+
+func TestFaultCrashKeepsSynced(t *testing.T) {
+	// Default policy: only what Flush (or a roll's background flush) made
+	// durable survives a power loss.
+	l, _, mem := faultLog(t, testConfig())
+	durable := slices.Concat(appendN(t, l, 5, 2, 1, 0, 30)...)
+	l.Flush()
+	appendN(t, l, 5, 2, 2, 0, 30)
+	l2, got := reopenOn(t, mem.CrashClone())
+	if !bytes.Equal(got, durable) || !slices.Equal(l2.EpochEntries(), []EpochEntry{{1, 0}}) {
+		t.Fatalf("crash: %d bytes, epochs %v", len(got), l2.EpochEntries())
+	}
+	l2.Close()
+	l.Close()
+
+	// flush.interval.messages=1: every acknowledged append survives,
+	// across rolls (new segment files and their directory entries).
+	cfg := testConfig()
+	cfg.FlushIntervalMessages = 1
+	l, _, mem = faultLog(t, cfg)
+	all := slices.Concat(appendN(t, l, 60, 2, 0, 0, 300)...)
+	if len(l.SegmentBaseOffsets()) < 2 {
+		t.Fatal("expected a roll")
+	}
+	l2, got = reopenOn(t, mem.CrashClone())
+	if !bytes.Equal(got, all) {
+		t.Fatalf("crash with flush.interval.messages=1: %d of %d bytes", len(got), len(all))
+	}
+	l2.Close()
+	l.Close()
+}

@@ -1,0 +1,143 @@
+package errorfs
+
+import (
+	"errors"
+	"io"
+	"os"
+	"testing"
+
+	"github.com/minibroker/minibroker/internal/vfs"
+)
+
+func write(t *testing.T, fsys vfs.FS, name, data string, sync bool) vfs.File {
+	t.Helper()
+	f, err := fsys.OpenFile(name, os.O_RDWR|os.O_CREATE|os.O_APPEND, 0o644)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := f.Write([]byte(data)); err != nil {
+		t.Fatal(err)
+	}
+	if sync {
+		if err := f.Sync(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return f
+}
+
+func content(t *testing.T, fsys vfs.FS, name string) string {
+	t.Helper()
+	b, err := vfs.ReadFile(fsys, name)
+	if err != nil {
+		return "<" + err.Error() + ">"
+	}
+	return string(b)
+}
+
+func TestCrashCloneKeepsSynced(t *testing.T) {
+	m := NewMem()
+	m.MkdirAll("/d", 0o755)
+	f := write(t, m, "/d/a", "durable", true)
+	f.Write([]byte("+lost"))
+	m.SyncDir("/d")
+	write(t, m, "/d/b", "unlinked", true) // file synced, directory not
+	m.Rename("/d/a", "/d/c")              // rename not made durable
+
+	c := m.CrashClone()
+	if got := content(t, c, "/d/a"); got != "durable" {
+		t.Fatalf("a = %q", got)
+	}
+	if _, err := c.Stat("/d/b"); !errors.Is(err, os.ErrNotExist) {
+		t.Fatalf("b survived without a directory sync: %v", err)
+	}
+	if _, err := c.Stat("/d/c"); !errors.Is(err, os.ErrNotExist) {
+		t.Fatal("rename survived without a directory sync")
+	}
+	if got := content(t, m, "/d/c"); got != "durable+lost" {
+		t.Fatalf("original changed: %q", got)
+	}
+}
+
+func TestRules(t *testing.T) {
+	e := Wrap(NewMem())
+	e.MkdirAll("/d", 0o755)
+	e.Inject(Rule{Op: OpWrite, PathContains: ".log", Skip: 1, Count: 1, ShortBytes: 3})
+	f := write(t, e, "/d/x.log", "first", false)
+	if n, err := f.Write([]byte("second")); n != 3 || !errors.Is(err, ErrInjected) {
+		t.Fatalf("short write: %d %v", n, err)
+	}
+	if _, err := f.Write([]byte("third")); err != nil { // Count exhausted
+		t.Fatal(err)
+	}
+	if got := content(t, e, "/d/x.log"); got != "firstsecthird" {
+		t.Fatalf("content %q", got)
+	}
+	write(t, e, "/d/other", "ok", false) // path does not match
+	e.Inject(Rule{Op: OpSync, Err: io.ErrClosedPipe})
+	if err := f.Sync(); !errors.Is(err, io.ErrClosedPipe) {
+		t.Fatalf("sync: %v", err)
+	}
+	if len(e.Injected()) != 2 {
+		t.Fatalf("injected %v", e.Injected())
+	}
+}
+
+func TestSpace(t *testing.T) {
+	e := Wrap(NewMem())
+	e.MkdirAll("/d", 0o755)
+	e.SetSpace(10)
+	f := write(t, e, "/d/x", "123456", false)
+	n, err := f.Write([]byte("abcdef"))
+	if n != 4 || !errors.Is(err, ENOSPC) {
+		t.Fatalf("write at full disk: %d %v", n, err)
+	}
+	if _, err := f.Write([]byte("z")); !errors.Is(err, ENOSPC) {
+		t.Fatalf("still full: %v", err)
+	}
+	e.SetSpace(-1)
+	if _, err := f.Write([]byte("z")); err != nil {
+		t.Fatal(err)
+	}
+	if got := content(t, e, "/d/x"); got != "123456abcdz" {
+		t.Fatalf("content %q", got)
+	}
+}
+
+func TestMemFSBasics(t *testing.T) {
+	m := NewMem()
+	if err := m.MkdirAll("/a/b", 0o755); err != nil {
+		t.Fatal(err)
+	}
+	write(t, m, "/a/b/f", "hello", false)
+	if _, err := m.OpenFile("/a/b/f", os.O_CREATE|os.O_EXCL|os.O_RDWR, 0o644); !errors.Is(err, os.ErrExist) {
+		t.Fatalf("O_EXCL: %v", err)
+	}
+	f, _ := m.OpenFile("/a/b/f", os.O_RDWR, 0)
+	buf := make([]byte, 3)
+	if n, err := f.ReadAt(buf, 3); n != 2 || err != io.EOF {
+		t.Fatalf("ReadAt past end: %d %v", n, err)
+	}
+	f.Truncate(2)
+	if st, _ := f.Stat(); st.Size() != 2 {
+		t.Fatalf("size %d", st.Size())
+	}
+	f.Close()
+	if _, err := f.ReadAt(buf, 0); err == nil {
+		t.Fatal("read after close")
+	}
+	ents, _ := m.ReadDir("/a")
+	if len(ents) != 1 || !ents[0].IsDir() || ents[0].Name() != "b" {
+		t.Fatalf("ReadDir %v", ents)
+	}
+	if err := vfs.WriteFileAtomic(m, "/a", "/a/ck", []byte("x")); err != nil {
+		t.Fatal(err)
+	}
+	if got := content(t, m.CrashClone(), "/a/ck"); got != "x" {
+		t.Fatalf("atomic write not durable: %q", got)
+	}
+	m.RemoveAll("/a")
+	if _, err := m.Stat("/a/b/f"); !errors.Is(err, os.ErrNotExist) {
+		t.Fatal("RemoveAll")
+	}
+}

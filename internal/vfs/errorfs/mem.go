@@ -1,0 +1,375 @@
+package errorfs
+
+import (
+	"errors"
+	"io"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"slices"
+	"sort"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/minibroker/minibroker/internal/vfs"
+)
+
+// MemFS is an in-memory vfs.FS that remembers what is durable, so that
+// CrashClone can model a power loss: a file keeps only the bytes it had at
+// its last Sync, and a directory keeps only the entries (creations,
+// renames, removals) it had at its last SyncDir. Directories themselves are
+// durable as soon as they are created. Safe for concurrent use.
+type MemFS struct {
+	mu   sync.Mutex
+	dirs map[string]*memDir
+}
+
+type memDir struct {
+	entries map[string]*inode // current
+	durable map[string]*inode // as of the last SyncDir
+}
+
+type inode struct {
+	data   []byte // current contents (page cache)
+	synced []byte // contents as of the last Sync
+	mtime  time.Time
+}
+
+// NewMem returns an empty MemFS with a root directory "/".
+func NewMem() *MemFS {
+	m := &MemFS{dirs: map[string]*memDir{}}
+	m.dirs["/"] = newMemDir()
+	return m
+}
+
+func newMemDir() *memDir {
+	return &memDir{entries: map[string]*inode{}, durable: map[string]*inode{}}
+}
+
+func clean(p string) string { return filepath.Clean("/" + p) }
+
+// CrashClone returns a new MemFS holding what would survive a power loss
+// now: synced bytes of durably linked files. The receiver is unchanged.
+func (m *MemFS) CrashClone() *MemFS {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	c := &MemFS{dirs: map[string]*memDir{}}
+	for p, d := range m.dirs {
+		nd := newMemDir()
+		for name, ino := range d.durable {
+			n := &inode{data: slices.Clone(ino.synced), synced: slices.Clone(ino.synced), mtime: ino.mtime}
+			nd.entries[name], nd.durable[name] = n, n
+		}
+		c.dirs[p] = nd
+	}
+	return c
+}
+
+// lookup returns the directory and base name of p, or an error if the
+// directory does not exist.
+func (m *MemFS) lookup(p string) (*memDir, string, error) {
+	p = clean(p)
+	d, ok := m.dirs[filepath.Dir(p)]
+	if !ok {
+		return nil, "", fs.ErrNotExist
+	}
+	return d, filepath.Base(p), nil
+}
+
+func pathErr(op, p string, err error) error { return &fs.PathError{Op: op, Path: p, Err: err} }
+
+func (m *MemFS) OpenFile(name string, flag int, perm os.FileMode) (vfs.File, error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if _, isDir := m.dirs[clean(name)]; isDir {
+		return nil, pathErr("open", name, errors.New("is a directory"))
+	}
+	d, base, err := m.lookup(name)
+	if err != nil {
+		return nil, pathErr("open", name, err)
+	}
+	ino, ok := d.entries[base]
+	switch {
+	case ok && flag&os.O_CREATE != 0 && flag&os.O_EXCL != 0:
+		return nil, pathErr("open", name, fs.ErrExist)
+	case !ok && flag&os.O_CREATE == 0:
+		return nil, pathErr("open", name, fs.ErrNotExist)
+	case !ok:
+		ino = &inode{mtime: time.Now()}
+		d.entries[base] = ino
+	}
+	if flag&os.O_TRUNC != 0 {
+		ino.data = ino.data[:0:0]
+	}
+	acc := flag & (os.O_RDONLY | os.O_WRONLY | os.O_RDWR)
+	return &memFile{fs: m, name: name, ino: ino, appendOnly: flag&os.O_APPEND != 0,
+		readable: acc != os.O_WRONLY, writable: acc != os.O_RDONLY}, nil
+}
+
+func (m *MemFS) Remove(name string) error {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	p := clean(name)
+	if d, ok := m.dirs[p]; ok {
+		if len(d.entries) > 0 || m.hasSubdirs(p) {
+			return pathErr("remove", name, errors.New("directory not empty"))
+		}
+		delete(m.dirs, p)
+		return nil
+	}
+	d, base, err := m.lookup(name)
+	if err != nil {
+		return pathErr("remove", name, err)
+	}
+	if _, ok := d.entries[base]; !ok {
+		return pathErr("remove", name, fs.ErrNotExist)
+	}
+	delete(d.entries, base)
+	return nil
+}
+
+func (m *MemFS) hasSubdirs(p string) bool {
+	for q := range m.dirs {
+		if q != p && strings.HasPrefix(q, p+"/") {
+			return true
+		}
+	}
+	return false
+}
+
+// RemoveAll removes path and everything below it, durably at once.
+func (m *MemFS) RemoveAll(path string) error {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	p := clean(path)
+	for q := range m.dirs {
+		if q == p || strings.HasPrefix(q, p+"/") {
+			delete(m.dirs, q)
+		}
+	}
+	if d, base, err := m.lookup(p); err == nil {
+		delete(d.entries, base)
+		delete(d.durable, base)
+	}
+	return nil
+}
+
+func (m *MemFS) Rename(oldpath, newpath string) error {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	od, ob, err := m.lookup(oldpath)
+	if err != nil {
+		return pathErr("rename", oldpath, err)
+	}
+	ino, ok := od.entries[ob]
+	if !ok {
+		return pathErr("rename", oldpath, fs.ErrNotExist)
+	}
+	nd, nb, err := m.lookup(newpath)
+	if err != nil {
+		return pathErr("rename", newpath, err)
+	}
+	delete(od.entries, ob)
+	nd.entries[nb] = ino
+	return nil
+}
+
+func (m *MemFS) MkdirAll(path string, perm os.FileMode) error {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	p := clean(path)
+	for q := p; ; q = filepath.Dir(q) {
+		if d, base, err := m.lookup(q); err == nil {
+			if _, isFile := d.entries[base]; isFile {
+				return pathErr("mkdir", q, errors.New("not a directory"))
+			}
+		}
+		if _, ok := m.dirs[q]; !ok {
+			m.dirs[q] = newMemDir()
+		}
+		if q == "/" {
+			return nil
+		}
+	}
+}
+
+func (m *MemFS) ReadDir(dir string) ([]os.DirEntry, error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	p := clean(dir)
+	d, ok := m.dirs[p]
+	if !ok {
+		return nil, pathErr("readdir", dir, fs.ErrNotExist)
+	}
+	var out []os.DirEntry
+	for name, ino := range d.entries {
+		out = append(out, fs.FileInfoToDirEntry(fileInfo{name: name, size: int64(len(ino.data)), mtime: ino.mtime}))
+	}
+	for q := range m.dirs {
+		if q != p && filepath.Dir(q) == p {
+			out = append(out, fs.FileInfoToDirEntry(fileInfo{name: filepath.Base(q), dir: true}))
+		}
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].Name() < out[j].Name() })
+	return out, nil
+}
+
+func (m *MemFS) Stat(name string) (os.FileInfo, error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	p := clean(name)
+	if _, ok := m.dirs[p]; ok {
+		return fileInfo{name: filepath.Base(p), dir: true}, nil
+	}
+	d, base, err := m.lookup(name)
+	if err != nil {
+		return nil, pathErr("stat", name, err)
+	}
+	ino, ok := d.entries[base]
+	if !ok {
+		return nil, pathErr("stat", name, fs.ErrNotExist)
+	}
+	return fileInfo{name: base, size: int64(len(ino.data)), mtime: ino.mtime}, nil
+}
+
+func (m *MemFS) SyncDir(dir string) error {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	d, ok := m.dirs[clean(dir)]
+	if !ok {
+		return pathErr("syncdir", dir, fs.ErrNotExist)
+	}
+	d.durable = make(map[string]*inode, len(d.entries))
+	for k, v := range d.entries {
+		d.durable[k] = v
+	}
+	return nil
+}
+
+type fileInfo struct {
+	name  string
+	size  int64
+	mtime time.Time
+	dir   bool
+}
+
+func (fi fileInfo) Name() string { return fi.name }
+func (fi fileInfo) Size() int64  { return fi.size }
+func (fi fileInfo) Mode() os.FileMode {
+	if fi.dir {
+		return os.ModeDir | 0o755
+	}
+	return 0o644
+}
+func (fi fileInfo) ModTime() time.Time { return fi.mtime }
+func (fi fileInfo) IsDir() bool        { return fi.dir }
+func (fi fileInfo) Sys() any           { return nil }
+
+type memFile struct {
+	fs                 *MemFS
+	name               string
+	ino                *inode
+	pos                int64
+	appendOnly         bool
+	readable, writable bool
+	closed             bool
+}
+
+var errClosed = os.ErrClosed
+
+func (f *memFile) Read(p []byte) (int, error) {
+	f.fs.mu.Lock()
+	defer f.fs.mu.Unlock()
+	if f.closed || !f.readable {
+		return 0, pathErr("read", f.name, errClosed)
+	}
+	if f.pos >= int64(len(f.ino.data)) {
+		return 0, io.EOF
+	}
+	n := copy(p, f.ino.data[f.pos:])
+	f.pos += int64(n)
+	return n, nil
+}
+
+func (f *memFile) ReadAt(p []byte, off int64) (int, error) {
+	f.fs.mu.Lock()
+	defer f.fs.mu.Unlock()
+	if f.closed || !f.readable {
+		return 0, pathErr("read", f.name, errClosed)
+	}
+	if off < 0 {
+		return 0, pathErr("read", f.name, errors.New("negative offset"))
+	}
+	if off >= int64(len(f.ino.data)) {
+		return 0, io.EOF
+	}
+	n := copy(p, f.ino.data[off:])
+	if n < len(p) {
+		return n, io.EOF
+	}
+	return n, nil
+}
+
+func (f *memFile) Write(p []byte) (int, error) {
+	f.fs.mu.Lock()
+	defer f.fs.mu.Unlock()
+	if f.closed || !f.writable {
+		return 0, pathErr("write", f.name, errClosed)
+	}
+	if f.appendOnly {
+		f.pos = int64(len(f.ino.data))
+	}
+	if end := f.pos + int64(len(p)); end > int64(len(f.ino.data)) {
+		f.ino.data = append(f.ino.data, make([]byte, end-int64(len(f.ino.data)))...)
+	}
+	copy(f.ino.data[f.pos:], p)
+	f.pos += int64(len(p))
+	f.ino.mtime = time.Now()
+	return len(p), nil
+}
+
+func (f *memFile) Close() error {
+	f.fs.mu.Lock()
+	defer f.fs.mu.Unlock()
+	if f.closed {
+		return pathErr("close", f.name, errClosed)
+	}
+	f.closed = true
+	return nil
+}
+
+func (f *memFile) Sync() error {
+	f.fs.mu.Lock()
+	defer f.fs.mu.Unlock()
+	if f.closed {
+		return pathErr("sync", f.name, errClosed)
+	}
+	f.ino.synced = slices.Clone(f.ino.data)
+	return nil
+}
+
+func (f *memFile) Truncate(size int64) error {
+	f.fs.mu.Lock()
+	defer f.fs.mu.Unlock()
+	if f.closed || !f.writable {
+		return pathErr("truncate", f.name, errClosed)
+	}
+	if size < 0 {
+		return pathErr("truncate", f.name, errors.New("negative size"))
+	}
+	if size <= int64(len(f.ino.data)) {
+		f.ino.data = f.ino.data[:size:size]
+	} else {
+		f.ino.data = append(f.ino.data, make([]byte, size-int64(len(f.ino.data)))...)
+	}
+	return nil
+}
+
+func (f *memFile) Stat() (os.FileInfo, error) {
+	f.fs.mu.Lock()
+	defer f.fs.mu.Unlock()
+	return fileInfo{name: filepath.Base(f.name), size: int64(len(f.ino.data)), mtime: f.ino.mtime}, nil
+}
+
+func (f *memFile) Name() string { return f.name }
