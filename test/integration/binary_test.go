@@ -1,0 +1,208 @@
+package integration
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kgo"
+)
+
+var (
+	buildOnce sync.Once
+	binPath   string
+	buildErr  error
+)
+
+// minibrokerBinary builds cmd/minibroker once per test run.
+func minibrokerBinary(t *testing.T) string {
+	t.Helper()
+	buildOnce.Do(func() {
+		dir, err := os.MkdirTemp("", "minibroker-bin-")
+		if err != nil {
+			buildErr = err
+			return
+		}
+		binPath = filepath.Join(dir, "minibroker")
+		out, err := exec.Command("go", "build", "-o", binPath, "github.com/minibroker/minibroker/cmd/minibroker").CombinedOutput()
+		if err != nil {
+			buildErr = fmt.Errorf("go build: %v\n%s", err, out)
+		}
+	})
+	if buildErr != nil {
+		t.Fatal(buildErr)
+	}
+	return binPath
+}
+
+// brokerProc is the built binary running `serve`.
+type brokerProc struct {
+	cmd      *exec.Cmd
+	addr     string
+	httpAddr string
+	exited   chan error
+	logs     *strings.Builder
+	logMu    *sync.Mutex
+}
+
+// startBinary runs `minibroker serve` on dataDir with free ports and waits
+// for its "serving" log line.
+func startBinary(t *testing.T, dataDir string, extra ...string) *brokerProc {
+	t.Helper()
+	args := append([]string{"serve", "--data-dir", dataDir, "--listen", "127.0.0.1:0",
+		"--http-listen", "127.0.0.1:0", "--log-format", "json"}, extra...)
+	cmd := exec.Command(minibrokerBinary(t), args...)
+	stderr, _ := cmd.StderrPipe()
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	p := &brokerProc{cmd: cmd, exited: make(chan error, 1), logs: &strings.Builder{}, logMu: &sync.Mutex{}}
+	ready := make(chan struct{})
+	go func() {
+		sc := bufio.NewScanner(stderr)
+		sc.Buffer(make([]byte, 1<<20), 1<<20)
+		for sc.Scan() {
+			line := sc.Text()
+			p.logMu.Lock()
+			p.logs.WriteString(line + "\n")
+			p.logMu.Unlock()
+			var m map[string]any
+			if json.Unmarshal([]byte(line), &m) == nil && m["msg"] == "serving" {
+				p.addr, _ = m["advertised"].(string)
+				p.httpAddr, _ = m["http"].(string)
+				close(ready)
+			}
+		}
+		p.exited <- cmd.Wait()
+	}()
+	t.Cleanup(func() {
+		cmd.Process.Kill()
+		select {
+		case <-p.exited:
+		case <-time.After(5 * time.Second):
+		}
+	})
+	select {
+	case <-ready:
+	case err := <-p.exited:
+		t.Fatalf("broker exited before serving: %v\n%s", err, p.output())
+	case <-time.After(20 * time.Second):
+		t.Fatalf("broker did not start\n%s", p.output())
+	}
+	return p
+}
+
+func (p *brokerProc) output() string {
+	p.logMu.Lock()
+	defer p.logMu.Unlock()
+	return p.logs.String()
+}
+
+// stop sends sig and waits for the process to exit.
+func (p *brokerProc) stop(t *testing.T, sig syscall.Signal) error {
+	t.Helper()
+	p.cmd.Process.Signal(sig)
+	select {
+	case err := <-p.exited:
+		return err
+	case <-time.After(20 * time.Second):
+		t.Fatalf("broker did not exit on %v\n%s", sig, p.output())
+		return nil
+	}
+}
+
+// The built binary serves a real client, shuts down cleanly on SIGTERM
+// (exit 0), and has every record after a restart.
+func TestBinaryServeSigtermRestart(t *testing.T) {
+	dir := t.TempDir()
+	p := startBinary(t, dir, "--set", "num.partitions=3", "--cluster-id", "test-cluster-1")
+	cl := newClient(t, p.addr, kgo.DefaultProduceTopic("bin"), kgo.AllowAutoTopicCreation())
+	var recs []*kgo.Record
+	for i := 0; i < 300; i++ {
+		recs = append(recs, &kgo.Record{Value: []byte(fmt.Sprint(i))})
+	}
+	if err := cl.ProduceSync(context.Background(), recs...).FirstErr(); err != nil {
+		t.Fatal(err)
+	}
+	// /healthz and /metrics on the HTTP listener.
+	health := httpGet(t, "http://"+p.httpAddr+"/healthz")
+	if !strings.Contains(health, `"cluster_id":"test-cluster-1"`) {
+		t.Fatalf("healthz: %s", health)
+	}
+	metrics := httpGet(t, "http://"+p.httpAddr+"/metrics")
+	for _, want := range []string{`minibroker_requests_total{api="Produce"}`, "minibroker_partitions 3",
+		`minibroker_partition_log_end_offset{partition="0",topic="bin"}`, "minibroker_connections"} {
+		if !strings.Contains(metrics, want) {
+			t.Errorf("/metrics lacks %s", want)
+		}
+	}
+	cl.Close()
+	if err := p.stop(t, syscall.SIGTERM); err != nil {
+		t.Fatalf("SIGTERM exit: %v\n%s", err, p.output())
+	}
+	if !strings.Contains(p.output(), "stopped") {
+		t.Fatalf("no clean stop logged\n%s", p.output())
+	}
+
+	p2 := startBinary(t, dir)
+	got := consumeAll(t, p2.addr, "bin", 300)
+	if len(got) != 300 {
+		t.Fatalf("after restart: %d records", len(got))
+	}
+	p2.stop(t, syscall.SIGTERM)
+}
+
+// A --cluster-id that contradicts meta.properties is refused.
+func TestBinaryClusterIDMismatch(t *testing.T) {
+	dir := t.TempDir()
+	p := startBinary(t, dir, "--cluster-id", "first")
+	p.stop(t, syscall.SIGTERM)
+	out, err := exec.Command(minibrokerBinary(t), "serve", "--data-dir", dir, "--listen", "127.0.0.1:0",
+		"--http-listen", "", "--cluster-id", "second").CombinedOutput()
+	if err == nil {
+		t.Fatal("broker started with a contradicting cluster id")
+	}
+	if !strings.Contains(string(out), `contradicts cluster.id "first"`) {
+		t.Fatalf("unclear error: %s", out)
+	}
+	meta, _ := os.ReadFile(filepath.Join(dir, "meta.properties"))
+	if !strings.Contains(string(meta), "cluster.id=first") {
+		t.Fatalf("meta.properties overwritten: %s", meta)
+	}
+}
+
+func TestBinaryVersionAndBadFlags(t *testing.T) {
+	out, err := exec.Command(minibrokerBinary(t), "version").CombinedOutput()
+	if err != nil || !strings.HasPrefix(string(out), "minibroker ") {
+		t.Fatalf("version: %v %s", err, out)
+	}
+	out, err = exec.Command(minibrokerBinary(t), "serve", "--set", "log.segment.bytes=lots").CombinedOutput()
+	if err == nil || !strings.Contains(string(out), "log.segment.bytes") {
+		t.Fatalf("bad --set accepted: %s", out)
+	}
+}
+
+func httpGet(t *testing.T, url string) string {
+	t.Helper()
+	resp, err := http.Get(url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	if resp.StatusCode != 200 {
+		t.Fatalf("GET %s: %d %s", url, resp.StatusCode, b)
+	}
+	return string(b)
+}
