@@ -18,6 +18,7 @@ func (l *Log) Abandon() {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	l.closed = true
+	l.releaseWaitersLocked()
 	for _, s := range l.segments {
 		s.close()
 	}

@@ -60,8 +60,10 @@ func parseFraming(data []byte, hs []framed) ([]framed, error) {
 // at or above LogEndOffset, each next above the previous one's last
 // offset (gaps are allowed, as compacted mirrored data has them). It
 // validates framing, not CRCs. It maintains the indexes, rolls segments
-// and feeds the leader-epoch cache. With log.flush.interval.messages
-// reached it fsyncs before returning.
+// and feeds the leader-epoch cache. It never waits for an fsync: when
+// log.flush.interval.messages is reached it wakes the background flusher,
+// and callers that must not acknowledge before the data is durable call
+// WaitFlushed(res.LogEndOffset) outside their own locks.
 func (l *Log) Append(data []byte) (AppendResult, error) {
 	var stack [8]framed
 	hs, err := parseFraming(data, stack[:0])
@@ -148,13 +150,8 @@ func (l *Log) Append(data []byte) (AppendResult, error) {
 			l.opts.OnRoll(base)
 		}
 	}
-	if len(rolled) > 0 {
+	if len(rolled) > 0 || needFlush {
 		l.flusher.kick()
-	}
-	if needFlush {
-		if err := l.Flush(); err != nil {
-			return res, err
-		}
 	}
 	return res, nil
 }
@@ -257,6 +254,7 @@ func (l *Log) resetLocked(offset int64) error {
 	l.segments = []*segment{s}
 	l.leo, l.logStart = offset, offset
 	l.flushed = min(l.flushed, offset)
+	l.releaseWaitersLocked()
 	if err := writeOffsetFile(l.fs, l.dir, logStartOffsetName, offset); err != nil {
 		return l.failLocked(err)
 	}

@@ -1,6 +1,7 @@
 package log
 
 import (
+	"fmt"
 	"sync"
 	"time"
 
@@ -49,12 +50,73 @@ func (l *Log) Flush() error {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	if err != nil {
-		return l.failLocked(err)
-	}
-	if leo > l.flushed && leo <= l.leo {
+		err = l.failLocked(err)
+	} else if leo > l.flushed && leo <= l.leo {
 		l.flushed = leo
 	}
-	return nil
+	l.releaseWaitersLocked()
+	return err
+}
+
+// flushWaiter is a WaitFlushed call parked until FlushedOffset reaches
+// offset.
+type flushWaiter struct {
+	offset int64
+	done   chan error
+}
+
+// WaitFlushed blocks until everything below offset is fsynced (Kafka
+// acks=all with log.flush.interval.messages=1). Concurrent callers share
+// fsyncs: the Log's flusher goroutine syncs whatever is written when it
+// runs and releases every waiter it covers (group commit). It fails with
+// ErrStorage if an fsync fails and ErrClosed if the log closes first.
+func (l *Log) WaitFlushed(offset int64) error {
+	l.mu.Lock()
+	if l.failed != nil {
+		err := l.failed
+		l.mu.Unlock()
+		return err
+	}
+	if l.closed {
+		l.mu.Unlock()
+		return ErrClosed
+	}
+	if offset <= l.flushed {
+		l.mu.Unlock()
+		return nil
+	}
+	if offset > l.leo {
+		leo := l.leo
+		l.mu.Unlock()
+		return fmt.Errorf("%w: wait for flush of %d past log end %d", ErrOffsetOutOfRange, offset, leo)
+	}
+	w := flushWaiter{offset: offset, done: make(chan error, 1)}
+	l.waiters = append(l.waiters, w)
+	l.mu.Unlock()
+	l.flusher.kick()
+	return <-w.done
+}
+
+// releaseWaitersLocked answers the waiters that FlushedOffset now covers,
+// or all of them when the log failed or closed.
+func (l *Log) releaseWaitersLocked() {
+	keep := l.waiters[:0]
+	for _, w := range l.waiters {
+		switch {
+		case w.offset <= l.flushed:
+			w.done <- nil
+		case l.failed != nil:
+			w.done <- l.failed
+		case l.closed:
+			w.done <- ErrClosed
+		case w.offset > l.leo: // truncated away below the waited-for offset
+			w.done <- fmt.Errorf("%w: log truncated below %d", ErrOffsetOutOfRange, w.offset)
+		default:
+			keep = append(keep, w)
+		}
+	}
+	clear(l.waiters[len(keep):])
+	l.waiters = keep
 }
 
 // flusher is the Log's background goroutine: it flushes after a segment

@@ -44,6 +44,7 @@ type Log struct {
 	failed   error // first write/fsync failure; appends refused after it
 	closed   bool
 	dirDirty bool // files were created or removed since the last dir fsync
+	waiters  []flushWaiter
 
 	flusher *flusher
 }
@@ -287,6 +288,7 @@ func (l *Log) failLocked(err error) error {
 	if l.failed == nil {
 		l.failed = err
 		l.logger.Error("storage failure: log is offline for writes", zap.Error(err))
+		l.releaseWaitersLocked()
 	}
 	return l.failed
 }
@@ -399,6 +401,7 @@ func (l *Log) Close() error {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	l.closed = true
+	l.releaseWaitersLocked()
 	if l.failed == nil {
 		if werr := writeCleanShutdown(l.fs, l.dir, l.leo); werr != nil {
 			err = errors.Join(err, werr)

@@ -455,8 +455,11 @@ func TestFlushAndFlushedOffset(t *testing.T) {
 	l = openTest(t, t.TempDir(), cfg, Options{})
 	defer l.Close()
 	appendN(t, l, 3, 2, 0, 0, 10)
-	if l.FlushedOffset() != 6 {
-		t.Fatalf("flush.interval.messages=1: flushed %d", l.FlushedOffset())
+	if err := l.WaitFlushed(6); err != nil || l.FlushedOffset() != 6 {
+		t.Fatalf("flush.interval.messages=1: %v, flushed %d", err, l.FlushedOffset())
+	}
+	if err := l.WaitFlushed(7); !errors.Is(err, ErrOffsetOutOfRange) {
+		t.Fatalf("WaitFlushed past LEO: %v", err)
 	}
 }
 

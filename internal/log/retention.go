@@ -52,6 +52,7 @@ func (l *Log) TruncateTo(offset int64) error {
 	}
 	l.leo = s.nextOffset
 	l.flushed = min(l.flushed, l.leo)
+	l.releaseWaitersLocked()
 	if l.epochs.truncateFromEnd(l.leo) {
 		if err := l.writeEpochsLocked(); err != nil {
 			return l.failLocked(err)
