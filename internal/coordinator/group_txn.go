@@ -1,0 +1,59 @@
+package coordinator
+
+// The group coordinator's interface for the transaction coordinator and the
+// mirror's group-offset sync.
+//
+// Transactional offsets (TxnOffsetCommit) are staged per producer: they are
+// durable but invisible to OffsetFetch until the transaction's COMMIT
+// marker, when CompleteTxnOffsets(pid, true) makes them committed offsets;
+// an ABORT drops them. While a partition of a group has staged offsets, an
+// OffsetFetch with RequireStable answers UNSTABLE_OFFSET_COMMIT for it.
+
+// TopicPartition names one partition.
+type TopicPartition struct {
+	Topic     string
+	Partition int32
+}
+
+// OffsetAndMetadata is one committed (or staged) offset.
+type OffsetAndMetadata struct {
+	Offset      int64
+	LeaderEpoch int32 // -1 when unknown
+	Metadata    string
+	// CommitTimestamp is when the offset was committed, in Unix
+	// milliseconds (the broker's clock).
+	CommitTimestamp int64
+}
+
+// StageTxnOffsets records offsets a transactional producer commits for
+// group (TxnOffsetCommit). They are fsynced before it returns, and stay
+// pending until CompleteTxnOffsets. A later stage by the same producer for
+// the same partition replaces the earlier one.
+func (g *Groups) StageTxnOffsets(group string, producerID int64, producerEpoch int16, offsets map[TopicPartition]OffsetAndMetadata) error {
+	return g.stageTxnOffsets(group, producerID, producerEpoch, offsets)
+}
+
+// CompleteTxnOffsets ends producerID's transaction for every group it staged
+// offsets in: commit makes them committed offsets (durably, before it
+// returns); !commit drops them. A producer with nothing staged is a no-op.
+func (g *Groups) CompleteTxnOffsets(producerID int64, commit bool) error {
+	return g.completeTxnOffsets(producerID, commit)
+}
+
+// CommitOffsetsAdmin commits offsets for group outside any generation, as a
+// simple (generation -1) OffsetCommit does. It refuses with
+// ErrGroupHasMembers while the group has members: their own commits would
+// race it. The group is created (Empty) if unknown. Durable on return.
+func (g *Groups) CommitOffsetsAdmin(group string, offsets map[TopicPartition]OffsetAndMetadata) error {
+	return g.commitOffsetsAdmin(group, offsets)
+}
+
+// GroupIsActive reports whether group has members (any state other than
+// Empty or Dead).
+func (g *Groups) GroupIsActive(group string) bool { return g.groupIsActive(group) }
+
+// ListGroupOffsets returns group's committed offsets (not the staged
+// transactional ones); nil for an unknown group.
+func (g *Groups) ListGroupOffsets(group string) map[TopicPartition]OffsetAndMetadata {
+	return g.listGroupOffsets(group)
+}
