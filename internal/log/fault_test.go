@@ -204,12 +204,20 @@ func TestFaultCrashKeepsSynced(t *testing.T) {
 	l2.Close()
 	l.Close()
 
-	// flush.interval.messages=1: every acknowledged append survives,
-	// across rolls (new segment files and their directory entries).
+	// flush.interval.messages=1: every append acknowledged after
+	// WaitFlushed survives, across rolls (new segment files and their
+	// directory entries).
 	cfg := testConfig()
 	cfg.FlushIntervalMessages = 1
 	l, _, mem = faultLog(t, cfg)
-	all := slices.Concat(appendN(t, l, 60, 2, 0, 0, 300)...)
+	var all []byte
+	for range 60 {
+		b := appendN(t, l, 1, 2, 0, 0, 300)[0]
+		if err := l.WaitFlushed(l.LogEndOffset()); err != nil { // the ack
+			t.Fatal(err)
+		}
+		all = append(all, b...)
+	}
 	if len(l.SegmentBaseOffsets()) < 2 {
 		t.Fatal("expected a roll")
 	}

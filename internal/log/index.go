@@ -219,22 +219,29 @@ type offsetIndex struct{ *indexFile }
 // lookupPosition returns the position of a batch at or before the batch
 // holding target, using only the entries in v. 0 is always safe.
 func (x offsetIndex) lookupPosition(v indexView, target int64) int64 {
+	e, _ := x.lookup(v, target)
+	return e.Position
+}
+
+// lookup returns the last entry whose offset is <= target; ok=false (and
+// position 0) if there is none or the index cannot be read.
+func (x offsetIndex) lookup(v indexView, target int64) (offsetEntry, bool) {
 	if v.n == 0 {
-		return 0
+		return offsetEntry{}, false
 	}
 	if last := decodeOffsetEntry(v.last, x.base); last.Offset <= target {
-		return last.Position
+		return last, true
 	}
 	i := x.search(v.n-1, func(b []byte) bool { return decodeOffsetEntry(b, x.base).Offset <= target })
 	if i < 0 {
-		return 0
+		return offsetEntry{}, false
 	}
 	var buf [offsetEntrySize]byte
 	b, err := x.entryAt(i, buf[:])
 	if err != nil {
-		return 0
+		return offsetEntry{}, false
 	}
-	return decodeOffsetEntry(b, x.base).Position
+	return decodeOffsetEntry(b, x.base), true
 }
 
 // truncateToPosition drops entries pointing at or after pos.

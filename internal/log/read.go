@@ -37,17 +37,32 @@ func (l *Log) ReadUpTo(offset, maxOffset int64, maxBytes int, minOneBatch bool) 
 		return nil, err
 	}
 	for _, v := range views {
-		h, pos, found, err := findBatch(v, offset)
+		out, found, err := readFrom(v, offset, maxOffset, maxBytes, minOneBatch, true)
 		if err != nil {
-			return nil, err
+			// A damaged index must not make good data unreadable or skip
+			// it: look again from the segment start before reporting.
+			out, found, err = readFrom(v, offset, maxOffset, maxBytes, minOneBatch, false)
 		}
-		if !found {
-			continue // offset lies in a gap after this segment's last batch
+		if err != nil || found {
+			return out, err
 		}
-		return readBatches(v, h, pos, maxOffset, maxBytes, minOneBatch)
+		// offset lies in a gap after this segment's last batch
 	}
 	return nil, nil
 }
+
+func readFrom(v segmentView, offset, maxOffset int64, maxBytes int, minOne, useIndex bool) ([]byte, bool, error) {
+	h, pos, found, err := findBatch(v, offset, useIndex)
+	if err != nil || !found {
+		return nil, found, err
+	}
+	out, err := readBatches(v, h, pos, maxOffset, maxBytes, minOne)
+	return out, true, err
+}
+
+// errIndexMismatch: an offset-index entry does not describe the batch at
+// its position.
+var errIndexMismatch = errors.New("offset index entry does not match the segment")
 
 // viewsFrom snapshots the segments from the one holding offset on. It
 // returns no views (and no error) when offset is the log end. After a
@@ -81,17 +96,32 @@ func (l *Log) viewsFrom(offset int64) ([]segmentView, int64, error) {
 	return views, limit, nil
 }
 
-// findBatch locates the first batch in v whose last offset is >= offset.
-func findBatch(v segmentView, offset int64) (batch.Header, int64, bool, error) {
-	start := v.seg.offIdx.lookupPosition(v.off, offset)
-	sc := newScanner(v.seg.log, v.seg.logPath, start, v.size, headerReadahead)
+// findBatch locates the first batch in v whose last offset is >= offset,
+// scanning from the offset index's answer or, without useIndex, from the
+// segment start.
+func findBatch(v segmentView, offset int64, useIndex bool) (batch.Header, int64, bool, error) {
+	var entry offsetEntry
+	checkEntry := false
+	if useIndex {
+		entry, checkEntry = v.seg.offIdx.lookup(v.off, offset)
+	}
+	sc := newScanner(v.seg.log, v.seg.logPath, entry.Position, v.size, headerReadahead)
 	for {
 		h, _, pos, err := sc.next(false)
 		if err == io.EOF {
+			if checkEntry {
+				return h, 0, false, &CorruptionError{Segment: v.seg.offIdx.path, Err: errIndexMismatch}
+			}
 			return h, 0, false, nil
 		}
 		if err != nil {
 			return h, 0, false, readErr(v.seg, err)
+		}
+		if checkEntry {
+			if h.LastOffset() != entry.Offset {
+				return h, 0, false, &CorruptionError{Segment: v.seg.offIdx.path, Err: errIndexMismatch}
+			}
+			checkEntry = false
 		}
 		if h.LastOffset() >= offset {
 			return h, pos, true, nil
@@ -233,7 +263,7 @@ func (l *Log) MaxTimestamp() (offset int64, timestamp int64) {
 	v, ts, at := best.view(), best.maxTs, best.maxTsOffset
 	l.mu.Unlock()
 
-	h, pos, found, err := findBatch(v, at)
+	h, pos, found, err := findBatch(v, at, true)
 	if err != nil || !found {
 		return at, ts
 	}
