@@ -109,6 +109,16 @@ func encodeSnapshot(offset int64, entries []*entryState) []byte {
 	return b
 }
 
+// encodeSnapshot serializes the manager's producers at offset.
+func (m *Manager) encodeSnapshot(offset int64) []byte {
+	entries := make([]*entryState, 0, len(m.producers))
+	for _, e := range m.producers {
+		entries = append(entries, e)
+	}
+	sort.Slice(entries, func(i, j int) bool { return entries[i].producerID < entries[j].producerID })
+	return encodeSnapshot(offset, entries)
+}
+
 func corrupt(format string, args ...any) error {
 	return fmt.Errorf("%w: %s", ErrCorruptSnapshot, fmt.Sprintf(format, args...))
 }
@@ -193,12 +203,7 @@ func decodeSnapshot(b []byte) (int64, []Entry, error) {
 // WriteSnapshot writes the manager's state as the snapshot at offset,
 // atomically (temp file, fsync, rename, directory fsync).
 func (m *Manager) WriteSnapshot(fsys vfs.FS, dir string, offset int64) error {
-	entries := make([]*entryState, 0, len(m.producers))
-	for _, e := range m.producers {
-		entries = append(entries, e)
-	}
-	sort.Slice(entries, func(i, j int) bool { return entries[i].producerID < entries[j].producerID })
-	data := encodeSnapshot(offset, entries)
+	data := m.encodeSnapshot(offset)
 	if err := vfs.WriteFileAtomic(fsys, dir, filepath.Join(dir, SnapshotFileName(offset)), data); err != nil {
 		return fmt.Errorf("write producer snapshot at %d: %w", offset, err)
 	}

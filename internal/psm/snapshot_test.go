@@ -117,13 +117,7 @@ func TestCorruptSnapshotFallsBack(t *testing.T) {
 	}
 }
 
-func encodeSnapshotOf(m *Manager, off int64) []byte {
-	var es []*entryState
-	for _, e := range m.producers {
-		es = append(es, e)
-	}
-	return encodeSnapshot(off, es)
-}
+func encodeSnapshotOf(m *Manager, off int64) []byte { return m.encodeSnapshot(off) }
 
 func TestSnapshotVersionAndNameChecks(t *testing.T) {
 	b := encodeSnapshot(7, nil)
