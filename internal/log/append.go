@@ -40,7 +40,7 @@ func parseFraming(data []byte, hs []framed) ([]framed, error) {
 		if err != nil {
 			return nil, fmt.Errorf("%w: %w", ErrInvalidBatch, err)
 		}
-		if h.LastOffsetDelta < 0 || h.NumRecords < 0 || h.BaseOffset < 0 {
+		if h.NumRecords < 0 || !offsetsSane(&h) {
 			return nil, fmt.Errorf("%w: negative offset, delta or count at %d", ErrInvalidBatch, p)
 		}
 		if h.BaseOffset < next {

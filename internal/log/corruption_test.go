@@ -227,6 +227,17 @@ func TestDamagedIndexesRebuilt(t *testing.T) {
 			f.Write([]byte{0, 0, 0, 50, 0, 1, 0, 0})
 			f.Close()
 		},
+		"entries misplaced": func(lo layout) {
+			// Valid-looking entries whose positions all name the last
+			// indexed batch: without verification reads would skip data.
+			p := segmentFileName(lo.dir, lo.seg[0], indexSuffix)
+			b, _ := os.ReadFile(p)
+			last := slices.Clone(b[len(b)-4:])
+			for i := 4; i < len(b); i += offsetEntrySize {
+				copy(b[i:], last)
+			}
+			os.WriteFile(p, b, 0o644)
+		},
 		"torn entry": func(lo layout) {
 			f, _ := os.OpenFile(segmentFileName(lo.dir, lo.seg[1], indexSuffix), os.O_APPEND|os.O_WRONLY, 0)
 			f.Write([]byte{0, 0, 0})

@@ -285,26 +285,26 @@ func (x timeIndex) lastEntry() (timeEntry, bool) {
 	return decodeTimeEntry(x.last, x.base), true
 }
 
-// lookupBefore returns the offset of the last entry whose timestamp is
-// strictly below ts (every batch up to that offset's batch has smaller
-// timestamps), or the segment base if none.
-func (x timeIndex) lookupBefore(v indexView, ts int64) int64 {
+// lookupBefore returns the last entry whose timestamp is strictly below
+// ts (every batch up to that entry's batch has smaller timestamps);
+// ok=false if there is none.
+func (x timeIndex) lookupBefore(v indexView, ts int64) (timeEntry, bool) {
 	if v.n == 0 {
-		return x.base
+		return timeEntry{}, false
 	}
 	if last := decodeTimeEntry(v.last, x.base); last.Timestamp < ts {
-		return last.Offset
+		return last, true
 	}
 	i := x.search(v.n-1, func(b []byte) bool { return decodeTimeEntry(b, x.base).Timestamp < ts })
 	if i < 0 {
-		return x.base
+		return timeEntry{}, false
 	}
 	var buf [timeEntrySize]byte
 	b, err := x.entryAt(i, buf[:])
 	if err != nil {
-		return x.base
+		return timeEntry{}, false
 	}
-	return decodeTimeEntry(b, x.base).Offset
+	return decodeTimeEntry(b, x.base), true
 }
 
 // truncateToOffset drops entries for offsets at or after off.

@@ -249,6 +249,9 @@ func (l *Log) checkIndexes(n int) int {
 		if err == nil {
 			err = s.timeIdx.sanityCheck(s.size, next)
 		}
+		if err == nil {
+			err = s.verifyLastEntries()
+		}
 		if err != nil {
 			l.logger.Warn("index damaged: rebuilding from the segment", zap.Error(err))
 			return i

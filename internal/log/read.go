@@ -221,8 +221,8 @@ func (l *Log) OffsetForTimestamp(ts int64) (offset int64, timestamp int64, ok bo
 		if maxes[i] < ts || v.next <= logStart {
 			continue
 		}
-		from := max(v.seg.timeIdx.lookupBefore(v.times, ts), logStart)
-		sc := newScanner(v.seg.log, v.seg.logPath, v.seg.offIdx.lookupPosition(v.off, from), v.size, 64<<10)
+		pos := timeLookupPosition(v, ts, logStart)
+		sc := newScanner(v.seg.log, v.seg.logPath, pos, v.size, 64<<10)
 		for {
 			h, raw, _, err := sc.next(true)
 			if err != nil {
@@ -236,6 +236,26 @@ func (l *Log) OffsetForTimestamp(ts int64) (offset int64, timestamp int64, ok bo
 		}
 	}
 	return -1, -1, false
+}
+
+// timeLookupPosition is where a search for timestamp ts may start in v:
+// the batch named by the time index's last entry below ts, once both
+// indexes are confirmed to describe the data; otherwise the position of
+// logStart found by scanning.
+func timeLookupPosition(v segmentView, ts, logStart int64) int64 {
+	if e, ok := v.seg.timeIdx.lookupBefore(v.times, ts); ok && e.Offset >= logStart {
+		if h, pos, found, err := findBatch(v, e.Offset, true); err == nil && found &&
+			h.BaseOffset == e.Offset && h.MaxTimestamp == e.Timestamp {
+			return pos
+		}
+	}
+	if _, pos, found, err := findBatch(v, logStart, true); err == nil && found {
+		return pos
+	}
+	if _, pos, found, err := findBatch(v, logStart, false); err == nil && found {
+		return pos
+	}
+	return 0
 }
 
 // MaxTimestamp returns the offset and timestamp of the record with the

@@ -97,9 +97,18 @@ func (s *scanner) next(whole bool) (h batch.Header, raw []byte, pos int64, err e
 			err = fmt.Errorf("%w: negative count or delta", batch.ErrInvalid)
 		}
 	}
+	if err == nil && !offsetsSane(&h) {
+		err = fmt.Errorf("%w: offsets %d+%d out of range", batch.ErrInvalid, h.BaseOffset, h.LastOffsetDelta)
+	}
 	if err != nil {
 		return h, nil, pos, corrupt(err)
 	}
 	s.pos = pos + size
 	return h, raw, pos, nil
+}
+
+// offsetsSane reports whether a batch's offsets are representable: base
+// not negative and base+delta+1 (the next offset) without overflow.
+func offsetsSane(h *batch.Header) bool {
+	return h.BaseOffset >= 0 && h.LastOffsetDelta >= 0 && h.BaseOffset < math.MaxInt64-int64(h.LastOffsetDelta)
 }

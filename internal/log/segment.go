@@ -238,6 +238,27 @@ func (s *segment) loadTail() error {
 	}
 }
 
+// verifyLastEntries checks that the last offset- and time-index entries
+// describe the batches they point at (a header read each), so that a
+// clean open does not trust an index that disagrees with the data.
+func (s *segment) verifyLastEntries() error {
+	v := s.view()
+	mismatch := func(path string) error { return &CorruptionError{Segment: path, Err: errIndexMismatch} }
+	if e, ok := s.offIdx.lastEntry(); ok {
+		sc := newScanner(s.log, s.logPath, e.Position, s.size, batch.HeaderSize)
+		if h, _, _, err := sc.next(false); err != nil || h.LastOffset() != e.Offset {
+			return mismatch(s.offIdx.path)
+		}
+	}
+	if e, ok := s.timeIdx.lastEntry(); ok {
+		h, _, found, err := findBatch(v, e.Offset, true)
+		if err != nil || !found || h.BaseOffset != e.Offset || h.MaxTimestamp != e.Timestamp {
+			return mismatch(s.timeIdx.path)
+		}
+	}
+	return nil
+}
+
 // view is a reader's snapshot of a segment.
 type segmentView struct {
 	seg   *segment
