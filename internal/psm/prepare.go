@@ -29,8 +29,11 @@ type Pending struct {
 	// barriers counts MIRROR_PID_RESET batches met; after the first, the
 	// manager's state is ignored and work holds only producers seen after
 	// the last barrier.
-	barriers  int
-	work      []workEntry
+	barriers int
+	work     []workEntry
+	// index finds a producer in work once an append holds more than
+	// smallWork producers (mirrored chunks and replays can hold many).
+	index     map[int64]int
 	completed []CompletedTxn
 	anomalies []anomaly
 	endOffset int64
@@ -53,25 +56,60 @@ type anomaly struct {
 	detail string
 }
 
+const smallWork = 8
+
 func (p *Pending) reset(m *Manager, origin Origin) {
 	m.gen++
 	p.m, p.gen, p.origin, p.applied = m, m.gen, origin, false
 	p.barriers = 0
-	p.work = p.work[:0]
+	p.clearWork()
 	p.completed = nil
 	p.anomalies = nil
 	p.endOffset, p.hasEnd = 0, false
 }
 
+func (p *Pending) clearWork() {
+	p.work = p.work[:0]
+	if p.index != nil {
+		clear(p.index)
+	}
+}
+
+// find returns pid's position in work, or -1.
+func (p *Pending) find(pid int64) int {
+	if len(p.work) > smallWork {
+		if i, ok := p.index[pid]; ok {
+			return i
+		}
+		return -1
+	}
+	for i := range p.work {
+		if p.work[i].state.producerID == pid {
+			return i
+		}
+	}
+	return -1
+}
+
 // lookup returns the working state of pid, copying it from the manager on
 // first use. The pointer is valid until the next lookup.
 func (p *Pending) lookup(pid int64) *workEntry {
-	for i := range p.work {
-		if p.work[i].state.producerID == pid {
-			return &p.work[i]
-		}
+	if i := p.find(pid); i >= 0 {
+		return &p.work[i]
 	}
 	p.work = append(p.work, workEntry{})
+	switch n := len(p.work); {
+	case n == smallWork+1:
+		if p.index == nil {
+			p.index = make(map[int64]int)
+		}
+		for i := range p.work[:n-1] {
+			p.index[p.work[i].state.producerID] = i
+		}
+		p.index[pid] = n - 1
+	case n > smallWork+1:
+		p.index[pid] = n - 1
+	}
 	w := &p.work[len(p.work)-1]
 	if p.barriers == 0 {
 		w.committed = p.m.producers[pid]
@@ -273,7 +311,7 @@ func (p *Pending) control(h *batch.Header, raw []byte, nowMs int64) error {
 			return nil
 		}
 		p.barriers++
-		p.work = p.work[:0]
+		p.clearWork()
 		return nil
 	case batch.ControlCommit, batch.ControlAbort:
 		if h.ProducerID < 0 {
@@ -346,7 +384,7 @@ func (p *Pending) stableOffsetAfter(pid, marker int64) int64 {
 	}
 	if p.barriers == 0 {
 		for other, off := range p.m.ongoing {
-			if other != pid && !p.inWork(other) {
+			if other != pid && p.find(other) < 0 {
 				consider(off)
 			}
 		}
@@ -355,15 +393,6 @@ func (p *Pending) stableOffsetAfter(pid, marker int64) int64 {
 		return marker + 1
 	}
 	return lso
-}
-
-func (p *Pending) inWork(pid int64) bool {
-	for i := range p.work {
-		if p.work[i].state.producerID == pid {
-			return true
-		}
-	}
-	return false
 }
 
 // Apply makes the prepared append part of the manager's state and returns

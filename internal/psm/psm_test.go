@@ -3,6 +3,7 @@ package psm
 import (
 	"errors"
 	"math"
+	"reflect"
 	"testing"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -200,4 +201,41 @@ func TestStaleApplyPanics(t *testing.T) {
 		}
 	}()
 	p.Apply()
+}
+
+// A mirrored chunk with many producers (past the small linear-scan set)
+// gives the same state as the same batches appended one by one.
+func TestManyProducersInOneAppend(t *testing.T) {
+	var bs []PreparedBatch
+	seqs := map[int64]int32{}
+	for i := int64(0); i < 300; i++ {
+		if i == 170 {
+			bs = append(bs, barrier(i))
+			continue
+		}
+		if i%10 == 9 { // commit one of the transactional producers
+			bs = append(bs, marker(true, (i/10%8)*5, 0, 0, i))
+			continue
+		}
+		pid := (i * 7) % 41
+		txn := pid%5 == 0
+		bs = append(bs, dataBatch(pid, 0, seqs[pid], 1, i, txn))
+		seqs[pid]++
+	}
+	whole := NewManager(Config{}, nil, nil)
+	wholeDone := apply(t, whole, OriginReplication, bs...)
+	single := NewManager(Config{}, nil, nil)
+	var singleDone []CompletedTxn
+	for _, b := range bs {
+		singleDone = append(singleDone, apply(t, single, OriginReplication, b)...)
+	}
+	if !reflect.DeepEqual(stateOf(whole), stateOf(single)) {
+		t.Fatalf("one append:\n%+v\none by one:\n%+v", stateOf(whole), stateOf(single))
+	}
+	if len(wholeDone) == 0 || !reflect.DeepEqual(wholeDone, singleDone) {
+		t.Fatalf("completed differ:\n%+v\n%+v", wholeDone, singleDone)
+	}
+	if whole.Len() < 20 {
+		t.Fatalf("only %d producers", whole.Len())
+	}
 }
