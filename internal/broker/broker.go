@@ -25,6 +25,7 @@ import (
 
 	"github.com/minibroker/minibroker/internal/config"
 	"github.com/minibroker/minibroker/internal/coordinator"
+	"github.com/minibroker/minibroker/internal/mirror"
 	"github.com/minibroker/minibroker/internal/protocol"
 	"github.com/minibroker/minibroker/internal/psm"
 	"github.com/minibroker/minibroker/internal/vfs"
@@ -37,6 +38,8 @@ type Options struct {
 	FS     vfs.FS
 	// Registry receives the broker's metrics; nil creates a private one.
 	Registry *prometheus.Registry
+	// Mirror tunes mirrors; its test-only fields are never set from config.
+	Mirror mirror.Options
 }
 
 // Broker is one running minibroker node.
@@ -53,6 +56,7 @@ type Broker struct {
 	metrics    *Metrics
 	psmMetrics *psm.Metrics
 	pids       *coordinator.ProducerIDs
+	mirrors    *mirror.Manager
 	lock       *os.File // data-dir lock
 
 	server   *protocol.Server
@@ -103,6 +107,9 @@ func New(opts Options) (*Broker, error) {
 	ok := false
 	defer func() {
 		if !ok {
+			if b.mirrors != nil {
+				b.mirrors.Close()
+			}
 			b.closeFiles()
 		}
 	}()
@@ -119,6 +126,9 @@ func New(opts Options) (*Broker, error) {
 		return nil, err
 	}
 	b.metrics.Partitions.Set(float64(b.partitionCount()))
+	if err := b.openMirrors(opts.Mirror); err != nil {
+		return nil, err
+	}
 	b.logger.Info("opened data dir", zap.String("dir", b.dataDir), zap.String("cluster_id", b.clusterID),
 		zap.Int("topics", len(b.topics)), zap.Duration("took", time.Since(start)))
 
@@ -261,6 +271,9 @@ func (b *Broker) Close(ctx context.Context) error {
 			b.httpLn.Close()
 		}
 		b.bg.Wait()
+		if b.mirrors != nil {
+			b.mirrors.Close()
+		}
 		err = b.closeFiles()
 		b.logger.Info("stopped")
 	})
@@ -369,6 +382,9 @@ func (b *Broker) Kill() {
 			b.httpLn.Close()
 		}
 		b.bg.Wait()
+		if b.mirrors != nil {
+			b.mirrors.Close()
+		}
 		b.mu.Lock()
 		for _, t := range b.topics {
 			for _, p := range t.Partitions {

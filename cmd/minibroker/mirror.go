@@ -1,0 +1,155 @@
+package main
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/minibroker/minibroker/internal/mirror"
+)
+
+// newMirrorCmd is the operator surface for mirrors; every subcommand talks
+// to a broker's admin API (--admin).
+func newMirrorCmd() *cobra.Command {
+	var admin string
+	cmd := &cobra.Command{
+		Use:   "mirror",
+		Short: "Manage cluster mirrors on a broker (create, start, stop = failover, …)",
+	}
+	cmd.PersistentFlags().StringVar(&admin, "admin", "127.0.0.1:9644", "the broker's HTTP admin address")
+	client := func() *adminClient { return &adminClient{base: "http://" + admin} }
+
+	var source []string
+	var clientID string
+	create := &cobra.Command{
+		Use: "create NAME --source HOST:PORT[,…]", Short: "Define a mirror of a source cluster", Args: cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			return client().do(cmd.OutOrStdout(), "POST", "/v1/mirrors", mirror.CreateRequest{Name: args[0], Source: source, ClientID: clientID}, nil)
+		},
+	}
+	create.Flags().StringSliceVar(&source, "source", nil, "source bootstrap servers")
+	create.Flags().StringVar(&clientID, "client-id", "", "client id used at the source")
+	create.MarkFlagRequired("source")
+
+	del := &cobra.Command{
+		Use: "delete NAME", Short: "Delete a mirror whose partitions are stopped", Args: cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			return client().do(cmd.OutOrStdout(), "DELETE", "/v1/mirrors/"+args[0], nil, nil)
+		},
+	}
+	list := &cobra.Command{
+		Use: "list", Short: "List mirrors", Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			var names []string
+			if err := client().do(nil, "GET", "/v1/mirrors", nil, &names); err != nil {
+				return err
+			}
+			for _, n := range names {
+				fmt.Fprintln(cmd.OutOrStdout(), n)
+			}
+			return nil
+		},
+	}
+	var asJSON bool
+	describe := &cobra.Command{
+		Use: "describe NAME", Short: "Show a mirror's partitions: state, offsets, lag", Args: cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			var st mirror.Status
+			if err := client().do(nil, "GET", "/v1/mirrors/"+args[0], nil, &st); err != nil {
+				return err
+			}
+			return printStatus(cmd.OutOrStdout(), st, asJSON)
+		},
+	}
+	describe.Flags().BoolVar(&asJSON, "json", false, "print JSON")
+	cmd.AddCommand(create, del, list, describe)
+
+	for _, action := range []struct{ name, short string }{
+		{"start", "Start mirroring topics (creates them locally, read-only)"},
+		{"stop", "Fail over: stop mirroring topics, write the barrier, make them writable"},
+		{"pause", "Pause fetching for topics"},
+		{"resume", "Resume fetching for topics"},
+	} {
+		var topics []string
+		var out bool
+		c := &cobra.Command{
+			Use: action.name + " NAME --topics T[,…]", Short: action.short, Args: cobra.ExactArgs(1),
+			RunE: func(cmd *cobra.Command, args []string) error {
+				var st mirror.Status
+				if err := client().do(nil, "POST", "/v1/mirrors/"+args[0]+"/"+action.name, mirror.TopicsRequest{Topics: topics}, &st); err != nil {
+					return err
+				}
+				return printStatus(cmd.OutOrStdout(), st, out)
+			},
+		}
+		c.Flags().StringSliceVar(&topics, "topics", nil, "topics (stop/pause/resume: all of the mirror's when empty)")
+		c.Flags().BoolVar(&out, "json", false, "print JSON")
+		if action.name == "start" {
+			c.MarkFlagRequired("topics")
+		}
+		cmd.AddCommand(c)
+	}
+	return cmd
+}
+
+type adminClient struct{ base string }
+
+func (a *adminClient) do(w io.Writer, method, path string, body, out any) error {
+	var rd io.Reader
+	if body != nil {
+		b, _ := json.Marshal(body)
+		rd = bytes.NewReader(b)
+	}
+	req, err := http.NewRequest(method, a.base+path, rd)
+	if err != nil {
+		return err
+	}
+	req.Header.Set("Content-Type", "application/json")
+	resp, err := (&http.Client{Timeout: 5 * time.Minute}).Do(req)
+	if err != nil {
+		return fmt.Errorf("admin API: %w", err)
+	}
+	defer resp.Body.Close()
+	raw, _ := io.ReadAll(resp.Body)
+	if resp.StatusCode >= 300 {
+		var e struct{ Error string }
+		if json.Unmarshal(raw, &e) == nil && e.Error != "" {
+			return fmt.Errorf("%s (HTTP %d)", e.Error, resp.StatusCode)
+		}
+		return fmt.Errorf("admin API: HTTP %d: %s", resp.StatusCode, strings.TrimSpace(string(raw)))
+	}
+	if out != nil {
+		return json.Unmarshal(raw, out)
+	}
+	if w != nil {
+		_, err = w.Write(raw)
+	}
+	return err
+}
+
+func printStatus(w io.Writer, st mirror.Status, asJSON bool) error {
+	if asJSON {
+		enc := json.NewEncoder(w)
+		enc.SetIndent("", "  ")
+		return enc.Encode(st)
+	}
+	fmt.Fprintf(w, "mirror %s  source %s  source cluster %s\n", st.Name, strings.Join(st.Source, ","), st.SourceClusterID)
+	tw := tabwriter.NewWriter(w, 2, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "TOPIC\tPARTITION\tSTATE\tLOCAL END\tSOURCE HW\tLAG\tLAG MS\tLAST MIRRORED\tBARRIER\tNOTE")
+	for _, p := range st.Partitions {
+		note := p.Reason
+		if note == "" {
+			note = p.LastError
+		}
+		fmt.Fprintf(tw, "%s\t%d\t%s\t%d\t%d\t%d\t%d\t%d\t%d\t%s\n", p.Topic, p.Partition, p.State, p.LocalLogEndOffset,
+			p.SourceHighWater, p.LagRecords, p.LagMillis, p.LastMirroredOffset, p.BarrierOffset, note)
+	}
+	return tw.Flush()
+}

@@ -1,0 +1,70 @@
+package broker
+
+import (
+	"github.com/minibroker/minibroker/internal/mirror"
+	"github.com/minibroker/minibroker/internal/partition"
+)
+
+// openMirrors starts the mirror manager after topics are loaded: it makes
+// mirrored partitions read-only again before anything is served, resumes
+// fetchers and finishes interrupted failovers.
+func (b *Broker) openMirrors(opts mirror.Options) error {
+	opts.FS = b.fs
+	opts.Logger = b.logger
+	opts.Registry = b.registry
+	m, err := mirror.Open(mirrorLocal{b}, b.dataDir, opts)
+	if err != nil {
+		return err
+	}
+	b.mirrors = m
+	m.Routes(b.HandleAdmin)
+	return nil
+}
+
+// Mirrors is the broker's mirror manager.
+func (b *Broker) Mirrors() *mirror.Manager { return b.mirrors }
+
+// mirrorLocal adapts the broker to what mirrors need.
+type mirrorLocal struct{ b *Broker }
+
+func (l mirrorLocal) ClusterID() string { return l.b.clusterID }
+
+func (l mirrorLocal) Partitions(topic string) []*partition.Partition {
+	t, ok := l.b.Topic(topic)
+	if !ok {
+		return nil
+	}
+	return l.b.partitions(t)
+}
+
+// EnsureTopic creates a mirrored topic with the source's partition count,
+// configs and id, or grows an existing one to the source's count. An
+// existing topic keeps its id (a failback target has the id it gave the
+// other side).
+func (l mirrorLocal) EnsureTopic(name string, partitions int32, configs map[string]string, id [16]byte) ([]*partition.Partition, error) {
+	if t, ok := l.b.Topic(name); ok {
+		if have := int32(len(l.b.partitions(t))); have < partitions {
+			if err := l.b.AddPartitions(name, partitions, false); err != nil {
+				return nil, err
+			}
+		}
+		return l.b.partitions(t), nil
+	}
+	var known map[string]string
+	if len(configs) > 0 {
+		known = map[string]string{}
+		for k, v := range configs {
+			if _, ok := topicConfigNames[k]; ok {
+				known[k] = v
+			}
+		}
+	}
+	if _, taken := l.b.topicByID(id); taken {
+		id = [16]byte{}
+	}
+	t, err := l.b.CreateTopic(name, partitions, known, id, false)
+	if err != nil {
+		return nil, err
+	}
+	return l.b.partitions(t), nil
+}

@@ -1,0 +1,117 @@
+package mirror
+
+import (
+	"encoding/json"
+	"errors"
+	"net/http"
+	"strings"
+)
+
+// Admin HTTP API (JSON), served on the broker's HTTP listener:
+//
+//	POST   /v1/mirrors                      {"name","source":[…],"client_id"}
+//	GET    /v1/mirrors                      → ["name", …]
+//	GET    /v1/mirrors/{name}               → Status
+//	DELETE /v1/mirrors/{name}
+//	POST   /v1/mirrors/{name}/start         {"topics":[…]}
+//	POST   /v1/mirrors/{name}/stop          {"topics":[…]}   (failover; returns when STOPPED)
+//	POST   /v1/mirrors/{name}/pause         {"topics":[…]}
+//	POST   /v1/mirrors/{name}/resume        {"topics":[…]}
+//
+// Errors answer {"error": "…"} with 400, 404 or 409.
+
+// CreateRequest is the body of POST /v1/mirrors.
+type CreateRequest struct {
+	Name     string   `json:"name"`
+	Source   []string `json:"source"`
+	ClientID string   `json:"client_id,omitempty"`
+}
+
+// TopicsRequest is the body of start/stop/pause/resume.
+type TopicsRequest struct {
+	Topics []string `json:"topics"`
+}
+
+// Routes registers the admin API on mux.
+func (m *Manager) Routes(handle func(pattern string, h http.Handler)) {
+	handle("POST /v1/mirrors", http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		var req CreateRequest
+		if !decode(w, r, &req) {
+			return
+		}
+		reply(w, m.Create(req.Name, req.Source, req.ClientID), map[string]string{"created": req.Name})
+	}))
+	handle("GET /v1/mirrors", http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		reply(w, nil, m.Names())
+	}))
+	handle("GET /v1/mirrors/{name}", http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		st, err := m.Describe(r.PathValue("name"))
+		reply(w, err, st)
+	}))
+	handle("DELETE /v1/mirrors/{name}", http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		reply(w, m.Delete(r.PathValue("name")), map[string]string{"deleted": r.PathValue("name")})
+	}))
+	handle("POST /v1/mirrors/{name}/{action}", http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		var req TopicsRequest
+		if !decode(w, r, &req) {
+			return
+		}
+		name := r.PathValue("name")
+		var err error
+		switch r.PathValue("action") {
+		case "start":
+			err = m.Start(r.Context(), name, req.Topics)
+		case "stop":
+			err = m.Stop(name, req.Topics)
+		case "pause":
+			err = m.Pause(name, req.Topics)
+		case "resume":
+			err = m.Resume(name, req.Topics)
+		default:
+			writeErr(w, http.StatusNotFound, "unknown action "+r.PathValue("action"))
+			return
+		}
+		if err != nil {
+			reply(w, err, nil)
+			return
+		}
+		st, err := m.Describe(name)
+		reply(w, err, st)
+	}))
+}
+
+func decode(w http.ResponseWriter, r *http.Request, v any) bool {
+	dec := json.NewDecoder(http.MaxBytesReader(w, r.Body, 1<<20))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(v); err != nil {
+		writeErr(w, http.StatusBadRequest, "bad JSON body: "+err.Error())
+		return false
+	}
+	return true
+}
+
+func reply(w http.ResponseWriter, err error, v any) {
+	if err != nil {
+		code := http.StatusInternalServerError
+		switch {
+		case errors.Is(err, ErrNotFound):
+			code = http.StatusNotFound
+		case errors.Is(err, ErrExists), errors.Is(err, ErrActive):
+			code = http.StatusConflict
+		case errors.Is(err, ErrBadRequest):
+			code = http.StatusBadRequest
+		case strings.Contains(err.Error(), "source"):
+			code = http.StatusBadGateway
+		}
+		writeErr(w, code, err.Error())
+		return
+	}
+	w.Header().Set("Content-Type", "application/json")
+	json.NewEncoder(w).Encode(v)
+}
+
+func writeErr(w http.ResponseWriter, code int, msg string) {
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(code)
+	json.NewEncoder(w).Encode(map[string]string{"error": msg})
+}

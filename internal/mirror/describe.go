@@ -1,0 +1,86 @@
+package mirror
+
+import (
+	"sort"
+	"time"
+)
+
+// PartitionStatus is one mirrored partition as `mirror describe` shows it.
+type PartitionStatus struct {
+	Topic              string `json:"topic"`
+	Partition          int32  `json:"partition"`
+	State              State  `json:"state"`
+	LocalLogEndOffset  int64  `json:"local_log_end_offset"`
+	SourceHighWater    int64  `json:"source_high_watermark"`
+	LagRecords         int64  `json:"lag_records"`
+	LagMillis          int64  `json:"lag_ms"`
+	LastMirroredOffset int64  `json:"last_mirrored_offset"`
+	BarrierOffset      int64  `json:"barrier_offset"`
+	// LostAtFailover counts records past the local LSO that STOPPING
+	// truncated (asynchronous replication loses them by design).
+	FetchErrors int64  `json:"fetch_errors"`
+	LastError   string `json:"last_error,omitempty"`
+	Reason      string `json:"reason,omitempty"`
+}
+
+// Status is a mirror as `mirror describe` shows it.
+type Status struct {
+	Name            string            `json:"name"`
+	Source          []string          `json:"source"`
+	ClientID        string            `json:"client_id,omitempty"`
+	SourceClusterID string            `json:"source_cluster_id,omitempty"`
+	Partitions      []PartitionStatus `json:"partitions"`
+}
+
+// Describe returns a mirror's state, per partition.
+func (m *Manager) Describe(name string) (Status, error) {
+	rt, err := m.runtime(name)
+	if err != nil {
+		return Status{}, err
+	}
+	m.mu.Lock()
+	st := Status{Name: rt.spec.Name, Source: rt.spec.Source, ClientID: rt.spec.ClientID, SourceClusterID: rt.spec.SourceClusterID}
+	type item struct {
+		k   tp
+		rec partitionRecord
+		f   *fetcher
+	}
+	var items []item
+	for topic, ts := range rt.spec.Topics {
+		for idx, rec := range ts.Partitions {
+			items = append(items, item{tp{topic, idx}, *rec, rt.fetchers[tp{topic, idx}]})
+		}
+	}
+	m.mu.Unlock()
+	now := time.Now().UnixMilli()
+	for _, it := range items {
+		ps := PartitionStatus{Topic: it.k.topic, Partition: it.k.partition, State: it.rec.State,
+			LastMirroredOffset: it.rec.LastMirroredOffset, BarrierOffset: it.rec.BarrierOffset, Reason: it.rec.Reason,
+			SourceHighWater: -1, LocalLogEndOffset: -1}
+		if parts := m.local.Partitions(it.k.topic); int(it.k.partition) < len(parts) {
+			ps.LocalLogEndOffset = parts[it.k.partition].Offsets().LogEnd
+		}
+		if f := it.f; f != nil {
+			ps.SourceHighWater = f.sourceHW.Load()
+			ps.FetchErrors = f.fetchErrors.Load()
+			if e := f.lastErr.Load(); e != nil {
+				ps.LastError = *e
+			}
+			if ps.SourceHighWater >= 0 {
+				ps.LagRecords = max(ps.SourceHighWater-ps.LocalLogEndOffset, 0)
+			}
+			if ps.LagRecords > 0 {
+				ps.LagMillis = now - f.caughtUpAt.Load()
+			}
+		}
+		st.Partitions = append(st.Partitions, ps)
+	}
+	sort.Slice(st.Partitions, func(i, j int) bool {
+		a, b := st.Partitions[i], st.Partitions[j]
+		if a.Topic != b.Topic {
+			return a.Topic < b.Topic
+		}
+		return a.Partition < b.Partition
+	})
+	return st, nil
+}

@@ -1,0 +1,280 @@
+package mirror
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+	"go.uber.org/zap"
+
+	"github.com/minibroker/minibroker/internal/partition"
+)
+
+// fetcher copies one source partition into its local partition. It is one
+// goroutine selecting on stop, pause and a retry timer; close returns only
+// after it exits.
+type fetcher struct {
+	m     *Manager
+	rt    *runtime
+	k     tp
+	p     *partition.Partition
+	ctx   context.Context
+	stop  context.CancelFunc
+	done  chan struct{}
+	wake  chan struct{} // pause state changed
+	pmu   sync.Mutex
+	pause bool
+
+	// Observations for describe and metrics.
+	sourceHW     atomic.Int64
+	caughtUpAt   atomic.Int64 // unix ms when the local log last reached the source HW
+	fetchErrors  atomic.Int64
+	bytes        atomic.Int64
+	lastErr      atomic.Pointer[string]
+	lastProgress atomic.Int64
+}
+
+func (m *Manager) startFetcher(rt *runtime, topic string, idx int32, p *partition.Partition, paused bool) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.startFetcherLocked(rt, topic, idx, p, paused)
+}
+
+func (m *Manager) startFetcherLocked(rt *runtime, topic string, idx int32, p *partition.Partition, paused bool) {
+	k := tp{topic, idx}
+	if rt.fetchers[k] != nil {
+		return
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	f := &fetcher{m: m, rt: rt, k: k, p: p, ctx: ctx, stop: cancel, done: make(chan struct{}),
+		wake: make(chan struct{}, 1), pause: paused}
+	f.sourceHW.Store(-1)
+	f.caughtUpAt.Store(time.Now().UnixMilli())
+	rt.fetchers[k] = f
+	go f.run()
+}
+
+func (f *fetcher) close() {
+	f.stop()
+	<-f.done
+}
+
+func (f *fetcher) setPaused(p bool) {
+	f.pmu.Lock()
+	f.pause = p
+	f.pmu.Unlock()
+	select {
+	case f.wake <- struct{}{}:
+	default:
+	}
+}
+
+func (f *fetcher) paused() bool {
+	f.pmu.Lock()
+	defer f.pmu.Unlock()
+	return f.pause
+}
+
+func (f *fetcher) logger() *zap.Logger {
+	return f.m.logger.With(zap.String("mirror", f.rt.spec.Name), zap.String("topic", f.k.topic), zap.Int32("partition", f.k.partition))
+}
+
+// sleep waits d, returning false when the fetcher is stopped.
+func (f *fetcher) sleep(d time.Duration) bool {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-f.ctx.Done():
+		return false
+	case <-t.C:
+		return true
+	case <-f.wake:
+		return true
+	}
+}
+
+func (f *fetcher) recordErr(err error) {
+	f.fetchErrors.Add(1)
+	f.m.metrics.fetchErrors.WithLabelValues(f.rt.spec.Name, f.k.topic).Inc()
+	s := err.Error()
+	f.lastErr.Store(&s)
+}
+
+func (f *fetcher) run() {
+	defer close(f.done)
+	log := f.logger()
+	backoff := 100 * time.Millisecond
+	fail := func(err error) bool {
+		f.recordErr(err)
+		log.Warn("mirror fetch failed; backing off", zap.Error(err), zap.Duration("backoff", backoff))
+		ok := f.sleep(backoff)
+		backoff = min(backoff*2, 5*time.Second)
+		return ok
+	}
+	src, err := f.m.source(f.rt)
+	if err != nil {
+		f.m.fail(f.rt, f.k, err)
+		return
+	}
+	// PREPARING: align the local log with the source before fetching.
+	for f.state() == Preparing {
+		if err := f.prepare(src); err != nil {
+			if f.ctx.Err() != nil || !fail(err) {
+				return
+			}
+			continue
+		}
+		if err := f.m.setRecord(f.rt, f.k, func(r *partitionRecord) {
+			if r.State == Preparing {
+				r.State = Mirroring
+				if f.paused() {
+					r.State = Paused
+				}
+			}
+		}); err != nil {
+			log.Error("persisting MIRRORING failed", zap.Error(err))
+		}
+		backoff = 100 * time.Millisecond
+	}
+	var info topicInfo
+	for f.ctx.Err() == nil {
+		if f.paused() {
+			if !f.sleep(time.Hour) {
+				return
+			}
+			continue
+		}
+		if info.Partitions == nil {
+			if info, err = src.describeTopic(f.ctx, f.k.topic); err != nil {
+				info = topicInfo{}
+				if !fail(err) {
+					return
+				}
+				continue
+			}
+		}
+		leader, ok := info.Partitions[f.k.partition]
+		if !ok || leader < 0 {
+			info = topicInfo{}
+			if !fail(fmt.Errorf("source has no leader for %s-%d", f.k.topic, f.k.partition)) {
+				return
+			}
+			continue
+		}
+		offset := f.p.Offsets().LogEnd
+		res, err := src.fetch(f.ctx, leader, f.k.topic, info.ID, f.k.partition, offset, f.m.opts.FetchMaxWait, f.m.opts.FetchMaxBytes)
+		if f.ctx.Err() != nil {
+			return
+		}
+		switch {
+		case errors.Is(err, kerr.OffsetOutOfRange):
+			err = f.handleOutOfRange(src, offset)
+		case err != nil:
+			info = topicInfo{} // leader may have moved: refresh
+		default:
+			err = f.apply(res)
+		}
+		if err != nil {
+			if !fail(err) {
+				return
+			}
+			continue
+		}
+		backoff = 100 * time.Millisecond
+	}
+}
+
+// apply appends fetched batches as REPLICATION and records progress.
+func (f *fetcher) apply(res fetchResult) error {
+	f.sourceHW.Store(res.HighWatermark)
+	if len(res.Records) > 0 {
+		n, err := f.p.AppendAsMirror(res.Records)
+		if err != nil {
+			return fmt.Errorf("append mirrored batches: %w", err)
+		}
+		if n > 0 {
+			f.bytes.Add(int64(len(res.Records)))
+			f.m.metrics.bytes.WithLabelValues(f.rt.spec.Name, f.k.topic).Add(float64(len(res.Records)))
+			f.lastProgress.Store(time.Now().UnixMilli())
+		}
+	}
+	if f.p.Offsets().LogEnd >= res.LastStable {
+		f.caughtUpAt.Store(time.Now().UnixMilli())
+	}
+	return nil
+}
+
+// handleOutOfRange deals with a fetch offset the source no longer (or not
+// yet) has. Behind the source's log start: the gap cannot be filled, so the
+// local log restarts at the source's log start. Past the source's end: the
+// logs diverged (the source was truncated), so PREPARING runs again.
+func (f *fetcher) handleOutOfRange(src *source, offset int64) error {
+	start, err := src.listOffset(f.ctx, f.k.topic, f.k.partition, -2)
+	if err != nil {
+		return err
+	}
+	if offset < start {
+		f.logger().Warn("source log start passed the mirror; restarting at the source's log start",
+			zap.Int64("local_end", offset), zap.Int64("source_start", start))
+		return f.p.TruncateTo(f.p.Offsets().LogStart) // empty: the next append restarts the log at start
+	}
+	return f.prepare(src)
+}
+
+// prepare truncates the local log to where it diverges from the source,
+// as a Kafka follower does with OffsetForLeaderEpoch: ask the source where
+// our latest epoch ends there, cut at the smaller of that and our own end
+// of the epoch the source answered with, and repeat until they agree.
+func (f *fetcher) prepare(src *source) error {
+	for i := 0; i < 64; i++ {
+		epoch, ok := f.p.Log().LatestEpoch()
+		leo := f.p.Offsets().LogEnd
+		if !ok || leo == f.p.Offsets().LogStart {
+			return nil // empty log: nothing can diverge
+		}
+		srcEpoch, srcEnd, err := src.endOffsetForEpoch(f.ctx, f.k.topic, f.k.partition, epoch)
+		if err != nil {
+			return fmt.Errorf("offset for leader epoch %d: %w", epoch, err)
+		}
+		var cut int64
+		switch {
+		case srcEpoch < 0 || srcEnd < 0:
+			// The source has no epoch at or below ours: nothing in common.
+			cut = f.p.Offsets().LogStart
+		case srcEpoch == epoch:
+			cut = min(srcEnd, leo)
+		default:
+			_, localEnd := f.p.Log().EndOffsetForEpoch(srcEpoch)
+			if localEnd < 0 {
+				localEnd = f.p.Offsets().LogStart
+			}
+			cut = min(srcEnd, localEnd)
+		}
+		if cut >= leo {
+			return nil
+		}
+		f.logger().Info("truncating to where the log diverges from the source",
+			zap.Int64("from", leo), zap.Int64("to", cut), zap.Int32("local_epoch", epoch), zap.Int32("source_epoch", srcEpoch))
+		if err := f.p.TruncateTo(cut); err != nil {
+			return err
+		}
+	}
+	return errors.New("divergence search did not converge")
+}
+
+func (f *fetcher) state() State {
+	f.m.mu.Lock()
+	defer f.m.mu.Unlock()
+	return f.rt.spec.Topics[f.k.topic].Partitions[f.k.partition].State
+}
+
+// fail moves a partition to FAILED with a reason; it stays read-only.
+func (m *Manager) fail(rt *runtime, k tp, err error) {
+	m.logger.Error("mirror partition failed", zap.String("mirror", rt.spec.Name), zap.String("topic", k.topic),
+		zap.Int32("partition", k.partition), zap.Error(err))
+	m.setRecord(rt, k, func(r *partitionRecord) { r.State, r.Reason = Failed, err.Error() })
+}

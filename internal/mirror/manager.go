@@ -1,0 +1,495 @@
+// Package mirror runs cluster mirrors: per-partition fetchers that copy a
+// source cluster's topics byte for byte with offsets kept, the persisted
+// mirror state machine (PREPARING → MIRRORING ⇄ PAUSED → STOPPING →
+// STOPPED, and FAILED), and the failover that writes the MIRROR_PID_RESET
+// barrier. It writes to logs only through internal/partition.
+package mirror
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"regexp"
+	"sort"
+	"sync"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"go.uber.org/zap"
+
+	"github.com/minibroker/minibroker/internal/partition"
+	"github.com/minibroker/minibroker/internal/vfs"
+)
+
+// Local is what a mirror needs of the broker it runs in.
+type Local interface {
+	// Partitions returns a topic's partitions, nil when there is none.
+	Partitions(topic string) []*partition.Partition
+	// EnsureTopic creates the topic (with the source's id and configs) or
+	// grows it to partitions, and returns its partitions.
+	EnsureTopic(name string, partitions int32, configs map[string]string, id [16]byte) ([]*partition.Partition, error)
+	// ClusterID is the local cluster's id.
+	ClusterID() string
+}
+
+// Options tune the mirrors. The zero value is usable.
+type Options struct {
+	FS       vfs.FS
+	Logger   *zap.Logger
+	Registry prometheus.Registerer
+	// FetchMaxWait is the long-poll time of a fetch (default 500ms).
+	FetchMaxWait time.Duration
+	// FetchMaxBytes bounds one fetch (default 8 MiB).
+	FetchMaxBytes int32
+	// MetadataInterval is how often a mirror looks for new partitions at
+	// the source (default 10s).
+	MetadataInterval time.Duration
+	// SkipBarrier leaves the MIRROR_PID_RESET barrier out of STOPPING. It
+	// exists only for the negative-control tests that show the corruption
+	// the barrier prevents; no config file, flag or API can set it.
+	SkipBarrier bool
+	// StopStepHook, when set, is called before each STOPPING step; an
+	// error aborts the stop there, as a crash at that step would. Tests
+	// only.
+	StopStepHook func(step StopStep, topic string, partition int32) error
+}
+
+// StopStep names the steps of STOPPING, in order.
+type StopStep string
+
+const (
+	StepStopFetcher StopStep = "stop-fetcher"
+	StepTruncate    StopStep = "truncate-to-lso"
+	StepBarrier     StopStep = "write-barrier"
+	StepStopped     StopStep = "mark-stopped"
+)
+
+// Errors returned to the admin API.
+var (
+	ErrExists     = errors.New("mirror: already exists")
+	ErrNotFound   = errors.New("mirror: not found")
+	ErrBadRequest = errors.New("mirror: bad request")
+	ErrActive     = errors.New("mirror: has active partitions")
+)
+
+var validName = regexp.MustCompile(`^[a-zA-Z0-9._-]{1,200}$`)
+
+// Manager owns every mirror of one broker.
+type Manager struct {
+	local   Local
+	dataDir string
+	opts    Options
+	logger  *zap.Logger
+	metrics *metrics
+
+	mu      sync.Mutex // guards doc and mirrors; never held across network I/O
+	doc     *doc
+	mirrors map[string]*runtime
+	closed  bool
+}
+
+// runtime is a mirror's live part.
+type runtime struct {
+	spec     *mirrorSpec
+	src      *source
+	fetchers map[tp]*fetcher
+	stop     chan struct{}
+	done     chan struct{}
+}
+
+type tp struct {
+	topic     string
+	partition int32
+}
+
+// Open loads persisted mirrors, makes their partitions read-only again,
+// resumes fetchers, and finishes any STOPPING interrupted by a crash
+// (never writing a second barrier).
+func Open(local Local, dataDir string, opts Options) (*Manager, error) {
+	if opts.FS == nil {
+		opts.FS = vfs.Default
+	}
+	if opts.Logger == nil {
+		opts.Logger = zap.NewNop()
+	}
+	if opts.FetchMaxWait <= 0 {
+		opts.FetchMaxWait = 500 * time.Millisecond
+	}
+	if opts.FetchMaxBytes <= 0 {
+		opts.FetchMaxBytes = 8 << 20
+	}
+	if opts.MetadataInterval <= 0 {
+		opts.MetadataInterval = 10 * time.Second
+	}
+	d, err := loadDoc(opts.FS, dataDir)
+	if err != nil {
+		return nil, err
+	}
+	m := &Manager{local: local, dataDir: dataDir, opts: opts, logger: opts.Logger.Named("mirror"),
+		doc: d, mirrors: map[string]*runtime{}}
+	m.metrics = newMetrics(m, opts.Registry)
+	for _, spec := range d.Mirrors {
+		if err := m.resume(spec); err != nil {
+			m.Close()
+			return nil, err
+		}
+	}
+	return m, nil
+}
+
+func (m *Manager) resume(spec *mirrorSpec) error {
+	rt := m.newRuntime(spec)
+	m.mu.Lock()
+	m.mirrors[spec.Name] = rt
+	m.mu.Unlock()
+	var stopping []tp
+	for topic, ts := range spec.Topics {
+		parts := m.local.Partitions(topic)
+		for idx, rec := range ts.Partitions {
+			if int(idx) >= len(parts) {
+				return fmt.Errorf("mirror %s: %s-%d in %s but not on disk", spec.Name, topic, idx, mirrorsFile)
+			}
+			p := parts[idx]
+			switch {
+			case rec.State == Stopping:
+				p.SetMode(partition.Mirrored, spec.Name)
+				stopping = append(stopping, tp{topic, idx})
+			case rec.State.active() || rec.State == Failed:
+				p.SetMode(partition.Mirrored, spec.Name)
+				if rec.State != Failed {
+					m.startFetcher(rt, topic, idx, p, rec.State == Paused)
+				}
+			default:
+				p.SetMode(partition.Writable, "")
+			}
+		}
+	}
+	if len(stopping) > 0 {
+		m.logger.Info("resuming interrupted failover", zap.String("mirror", spec.Name), zap.Int("partitions", len(stopping)))
+		if err := m.stopPartitions(rt, stopping); err != nil {
+			return err
+		}
+	}
+	m.startRefresher(rt)
+	return nil
+}
+
+func (m *Manager) newRuntime(spec *mirrorSpec) *runtime {
+	return &runtime{spec: spec, fetchers: map[tp]*fetcher{}, stop: make(chan struct{}), done: make(chan struct{})}
+}
+
+// source returns the mirror's source client, creating it on first use.
+func (m *Manager) source(rt *runtime) (*source, error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if rt.src != nil {
+		return rt.src, nil
+	}
+	src, err := newSource(rt.spec.Source, rt.spec.ClientID, m.logger)
+	if err != nil {
+		return nil, err
+	}
+	rt.src = src
+	return src, nil
+}
+
+// saveLocked persists the document; m.mu held.
+func (m *Manager) saveLocked() error { return saveDoc(m.opts.FS, m.dataDir, m.doc) }
+
+// Create defines a mirror.
+func (m *Manager) Create(name string, sources []string, clientID string) error {
+	if !validName.MatchString(name) {
+		return fmt.Errorf("%w: mirror name %q", ErrBadRequest, name)
+	}
+	if len(sources) == 0 {
+		return fmt.Errorf("%w: a source bootstrap address is required", ErrBadRequest)
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if _, ok := m.mirrors[name]; ok {
+		return fmt.Errorf("%w: %s", ErrExists, name)
+	}
+	spec := &mirrorSpec{Name: name, Source: sources, ClientID: clientID, Topics: map[string]*topicSpec{}}
+	m.doc.Mirrors = append(m.doc.Mirrors, spec)
+	if err := m.saveLocked(); err != nil {
+		m.doc.Mirrors = m.doc.Mirrors[:len(m.doc.Mirrors)-1]
+		return err
+	}
+	rt := m.newRuntime(spec)
+	m.mirrors[name] = rt
+	m.startRefresherLocked(rt)
+	return nil
+}
+
+// Delete removes a mirror whose partitions are all stopped (or failed).
+func (m *Manager) Delete(name string) error {
+	m.mu.Lock()
+	rt, ok := m.mirrors[name]
+	if !ok {
+		m.mu.Unlock()
+		return fmt.Errorf("%w: %s", ErrNotFound, name)
+	}
+	for topic, ts := range rt.spec.Topics {
+		for idx, rec := range ts.Partitions {
+			if rec.State.active() {
+				m.mu.Unlock()
+				return fmt.Errorf("%w: %s-%d is %s; stop the mirror first", ErrActive, topic, idx, rec.State)
+			}
+		}
+	}
+	delete(m.mirrors, name)
+	for i, s := range m.doc.Mirrors {
+		if s.Name == name {
+			m.doc.Mirrors = append(m.doc.Mirrors[:i], m.doc.Mirrors[i+1:]...)
+			break
+		}
+	}
+	err := m.saveLocked()
+	m.mu.Unlock()
+	m.shutdownRuntime(rt)
+	// A failed partition stays read-only until its mirror is gone.
+	for topic, ts := range rt.spec.Topics {
+		parts := m.local.Partitions(topic)
+		for idx := range ts.Partitions {
+			if int(idx) < len(parts) {
+				if mode, owner := parts[idx].Mode(); mode == partition.Mirrored && owner == name {
+					parts[idx].SetMode(partition.Writable, "")
+				}
+			}
+		}
+	}
+	return err
+}
+
+func (m *Manager) runtime(name string) (*runtime, error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	rt, ok := m.mirrors[name]
+	if !ok {
+		return nil, fmt.Errorf("%w: %s", ErrNotFound, name)
+	}
+	return rt, nil
+}
+
+// Names lists the mirrors.
+func (m *Manager) Names() []string {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	names := make([]string, 0, len(m.mirrors))
+	for n := range m.mirrors {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	return names
+}
+
+// Start begins mirroring topics: each is created locally with the source's
+// partition count, configs and topic id, and every partition goes to
+// PREPARING (aligning an existing log with the source) then MIRRORING.
+// Starting a STOPPED partition again (failback) is allowed.
+func (m *Manager) Start(ctx context.Context, name string, topics []string) error {
+	rt, err := m.runtime(name)
+	if err != nil {
+		return err
+	}
+	if len(topics) == 0 {
+		return fmt.Errorf("%w: no topics", ErrBadRequest)
+	}
+	src, err := m.source(rt)
+	if err != nil {
+		return err
+	}
+	for _, topic := range topics {
+		if err := m.startTopic(ctx, rt, src, topic); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func (m *Manager) startTopic(ctx context.Context, rt *runtime, src *source, topic string) error {
+	info, err := src.describeTopic(ctx, topic)
+	if err != nil {
+		return err
+	}
+	configs, err := src.topicConfigs(ctx, topic)
+	if err != nil {
+		m.logger.Warn("source topic configs unavailable; creating with defaults", zap.String("topic", topic), zap.Error(err))
+		configs = nil
+	}
+	if owner := m.ownerOf(topic); owner != "" && owner != rt.spec.Name {
+		return fmt.Errorf("%w: topic %s is mirrored by %s", ErrActive, topic, owner)
+	}
+	parts, err := m.local.EnsureTopic(topic, int32(len(info.Partitions)), configs, info.ID)
+	if err != nil {
+		return fmt.Errorf("mirror: local topic %s: %w", topic, err)
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if info.ClusterID != "" {
+		rt.spec.SourceClusterID = info.ClusterID
+	}
+	ts := rt.spec.Topics[topic]
+	if ts == nil {
+		ts = &topicSpec{Partitions: map[int32]*partitionRecord{}}
+		rt.spec.Topics[topic] = ts
+	}
+	ts.TopicID = fmt.Sprintf("%x", info.ID[:])
+	var started []int32
+	for idx := int32(0); idx < int32(len(info.Partitions)) && int(idx) < len(parts); idx++ {
+		rec := ts.Partitions[idx]
+		if rec != nil && rec.State.active() {
+			continue // already mirroring
+		}
+		ts.Partitions[idx] = &partitionRecord{State: Preparing, LastMirroredOffset: -1, BarrierOffset: -1}
+		parts[idx].SetMode(partition.Mirrored, rt.spec.Name)
+		started = append(started, idx)
+	}
+	if err := m.saveLocked(); err != nil {
+		return err
+	}
+	for _, idx := range started {
+		m.startFetcherLocked(rt, topic, idx, parts[idx], false)
+	}
+	m.logger.Info("mirroring topic", zap.String("mirror", rt.spec.Name), zap.String("topic", topic),
+		zap.Int("partitions", len(started)), zap.String("source_cluster_id", rt.spec.SourceClusterID))
+	return nil
+}
+
+// ownerOf returns the mirror actively mirroring topic, if any. m.mu held
+// by the caller or not: it takes it.
+func (m *Manager) ownerOf(topic string) string {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	for name, rt := range m.mirrors {
+		if ts, ok := rt.spec.Topics[topic]; ok {
+			for _, rec := range ts.Partitions {
+				if rec.State.active() {
+					return name
+				}
+			}
+		}
+	}
+	return ""
+}
+
+// partitionsOf lists a mirror's partitions of the given topics (all topics
+// when none are named) that are in one of the states.
+func (m *Manager) partitionsOf(rt *runtime, topics []string, states ...State) ([]tp, error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if len(topics) == 0 {
+		for t := range rt.spec.Topics {
+			topics = append(topics, t)
+		}
+	}
+	var out []tp
+	for _, topic := range topics {
+		ts, ok := rt.spec.Topics[topic]
+		if !ok {
+			return nil, fmt.Errorf("%w: mirror %s has no topic %s", ErrNotFound, rt.spec.Name, topic)
+		}
+		for idx, rec := range ts.Partitions {
+			for _, s := range states {
+				if rec.State == s {
+					out = append(out, tp{topic, idx})
+				}
+			}
+		}
+	}
+	sort.Slice(out, func(i, j int) bool {
+		if out[i].topic != out[j].topic {
+			return out[i].topic < out[j].topic
+		}
+		return out[i].partition < out[j].partition
+	})
+	return out, nil
+}
+
+// Pause stops fetching without leaving the mirrored state.
+func (m *Manager) Pause(name string, topics []string) error { return m.setPaused(name, topics, true) }
+
+// Resume restarts fetching of paused partitions.
+func (m *Manager) Resume(name string, topics []string) error { return m.setPaused(name, topics, false) }
+
+func (m *Manager) setPaused(name string, topics []string, paused bool) error {
+	rt, err := m.runtime(name)
+	if err != nil {
+		return err
+	}
+	from, to := Mirroring, Paused
+	if !paused {
+		from, to = Paused, Mirroring
+	}
+	tps, err := m.partitionsOf(rt, topics, from, Preparing)
+	if err != nil {
+		return err
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	for _, k := range tps {
+		rec := rt.spec.Topics[k.topic].Partitions[k.partition]
+		if rec.State == Preparing && !paused {
+			continue
+		}
+		if rec.State != Preparing {
+			rec.State = to
+		}
+		if f := rt.fetchers[k]; f != nil {
+			f.setPaused(paused)
+		}
+	}
+	return m.saveLocked()
+}
+
+// setRecord updates one partition's persisted record.
+func (m *Manager) setRecord(rt *runtime, k tp, update func(*partitionRecord)) error {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	rec := rt.spec.Topics[k.topic].Partitions[k.partition]
+	update(rec)
+	return m.saveLocked()
+}
+
+// Close stops every fetcher and refresher and waits for them. Mirror
+// state stays as persisted: a restart resumes it.
+func (m *Manager) Close() {
+	m.mu.Lock()
+	if m.closed {
+		m.mu.Unlock()
+		return
+	}
+	m.closed = true
+	rts := make([]*runtime, 0, len(m.mirrors))
+	for _, rt := range m.mirrors {
+		rts = append(rts, rt)
+	}
+	m.mu.Unlock()
+	for _, rt := range rts {
+		m.shutdownRuntime(rt)
+	}
+}
+
+func (m *Manager) shutdownRuntime(rt *runtime) {
+	m.mu.Lock()
+	select {
+	case <-rt.stop:
+	default:
+		close(rt.stop)
+	}
+	fetchers := make([]*fetcher, 0, len(rt.fetchers))
+	for k, f := range rt.fetchers {
+		fetchers = append(fetchers, f)
+		delete(rt.fetchers, k)
+	}
+	src := rt.src
+	rt.src = nil
+	m.mu.Unlock()
+	for _, f := range fetchers {
+		f.close()
+	}
+	<-rt.done
+	if src != nil {
+		src.close()
+	}
+}

@@ -1,0 +1,81 @@
+package mirror
+
+import (
+	"context"
+	"time"
+
+	"go.uber.org/zap"
+)
+
+func (m *Manager) startRefresher(rt *runtime) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.startRefresherLocked(rt)
+}
+
+// startRefresherLocked starts the mirror's metadata loop, which picks up
+// partitions added at the source. It exits when rt.stop closes.
+func (m *Manager) startRefresherLocked(rt *runtime) {
+	go func() {
+		defer close(rt.done)
+		t := time.NewTicker(m.opts.MetadataInterval)
+		defer t.Stop()
+		for {
+			select {
+			case <-rt.stop:
+				return
+			case <-t.C:
+				m.refresh(rt)
+			}
+		}
+	}()
+}
+
+// refresh grows locally every mirrored topic whose source gained
+// partitions, and starts fetchers for the new ones.
+func (m *Manager) refresh(rt *runtime) {
+	m.mu.Lock()
+	var topics []string
+	for topic, ts := range rt.spec.Topics {
+		for _, rec := range ts.Partitions {
+			if rec.State.active() {
+				topics = append(topics, topic)
+				break
+			}
+		}
+	}
+	m.mu.Unlock()
+	if len(topics) == 0 {
+		return
+	}
+	src, err := m.source(rt)
+	if err != nil {
+		return
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	go func() {
+		select {
+		case <-rt.stop:
+			cancel()
+		case <-ctx.Done():
+		}
+	}()
+	for _, topic := range topics {
+		info, err := src.describeTopic(ctx, topic)
+		if err != nil {
+			continue
+		}
+		m.mu.Lock()
+		known := len(rt.spec.Topics[topic].Partitions)
+		m.mu.Unlock()
+		if len(info.Partitions) <= known {
+			continue
+		}
+		m.logger.Info("source topic gained partitions", zap.String("mirror", rt.spec.Name), zap.String("topic", topic),
+			zap.Int("from", known), zap.Int("to", len(info.Partitions)))
+		if err := m.startTopic(ctx, rt, src, topic); err != nil {
+			m.logger.Warn("mirroring new partitions failed", zap.String("topic", topic), zap.Error(err))
+		}
+	}
+}

@@ -1,0 +1,193 @@
+package mirror
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/kmsg"
+	"go.uber.org/zap"
+)
+
+// source is a mirror's connection to its source cluster: kgo handles
+// connections, version negotiation and broker discovery; requests are raw
+// kmsg so bytes come back exactly as the source stores them.
+type source struct {
+	cl *kgo.Client
+}
+
+func newSource(addrs []string, clientID string, logger *zap.Logger) (*source, error) {
+	if clientID == "" {
+		clientID = "minibroker-mirror"
+	}
+	cl, err := kgo.NewClient(
+		kgo.SeedBrokers(addrs...),
+		kgo.ClientID(clientID),
+		kgo.RequestRetries(2),
+		kgo.RetryTimeout(5*time.Second),
+		kgo.DialTimeout(5*time.Second),
+		kgo.RequestTimeoutOverhead(5*time.Second),
+	)
+	if err != nil {
+		return nil, fmt.Errorf("mirror: source client: %w", err)
+	}
+	return &source{cl: cl}, nil
+}
+
+func (s *source) close() { s.cl.Close() }
+
+// topicInfo is what the source says of a topic.
+type topicInfo struct {
+	ID         [16]byte
+	Partitions map[int32]int32 // partition → leader
+	ClusterID  string
+}
+
+func (s *source) describeTopic(ctx context.Context, topic string) (topicInfo, error) {
+	req := kmsg.NewPtrMetadataRequest()
+	rt := kmsg.NewMetadataRequestTopic()
+	rt.Topic = kmsg.StringPtr(topic)
+	req.Topics = append(req.Topics, rt)
+	resp, err := req.RequestWith(ctx, s.cl)
+	if err != nil {
+		return topicInfo{}, fmt.Errorf("source metadata: %w", err)
+	}
+	info := topicInfo{Partitions: map[int32]int32{}}
+	if resp.ClusterID != nil {
+		info.ClusterID = *resp.ClusterID
+	}
+	if len(resp.Topics) != 1 {
+		return info, fmt.Errorf("source metadata: %d topics for %q", len(resp.Topics), topic)
+	}
+	t := resp.Topics[0]
+	if err := kerr.ErrorForCode(t.ErrorCode); err != nil {
+		return info, fmt.Errorf("source topic %q: %w", topic, err)
+	}
+	info.ID = t.TopicID
+	for _, p := range t.Partitions {
+		info.Partitions[p.Partition] = p.Leader
+	}
+	return info, nil
+}
+
+// topicConfigs returns the topic's overrides at the source (configs whose
+// source is the topic itself), to copy onto the local topic.
+func (s *source) topicConfigs(ctx context.Context, topic string) (map[string]string, error) {
+	req := kmsg.NewPtrDescribeConfigsRequest()
+	rr := kmsg.NewDescribeConfigsRequestResource()
+	rr.ResourceType = kmsg.ConfigResourceTypeTopic
+	rr.ResourceName = topic
+	req.Resources = append(req.Resources, rr)
+	resp, err := req.RequestWith(ctx, s.cl)
+	if err != nil {
+		return nil, fmt.Errorf("source describe configs: %w", err)
+	}
+	out := map[string]string{}
+	for _, r := range resp.Resources {
+		if err := kerr.ErrorForCode(r.ErrorCode); err != nil {
+			return nil, fmt.Errorf("source configs of %q: %w", topic, err)
+		}
+		for _, c := range r.Configs {
+			if c.Source == kmsg.ConfigSourceDynamicTopicConfig && c.Value != nil {
+				out[c.Name] = *c.Value
+			}
+		}
+	}
+	return out, nil
+}
+
+// listOffset asks the partition's leader for an offset (-2 earliest, -1
+// latest).
+func (s *source) listOffset(ctx context.Context, topic string, partition int32, ts int64) (int64, error) {
+	req := kmsg.NewPtrListOffsetsRequest()
+	req.IsolationLevel = 1
+	rt := kmsg.NewListOffsetsRequestTopic()
+	rt.Topic = topic
+	rp := kmsg.NewListOffsetsRequestTopicPartition()
+	rp.Partition, rp.Timestamp, rp.CurrentLeaderEpoch = partition, ts, -1
+	rt.Partitions = append(rt.Partitions, rp)
+	req.Topics = append(req.Topics, rt)
+	resp, err := req.RequestWith(ctx, s.cl)
+	if err != nil {
+		return -1, err
+	}
+	if len(resp.Topics) != 1 || len(resp.Topics[0].Partitions) != 1 {
+		return -1, errors.New("source list offsets: malformed response")
+	}
+	p := resp.Topics[0].Partitions[0]
+	if err := kerr.ErrorForCode(p.ErrorCode); err != nil {
+		return -1, err
+	}
+	return p.Offset, nil
+}
+
+// endOffsetForEpoch asks the source where a leader epoch ends
+// (OffsetForLeaderEpoch): the largest epoch ≤ epoch it has, and the start
+// of the epoch after it.
+func (s *source) endOffsetForEpoch(ctx context.Context, topic string, partition, epoch int32) (int32, int64, error) {
+	req := kmsg.NewPtrOffsetForLeaderEpochRequest()
+	req.ReplicaID = -1
+	rt := kmsg.NewOffsetForLeaderEpochRequestTopic()
+	rt.Topic = topic
+	rp := kmsg.NewOffsetForLeaderEpochRequestTopicPartition()
+	rp.Partition, rp.CurrentLeaderEpoch, rp.LeaderEpoch = partition, -1, epoch
+	rt.Partitions = append(rt.Partitions, rp)
+	req.Topics = append(req.Topics, rt)
+	resp, err := req.RequestWith(ctx, s.cl)
+	if err != nil {
+		return -1, -1, err
+	}
+	if len(resp.Topics) != 1 || len(resp.Topics[0].Partitions) != 1 {
+		return -1, -1, errors.New("source offset for leader epoch: malformed response")
+	}
+	p := resp.Topics[0].Partitions[0]
+	if err := kerr.ErrorForCode(p.ErrorCode); err != nil {
+		return -1, -1, err
+	}
+	return p.LeaderEpoch, p.EndOffset, nil
+}
+
+// fetchResult is one partition's answer to a fetch.
+type fetchResult struct {
+	Records       []byte
+	HighWatermark int64
+	LastStable    int64
+	LogStart      int64
+}
+
+// fetch reads one partition from its leader with read_committed, so
+// nothing past the source's last stable offset is mirrored.
+func (s *source) fetch(ctx context.Context, leader int32, topic string, topicID [16]byte, partition int32,
+	offset int64, maxWait time.Duration, maxBytes int32) (fetchResult, error) {
+	req := kmsg.NewPtrFetchRequest()
+	req.ReplicaID = -1
+	req.MaxWaitMillis = int32(maxWait / time.Millisecond)
+	req.MinBytes = 1
+	req.MaxBytes = maxBytes
+	req.IsolationLevel = 1
+	req.SessionEpoch = -1
+	rt := kmsg.NewFetchRequestTopic()
+	rt.Topic, rt.TopicID = topic, topicID
+	rp := kmsg.NewFetchRequestTopicPartition()
+	rp.Partition, rp.FetchOffset, rp.PartitionMaxBytes = partition, offset, maxBytes
+	rp.CurrentLeaderEpoch, rp.LastFetchedEpoch, rp.LogStartOffset = -1, -1, -1
+	rt.Partitions = append(rt.Partitions, rp)
+	req.Topics = append(req.Topics, rt)
+	kresp, err := s.cl.Broker(int(leader)).Request(ctx, req)
+	if err != nil {
+		return fetchResult{}, err
+	}
+	resp := kresp.(*kmsg.FetchResponse)
+	if err := kerr.ErrorForCode(resp.ErrorCode); err != nil {
+		return fetchResult{}, err
+	}
+	if len(resp.Topics) != 1 || len(resp.Topics[0].Partitions) != 1 {
+		return fetchResult{}, errors.New("source fetch: malformed response")
+	}
+	p := resp.Topics[0].Partitions[0]
+	res := fetchResult{Records: p.RecordBatches, HighWatermark: p.HighWatermark, LastStable: p.LastStableOffset, LogStart: p.LogStartOffset}
+	return res, kerr.ErrorForCode(p.ErrorCode)
+}

@@ -1,0 +1,110 @@
+package mirror
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"sort"
+
+	"github.com/minibroker/minibroker/internal/vfs"
+)
+
+// State is a mirrored partition's place in the lifecycle. The strings are
+// persisted in mirrors.json: never rename them.
+type State string
+
+const (
+	Preparing State = "PREPARING"
+	Mirroring State = "MIRRORING"
+	Paused    State = "PAUSED"
+	Stopping  State = "STOPPING"
+	Stopped   State = "STOPPED"
+	Failed    State = "FAILED"
+)
+
+// active reports whether the partition is (or will be) fed by a fetcher and
+// therefore read-only to clients.
+func (s State) active() bool {
+	return s == Preparing || s == Mirroring || s == Paused || s == Stopping
+}
+
+// mirrorsFile is every mirror's definition and per-partition state, JSON,
+// rewritten atomically (temp file, fsync, rename, dir fsync) on every state
+// change:
+//
+//	{"version":1,"mirrors":[{"name":…,"source":[…],"client_id":…,
+//	  "source_cluster_id":…,"topics":{"orders":{"topic_id":"<hex>",
+//	  "partitions":{"0":{"state":"MIRRORING","last_mirrored_offset":-1,
+//	  "barrier_offset":-1,"reason":""}}}}}]}
+//
+// Fetch progress is not here: the local log end is the resume point.
+const (
+	mirrorsFile    = "mirrors.json"
+	mirrorsVersion = 1
+)
+
+type doc struct {
+	Version int           `json:"version"`
+	Mirrors []*mirrorSpec `json:"mirrors"`
+}
+
+type mirrorSpec struct {
+	Name            string                `json:"name"`
+	Source          []string              `json:"source"`
+	ClientID        string                `json:"client_id,omitempty"`
+	SourceClusterID string                `json:"source_cluster_id,omitempty"`
+	Topics          map[string]*topicSpec `json:"topics"`
+}
+
+type topicSpec struct {
+	TopicID    string                      `json:"topic_id,omitempty"`
+	Partitions map[int32]*partitionRecord `json:"partitions"`
+}
+
+type partitionRecord struct {
+	State State `json:"state"`
+	// LastMirroredOffset is the log end after STOPPING truncated to the
+	// LSO: the offset where this node's own history starts (the barrier's
+	// offset). -1 until STOPPING persists it.
+	LastMirroredOffset int64 `json:"last_mirrored_offset"`
+	// BarrierOffset is where the barrier was written, -1 before.
+	BarrierOffset int64  `json:"barrier_offset"`
+	Reason        string `json:"reason,omitempty"`
+}
+
+func loadDoc(fs vfs.FS, dir string) (*doc, error) {
+	raw, err := vfs.ReadFile(fs, filepath.Join(dir, mirrorsFile))
+	if errors.Is(err, os.ErrNotExist) {
+		return &doc{Version: mirrorsVersion}, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("mirror: read %s: %w", mirrorsFile, err)
+	}
+	var d doc
+	if err := json.Unmarshal(raw, &d); err != nil {
+		return nil, fmt.Errorf("mirror: parse %s: %w", mirrorsFile, err)
+	}
+	if d.Version != mirrorsVersion {
+		return nil, fmt.Errorf("mirror: %s version %d, want %d", mirrorsFile, d.Version, mirrorsVersion)
+	}
+	for _, m := range d.Mirrors {
+		if m.Topics == nil {
+			m.Topics = map[string]*topicSpec{}
+		}
+	}
+	return &d, nil
+}
+
+func saveDoc(fs vfs.FS, dir string, d *doc) error {
+	sort.Slice(d.Mirrors, func(i, j int) bool { return d.Mirrors[i].Name < d.Mirrors[j].Name })
+	raw, err := json.MarshalIndent(d, "", "  ")
+	if err != nil {
+		return err
+	}
+	if err := vfs.WriteFileAtomic(fs, dir, filepath.Join(dir, mirrorsFile), raw); err != nil {
+		return fmt.Errorf("mirror: save %s: %w", mirrorsFile, err)
+	}
+	return nil
+}

@@ -1,0 +1,109 @@
+package minibrokertest
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/minibroker/minibroker/internal/mirror"
+)
+
+// MirrorStatus is a mirror's per-partition state, as `minibroker mirror
+// describe --json` prints it.
+type MirrorStatus = mirror.Status
+
+// Mirror is a mirror on a cluster, driven from test code:
+//
+//	b.Mirror("from-a", a.Addr()).Start("orders")
+//	… b.Mirror("from-a").Stop("orders") // failover: b's orders is writable
+type Mirror struct {
+	c    *Cluster
+	name string
+}
+
+// Mirror returns the named mirror, creating it with the given source
+// bootstrap addresses when it does not exist yet.
+func (c *Cluster) Mirror(name string, source ...string) *Mirror {
+	c.t.Helper()
+	m := c.Broker().Mirrors()
+	if len(source) > 0 {
+		if err := m.Create(name, source, ""); err != nil && !errors.Is(err, mirror.ErrExists) {
+			c.t.Fatalf("minibrokertest: create mirror %s: %v", name, err)
+		}
+	}
+	return &Mirror{c: c, name: name}
+}
+
+// Start mirrors topics from the source.
+func (m *Mirror) Start(topics ...string) *Mirror {
+	m.c.t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	if err := m.c.Broker().Mirrors().Start(ctx, m.name, topics); err != nil {
+		m.c.t.Fatalf("minibrokertest: start mirror %s: %v", m.name, err)
+	}
+	return m
+}
+
+// Stop fails the topics over (all of the mirror's when none are named):
+// it returns once they are STOPPED and writable.
+func (m *Mirror) Stop(topics ...string) {
+	m.c.t.Helper()
+	if err := m.c.Broker().Mirrors().Stop(m.name, topics); err != nil {
+		m.c.t.Fatalf("minibrokertest: stop mirror %s: %v", m.name, err)
+	}
+}
+
+// Pause and Resume pause and resume fetching.
+func (m *Mirror) Pause(topics ...string) {
+	m.c.t.Helper()
+	if err := m.c.Broker().Mirrors().Pause(m.name, topics); err != nil {
+		m.c.t.Fatalf("minibrokertest: pause mirror %s: %v", m.name, err)
+	}
+}
+
+func (m *Mirror) Resume(topics ...string) {
+	m.c.t.Helper()
+	if err := m.c.Broker().Mirrors().Resume(m.name, topics); err != nil {
+		m.c.t.Fatalf("minibrokertest: resume mirror %s: %v", m.name, err)
+	}
+}
+
+// Status describes the mirror.
+func (m *Mirror) Status() MirrorStatus {
+	m.c.t.Helper()
+	st, err := m.c.Broker().Mirrors().Describe(m.name)
+	if err != nil {
+		m.c.t.Fatalf("minibrokertest: describe mirror %s: %v", m.name, err)
+	}
+	return st
+}
+
+// WaitCaughtUp waits until every mirrored partition is MIRRORING with its
+// local log end at the source's high watermark.
+func (m *Mirror) WaitCaughtUp(timeout time.Duration) {
+	m.c.t.Helper()
+	deadline := time.Now().Add(timeout)
+	var last MirrorStatus
+	for time.Now().Before(deadline) {
+		last = m.Status()
+		if caughtUp(last) {
+			return
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	m.c.t.Fatalf("minibrokertest: mirror %s not caught up after %v: %s", m.name, timeout, fmt.Sprintf("%+v", last.Partitions))
+}
+
+func caughtUp(st MirrorStatus) bool {
+	if len(st.Partitions) == 0 {
+		return false
+	}
+	for _, p := range st.Partitions {
+		if p.State != mirror.Mirroring || p.SourceHighWater < 0 || p.LocalLogEndOffset < p.SourceHighWater {
+			return false
+		}
+	}
+	return true
+}
