@@ -333,6 +333,29 @@ func (m *Manager) FirstUnstableOffset() (int64, bool) {
 	return first, ok
 }
 
+// LateTransactionBufferMs is Kafka's LATE_TRANSACTION_BUFFER_MS: how long
+// past transaction.max.timeout.ms a transaction may stay open before it is
+// reported as hanging.
+const LateTransactionBufferMs = 5 * 60 * 1000
+
+// HasLateTransaction reports, as Kafka's hasLateTransaction, whether the
+// oldest ongoing transaction's producer has been silent for longer than
+// maxTransactionTimeoutMs plus LateTransactionBufferMs: a hanging
+// transaction that holds the LSO back.
+func (m *Manager) HasLateTransaction(nowMs, maxTransactionTimeoutMs int64) bool {
+	oldestPID, oldest, found := int64(0), int64(0), false
+	for pid, off := range m.ongoing {
+		if !found || off < oldest {
+			oldestPID, oldest, found = pid, off, true
+		}
+	}
+	if !found {
+		return false
+	}
+	last := m.producers[oldestPID].lastTimestamp
+	return last > 0 && nowMs-last > maxTransactionTimeoutMs+LateTransactionBufferMs
+}
+
 // OngoingTxns lists the open transactions, oldest first.
 func (m *Manager) OngoingTxns() []TxnInfo {
 	out := make([]TxnInfo, 0, len(m.ongoing))

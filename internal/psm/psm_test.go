@@ -239,3 +239,22 @@ func TestManyProducersInOneAppend(t *testing.T) {
 		t.Fatalf("only %d producers", whole.Len())
 	}
 }
+
+func TestHasLateTransaction(t *testing.T) {
+	m := NewManager(Config{}, nil, nil)
+	if m.HasLateTransaction(testTS*10, 1000) {
+		t.Fatal("late with no transaction")
+	}
+	apply(t, m, OriginClient, dataBatch(1, 0, 0, 1, 0, true)) // ts testTS, oldest
+	b := dataBatch(2, 0, 0, 1, 1, true)
+	b.Header.MaxTimestamp = testTS + 10_000_000
+	apply(t, m, OriginClient, b)
+	limit := int64(testTS + 1000 + LateTransactionBufferMs)
+	if m.HasLateTransaction(limit, 1000) || !m.HasLateTransaction(limit+1, 1000) {
+		t.Fatal("late threshold of the oldest transaction")
+	}
+	apply(t, m, OriginCoordinator, marker(true, 1, 0, 0, 2))
+	if m.HasLateTransaction(limit+1, 1000) {
+		t.Fatal("the younger producer's transaction is not late")
+	}
+}

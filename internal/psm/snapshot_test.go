@@ -1,6 +1,7 @@
 package psm
 
 import (
+	"bytes"
 	"errors"
 	"os"
 	"path/filepath"
@@ -139,5 +140,30 @@ func TestSnapshotVersionAndNameChecks(t *testing.T) {
 		if _, ok := ParseSnapshotFileName(name); ok {
 			t.Fatalf("%q parsed", name)
 		}
+	}
+}
+
+// TestSnapshotGolden pins the on-disk format: a change to the encoding
+// must be a new version, not a silent change of version 1. Regenerate
+// with PSM_UPDATE_GOLDEN=1 only when adding a version.
+func TestSnapshotGolden(t *testing.T) {
+	const golden = "testdata/snapshot_v1.golden"
+	m := populated(t)
+	got := m.encodeSnapshot(25)
+	if os.Getenv("PSM_UPDATE_GOLDEN") != "" {
+		if err := os.WriteFile(golden, got, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	want, err := os.ReadFile(golden)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Equal(got, want) {
+		t.Fatalf("snapshot encoding changed:\n got %x\nwant %x", got, want)
+	}
+	entries, err := DecodeSnapshot(want)
+	if err != nil || !reflect.DeepEqual(normalize(entries), m.Entries()) {
+		t.Fatalf("golden decodes to %+v, %v", entries, err)
 	}
 }
