@@ -273,8 +273,9 @@ func checkSequence(w *workEntry, epoch int16, firstSeq int32, offset int64) erro
 // that CLIENT validation would have refused. Kafka checks nothing here.
 func (p *Pending) observeSequence(s *entryState, epoch int16, firstSeq int32, offset int64) {
 	switch {
-	case s.epoch == noEpoch || epoch < s.epoch:
-		// unknown producer; or already reported as an epoch regression
+	case s.epoch == noEpoch || epoch < s.epoch || firstSeq < 0:
+		// unknown producer; already reported as an epoch regression; or
+		// data without sequences (written by a group coordinator)
 	case epoch > s.epoch:
 		if firstSeq != 0 {
 			p.anomaly(AnomalyNewEpochSequence, s.producerID, offset,

@@ -11,7 +11,7 @@ package psm
 //	expire now=MS                           RemoveExpired
 //	snapshot-reload                         write a snapshot, load it back
 //
-//	ITEM: data pid= epoch= seq=A[-B] offset=X[-Y] [txn] [ts=]
+//	ITEM: data pid= epoch= seq=A[-B]|none offset=X[-Y] [txn] [ts=]
 //	      nopid offset=X[-Y]
 //	      commit|abort pid= epoch= coord= offset=
 //	      barrier offset=
@@ -231,9 +231,12 @@ func (r *scriptRun) item(fields []string) PreparedBatch {
 	switch fields[0] {
 	case "data":
 		first, last := kv.rng("offset")
-		seqFirst, seqLast := kv.rng("seq")
 		n := int32(last - first + 1)
-		if kv.m["seq"] != strconv.FormatInt(seqFirst, 10) && int64(batch.IncrementSequence(int32(seqFirst), n-1)) != seqLast {
+		seqFirst, seqLast := int64(-1), int64(-1) // seq=none: no sequence
+		if kv.m["seq"] != "none" {
+			seqFirst, seqLast = kv.rng("seq")
+		}
+		if kv.m["seq"] != "none" && kv.m["seq"] != strconv.FormatInt(seqFirst, 10) && int64(batch.IncrementSequence(int32(seqFirst), n-1)) != seqLast {
 			r.fail("seq=%s does not fit %d records", kv.m["seq"], n)
 		}
 		b := dataBatch(kv.int("pid", -1), int16(kv.int("epoch", -1)), int32(seqFirst), n, first, kv.flags["txn"])
