@@ -73,6 +73,11 @@ func (m *Manager) stopPartitions(rt *runtime, tps []tp) error {
 	}
 
 	// 1. Fetchers.
+	for _, k := range tps {
+		if err := m.hook(StepStopFetcher, k); err != nil {
+			return err
+		}
+	}
 	m.mu.Lock()
 	fetchers := make([]*fetcher, 0, len(tps))
 	for _, k := range tps {
@@ -82,11 +87,6 @@ func (m *Manager) stopPartitions(rt *runtime, tps []tp) error {
 		}
 	}
 	m.mu.Unlock()
-	for _, k := range tps {
-		if err := m.hook(StepStopFetcher, k); err != nil {
-			return err
-		}
-	}
 	var wg sync.WaitGroup
 	for _, f := range fetchers {
 		wg.Add(1)

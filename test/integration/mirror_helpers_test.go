@@ -134,24 +134,51 @@ func readValues(t *testing.T, addr, topic string, p int32, from int64) []string 
 // negative control, wired through broker options no user can reach.
 func startNoBarrier(t *testing.T) *rawCluster {
 	t.Helper()
+	return startRaw(t, t.TempDir(), mirror.Options{SkipBarrier: true})
+}
+
+// rawCluster is a broker started with internal options (test seams that
+// minibrokertest does not offer its users).
+type rawCluster struct {
+	t   *testing.T
+	cfg config.Config
+	b   *broker.Broker
+}
+
+func startRaw(t *testing.T, dir string, mopts mirror.Options) *rawCluster {
+	t.Helper()
 	cfg := config.Default()
-	cfg.DataDir = t.TempDir()
+	cfg.DataDir = dir
 	cfg.Listen = "127.0.0.1:0"
 	cfg.HTTPListen = ""
-	b, err := broker.New(broker.Options{Config: cfg, Logger: zap.NewNop(), Mirror: mirror.Options{SkipBarrier: true}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	b.Serve()
+	r := &rawCluster{t: t, cfg: cfg}
+	r.start(mopts)
 	t.Cleanup(func() {
 		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 		defer cancel()
-		b.Close(ctx)
+		r.b.Close(ctx)
 	})
-	return &rawCluster{b}
+	return r
 }
 
-type rawCluster struct{ b *broker.Broker }
+func (r *rawCluster) start(mopts mirror.Options) {
+	r.t.Helper()
+	b, err := broker.New(broker.Options{Config: r.cfg, Logger: zap.NewNop(), Mirror: mopts})
+	if err != nil {
+		r.t.Fatal(err)
+	}
+	b.Serve()
+	r.b = b
+	r.cfg.Listen = b.Addr() // restarts keep the port
+}
+
+// crashAndRestart kills the broker (no clean shutdown) and starts it again
+// on the same data and port with mopts.
+func (r *rawCluster) crashAndRestart(mopts mirror.Options) {
+	r.t.Helper()
+	r.b.Kill()
+	r.start(mopts)
+}
 
 func (r *rawCluster) Broker() *broker.Broker { return r.b }
 func (r *rawCluster) Addr() string            { return r.b.Addr() }

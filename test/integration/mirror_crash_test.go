@@ -1,0 +1,115 @@
+package integration
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/minibroker/minibroker/internal/mirror"
+	"github.com/minibroker/minibroker/internal/partition"
+	"github.com/minibroker/minibroker/minibrokertest"
+)
+
+// TestMirrorCrashWhileMirroring: the destination is killed (no clean
+// shutdown) while the source is being written and mirrored; after restart
+// the mirror resumes where its log ends and ends byte-identical.
+func TestMirrorCrashWhileMirroring(t *testing.T) {
+	a := minibrokertest.Start(t, minibrokertest.Topic("orders", 2))
+	b := minibrokertest.Start(t, minibrokertest.Set("log.segment.bytes", "16384"))
+	b.Mirror("from-a", a.Addr()).Start("orders")
+
+	pa := newClient(t, a.Addr(), kgo.DefaultProduceTopic("orders"), kgo.RecordPartitioner(kgo.RoundRobinPartitioner()))
+	var wg sync.WaitGroup
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		for i := 0; i < 40; i++ {
+			var recs []*kgo.Record
+			for j := 0; j < 50; j++ {
+				recs = append(recs, &kgo.Record{Value: fmt.Appendf(nil, "v-%d-%d", i, j)})
+			}
+			if err := pa.ProduceSync(context.Background(), recs...).FirstErr(); err != nil {
+				t.Errorf("produce: %v", err)
+				return
+			}
+		}
+	}()
+	time.Sleep(100 * time.Millisecond)
+	b.Kill()
+	time.Sleep(100 * time.Millisecond)
+	b.Revive()
+	wg.Wait()
+	waitMirrored(t, a, b, "orders", 2)
+	for p := int32(0); p < 2; p++ {
+		assertIdentical(t, a, b, "orders", p, logEnd(a, "orders", p))
+		if mode, _ := mustPartition(t, b, "orders", p).Mode(); mode != partition.Mirrored {
+			t.Fatalf("partition %d writable after restart while mirroring", p)
+		}
+	}
+	if st := b.Mirror("from-a").Status(); st.Partitions[0].State != mirror.Mirroring {
+		t.Fatalf("state after restart: %+v", st.Partitions[0])
+	}
+}
+
+func mustPartition(t *testing.T, n node, topic string, p int32) *partition.Partition {
+	t.Helper()
+	part, ok := n.Broker().Partition(topic, p)
+	if !ok {
+		t.Fatalf("no %s-%d", topic, p)
+	}
+	return part
+}
+
+var errCrash = errors.New("simulated crash")
+
+// TestMirrorCrashAtEachStoppingStep: a crash at every step of STOPPING is
+// resumed on restart, ends STOPPED and writable with exactly one barrier,
+// and the colliding producer after it loses nothing.
+func TestMirrorCrashAtEachStoppingStep(t *testing.T) {
+	for _, step := range []mirror.StopStep{mirror.StepStopFetcher, mirror.StepTruncate, mirror.StepBarrier, mirror.StepStopped} {
+		t.Run(string(step), func(t *testing.T) {
+			a := minibrokertest.Start(t, minibrokertest.Topic("orders", 1))
+			produceSerially(t, idempotentProducer(t, a.Addr()), "orders", 0, "a", 5)
+			crashAt := mirror.Options{StopStepHook: func(s mirror.StopStep, _ string, _ int32) error {
+				if s == step {
+					return errCrash
+				}
+				return nil
+			}}
+			b := startRaw(t, t.TempDir(), crashAt)
+			if err := mirrorOn(b).Create("from-a", []string{a.Addr()}, ""); err != nil {
+				t.Fatal(err)
+			}
+			if err := mirrorOn(b).Start(t.Context(), "from-a", []string{"orders"}); err != nil {
+				t.Fatal(err)
+			}
+			waitMirrored(t, a, b, "orders", 1)
+			if err := mirrorOn(b).Stop("from-a", nil); !errors.Is(err, errCrash) {
+				t.Fatalf("stop: %v, want the simulated crash", err)
+			}
+			if mode, _ := mustPartition(t, b, "orders", 0).Mode(); mode != partition.Mirrored {
+				t.Fatal("writable before STOPPED")
+			}
+			b.crashAndRestart(mirror.Options{})
+
+			st, err := mirrorOn(b).Describe("from-a")
+			if err != nil {
+				t.Fatal(err)
+			}
+			if ps := st.Partitions[0]; ps.State != mirror.Stopped || ps.BarrierOffset != 5 || ps.LastMirroredOffset != 5 {
+				t.Fatalf("after restart: %+v", ps)
+			}
+			if got := barriers(t, b, "orders", 0); fmt.Sprint(got) != "[5]" {
+				t.Fatalf("barriers %v, want exactly one at 5", got)
+			}
+			assertIdentical(t, a, b, "orders", 0, 5)
+			produceSerially(t, idempotentProducer(t, b.Addr()), "orders", 0, "b", 5)
+			assertValues(t, b, "orders", 0, concat(values("a", 5), values("b", 5)))
+		})
+	}
+}
