@@ -31,6 +31,8 @@ var errorTable = []struct {
 	{partition.ErrMirrored, kerr.PolicyViolation},
 	{partition.ErrClosed, kerr.NotLeaderForPartition},
 	{psm.ErrOutOfOrderSequence, kerr.OutOfOrderSequenceNumber},
+	{psm.ErrControlBatchFromClient, kerr.InvalidRecord},
+	{psm.ErrMalformedControl, kerr.CorruptMessage},
 	{psm.ErrInvalidProducerEpoch, kerr.InvalidProducerEpoch},
 	{psm.ErrInvalidTxnState, kerr.InvalidTxnState},
 	{psm.ErrTransactionCoordinatorFenced, kerr.TransactionCoordinatorFenced},

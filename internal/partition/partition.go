@@ -174,6 +174,9 @@ func (p *Partition) rebuildProducerStateLocked(upTo int64, metrics *psm.Metrics)
 			return fmt.Errorf("replay producer state: %w", it.Err())
 		}
 	}
+	m.SetLastOffset(upTo)
+	// A snapshot may hold producers idle past producer.id.expiration.ms.
+	m.RemoveExpired(p.now().UnixMilli())
 	return nil
 }
 
