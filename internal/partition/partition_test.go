@@ -1,0 +1,287 @@
+package partition
+
+import (
+	"encoding/binary"
+	"errors"
+	"hash/crc32"
+	"os"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kmsg"
+	"go.uber.org/goleak"
+
+	"github.com/minibroker/minibroker/internal/batch"
+	mlog "github.com/minibroker/minibroker/internal/log"
+	"github.com/minibroker/minibroker/internal/psm"
+)
+
+func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
+
+var castagnoli = crc32.MakeTable(crc32.Castagnoli)
+
+// encode builds a v2 batch of n records for a producer (pid -1: none).
+func encode(pid int64, epoch int16, seq int32, n int, txn bool) []byte {
+	var recs []byte
+	for i := 0; i < n; i++ {
+		r := kmsg.Record{OffsetDelta: int32(i), Value: []byte{byte(i)}}
+		r.Length = int32(len(r.AppendTo(nil)) - 1)
+		recs = r.AppendTo(recs)
+	}
+	attrs := int16(0)
+	if txn {
+		attrs |= batch.AttrTransactional
+	}
+	rb := kmsg.RecordBatch{Magic: 2, Attributes: attrs, LastOffsetDelta: int32(n - 1), FirstTimestamp: 1000,
+		MaxTimestamp: 1000, ProducerID: pid, ProducerEpoch: epoch, FirstSequence: seq, NumRecords: int32(n), Records: recs}
+	rb.Length = int32(batch.HeaderSize - batch.LogOverhead + len(recs))
+	raw := rb.AppendTo(nil)
+	binary.BigEndian.PutUint32(raw[17:], crc32.Checksum(raw[21:], castagnoli))
+	return raw
+}
+
+// at sets a batch's base offset and epoch, as a source cluster would have.
+func at(raw []byte, offset int64, epoch int32) []byte {
+	raw = append([]byte(nil), raw...)
+	batch.SetBaseOffset(raw, offset)
+	batch.SetPartitionLeaderEpoch(raw, epoch)
+	return raw
+}
+
+func open(t *testing.T, dir string) *Partition {
+	t.Helper()
+	cfg := Config{Log: mlog.DefaultConfig(), PSM: psm.Config{}, MessageMaxBytes: 1 << 20}
+	p, err := Open(dir, "t", 0, cfg, Options{Now: func() time.Time { return time.UnixMilli(2000) }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+func TestAppendAsLeaderAssignsOffsetsKeepsCRC(t *testing.T) {
+	p := open(t, t.TempDir())
+	defer p.Close()
+	for i, want := range []int64{0, 3, 6} {
+		res, err := p.AppendAsLeader(encode(-1, -1, -1, 3, false))
+		if err != nil || res.BaseOffset != want || res.LastOffset != want+2 {
+			t.Fatalf("append %d: %+v %v", i, res, err)
+		}
+	}
+	raw, err := p.log.Read(0, 1<<20, true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	it := batch.NewIter(raw)
+	n := 0
+	for b, h, ok := it.Next(); ok; b, h, ok = it.Next() {
+		if _, err := batch.Validate(b); err != nil {
+			t.Fatalf("batch at %d: %v", h.BaseOffset, err)
+		}
+		n++
+	}
+	if n != 3 || p.Offsets().HighWatermark != 9 {
+		t.Fatalf("%d batches, hw %d", n, p.Offsets().HighWatermark)
+	}
+}
+
+func TestAppendAsLeaderDuplicateAndFencing(t *testing.T) {
+	p := open(t, t.TempDir())
+	defer p.Close()
+	first, err := p.AppendAsLeader(encode(7, 0, 0, 2, false))
+	if err != nil {
+		t.Fatal(err)
+	}
+	p.AppendAsLeader(encode(-1, -1, -1, 1, false))
+	dup, err := p.AppendAsLeader(encode(7, 0, 0, 2, false))
+	if err != nil || !dup.Duplicate || dup.BaseOffset != first.BaseOffset {
+		t.Fatalf("retry: %+v %v", dup, err)
+	}
+	if _, err := p.AppendAsLeader(encode(7, 0, 5, 1, false)); !errors.Is(err, psm.ErrOutOfOrderSequence) {
+		t.Fatalf("gap: %v", err)
+	}
+	if _, err := p.AppendAsLeader(encode(7, 1, 0, 1, false)); err != nil {
+		t.Fatalf("epoch bump: %v", err)
+	}
+	if _, err := p.AppendAsLeader(encode(7, 0, 2, 1, false)); !errors.Is(err, psm.ErrInvalidProducerEpoch) {
+		t.Fatalf("fenced epoch: %v", err)
+	}
+	if p.Offsets().LogEnd != 4 {
+		t.Fatalf("log end %d, want 4 (nothing appended for rejected batches)", p.Offsets().LogEnd)
+	}
+}
+
+func TestClientInputValidation(t *testing.T) {
+	p := open(t, t.TempDir())
+	defer p.Close()
+	good := encode(-1, -1, -1, 1, false)
+	bad := append([]byte(nil), good...)
+	bad[len(bad)-1] ^= 1
+	old := append([]byte(nil), good...)
+	old[16] = 1
+	ctrl := batch.EndTxnBatch(true, 1, 0, 0, 1)
+	big := encode(-1, -1, -1, 40, false)
+	p.cfg.MessageMaxBytes = int32(len(ctrl) + 10)
+	for _, c := range []struct {
+		name string
+		in   []byte
+		want error
+	}{
+		{"crc", bad, ErrCorrupt}, {"magic", old, ErrOldMagic}, {"control", ctrl, ErrInvalidRecord},
+		{"too large", big, ErrTooLarge}, {"empty", nil, ErrCorrupt}, {"truncated", good[:30], ErrCorrupt},
+	} {
+		if _, err := p.AppendAsLeader(c.in); !errors.Is(err, c.want) {
+			t.Errorf("%s: %v, want %v", c.name, err, c.want)
+		}
+	}
+	if p.Offsets().LogEnd != 0 {
+		t.Fatal("invalid input appended")
+	}
+}
+
+func TestMirroredPartitionIsReadOnly(t *testing.T) {
+	p := open(t, t.TempDir())
+	defer p.Close()
+	p.SetMode(Mirrored, "from-a")
+	_, err := p.AppendAsLeader(encode(-1, -1, -1, 1, false))
+	var me *MirroredError
+	if !errors.As(err, &me) || me.Mirror != "from-a" || !errors.Is(err, ErrMirrored) {
+		t.Fatalf("append to mirrored: %v", err)
+	}
+	if _, err := p.DeleteRecordsBefore(0); !errors.Is(err, ErrMirrored) {
+		t.Fatalf("delete records on mirrored: %v", err)
+	}
+}
+
+// Mirrored batches keep their offsets and bytes; refetched batches are
+// skipped; a batch straddling the log end is refused.
+func TestAppendAsMirror(t *testing.T) {
+	p := open(t, t.TempDir())
+	defer p.Close()
+	b0, b1 := at(encode(5, 0, 0, 3, false), 0, 0), at(encode(5, 0, 3, 2, false), 3, 0)
+	n, err := p.AppendAsMirror(append(append([]byte(nil), b0...), b1...))
+	if err != nil || n != 2 {
+		t.Fatalf("mirror append: %d %v", n, err)
+	}
+	if n, err := p.AppendAsMirror(b1); err != nil || n != 0 {
+		t.Fatalf("refetch: %d %v", n, err)
+	}
+	straddle := at(encode(5, 0, 5, 4, false), 4, 0)
+	if _, err := p.AppendAsMirror(straddle); !errors.Is(err, ErrOffsetMismatch) {
+		t.Fatalf("straddle: %v", err)
+	}
+	raw, _ := p.log.Read(0, 1<<20, true)
+	if string(raw) != string(b0)+string(b1) {
+		t.Fatal("mirrored bytes changed")
+	}
+	if e, ok := p.psm.Entry(5); !ok || e.Batches[len(e.Batches)-1].LastSeq != 4 {
+		t.Fatalf("producer state not updated from mirrored data: %+v", e)
+	}
+}
+
+// The barrier goes at an epoch above every epoch in the log, clears every
+// producer entry, and later local writes use its epoch.
+func TestWriteBarrier(t *testing.T) {
+	p := open(t, t.TempDir())
+	defer p.Close()
+	p.AppendAsMirror(at(encode(5, 0, 0, 2, false), 0, 3))
+	if p.psm.Len() != 1 {
+		t.Fatal("no producer state before the barrier")
+	}
+	off, err := p.WriteBarrier("cluster-A")
+	if err != nil || off != 2 {
+		t.Fatalf("barrier: %d %v", off, err)
+	}
+	if p.psm.Len() != 0 {
+		t.Fatalf("barrier left %d producer entries", p.psm.Len())
+	}
+	if e := p.LeaderEpoch(); e != 4 {
+		t.Fatalf("epoch after barrier %d, want 4", e)
+	}
+	res, err := p.AppendAsLeader(encode(5, 0, 0, 2, false))
+	if err != nil || res.Duplicate || res.BaseOffset != 3 {
+		t.Fatalf("colliding producer after barrier: %+v %v", res, err)
+	}
+	raw, _ := p.log.Read(3, 1<<20, true)
+	h, _ := batch.ParseHeader(raw)
+	if h.PartitionLeaderEpoch != 4 {
+		t.Fatalf("local write at epoch %d", h.PartitionLeaderEpoch)
+	}
+}
+
+// A barrier met while rebuilding producer state after a crash clears it
+// exactly as a live append does; without it the state survives.
+func TestBarrierDuringRecovery(t *testing.T) {
+	for _, withBarrier := range []bool{true, false} {
+		dir := t.TempDir()
+		p := open(t, dir)
+		p.AppendAsMirror(at(encode(5, 0, 0, 2, false), 0, 0))
+		if withBarrier {
+			p.WriteBarrier("A")
+		}
+		p.Abandon() // crash: no snapshot at close
+		snaps, _ := filepath.Glob(filepath.Join(dir, "*.snapshot"))
+		for _, s := range snaps {
+			os.Remove(s)
+		}
+		p = open(t, dir)
+		_, tracked := p.psm.Entry(5)
+		p.Close()
+		if tracked == withBarrier {
+			t.Fatalf("barrier=%v: producer 5 tracked after recovery = %v", withBarrier, tracked)
+		}
+	}
+}
+
+func TestTruncateRebuildsProducerState(t *testing.T) {
+	dir := t.TempDir()
+	p := open(t, dir)
+	defer p.Close()
+	for seq := int32(0); seq < 10; seq += 2 {
+		if _, err := p.AppendAsLeader(encode(9, 0, seq, 2, false)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := p.TruncateTo(6); err != nil {
+		t.Fatal(err)
+	}
+	e, ok := p.psm.Entry(9)
+	if !ok || e.Batches[len(e.Batches)-1].LastSeq != 5 {
+		t.Fatalf("after truncation to 6: %+v", e)
+	}
+	if o := p.Offsets(); o.LogEnd != 6 || o.HighWatermark != 6 {
+		t.Fatalf("offsets %+v", o)
+	}
+	// The producer continues from sequence 6 again.
+	if _, err := p.AppendAsLeader(encode(9, 0, 6, 2, false)); err != nil {
+		t.Fatalf("continue after truncation: %v", err)
+	}
+}
+
+func TestTransactionsLSOAndAborted(t *testing.T) {
+	p := open(t, t.TempDir())
+	defer p.Close()
+	p.AppendAsLeader(encode(-1, -1, -1, 2, false)) // 0,1
+	p.AppendAsLeader(encode(11, 0, 0, 3, true))    // 2..4 open txn
+	p.AppendAsLeader(encode(-1, -1, -1, 1, false)) // 5
+	if o := p.Offsets(); o.LastStable != 2 || o.HighWatermark != 6 {
+		t.Fatalf("open txn: %+v", o)
+	}
+	if r, _ := p.Read(0, 1<<20, true, true); len(r.Records) == 0 {
+		t.Fatal("read_committed returned nothing below the LSO")
+	}
+	if r, _ := p.Read(2, 1<<20, true, true); len(r.Records) != 0 {
+		t.Fatal("read_committed read past the LSO")
+	}
+	if _, err := p.WriteMarker(11, 0, false, 0); err != nil {
+		t.Fatal(err)
+	}
+	o := p.Offsets()
+	if o.LastStable != o.HighWatermark || o.HighWatermark != 7 {
+		t.Fatalf("after abort: %+v", o)
+	}
+	r, err := p.Read(0, 1<<20, true, true)
+	if err != nil || len(r.Aborted) != 1 || r.Aborted[0].ProducerID != 11 || r.Aborted[0].FirstOffset != 2 {
+		t.Fatalf("aborted txns: %+v %v", r.Aborted, err)
+	}
+}
