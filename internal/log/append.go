@@ -151,7 +151,7 @@ func (l *Log) Append(data []byte) (AppendResult, error) {
 		}
 	}
 	if len(rolled) > 0 || needFlush {
-		l.flusher.kick()
+		l.flusher.kick(len(rolled) > 0)
 	}
 	return res, nil
 }
@@ -193,7 +193,7 @@ func (l *Log) writeRunLocked(seg *segment, data []byte, hs []framed) error {
 		pos += int64(hs[k].end - hs[k].start)
 	}
 	seg.size = pos
-	seg.dirty = true
+	seg.dirty, seg.idxDirty = true, true
 	return nil
 }
 
@@ -254,6 +254,7 @@ func (l *Log) resetLocked(offset int64) error {
 	l.segments = []*segment{s}
 	l.leo, l.logStart = offset, offset
 	l.flushed = min(l.flushed, offset)
+	l.recoveryPoint = min(l.recoveryPoint, offset)
 	l.releaseWaitersLocked()
 	if err := writeOffsetFile(l.fs, l.dir, logStartOffsetName, offset); err != nil {
 		return l.failLocked(err)

@@ -3,16 +3,22 @@ package log
 import (
 	"fmt"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"go.uber.org/zap"
 )
 
-// Flush fsyncs every segment written since the last flush (and the
+// Flush fsyncs every file written since the last flush (and the
 // directory if files were created or removed), then advances
-// FlushedOffset to the log end offset seen when it started. A failed
-// fsync takes the log offline for writes (ErrStorage).
-func (l *Log) Flush() error {
+// FlushedOffset and RecoveryPoint to the log end offset seen when it
+// started. A failed fsync takes the log offline for writes (ErrStorage).
+func (l *Log) Flush() error { return l.flush(true) }
+
+// flush syncs what is dirty; without withIndexes (group commit) the
+// active segment's offset and time indexes are left for a later full
+// flush, so that each commit costs one fsync.
+func (l *Log) flush(withIndexes bool) error {
 	l.flushMu.Lock()
 	defer l.flushMu.Unlock()
 	l.truncMu.RLock()
@@ -30,11 +36,8 @@ func (l *Log) Flush() error {
 	}
 	leo := l.leo
 	var targets []syncTarget
-	for _, s := range l.segments {
-		if s.dirty {
-			targets = s.syncTargets(targets)
-			s.dirty = false
-		}
+	for i, s := range l.segments {
+		targets = s.syncTargets(targets, withIndexes || i < len(l.segments)-1)
 	}
 	syncDir := l.dirDirty
 	l.dirDirty = false
@@ -54,70 +57,61 @@ func (l *Log) Flush() error {
 	} else if leo > l.flushed && leo <= l.leo {
 		l.flushed = leo
 	}
+	if err == nil {
+		// The recovery point also needs durable indexes: it stops at the
+		// first segment whose indexes are not fsynced yet.
+		rp := min(leo, l.leo)
+		for _, s := range l.segments {
+			if s.idxDirty {
+				rp = min(rp, s.base)
+				break
+			}
+		}
+		l.recoveryPoint = max(l.recoveryPoint, rp)
+	}
 	l.releaseWaitersLocked()
 	return err
 }
 
-// flushWaiter is a WaitFlushed call parked until FlushedOffset reaches
-// offset.
-type flushWaiter struct {
-	offset int64
-	done   chan error
-}
-
 // WaitFlushed blocks until everything below offset is fsynced (Kafka
 // acks=all with log.flush.interval.messages=1). Concurrent callers share
-// fsyncs: the Log's flusher goroutine syncs whatever is written when it
-// runs and releases every waiter it covers (group commit). It fails with
-// ErrStorage if an fsync fails and ErrClosed if the log closes first.
+// fsyncs (group commit): one waiter at a time leads, syncing whatever has
+// been written by then, and every waiter it covers returns; the others
+// elect the next leader. It fails with ErrStorage if an fsync fails and
+// ErrClosed if the log closes first.
 func (l *Log) WaitFlushed(offset int64) error {
 	l.mu.Lock()
-	if l.failed != nil {
-		err := l.failed
-		l.mu.Unlock()
-		return err
-	}
-	if l.closed {
-		l.mu.Unlock()
-		return ErrClosed
-	}
-	if offset <= l.flushed {
-		l.mu.Unlock()
-		return nil
-	}
-	if offset > l.leo {
-		leo := l.leo
-		l.mu.Unlock()
-		return fmt.Errorf("%w: wait for flush of %d past log end %d", ErrOffsetOutOfRange, offset, leo)
-	}
-	w := flushWaiter{offset: offset, done: make(chan error, 1)}
-	l.waiters = append(l.waiters, w)
-	l.mu.Unlock()
-	l.flusher.kick()
-	return <-w.done
-}
-
-// releaseWaitersLocked answers the waiters that FlushedOffset now covers,
-// or all of them when the log failed or closed.
-func (l *Log) releaseWaitersLocked() {
-	keep := l.waiters[:0]
-	for _, w := range l.waiters {
+	defer l.mu.Unlock()
+	for {
 		switch {
-		case w.offset <= l.flushed:
-			w.done <- nil
 		case l.failed != nil:
-			w.done <- l.failed
+			return l.failed
+		case offset <= l.flushed:
+			return nil
 		case l.closed:
-			w.done <- ErrClosed
-		case w.offset > l.leo: // truncated away below the waited-for offset
-			w.done <- fmt.Errorf("%w: log truncated below %d", ErrOffsetOutOfRange, w.offset)
-		default:
-			keep = append(keep, w)
+			return ErrClosed
+		case offset > l.leo:
+			return fmt.Errorf("%w: wait for flush of %d past log end %d", ErrOffsetOutOfRange, offset, l.leo)
+		}
+		if l.committing {
+			l.commitDone.Wait()
+			continue
+		}
+		l.committing = true
+		l.mu.Unlock()
+		err := l.flush(false)
+		l.mu.Lock()
+		l.committing = false
+		l.commitDone.Broadcast()
+		if err != nil && err != ErrClosed {
+			return err
 		}
 	}
-	clear(l.waiters[len(keep):])
-	l.waiters = keep
 }
+
+// releaseWaitersLocked wakes WaitFlushed callers to re-check the log's
+// state (flushed, failed, closed or truncated).
+func (l *Log) releaseWaitersLocked() { l.commitDone.Broadcast() }
 
 // flusher is the Log's background goroutine: it flushes after a segment
 // roll (Kafka flushes rolled segments asynchronously) and every
@@ -125,6 +119,7 @@ func (l *Log) releaseWaitersLocked() {
 type flusher struct {
 	l        *Log
 	interval time.Duration
+	full     atomic.Bool // a kick asked for a full flush (roll)
 	kickCh   chan struct{}
 	stopCh   chan struct{}
 	done     sync.WaitGroup
@@ -147,20 +142,26 @@ func (f *flusher) run() {
 		tick = t.C
 	}
 	for {
+		full := true
 		select {
 		case <-f.stopCh:
 			return
 		case <-f.kickCh:
+			full = f.full.Swap(false)
 		case <-tick:
 		}
-		if err := f.l.Flush(); err != nil && err != ErrClosed {
+		if err := f.l.flush(full); err != nil && err != ErrClosed {
 			f.l.logger.Debug("background flush failed", zap.Error(err))
 		}
 	}
 }
 
-// kick asks for a background flush without waiting for it.
-func (f *flusher) kick() {
+// kick asks for a background flush without waiting for it; full also
+// syncs the active segment's indexes.
+func (f *flusher) kick(full bool) {
+	if full {
+		f.full.Store(true)
+	}
 	select {
 	case f.kickCh <- struct{}{}:
 	default:

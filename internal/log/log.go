@@ -40,11 +40,16 @@ type Log struct {
 	logStart int64
 	leo      int64
 	flushed  int64 // everything below is fsynced
-	epochs   epochCache
-	failed   error // first write/fsync failure; appends refused after it
-	closed   bool
-	dirDirty bool // files were created or removed since the last dir fsync
-	waiters  []flushWaiter
+	// recoveryPoint: everything below is fsynced, indexes included.
+	recoveryPoint int64
+	epochs        epochCache
+	failed        error // first write/fsync failure; appends refused after it
+	closed        bool
+	dirDirty      bool // files were created or removed since the last dir fsync
+	// Group commit: one WaitFlushed caller at a time runs the fsync
+	// (committing); the others wait on commitDone (a sync.Cond on mu).
+	committing bool
+	commitDone *sync.Cond
 
 	flusher *flusher
 }
@@ -58,6 +63,7 @@ func Open(dir string, cfg Config, opts Options) (*Log, error) {
 	opts = opts.normalized()
 	l := &Log{dir: dir, cfg: cfg, opts: opts, fs: opts.FS,
 		logger: opts.Logger.With(zap.String("log", dir))}
+	l.commitDone = sync.NewCond(&l.mu)
 	if err := l.fs.MkdirAll(dir, 0o755); err != nil {
 		return nil, storageErr("mkdir", dir, err)
 	}
@@ -175,7 +181,7 @@ func (l *Log) load() error {
 	if l.logStart > l.leo {
 		l.logStart = l.leo
 	}
-	l.flushed = l.leo
+	l.flushed, l.recoveryPoint = l.leo, l.leo
 
 	epochsChanged := false
 	if !haveEpochs && l.leo > l.segments[0].base {
@@ -263,10 +269,17 @@ func (l *Log) checkIndexes(n int) int {
 	return -1
 }
 
-// RecoveryPoint is the offset below which everything is fsynced (Kafka's
-// recovery point): the broker may persist it and pass it back in
-// Options.RecoveryPoint so that an unclean open scans less.
-func (l *Log) RecoveryPoint() int64 { return l.FlushedOffset() }
+// RecoveryPoint is the offset below which the log data and its indexes
+// are fsynced (Kafka's recovery point): the broker may persist it and pass
+// it back in Options.RecoveryPoint so that an unclean open scans less.
+// Group commit fsyncs only the data, so it can lag FlushedOffset by the
+// active segment until the next full flush (roll, log.flush.interval.ms,
+// Flush, Close).
+func (l *Log) RecoveryPoint() int64 {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.recoveryPoint
+}
 
 // segmentIndex returns the index of the segment holding offset (the last
 // segment whose base is <= offset), or 0.
@@ -390,7 +403,7 @@ func (l *Log) Close() error {
 		if err = l.active().maybeAppendTimeEntry(); err != nil {
 			l.failLocked(err)
 		}
-		l.active().dirty = true
+		l.active().idxDirty = true
 	}
 	l.mu.Unlock()
 

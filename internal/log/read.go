@@ -355,7 +355,7 @@ func (l *Log) AppendAbortedTxn(t AbortedTxn) error {
 		}
 		return err
 	}
-	s.dirty = true
+	s.txnDirty = true
 	return nil
 }
 

@@ -109,7 +109,7 @@ func (l *Log) recoverSegment(s *segment, expected int64) (cut error, err error) 
 	if err := s.timeIdx.flushPending(); err != nil {
 		return nil, err
 	}
-	s.dirty = true
+	s.markDirty()
 	return cut, nil
 }
 

@@ -52,6 +52,7 @@ func (l *Log) TruncateTo(offset int64) error {
 	}
 	l.leo = s.nextOffset
 	l.flushed = min(l.flushed, l.leo)
+	l.recoveryPoint = min(l.recoveryPoint, l.leo)
 	l.releaseWaitersLocked()
 	if l.epochs.truncateFromEnd(l.leo) {
 		if err := l.writeEpochsLocked(); err != nil {
@@ -100,7 +101,7 @@ func (l *Log) truncateSegmentLocked(s *segment, offset int64) error {
 	if err := s.loadTail(); err != nil {
 		return err
 	}
-	s.dirty = true
+	s.markDirty()
 	return nil
 }
 

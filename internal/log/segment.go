@@ -45,7 +45,9 @@ type segment struct {
 	maxTsOffset     int64 // base offset of the batch holding maxTs
 	rollTs          int64 // MaxTimestamp of the first batch, -1 if none
 	created         time.Time
-	dirty           bool // written since the last fsync
+	// Written since the last fsync: the log file, the offset and time
+	// indexes, the transaction index.
+	dirty, idxDirty, txnDirty bool
 }
 
 // openSegment opens (create=true: creates) the files of the segment at base.
@@ -116,15 +118,28 @@ type syncTarget struct {
 	f    vfs.File
 }
 
-// syncTargets lists the segment's open files (called under Log.mu).
-func (s *segment) syncTargets(dst []syncTarget) []syncTarget {
-	dst = append(dst, syncTarget{s.logPath, s.log},
-		syncTarget{s.offIdx.path, s.offIdx.f}, syncTarget{s.timeIdx.path, s.timeIdx.f})
-	if s.txn.f != nil {
+// syncTargets lists the segment's files written since their last fsync
+// and marks them clean (called under Log.mu). Without withIndexes the
+// offset and time indexes stay dirty: they are not needed for durability,
+// since recovery rebuilds them (see Log.RecoveryPoint).
+func (s *segment) syncTargets(dst []syncTarget, withIndexes bool) []syncTarget {
+	if s.dirty {
+		dst = append(dst, syncTarget{s.logPath, s.log})
+		s.dirty = false
+	}
+	if s.txnDirty && s.txn.f != nil {
 		dst = append(dst, syncTarget{s.txn.path, s.txn.f})
+		s.txnDirty = false
+	}
+	if s.idxDirty && withIndexes {
+		dst = append(dst, syncTarget{s.offIdx.path, s.offIdx.f}, syncTarget{s.timeIdx.path, s.timeIdx.f})
+		s.idxDirty = false
 	}
 	return dst
 }
+
+// markDirty records that every file of the segment may need an fsync.
+func (s *segment) markDirty() { s.dirty, s.idxDirty, s.txnDirty = true, true, true }
 
 func syncAll(targets []syncTarget) error {
 	for _, t := range targets {
