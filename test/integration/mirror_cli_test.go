@@ -1,0 +1,81 @@
+package integration
+
+import (
+	"encoding/json"
+	"os/exec"
+	"strings"
+	"syscall"
+	"testing"
+
+	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/minibroker/minibroker/internal/mirror"
+)
+
+// runCLI runs the built binary and returns its combined output.
+func runCLI(t *testing.T, args ...string) (string, error) {
+	t.Helper()
+	out, err := exec.Command(minibrokerBinary(t), args...).CombinedOutput()
+	return string(out), err
+}
+
+// TestMirrorCLIFailover drives a failover between two built binaries with
+// the operator's commands: create, start, describe, stop, list, delete.
+func TestMirrorCLIFailover(t *testing.T) {
+	a := startBinary(t, t.TempDir())
+	b := startBinary(t, t.TempDir())
+	pa := idempotentProducer(t, a.addr, kgo.AllowAutoTopicCreation())
+	produceSerially(t, pa, "orders", 0, "a", 5)
+
+	admin := "--admin=" + b.httpAddr
+	mustCLI := func(args ...string) string {
+		t.Helper()
+		out, err := runCLI(t, append(args, admin)...)
+		if err != nil {
+			t.Fatalf("minibroker %s: %v\n%s", strings.Join(args, " "), err, out)
+		}
+		return out
+	}
+	mustCLI("mirror", "create", "from-a", "--source", a.addr)
+	if out, err := runCLI(t, "mirror", "create", "from-a", "--source", a.addr, admin); err == nil || !strings.Contains(out, "already exists") {
+		t.Fatalf("duplicate create: %v %s", err, out)
+	}
+	mustCLI("mirror", "start", "from-a", "--topics", "orders")
+	if out := mustCLI("mirror", "list"); strings.TrimSpace(out) != "from-a" {
+		t.Fatalf("list: %q", out)
+	}
+	// Describe until caught up.
+	var st mirror.Status
+	for i := 0; i < 200; i++ {
+		if err := json.Unmarshal([]byte(mustCLI("mirror", "describe", "from-a", "--json")), &st); err != nil {
+			t.Fatal(err)
+		}
+		if len(st.Partitions) == 1 && st.Partitions[0].State == mirror.Mirroring && st.Partitions[0].LocalLogEndOffset == 5 {
+			break
+		}
+	}
+	if p := st.Partitions[0]; p.LocalLogEndOffset != 5 || p.SourceHighWater != 5 || p.LagRecords != 0 {
+		t.Fatalf("describe: %+v", p)
+	}
+	if out, err := runCLI(t, "mirror", "delete", "from-a", admin); err == nil || !strings.Contains(out, "stop the mirror first") {
+		t.Fatalf("delete while mirroring: %v %s", err, out)
+	}
+	out := mustCLI("mirror", "stop", "from-a", "--topics", "orders")
+	if !strings.Contains(out, "STOPPED") {
+		t.Fatalf("stop output: %s", out)
+	}
+	produceSerially(t, idempotentProducer(t, b.addr), "orders", 0, "b", 5)
+	got := readValues(t, b.addr, "orders", 0, 0)
+	if strings.Join(got, ",") != strings.Join(concat(values("a", 5), values("b", 5)), ",") {
+		t.Fatalf("after CLI failover: %v", got)
+	}
+	mustCLI("mirror", "delete", "from-a")
+	if out := mustCLI("mirror", "list"); strings.TrimSpace(out) != "" {
+		t.Fatalf("list after delete: %q", out)
+	}
+	if out, err := runCLI(t, "mirror", "describe", "nope", admin); err == nil || !strings.Contains(out, "HTTP 404") {
+		t.Fatalf("describe unknown: %v %s", err, out)
+	}
+	a.stop(t, syscall.SIGTERM)
+	b.stop(t, syscall.SIGTERM)
+}
