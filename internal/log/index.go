@@ -202,14 +202,12 @@ func (x *indexFile) close() error { return x.f.Close() }
 // indexView is a reader's snapshot of an index: the entries it may read.
 type indexView struct {
 	n    int64
-	last []byte
+	last [timeEntrySize]byte // the last entry (entrySize bytes of it)
 }
 
 func (x *indexFile) view() indexView {
 	v := indexView{n: x.n}
-	if x.last != nil {
-		v.last = append([]byte(nil), x.last...)
-	}
+	copy(v.last[:], x.last)
 	return v
 }
 
@@ -229,7 +227,7 @@ func (x offsetIndex) lookup(v indexView, target int64) (offsetEntry, bool) {
 	if v.n == 0 {
 		return offsetEntry{}, false
 	}
-	if last := decodeOffsetEntry(v.last, x.base); last.Offset <= target {
+	if last := decodeOffsetEntry(v.last[:], x.base); last.Offset <= target {
 		return last, true
 	}
 	i := x.search(v.n-1, func(b []byte) bool { return decodeOffsetEntry(b, x.base).Offset <= target })
@@ -292,7 +290,7 @@ func (x timeIndex) lookupBefore(v indexView, ts int64) (timeEntry, bool) {
 	if v.n == 0 {
 		return timeEntry{}, false
 	}
-	if last := decodeTimeEntry(v.last, x.base); last.Timestamp < ts {
+	if last := decodeTimeEntry(v.last[:], x.base); last.Timestamp < ts {
 		return last, true
 	}
 	i := x.search(v.n-1, func(b []byte) bool { return decodeTimeEntry(b, x.base).Timestamp < ts })

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"math"
+	"slices"
 	"sort"
 
 	"github.com/minibroker/minibroker/internal/batch"
@@ -23,40 +24,49 @@ const headerReadahead = 8 << 10
 // *CorruptionError instead of being served. The result is a fresh slice
 // owned by the caller.
 func (l *Log) Read(offset int64, maxBytes int, minOneBatch bool) ([]byte, error) {
-	return l.ReadUpTo(offset, math.MaxInt64, maxBytes, minOneBatch)
+	return l.ReadAppend(nil, offset, math.MaxInt64, maxBytes, minOneBatch)
 }
 
 // ReadUpTo is Read that never returns a batch whose base offset is at or
 // above maxOffset (the high watermark or last stable offset).
 func (l *Log) ReadUpTo(offset, maxOffset int64, maxBytes int, minOneBatch bool) ([]byte, error) {
+	return l.ReadAppend(nil, offset, maxOffset, maxBytes, minOneBatch)
+}
+
+// ReadAppend is ReadUpTo that appends the batches to dst and returns the
+// extended slice, so that callers can reuse (pool) their buffers. The
+// bytes come from the segment file with one pread(2), unparsed beyond
+// batch headers and CRCs.
+func (l *Log) ReadAppend(dst []byte, offset, maxOffset int64, maxBytes int, minOneBatch bool) ([]byte, error) {
 	l.truncMu.RLock()
 	defer l.truncMu.RUnlock()
-	views, limit, err := l.viewsFrom(offset)
-	maxOffset = min(maxOffset, limit)
-	if err != nil || len(views) == 0 {
-		return nil, err
+	v, limit, ok, err := l.firstView(offset)
+	if err != nil || !ok {
+		return dst, err
 	}
-	for _, v := range views {
-		out, found, err := readFrom(v, offset, maxOffset, maxBytes, minOneBatch, true)
+	maxOffset = min(maxOffset, limit)
+	for ok {
+		out, found, err := readFrom(dst, v, offset, maxOffset, maxBytes, minOneBatch, true)
 		if err != nil {
 			// A damaged index must not make good data unreadable or skip
 			// it: look again from the segment start before reporting.
-			out, found, err = readFrom(v, offset, maxOffset, maxBytes, minOneBatch, false)
+			out, found, err = readFrom(dst, v, offset, maxOffset, maxBytes, minOneBatch, false)
 		}
 		if err != nil || found {
 			return out, err
 		}
 		// offset lies in a gap after this segment's last batch
+		v, ok = l.nextView(v.seg.base)
 	}
-	return nil, nil
+	return dst, nil
 }
 
-func readFrom(v segmentView, offset, maxOffset int64, maxBytes int, minOne, useIndex bool) ([]byte, bool, error) {
+func readFrom(dst []byte, v segmentView, offset, maxOffset int64, maxBytes int, minOne, useIndex bool) ([]byte, bool, error) {
 	h, pos, found, err := findBatch(v, offset, useIndex)
 	if err != nil || !found {
-		return nil, found, err
+		return dst, found, err
 	}
-	out, err := readBatches(v, h, pos, maxOffset, maxBytes, minOne)
+	out, err := readBatches(dst, v, h, pos, maxOffset, maxBytes, minOne)
 	return out, true, err
 }
 
@@ -64,36 +74,42 @@ func readFrom(v segmentView, offset, maxOffset int64, maxBytes int, minOne, useI
 // its position.
 var errIndexMismatch = errors.New("offset index entry does not match the segment")
 
-// viewsFrom snapshots the segments from the one holding offset on. It
-// returns no views (and no error) when offset is the log end. After a
-// storage failure only fsynced data is served (the page cache may no
-// longer hold what a failed write or fsync left): limit is the offset
-// reads must stop before.
-func (l *Log) viewsFrom(offset int64) ([]segmentView, int64, error) {
+// firstView snapshots the segment holding offset; ok=false (and no error)
+// when offset is the log end. After a storage failure only fsynced data is
+// served (the page cache may no longer hold what a failed write or fsync
+// left): limit is the offset reads must stop before.
+func (l *Log) firstView(offset int64) (v segmentView, limit int64, ok bool, err error) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	limit := int64(math.MaxInt64)
+	limit = math.MaxInt64
 	if l.closed {
-		return nil, limit, ErrClosed
+		return v, limit, false, ErrClosed
 	}
 	if offset < l.logStart || offset > l.leo {
-		return nil, limit, fmt.Errorf("%w: %d not in [%d, %d]", ErrOffsetOutOfRange, offset, l.logStart, l.leo)
+		return v, limit, false, fmt.Errorf("%w: %d not in [%d, %d]", ErrOffsetOutOfRange, offset, l.logStart, l.leo)
 	}
 	if offset == l.leo {
-		return nil, limit, nil
+		return v, limit, false, nil
 	}
 	if l.failed != nil {
 		if offset >= l.flushed {
-			return nil, limit, l.failed
+			return v, limit, false, l.failed
 		}
 		limit = l.flushed
 	}
-	i := l.segmentIndex(offset)
-	views := make([]segmentView, 0, len(l.segments)-i)
-	for _, s := range l.segments[i:] {
-		views = append(views, s.view())
+	return l.segments[l.segmentIndex(offset)].view(), limit, true, nil
+}
+
+// nextView snapshots the segment after the one based at base. The caller
+// holds truncMu for reading, so segments are only ever added meanwhile.
+func (l *Log) nextView(base int64) (segmentView, bool) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	i := sort.Search(len(l.segments), func(i int) bool { return l.segments[i].base > base })
+	if i == len(l.segments) {
+		return segmentView{}, false
 	}
-	return views, limit, nil
+	return l.segments[i].view(), true
 }
 
 // findBatch locates the first batch in v whose last offset is >= offset,
@@ -105,7 +121,8 @@ func findBatch(v segmentView, offset int64, useIndex bool) (batch.Header, int64,
 	if useIndex {
 		entry, checkEntry = v.seg.offIdx.lookup(v.off, offset)
 	}
-	sc := newScanner(v.seg.log, v.seg.logPath, entry.Position, v.size, headerReadahead)
+	sc := newHeaderScanner(v.seg.log, v.seg.logPath, entry.Position, v.size)
+	defer sc.release()
 	for {
 		h, _, pos, err := sc.next(false)
 		if err == io.EOF {
@@ -138,25 +155,27 @@ func readErr(s *segment, err error) error {
 	return storageErr("read", s.logPath, err)
 }
 
-// readBatches reads whole batches from pos (where the batch with header
-// first starts), checking each.
-func readBatches(v segmentView, first batch.Header, pos, maxOffset int64, maxBytes int, minOne bool) ([]byte, error) {
+// readBatches appends to dst the whole batches from pos (where the batch
+// with header first starts), checking each.
+func readBatches(dst []byte, v segmentView, first batch.Header, pos, maxOffset int64, maxBytes int, minOne bool) ([]byte, error) {
 	if first.BaseOffset >= maxOffset {
-		return nil, nil
+		return dst, nil
 	}
 	want := min(int64(max(maxBytes, 0)), v.size-pos)
 	if int64(first.Size()) > want {
 		if !minOne {
-			return nil, nil
+			return dst, nil
 		}
 		want = int64(first.Size())
 	}
-	buf := make([]byte, want)
+	start := len(dst)
+	dst = slices.Grow(dst, int(want))[:start+int(want)]
+	buf := dst[start:]
 	if n, err := v.seg.log.ReadAt(buf, pos); n < len(buf) {
 		if err == nil {
 			err = io.ErrUnexpectedEOF
 		}
-		return nil, storageErr("read", v.seg.logPath, err)
+		return dst[:start], storageErr("read", v.seg.logPath, err)
 	}
 	p := 0
 	next := int64(-1)
@@ -164,7 +183,7 @@ func readBatches(v segmentView, first batch.Header, pos, maxOffset int64, maxByt
 		size := int(int32(binary.BigEndian.Uint32(buf[p+batch.LengthOffset:]))) + batch.LogOverhead
 		if size < batch.HeaderSize || size > len(buf)-p {
 			if p == 0 || size < batch.HeaderSize {
-				return cutOrFail(buf, p, v.seg, pos, fmt.Errorf("%w: batch length %d", batch.ErrInvalid, size-batch.LogOverhead))
+				return cutOrFail(dst, start, p, v.seg, pos, fmt.Errorf("%w: batch length %d", batch.ErrInvalid, size-batch.LogOverhead))
 			}
 			break // the next batch does not fit in maxBytes
 		}
@@ -173,7 +192,7 @@ func readBatches(v segmentView, first batch.Header, pos, maxOffset int64, maxByt
 			err = fmt.Errorf("offset %d after %d", h.BaseOffset, next-1)
 		}
 		if err != nil {
-			return cutOrFail(buf, p, v.seg, pos, err)
+			return cutOrFail(dst, start, p, v.seg, pos, err)
 		}
 		if h.BaseOffset >= maxOffset {
 			break
@@ -181,19 +200,16 @@ func readBatches(v segmentView, first batch.Header, pos, maxOffset int64, maxByt
 		next = h.LastOffset() + 1
 		p += size
 	}
-	if p == 0 {
-		return nil, nil
-	}
-	return buf[:p], nil
+	return dst[:start+p], nil
 }
 
-// cutOrFail serves the good batches before a damaged one, or reports the
-// damage when it is the first batch.
-func cutOrFail(buf []byte, p int, s *segment, pos int64, err error) ([]byte, error) {
+// cutOrFail serves the good batches (dst[start:start+p]) before a damaged
+// one, or reports the damage when it is the first batch.
+func cutOrFail(dst []byte, start, p int, s *segment, pos int64, err error) ([]byte, error) {
 	if p > 0 {
-		return buf[:p], nil
+		return dst[:start+p], nil
 	}
-	return nil, &CorruptionError{Segment: s.logPath, Offset: pos, Err: err}
+	return dst[:start], &CorruptionError{Segment: s.logPath, Offset: pos, Err: err}
 }
 
 // OffsetForTimestamp returns the first offset whose record timestamp is

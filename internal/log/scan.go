@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"math"
+	"sync"
 
 	"github.com/minibroker/minibroker/internal/batch"
 )
@@ -23,6 +24,28 @@ type scanner struct {
 	readahead int
 	buf       []byte // window contents
 	bufStart  int64  // file position of buf[0]
+	pooled    *[]byte
+}
+
+// headerBufs pools the read-ahead windows of header scans, which every
+// Read does.
+var headerBufs = sync.Pool{New: func() any { b := make([]byte, headerReadahead); return &b }}
+
+// newHeaderScanner is a scanner with a pooled headerReadahead window;
+// call release when done.
+func newHeaderScanner(r io.ReaderAt, name string, pos, end int64) *scanner {
+	s := newScanner(r, name, pos, end, headerReadahead)
+	s.pooled = headerBufs.Get().(*[]byte)
+	s.buf = (*s.pooled)[:0]
+	return s
+}
+
+// release returns a pooled window; the scanner must not be used after.
+func (s *scanner) release() {
+	if s.pooled != nil && cap(s.buf) == cap(*s.pooled) {
+		headerBufs.Put(s.pooled)
+	}
+	s.pooled, s.buf = nil, nil
 }
 
 // newScanner scans [pos, end) of r. readahead is the window size used
