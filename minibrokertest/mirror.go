@@ -6,6 +6,9 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kgo"
+
 	"github.com/minibroker/minibroker/internal/mirror"
 )
 
@@ -80,30 +83,55 @@ func (m *Mirror) Status() MirrorStatus {
 	return st
 }
 
-// WaitCaughtUp waits until every mirrored partition is MIRRORING with its
-// local log end at the source's high watermark.
+// WaitCaughtUp waits until every partition of the mirror is MIRRORING
+// with its local log end at the source's last stable offset (the mirror
+// reads with read_committed, so an open transaction at the source holds it
+// there).
 func (m *Mirror) WaitCaughtUp(timeout time.Duration) {
 	m.c.t.Helper()
-	deadline := time.Now().Add(timeout)
-	var last MirrorStatus
-	for time.Now().Before(deadline) {
-		last = m.Status()
-		if caughtUp(last) {
-			return
+	ctx, cancel := context.WithTimeout(context.Background(), timeout)
+	defer cancel()
+	st := m.Status()
+	cl, err := kgo.NewClient(kgo.SeedBrokers(st.Source...))
+	if err != nil {
+		m.c.t.Fatalf("minibrokertest: source client: %v", err)
+	}
+	defer cl.Close()
+	adm := kadm.NewClient(cl)
+	var topics []string
+	for _, p := range st.Partitions {
+		topics = append(topics, p.Topic)
+	}
+	var last string
+	for ctx.Err() == nil {
+		if lso, err := adm.ListCommittedOffsets(ctx, topics...); err == nil {
+			st = m.Status()
+			if last = lagging(st, lso); last == "" {
+				return
+			}
+		} else {
+			last = err.Error()
 		}
 		time.Sleep(10 * time.Millisecond)
 	}
-	m.c.t.Fatalf("minibrokertest: mirror %s not caught up after %v: %s", m.name, timeout, fmt.Sprintf("%+v", last.Partitions))
+	m.c.t.Fatalf("minibrokertest: mirror %s not caught up after %v: %s", m.name, timeout, last)
 }
 
-func caughtUp(st MirrorStatus) bool {
+// lagging describes the first partition not caught up, or "".
+func lagging(st MirrorStatus, lso kadm.ListedOffsets) string {
 	if len(st.Partitions) == 0 {
-		return false
+		return "no partitions"
 	}
 	for _, p := range st.Partitions {
-		if p.State != mirror.Mirroring || p.SourceHighWater < 0 || p.LocalLogEndOffset < p.SourceHighWater {
-			return false
+		o, ok := lso.Lookup(p.Topic, p.Partition)
+		switch {
+		case !ok || o.Err != nil:
+			return fmt.Sprintf("%s-%d: source offset unknown", p.Topic, p.Partition)
+		case p.State != mirror.Mirroring:
+			return fmt.Sprintf("%s-%d is %s", p.Topic, p.Partition, p.State)
+		case p.LocalLogEndOffset < o.Offset:
+			return fmt.Sprintf("%s-%d at %d, source at %d", p.Topic, p.Partition, p.LocalLogEndOffset, o.Offset)
 		}
 	}
-	return true
+	return ""
 }

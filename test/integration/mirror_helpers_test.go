@@ -181,7 +181,7 @@ func (r *rawCluster) crashAndRestart(mopts mirror.Options) {
 }
 
 func (r *rawCluster) Broker() *broker.Broker { return r.b }
-func (r *rawCluster) Addr() string            { return r.b.Addr() }
+func (r *rawCluster) Addr() string           { return r.b.Addr() }
 
 // node is a running broker under test: a minibrokertest.Cluster or a
 // rawCluster.

@@ -50,7 +50,7 @@ func TestMirrorFailback(t *testing.T) {
 
 	b.Mirror("from-a", a.Addr()).Start("orders")
 	waitMirrored(t, a, b, "orders", 1)
-	b.Mirror("from-a").Stop("orders") // B: barrier at 5 (epoch 1)
+	b.Mirror("from-a").Stop("orders")                // B: barrier at 5 (epoch 1)
 	produceSerially(t, pa, "orders", 0, "a-late", 3) // A keeps writing: 5..7, lost on failback
 	pb := idempotentProducer(t, b.Addr())
 	produceSerially(t, pb, "orders", 0, "b", 5) // B: 6..10, producer id 0 like A's
