@@ -14,6 +14,8 @@ import (
 )
 
 // waitMirrored waits until dst's partitions hold everything src has.
+const timeout = 20 * time.Second
+
 func waitMirrored(t *testing.T, src, dst node, topic string, parts int32) {
 	t.Helper()
 	deadline := time.Now().Add(20 * time.Second)
