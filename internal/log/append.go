@@ -260,8 +260,9 @@ func (l *Log) resetLocked(offset int64) error {
 		return l.failLocked(err)
 	}
 	l.epochs.entries = nil
-	if err := l.writeEpochsLocked(); err != nil {
+	if err := l.writeEpochsLocked(); err != nil { // also syncs the directory
 		return l.failLocked(err)
 	}
+	l.dirDirty = false
 	return nil
 }

@@ -273,3 +273,25 @@ func TestFaultCrashWithRecoveryPoint(t *testing.T) {
 	}
 	l.Close()
 }
+
+// TestFaultTruncationSurvivesCrash: batches removed by TruncateTo do not
+// come back after a power loss, nor do the segments it deleted.
+func TestFaultTruncationSurvivesCrash(t *testing.T) {
+	l, _, mem := faultLog(t, testConfig())
+	batches := appendN(t, l, 60, 2, 0, 0, 300)
+	if err := l.Flush(); err != nil {
+		t.Fatal(err)
+	}
+	if len(l.SegmentBaseOffsets()) < 3 {
+		t.Fatal("want several segments")
+	}
+	if err := l.TruncateTo(21); err != nil { // inside the batch at 20
+		t.Fatal(err)
+	}
+	l2, got := reopenOn(t, mem.CrashClone())
+	defer l2.Close()
+	if !bytes.Equal(got, slices.Concat(batches[:10]...)) || l2.LogEndOffset() != 20 {
+		t.Fatalf("after crash: LEO %d, %d bytes: truncated data came back", l2.LogEndOffset(), len(got))
+	}
+	l.Close()
+}

@@ -45,6 +45,7 @@ type Log struct {
 	epochs        epochCache
 	failed        error // first write/fsync failure; appends refused after it
 	closed        bool
+	closing       bool // Close is flushing: writes refused, reads served
 	dirDirty      bool // files were created or removed since the last dir fsync
 	// Group commit: one WaitFlushed caller at a time runs the fsync
 	// (committing); the others wait on commitDone (a sync.Cond on mu).
@@ -311,7 +312,7 @@ func (l *Log) failLocked(err error) error {
 
 // writableLocked reports why the log cannot be written, if it cannot.
 func (l *Log) writableLocked() error {
-	if l.closed {
+	if l.closed || l.closing {
 		return ErrClosed
 	}
 	return l.failed
@@ -392,10 +393,11 @@ func (l *Log) EpochEntries() []EpochEntry {
 // flusher to stop.
 func (l *Log) Close() error {
 	l.mu.Lock()
-	if l.closed {
+	if l.closed || l.closing {
 		l.mu.Unlock()
 		return nil
 	}
+	l.closing = true // no more writes; reads go on until closed
 	// The final time-index entry makes the segment's max timestamp
 	// readable after a clean open (Kafka: onBecomeInactiveSegment).
 	var err error

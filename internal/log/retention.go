@@ -51,6 +51,18 @@ func (l *Log) TruncateTo(offset int64) error {
 		return l.failLocked(err)
 	}
 	l.leo = s.nextOffset
+	// Make the cut durable now: after a power loss the truncated batches
+	// must not come back (a mirror truncates at a divergence point).
+	targets := s.syncTargets(nil, true)
+	if err := syncAll(targets); err != nil {
+		return l.failLocked(err)
+	}
+	if l.dirDirty {
+		if err := l.fs.SyncDir(l.dir); err != nil {
+			return l.failLocked(storageErr("fsync", l.dir, err))
+		}
+		l.dirDirty = false
+	}
 	l.flushed = min(l.flushed, l.leo)
 	l.recoveryPoint = min(l.recoveryPoint, l.leo)
 	l.releaseWaitersLocked()
