@@ -28,6 +28,9 @@ type fetcher struct {
 	wake  chan struct{} // pause state changed
 	pmu   sync.Mutex
 	pause bool
+	// cancelFetch aborts the fetch in flight, so a pause takes effect at
+	// once instead of after the long poll.
+	cancelFetch context.CancelFunc
 
 	// Observations for describe and metrics.
 	sourceHW     atomic.Int64
@@ -66,6 +69,9 @@ func (f *fetcher) close() {
 func (f *fetcher) setPaused(p bool) {
 	f.pmu.Lock()
 	f.pause = p
+	if p && f.cancelFetch != nil {
+		f.cancelFetch()
+	}
 	f.pmu.Unlock()
 	select {
 	case f.wake <- struct{}{}:
@@ -166,9 +172,17 @@ func (f *fetcher) run() {
 			continue
 		}
 		offset := f.p.Offsets().LogEnd
-		res, err := src.fetch(f.ctx, leader, f.k.topic, info.ID, f.k.partition, offset, f.m.opts.FetchMaxWait, f.m.opts.FetchMaxBytes)
+		fctx, cancel := context.WithCancel(f.ctx)
+		f.pmu.Lock()
+		f.cancelFetch = cancel
+		f.pmu.Unlock()
+		res, err := src.fetch(fctx, leader, f.k.topic, info.ID, f.k.partition, offset, f.m.opts.FetchMaxWait, f.m.opts.FetchMaxBytes)
+		cancel()
 		if f.ctx.Err() != nil {
 			return
+		}
+		if f.paused() {
+			continue // paused while fetching: drop what came back
 		}
 		switch {
 		case errors.Is(err, kerr.OffsetOutOfRange):

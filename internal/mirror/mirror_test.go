@@ -1,0 +1,229 @@
+package mirror_test
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"path/filepath"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kgo"
+	"go.uber.org/goleak"
+
+	mlog "github.com/minibroker/minibroker/internal/log"
+	"github.com/minibroker/minibroker/internal/mirror"
+	"github.com/minibroker/minibroker/internal/partition"
+	"github.com/minibroker/minibroker/internal/psm"
+	"github.com/minibroker/minibroker/minibrokertest"
+)
+
+func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
+
+func produce(t *testing.T, addr, topic string, n int) {
+	t.Helper()
+	cl, err := kgo.NewClient(kgo.SeedBrokers(addr), kgo.DefaultProduceTopic(topic), kgo.RecordPartitioner(kgo.RoundRobinPartitioner()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cl.Close()
+	var recs []*kgo.Record
+	for i := 0; i < n; i++ {
+		recs = append(recs, &kgo.Record{Value: fmt.Appendf(nil, "v%d", i)})
+	}
+	if err := cl.ProduceSync(context.Background(), recs...).FirstErr(); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func call(t *testing.T, method, url string, body any) (int, map[string]any) {
+	t.Helper()
+	var rd *bytes.Reader
+	switch b := body.(type) {
+	case nil:
+		rd = bytes.NewReader(nil)
+	case string:
+		rd = bytes.NewReader([]byte(b))
+	default:
+		raw, _ := json.Marshal(b)
+		rd = bytes.NewReader(raw)
+	}
+	req, _ := http.NewRequest(method, url, rd)
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	var out map[string]any
+	json.NewDecoder(resp.Body).Decode(&out)
+	return resp.StatusCode, out
+}
+
+func TestAdminAPIErrors(t *testing.T) {
+	src := minibrokertest.Start(t, minibrokertest.Topic("orders", 1))
+	c := minibrokertest.Start(t, minibrokertest.HTTP())
+	base := "http://" + c.HTTPAddr() + "/v1/mirrors"
+	cases := []struct {
+		method, path string
+		body         any
+		want         int
+	}{
+		{"POST", "", `{"name":`, http.StatusBadRequest},
+		{"POST", "", map[string]any{"name": "bad name!", "source": []string{src.Addr()}}, http.StatusBadRequest},
+		{"POST", "", map[string]any{"name": "m"}, http.StatusBadRequest},
+		{"POST", "", map[string]any{"name": "m", "source": []string{src.Addr()}}, http.StatusOK},
+		{"POST", "", map[string]any{"name": "m", "source": []string{src.Addr()}}, http.StatusConflict},
+		{"GET", "/nope", nil, http.StatusNotFound},
+		{"POST", "/nope/start", map[string]any{"topics": []string{"orders"}}, http.StatusNotFound},
+		{"POST", "/m/start", map[string]any{"topics": []string{}}, http.StatusBadRequest},
+		{"POST", "/m/explode", map[string]any{"topics": []string{"orders"}}, http.StatusNotFound},
+		{"POST", "/m/start", map[string]any{"topics": []string{"orders"}}, http.StatusOK},
+		{"DELETE", "/m", nil, http.StatusConflict},
+		{"POST", "/m/stop", map[string]any{"topics": []string{"ghost"}}, http.StatusNotFound},
+		{"POST", "/m/stop", map[string]any{"topics": []string{}}, http.StatusOK},
+		{"DELETE", "/m", nil, http.StatusOK},
+	}
+	for i, tc := range cases {
+		code, body := call(t, tc.method, base+tc.path, tc.body)
+		if code != tc.want {
+			t.Fatalf("case %d %s %s: %d %v, want %d", i, tc.method, tc.path, code, body, tc.want)
+		}
+	}
+}
+
+// A paused mirror stays paused and read-only across a restart; resumed, it
+// catches up.
+func TestPausedStateSurvivesRestart(t *testing.T) {
+	src := minibrokertest.Start(t, minibrokertest.Topic("orders", 2))
+	produce(t, src.Addr(), "orders", 10)
+	c := minibrokertest.Start(t)
+	m := c.Mirror("m", src.Addr()).Start("orders")
+	m.WaitCaughtUp(10 * time.Second)
+	m.Pause()
+	before := map[int32]int64{}
+	for _, p := range m.Status().Partitions {
+		before[p.Partition] = p.LocalLogEndOffset
+	}
+	produce(t, src.Addr(), "orders", 10)
+	time.Sleep(100 * time.Millisecond) // a paused mirror must not fetch them
+	c.Restart()
+	st := m.Status()
+	for _, p := range st.Partitions {
+		if p.State != mirror.Paused || p.LocalLogEndOffset != before[p.Partition] {
+			t.Fatalf("after restart: %+v", p)
+		}
+		part, _ := c.Broker().Partition("orders", p.Partition)
+		if mode, owner := part.Mode(); mode != partition.Mirrored || owner != "m" {
+			t.Fatal("paused partition writable after restart")
+		}
+	}
+	m.Resume()
+	m.WaitCaughtUp(10 * time.Second)
+}
+
+// A source that goes away is retried with backoff, counted, and mirrored
+// from again when it comes back.
+func TestSourceGoesAwayAndComesBack(t *testing.T) {
+	src := minibrokertest.Start(t, minibrokertest.Topic("orders", 1))
+	produce(t, src.Addr(), "orders", 5)
+	c := minibrokertest.Start(t)
+	m := c.Mirror("m", src.Addr()).Start("orders")
+	m.WaitCaughtUp(10 * time.Second)
+	src.Kill()
+	deadline := time.Now().Add(10 * time.Second)
+	for m.Status().Partitions[0].FetchErrors == 0 {
+		if time.Now().After(deadline) {
+			t.Fatal("no fetch error counted with the source down")
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	if st := m.Status().Partitions[0]; st.State != mirror.Mirroring || st.LastError == "" {
+		t.Fatalf("with the source down: %+v", st)
+	}
+	src.Revive()
+	produce(t, src.Addr(), "orders", 5)
+	m.WaitCaughtUp(20 * time.Second)
+	if end := m.Status().Partitions[0].LocalLogEndOffset; end != 10 {
+		t.Fatalf("local end %d, want 10", end)
+	}
+}
+
+// local is a Local made of real partitions on disk, so a Manager can be
+// opened with options the broker does not expose.
+type local struct {
+	dir   string
+	mu    sync.Mutex
+	parts map[string][]*partition.Partition
+}
+
+func (l *local) ClusterID() string { return "local" }
+func (l *local) Partitions(topic string) []*partition.Partition {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.parts[topic]
+}
+func (l *local) EnsureTopic(name string, n int32, _ map[string]string, _ [16]byte) ([]*partition.Partition, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	for i := int32(len(l.parts[name])); i < n; i++ {
+		p, err := partition.Open(filepath.Join(l.dir, fmt.Sprintf("%s-%d", name, i)), name, i,
+			partition.Config{Log: mlog.DefaultConfig(), PSM: psm.Config{}}, partition.Options{})
+		if err != nil {
+			return nil, err
+		}
+		l.parts[name] = append(l.parts[name], p)
+	}
+	return l.parts[name], nil
+}
+func (l *local) close() {
+	for _, ps := range l.parts {
+		for _, p := range ps {
+			p.Close()
+		}
+	}
+}
+
+// Partitions added at the source are picked up by the metadata loop.
+func TestSourcePartitionsAddedArePickedUp(t *testing.T) {
+	src := minibrokertest.Start(t, minibrokertest.Topic("orders", 1))
+	l := &local{dir: t.TempDir(), parts: map[string][]*partition.Partition{}}
+	defer l.close()
+	m, err := mirror.Open(l, l.dir, mirror.Options{MetadataInterval: 50 * time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer m.Close()
+	if err := m.Create("m", []string{src.Addr()}, ""); err != nil {
+		t.Fatal(err)
+	}
+	if err := m.Start(t.Context(), "m", []string{"orders"}); err != nil {
+		t.Fatal(err)
+	}
+	cl, _ := kgo.NewClient(kgo.SeedBrokers(src.Addr()))
+	defer cl.Close()
+	if _, err := kadm.NewClient(cl).UpdatePartitions(context.Background(), 3, "orders"); err != nil {
+		t.Fatal(err)
+	}
+	produce(t, src.Addr(), "orders", 9)
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		st, _ := m.Describe("m")
+		var total int64
+		for _, p := range st.Partitions {
+			if p.State == mirror.Mirroring {
+				total += p.LocalLogEndOffset
+			}
+		}
+		if len(st.Partitions) == 3 && total == 9 {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("new partitions not mirrored: %+v", st.Partitions)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
