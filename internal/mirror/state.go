@@ -59,7 +59,7 @@ type mirrorSpec struct {
 }
 
 type topicSpec struct {
-	TopicID    string                      `json:"topic_id,omitempty"`
+	TopicID    string                     `json:"topic_id,omitempty"`
 	Partitions map[int32]*partitionRecord `json:"partitions"`
 }
 
