@@ -251,7 +251,13 @@ func (c *Cluster) stop(crash bool) {
 }
 
 // Close shuts the cluster down cleanly; it is registered with t.Cleanup
-// and safe to call more than once.
-func (c *Cluster) Close() { c.stop(false) }
+// and safe to call more than once. A cluster from New also removes its
+// temporary data directory.
+func (c *Cluster) Close() {
+	c.stop(false)
+	if s, ok := c.t.(*standalone); ok {
+		s.removeDirs()
+	}
+}
 
 var _ TB = (testing.TB)(nil)
