@@ -37,7 +37,12 @@ func (l *Log) flush(withIndexes bool) error {
 	leo := l.leo
 	var targets []syncTarget
 	for i, s := range l.segments {
-		targets = s.syncTargets(targets, withIndexes || i < len(l.segments)-1)
+		var err error
+		if targets, err = s.syncTargets(targets, withIndexes || i < len(l.segments)-1); err != nil {
+			err = l.failLocked(err)
+			l.mu.Unlock()
+			return err
+		}
 	}
 	syncDir := l.dirDirty
 	l.dirDirty = false

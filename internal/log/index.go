@@ -55,22 +55,29 @@ func appendTimeEntry(dst []byte, e timeEntry, base int64) []byte {
 	return binary.BigEndian.AppendUint32(dst, uint32(int32(e.Offset-base)))
 }
 
-// indexFile is the shared machinery of the offset and time indexes. Its
-// count and last entry are guarded by Log.mu; the file itself is only
-// truncated under Log.truncMu held for writing.
+// indexFile is the shared machinery of the offset and time indexes. New
+// entries collect in memory (pending) and reach the file in one write when
+// pendingLimit bytes have gathered or the index is flushed, so appending
+// small batches does not cost a write(2) per index entry; readers see
+// pending entries through their view. Fields are guarded by Log.mu; the
+// file is only truncated under Log.truncMu held for writing.
 type indexFile struct {
 	path      string
 	f         vfs.File
 	base      int64
 	entrySize int
 	created   bool   // the file did not exist at open (missing index)
-	n         int64  // entries, including pending ones
+	n         int64  // entries, in the file and pending
+	fileN     int64  // entries in the file
 	last      []byte // raw last entry, nil when n == 0
-	// While buffered (index rebuilds during recovery), appended entries
-	// collect in pending and reach the file in one write at flushPending.
-	buffered bool
-	pending  []byte
+	// pending holds entries fileN..n-1. It is only appended to between
+	// writes and replaced by a new array after each, so a reader's view
+	// of it never changes under the reader.
+	pending []byte
 }
+
+// pendingLimit is how many bytes of entries wait before being written.
+const pendingLimit = 4 << 10
 
 func openIndexFile(fsys vfs.FS, path string, base int64, entrySize int) (*indexFile, error) {
 	_, serr := fsys.Stat(path)
@@ -95,6 +102,7 @@ func openIndexFile(fsys vfs.FS, path string, base int64, entrySize int) (*indexF
 		size -= size % int64(entrySize)
 	}
 	x.n = size / int64(entrySize)
+	x.fileN = x.n
 	if x.n > 0 {
 		x.last = make([]byte, entrySize)
 		if _, err := f.ReadAt(x.last, (x.n-1)*int64(entrySize)); err != nil {
@@ -105,85 +113,113 @@ func openIndexFile(fsys vfs.FS, path string, base int64, entrySize int) (*indexF
 	return x, nil
 }
 
-// entryAt reads entry i from the file.
-func (x *indexFile) entryAt(i int64, buf []byte) ([]byte, error) {
+// indexView is a reader's snapshot of an index: the entries it may read.
+type indexView struct {
+	n, fileN int64
+	pending  []byte
+	last     [timeEntrySize]byte // the last entry (entrySize bytes of it)
+}
+
+func (x *indexFile) view() indexView {
+	v := indexView{n: x.n, fileN: x.fileN, pending: x.pending}
+	copy(v.last[:], x.last)
+	return v
+}
+
+// entryAt returns entry i of view v.
+func (x *indexFile) entryAt(v *indexView, i int64, buf []byte) ([]byte, error) {
 	b := buf[:x.entrySize]
+	if i >= v.fileN {
+		off := (i - v.fileN) * int64(x.entrySize)
+		if off+int64(x.entrySize) > int64(len(v.pending)) {
+			return nil, errIndexMismatch
+		}
+		copy(b, v.pending[off:])
+		return b, nil
+	}
 	if _, err := x.f.ReadAt(b, i*int64(x.entrySize)); err != nil {
 		return nil, err
 	}
 	return b, nil
 }
 
-// appendRaw writes entries (whole multiples of entrySize) to the end.
+// appendRaw adds entries (whole multiples of entrySize).
 func (x *indexFile) appendRaw(b []byte) error {
 	if len(b) == 0 {
 		return nil
 	}
-	if x.buffered {
-		x.pending = append(x.pending, b...)
-	} else if _, err := x.f.Write(b); err != nil {
-		return storageErr("write", x.path, err)
-	}
+	x.pending = append(x.pending, b...)
 	x.n += int64(len(b) / x.entrySize)
 	if x.last == nil {
 		x.last = make([]byte, x.entrySize)
 	}
 	copy(x.last, b[len(b)-x.entrySize:])
+	if len(x.pending) >= pendingLimit {
+		return x.flushPending()
+	}
 	return nil
 }
 
-// startRebuild empties the index and buffers what is appended next.
+// flushPending writes the pending entries to the file.
+func (x *indexFile) flushPending() error {
+	if len(x.pending) == 0 {
+		return nil
+	}
+	if _, err := x.f.Write(x.pending); err != nil {
+		return storageErr("write", x.path, err)
+	}
+	x.fileN = x.n
+	x.pending = nil
+	return nil
+}
+
+// startRebuild empties the index before recovery re-adds its entries.
 func (x *indexFile) startRebuild() error {
 	if err := x.f.Truncate(0); err != nil {
 		return storageErr("truncate", x.path, err)
 	}
-	x.n, x.last, x.buffered, x.pending, x.created = 0, nil, true, x.pending[:0], false
+	x.n, x.fileN, x.last, x.pending, x.created = 0, 0, nil, nil, false
 	return nil
 }
 
-// flushPending writes the buffered entries and ends buffering.
-func (x *indexFile) flushPending() error {
-	x.buffered = false
-	if len(x.pending) == 0 {
-		return nil
-	}
-	_, err := x.f.Write(x.pending)
-	x.pending = nil
-	if err != nil {
-		return storageErr("write", x.path, err)
-	}
-	return nil
-}
-
-// truncateEntries keeps the first n entries.
+// truncateEntries keeps the first n entries. Called with no reader
+// active (truncMu held for writing).
 func (x *indexFile) truncateEntries(n int64) error {
 	if n >= x.n {
 		return nil
 	}
-	if err := x.f.Truncate(n * int64(x.entrySize)); err != nil {
-		return storageErr("truncate", x.path, err)
+	if n >= x.fileN {
+		x.pending = x.pending[:(n-x.fileN)*int64(x.entrySize)]
+	} else {
+		if err := x.f.Truncate(n * int64(x.entrySize)); err != nil {
+			return storageErr("truncate", x.path, err)
+		}
+		x.fileN, x.pending = n, nil
 	}
 	x.n = n
 	if n == 0 {
 		x.last = nil
 		return nil
 	}
-	if _, err := x.f.ReadAt(x.last, (n-1)*int64(x.entrySize)); err != nil {
+	v := x.view()
+	b, err := x.entryAt(&v, n-1, make([]byte, timeEntrySize))
+	if err != nil {
 		return storageErr("read", x.path, err)
 	}
+	copy(x.last, b)
 	return nil
 }
 
 // search returns the largest i < n for which less(entry i) is true,
 // assuming less is true for a prefix of entries; -1 if none. IO errors end
 // the search early with a smaller (still safe: earlier) answer.
-func (x *indexFile) search(n int64, less func(b []byte) bool) int64 {
+func (x *indexFile) search(v *indexView, n int64, less func(b []byte) bool) int64 {
 	var buf [timeEntrySize]byte
 	lo, hi := int64(0), n-1 // invariant: answer in [lo-1, hi]
 	ans := int64(-1)
 	for lo <= hi {
 		mid := lo + (hi-lo)/2
-		b, err := x.entryAt(mid, buf[:])
+		b, err := x.entryAt(v, mid, buf[:])
 		if err != nil {
 			return ans
 		}
@@ -198,18 +234,6 @@ func (x *indexFile) search(n int64, less func(b []byte) bool) int64 {
 }
 
 func (x *indexFile) close() error { return x.f.Close() }
-
-// indexView is a reader's snapshot of an index: the entries it may read.
-type indexView struct {
-	n    int64
-	last [timeEntrySize]byte // the last entry (entrySize bytes of it)
-}
-
-func (x *indexFile) view() indexView {
-	v := indexView{n: x.n}
-	copy(v.last[:], x.last)
-	return v
-}
 
 // offsetIndex maps offsets to byte positions in the segment.
 type offsetIndex struct{ *indexFile }
@@ -230,12 +254,12 @@ func (x offsetIndex) lookup(v indexView, target int64) (offsetEntry, bool) {
 	if last := decodeOffsetEntry(v.last[:], x.base); last.Offset <= target {
 		return last, true
 	}
-	i := x.search(v.n-1, func(b []byte) bool { return decodeOffsetEntry(b, x.base).Offset <= target })
+	i := x.search(&v, v.n-1, func(b []byte) bool { return decodeOffsetEntry(b, x.base).Offset <= target })
 	if i < 0 {
 		return offsetEntry{}, false
 	}
 	var buf [offsetEntrySize]byte
-	b, err := x.entryAt(i, buf[:])
+	b, err := x.entryAt(&v, i, buf[:])
 	if err != nil {
 		return offsetEntry{}, false
 	}
@@ -244,7 +268,8 @@ func (x offsetIndex) lookup(v indexView, target int64) (offsetEntry, bool) {
 
 // truncateToPosition drops entries pointing at or after pos.
 func (x offsetIndex) truncateToPosition(pos int64) error {
-	i := x.search(x.n, func(b []byte) bool { return decodeOffsetEntry(b, x.base).Position < pos })
+	v := x.view()
+	i := x.search(&v, x.n, func(b []byte) bool { return decodeOffsetEntry(b, x.base).Position < pos })
 	return x.truncateEntries(i + 1)
 }
 
@@ -293,12 +318,12 @@ func (x timeIndex) lookupBefore(v indexView, ts int64) (timeEntry, bool) {
 	if last := decodeTimeEntry(v.last[:], x.base); last.Timestamp < ts {
 		return last, true
 	}
-	i := x.search(v.n-1, func(b []byte) bool { return decodeTimeEntry(b, x.base).Timestamp < ts })
+	i := x.search(&v, v.n-1, func(b []byte) bool { return decodeTimeEntry(b, x.base).Timestamp < ts })
 	if i < 0 {
 		return timeEntry{}, false
 	}
 	var buf [timeEntrySize]byte
-	b, err := x.entryAt(i, buf[:])
+	b, err := x.entryAt(&v, i, buf[:])
 	if err != nil {
 		return timeEntry{}, false
 	}
@@ -307,7 +332,8 @@ func (x timeIndex) lookupBefore(v indexView, ts int64) (timeEntry, bool) {
 
 // truncateToOffset drops entries for offsets at or after off.
 func (x timeIndex) truncateToOffset(off int64) error {
-	i := x.search(x.n, func(b []byte) bool { return decodeTimeEntry(b, x.base).Offset < off })
+	v := x.view()
+	i := x.search(&v, x.n, func(b []byte) bool { return decodeTimeEntry(b, x.base).Offset < off })
 	return x.truncateEntries(i + 1)
 }
 

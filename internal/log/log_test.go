@@ -194,7 +194,8 @@ func TestIndexLookups(t *testing.T) {
 	var last int64 = -1
 	for i := range s.timeIdx.n {
 		var buf [timeEntrySize]byte
-		b, _ := s.timeIdx.entryAt(i, buf[:])
+		v := s.timeIdx.view()
+		b, _ := s.timeIdx.entryAt(&v, i, buf[:])
 		e := decodeTimeEntry(b, 0)
 		if e.Timestamp <= last {
 			t.Fatalf("time index not increasing at %d", i)

@@ -53,8 +53,11 @@ func (l *Log) TruncateTo(offset int64) error {
 	l.leo = s.nextOffset
 	// Make the cut durable now: after a power loss the truncated batches
 	// must not come back (a mirror truncates at a divergence point).
-	targets := s.syncTargets(nil, true)
-	if err := syncAll(targets); err != nil {
+	targets, err := s.syncTargets(nil, true)
+	if err == nil {
+		err = syncAll(targets)
+	}
+	if err != nil {
 		return l.failLocked(err)
 	}
 	if l.dirDirty {

@@ -119,10 +119,11 @@ type syncTarget struct {
 }
 
 // syncTargets lists the segment's files written since their last fsync
-// and marks them clean (called under Log.mu). Without withIndexes the
-// offset and time indexes stay dirty: they are not needed for durability,
-// since recovery rebuilds them (see Log.RecoveryPoint).
-func (s *segment) syncTargets(dst []syncTarget, withIndexes bool) []syncTarget {
+// and marks them clean (called under Log.mu). With withIndexes the
+// pending index entries are written first; without, the offset and time
+// indexes stay dirty: they are not needed for durability, since recovery
+// rebuilds them (see Log.RecoveryPoint).
+func (s *segment) syncTargets(dst []syncTarget, withIndexes bool) ([]syncTarget, error) {
 	if s.dirty {
 		dst = append(dst, syncTarget{s.logPath, s.log})
 		s.dirty = false
@@ -132,10 +133,16 @@ func (s *segment) syncTargets(dst []syncTarget, withIndexes bool) []syncTarget {
 		s.txnDirty = false
 	}
 	if s.idxDirty && withIndexes {
+		if err := s.offIdx.flushPending(); err != nil {
+			return dst, err
+		}
+		if err := s.timeIdx.flushPending(); err != nil {
+			return dst, err
+		}
 		dst = append(dst, syncTarget{s.offIdx.path, s.offIdx.f}, syncTarget{s.timeIdx.path, s.timeIdx.f})
 		s.idxDirty = false
 	}
-	return dst
+	return dst, nil
 }
 
 // markDirty records that every file of the segment may need an fsync.
