@@ -28,14 +28,18 @@ func newMirrorCmd() *cobra.Command {
 
 	var source []string
 	var clientID string
+	var groupsInclude, groupsExclude []string
 	create := &cobra.Command{
 		Use: "create NAME --source HOST:PORT[,…]", Short: "Define a mirror of a source cluster", Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			return client().do(cmd.OutOrStdout(), "POST", "/v1/mirrors", mirror.CreateRequest{Name: args[0], Source: source, ClientID: clientID}, nil)
+			return client().do(cmd.OutOrStdout(), "POST", "/v1/mirrors", mirror.CreateRequest{Name: args[0], Source: source, ClientID: clientID,
+				GroupsInclude: groupsInclude, GroupsExclude: groupsExclude}, nil)
 		},
 	}
 	create.Flags().StringSliceVar(&source, "source", nil, "source bootstrap servers")
 	create.Flags().StringVar(&clientID, "client-id", "", "client id used at the source")
+	create.Flags().StringSliceVar(&groupsInclude, "groups-include", nil, "regexps of source groups whose offsets are synced (default: all)")
+	create.Flags().StringSliceVar(&groupsExclude, "groups-exclude", nil, "regexps of source groups not synced")
 	create.MarkFlagRequired("source")
 
 	del := &cobra.Command{

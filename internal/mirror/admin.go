@@ -22,9 +22,11 @@ import (
 
 // CreateRequest is the body of POST /v1/mirrors.
 type CreateRequest struct {
-	Name     string   `json:"name"`
-	Source   []string `json:"source"`
-	ClientID string   `json:"client_id,omitempty"`
+	Name          string   `json:"name"`
+	Source        []string `json:"source"`
+	ClientID      string   `json:"client_id,omitempty"`
+	GroupsInclude []string `json:"groups_include,omitempty"`
+	GroupsExclude []string `json:"groups_exclude,omitempty"`
 }
 
 // TopicsRequest is the body of start/stop/pause/resume.
@@ -39,7 +41,9 @@ func (m *Manager) Routes(handle func(pattern string, h http.Handler)) {
 		if !decode(w, r, &req) {
 			return
 		}
-		reply(w, m.Create(req.Name, req.Source, req.ClientID), map[string]string{"created": req.Name})
+		err := m.CreateWith(req.Name, req.Source, CreateOptions{ClientID: req.ClientID,
+			GroupsInclude: req.GroupsInclude, GroupsExclude: req.GroupsExclude})
+		reply(w, err, map[string]string{"created": req.Name})
 	}))
 	handle("GET /v1/mirrors", http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		reply(w, nil, m.Names())

@@ -48,6 +48,10 @@ type Options struct {
 	// exists only for the negative-control tests that show the corruption
 	// the barrier prevents; no config file, flag or API can set it.
 	SkipBarrier bool
+	// Groups, when set, receives the source's committed group offsets
+	// every OffsetSyncInterval (default 10s).
+	Groups             GroupOffsets
+	OffsetSyncInterval time.Duration
 	// StopStepHook, when set, is called before each STOPPING step; an
 	// error aborts the stop there, as a crash at that step would. Tests
 	// only.
@@ -120,6 +124,9 @@ func Open(local Local, dataDir string, opts Options) (*Manager, error) {
 	}
 	if opts.MetadataInterval <= 0 {
 		opts.MetadataInterval = 10 * time.Second
+	}
+	if opts.OffsetSyncInterval <= 0 {
+		opts.OffsetSyncInterval = 10 * time.Second
 	}
 	d, err := loadDoc(opts.FS, dataDir)
 	if err != nil {
@@ -196,8 +203,25 @@ func (m *Manager) source(rt *runtime) (*source, error) {
 // saveLocked persists the document; m.mu held.
 func (m *Manager) saveLocked() error { return saveDoc(m.opts.FS, m.dataDir, m.doc) }
 
+// CreateOptions are a mirror's optional settings.
+type CreateOptions struct {
+	ClientID string
+	// GroupsInclude and GroupsExclude select the source groups whose
+	// offsets are synced (regular expressions; default: every group).
+	GroupsInclude, GroupsExclude []string
+}
+
 // Create defines a mirror.
 func (m *Manager) Create(name string, sources []string, clientID string) error {
+	return m.CreateWith(name, sources, CreateOptions{ClientID: clientID})
+}
+
+// CreateWith defines a mirror with options.
+func (m *Manager) CreateWith(name string, sources []string, co CreateOptions) error {
+	if _, err := compileFilter(co.GroupsInclude, co.GroupsExclude); err != nil {
+		return err
+	}
+	clientID := co.ClientID
 	if !validName.MatchString(name) {
 		return fmt.Errorf("%w: mirror name %q", ErrBadRequest, name)
 	}
@@ -209,7 +233,8 @@ func (m *Manager) Create(name string, sources []string, clientID string) error {
 	if _, ok := m.mirrors[name]; ok {
 		return fmt.Errorf("%w: %s", ErrExists, name)
 	}
-	spec := &mirrorSpec{Name: name, Source: sources, ClientID: clientID, Topics: map[string]*topicSpec{}}
+	spec := &mirrorSpec{Name: name, Source: sources, ClientID: clientID, Topics: map[string]*topicSpec{},
+		GroupsInclude: co.GroupsInclude, GroupsExclude: co.GroupsExclude}
 	m.doc.Mirrors = append(m.doc.Mirrors, spec)
 	if err := m.saveLocked(); err != nil {
 		m.doc.Mirrors = m.doc.Mirrors[:len(m.doc.Mirrors)-1]

@@ -7,9 +7,10 @@ import (
 )
 
 type metrics struct {
-	bytes       *prometheus.CounterVec
-	barriers    *prometheus.CounterVec
-	fetchErrors *prometheus.CounterVec
+	bytes        *prometheus.CounterVec
+	barriers     *prometheus.CounterVec
+	fetchErrors  *prometheus.CounterVec
+	groupsSynced *prometheus.CounterVec
 }
 
 func newMetrics(m *Manager, reg prometheus.Registerer) *metrics {
@@ -20,9 +21,11 @@ func newMetrics(m *Manager, reg prometheus.Registerer) *metrics {
 			Help: "MIRROR_PID_RESET barriers written at failover."}, []string{"mirror"}),
 		fetchErrors: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "minibroker_mirror_fetch_errors_total",
 			Help: "Failed fetches from the source."}, []string{"mirror", "topic"}),
+		groupsSynced: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "minibroker_mirror_group_offsets_synced_total",
+			Help: "Group offset syncs applied from the source."}, []string{"mirror"}),
 	}
 	if reg != nil {
-		reg.MustRegister(mt.bytes, mt.barriers, mt.fetchErrors, &stateCollector{m: m})
+		reg.MustRegister(mt.bytes, mt.barriers, mt.fetchErrors, mt.groupsSynced, &stateCollector{m: m})
 	}
 	return mt
 }

@@ -20,12 +20,20 @@ func (m *Manager) startRefresherLocked(rt *runtime) {
 		defer close(rt.done)
 		t := time.NewTicker(m.opts.MetadataInterval)
 		defer t.Stop()
+		sync := time.NewTicker(m.opts.OffsetSyncInterval)
+		defer sync.Stop()
 		for {
 			select {
 			case <-rt.stop:
 				return
 			case <-t.C:
 				m.refresh(rt)
+			case <-sync.C:
+				ctx, cancel := m.runtimeContext(rt, 10*time.Second)
+				if _, err := m.syncGroupOffsets(ctx, rt); err != nil {
+					m.logger.Debug("group offset sync", zap.String("mirror", rt.spec.Name), zap.Error(err))
+				}
+				cancel()
 			}
 		}
 	}()
@@ -52,15 +60,8 @@ func (m *Manager) refresh(rt *runtime) {
 	if err != nil {
 		return
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	ctx, cancel := m.runtimeContext(rt, 10*time.Second)
 	defer cancel()
-	go func() {
-		select {
-		case <-rt.stop:
-			cancel()
-		case <-ctx.Done():
-		}
-	}()
 	for _, topic := range topics {
 		info, err := src.describeTopic(ctx, topic)
 		if err != nil {
@@ -78,4 +79,29 @@ func (m *Manager) refresh(rt *runtime) {
 			m.logger.Warn("mirroring new partitions failed", zap.String("topic", topic), zap.Error(err))
 		}
 	}
+}
+
+// runtimeContext is a context with a timeout that also ends when the
+// mirror stops.
+func (m *Manager) runtimeContext(rt *runtime, d time.Duration) (context.Context, context.CancelFunc) {
+	ctx, cancel := context.WithTimeout(context.Background(), d)
+	go func() {
+		select {
+		case <-rt.stop:
+			cancel()
+		case <-ctx.Done():
+		}
+	}()
+	return ctx, cancel
+}
+
+// SyncGroupOffsets runs one group-offset sync for the mirror now (the
+// loop runs it every OffsetSyncInterval) and returns how many groups it
+// updated.
+func (m *Manager) SyncGroupOffsets(ctx context.Context, name string) (int, error) {
+	rt, err := m.runtime(name)
+	if err != nil {
+		return 0, err
+	}
+	return m.syncGroupOffsets(ctx, rt)
 }

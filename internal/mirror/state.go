@@ -55,6 +55,8 @@ type mirrorSpec struct {
 	Source          []string              `json:"source"`
 	ClientID        string                `json:"client_id,omitempty"`
 	SourceClusterID string                `json:"source_cluster_id,omitempty"`
+	GroupsInclude   []string              `json:"groups_include,omitempty"`
+	GroupsExclude   []string              `json:"groups_exclude,omitempty"`
 	Topics          map[string]*topicSpec `json:"topics"`
 }
 
