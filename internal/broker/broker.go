@@ -56,6 +56,7 @@ type Broker struct {
 	metrics    *Metrics
 	psmMetrics *psm.Metrics
 	pids       *coordinator.ProducerIDs
+	groups     *coordinator.Groups // the group coordinator, opened after the topics
 	mirrors    *mirror.Manager
 	lock       *os.File // data-dir lock
 
@@ -126,6 +127,12 @@ func New(opts Options) (*Broker, error) {
 		return nil, err
 	}
 	b.metrics.Partitions.Set(float64(b.partitionCount()))
+	if b.groups, err = coordinator.OpenGroups(coordinator.GroupsOptions{
+		FS: b.fs, Dir: b.dataDir, Config: groupConfig(cfg), Logger: b.logger.Named("groups"),
+		Metrics: coordinator.NewGroupMetrics(opts.Registry),
+	}); err != nil {
+		return nil, fmt.Errorf("group coordinator: %w", err)
+	}
 	if err := b.openMirrors(opts.Mirror); err != nil {
 		return nil, err
 	}
@@ -282,6 +289,10 @@ func (b *Broker) Close(ctx context.Context) error {
 
 func (b *Broker) closeFiles() error {
 	var errs []error
+	if b.groups != nil {
+		errs = append(errs, b.groups.Close())
+		b.groups = nil
+	}
 	b.mu.Lock()
 	for _, t := range b.topics {
 		for _, p := range t.Partitions {
@@ -384,6 +395,10 @@ func (b *Broker) Kill() {
 		b.bg.Wait()
 		if b.mirrors != nil {
 			b.mirrors.Close()
+		}
+		if b.groups != nil {
+			b.groups.Kill()
+			b.groups = nil
 		}
 		b.mu.Lock()
 		for _, t := range b.topics {

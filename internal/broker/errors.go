@@ -5,6 +5,7 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kerr"
 
+	"github.com/minibroker/minibroker/internal/coordinator"
 	mlog "github.com/minibroker/minibroker/internal/log"
 	"github.com/minibroker/minibroker/internal/partition"
 	"github.com/minibroker/minibroker/internal/psm"
@@ -47,6 +48,22 @@ var errorTable = []struct {
 	{errReplication, kerr.InvalidReplicationFactor},
 	{errInvalidRequest, kerr.InvalidRequest},
 	{errTopicDeletionDisabled, kerr.TopicDeletionDisabled},
+	{coordinator.ErrUnknownMemberID, kerr.UnknownMemberID},
+	{coordinator.ErrIllegalGeneration, kerr.IllegalGeneration},
+	{coordinator.ErrRebalanceInProgress, kerr.RebalanceInProgress},
+	{coordinator.ErrMemberIDRequired, kerr.MemberIDRequired},
+	{coordinator.ErrFencedInstanceID, kerr.FencedInstanceID},
+	{coordinator.ErrInconsistentGroupProtocol, kerr.InconsistentGroupProtocol},
+	{coordinator.ErrInvalidSessionTimeout, kerr.InvalidSessionTimeout},
+	{coordinator.ErrInvalidGroupID, kerr.InvalidGroupID},
+	{coordinator.ErrGroupIDNotFound, kerr.GroupIDNotFound},
+	{coordinator.ErrNonEmptyGroup, kerr.NonEmptyGroup},
+	{coordinator.ErrGroupSubscribedToTopic, kerr.GroupSubscribedToTopic},
+	{coordinator.ErrUnstableOffsetCommit, kerr.UnstableOffsetCommit},
+	{coordinator.ErrOffsetMetadataTooLarge, kerr.OffsetMetadataTooLarge},
+	{coordinator.ErrCoordinatorNotAvailable, kerr.CoordinatorNotAvailable},
+	{coordinator.ErrGroupMaxSize, kerr.GroupMaxSizeReached},
+	{coordinator.ErrGroupHasMembers, kerr.UnknownMemberID},
 }
 
 // errorCode maps an internal error to a Kafka error code.

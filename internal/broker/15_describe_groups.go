@@ -1,0 +1,47 @@
+package broker
+
+// DescribeGroups, v0–v5.
+//
+// An unknown group is described as Dead with no members and error NONE,
+// as Kafka's classic coordinator does before v6. Member metadata and
+// assignments, and the protocol, are shown only for a Stable group (as
+// Kafka). Authorized operations (v3+) are not computed: minibroker has no
+// ACLs, so the field is Kafka's "not requested" value.
+
+import (
+	"context"
+	"math"
+
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/minibroker/minibroker/internal/protocol"
+)
+
+func (b *Broker) handleDescribeGroups(_ context.Context, r *protocol.Request) kmsg.Response {
+	req := r.Body.(*kmsg.DescribeGroupsRequest)
+	resp := req.ResponseKind().(*kmsg.DescribeGroupsResponse)
+	for _, id := range req.Groups {
+		d := b.groups.DescribeGroup(id)
+		rg := kmsg.NewDescribeGroupsResponseGroup()
+		rg.Group, rg.State, rg.ProtocolType, rg.Protocol = id, d.State.String(), d.ProtocolType, d.Protocol
+		rg.AuthorizedOperations = math.MinInt32
+		for _, m := range d.Members {
+			rm := kmsg.NewDescribeGroupsResponseGroupMember()
+			rm.MemberID, rm.ClientID, rm.ClientHost = m.MemberID, m.ClientID, m.ClientHost
+			rm.ProtocolMetadata, rm.MemberAssignment = m.Metadata, m.Assignment
+			if rm.ProtocolMetadata == nil {
+				rm.ProtocolMetadata = []byte{}
+			}
+			if rm.MemberAssignment == nil {
+				rm.MemberAssignment = []byte{}
+			}
+			if m.InstanceID != "" {
+				inst := m.InstanceID
+				rm.InstanceID = &inst
+			}
+			rg.Members = append(rg.Members, rm)
+		}
+		resp.Groups = append(resp.Groups, rg)
+	}
+	return resp
+}

@@ -1,0 +1,27 @@
+package broker
+
+// DeleteGroups, v0–v2.
+//
+// Deletes Empty groups with their committed offsets (durably, before the
+// response). A group with members answers NON_EMPTY_GROUP, an unknown one
+// GROUP_ID_NOT_FOUND.
+
+import (
+	"context"
+
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/minibroker/minibroker/internal/protocol"
+)
+
+func (b *Broker) handleDeleteGroups(_ context.Context, r *protocol.Request) kmsg.Response {
+	req := r.Body.(*kmsg.DeleteGroupsRequest)
+	resp := req.ResponseKind().(*kmsg.DeleteGroupsResponse)
+	errs := b.groups.DeleteGroups(req.Groups)
+	for i, id := range req.Groups {
+		rg := kmsg.NewDeleteGroupsResponseGroup()
+		rg.Group, rg.ErrorCode = id, errorCode(errs[i])
+		resp.Groups = append(resp.Groups, rg)
+	}
+	return resp
+}

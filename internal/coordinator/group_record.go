@@ -1,0 +1,269 @@
+package coordinator
+
+import (
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"hash/crc32"
+
+	"github.com/twmb/franz-go/pkg/kbin"
+)
+
+// The group log (file "group-log" in the data directory) holds every
+// change to committed offsets and group membership, appended and fsynced
+// before the request that made it is answered, and rewritten from the live
+// state when it has grown (compaction), so that loading it stays short.
+//
+// File header (8 bytes):
+//
+//	0  4  magic "MBGL"
+//	4  2  version (1)
+//	6  2  reserved (0)
+//
+// then frames, back to back:
+//
+//	0  4  length L of type+payload (uint32, big endian)
+//	4  4  CRC-32C (Castagnoli) of type+payload
+//	8  1  record type
+//	9  L-1 payload
+//
+// Payloads (Kafka's primitive encodings: intN big endian; string = int16
+// length + bytes; bytes = int32 length + bytes, -1 for nil):
+//
+//	1 OffsetCommit   group string, topic string, partition int32, offset int64,
+//	                 leader epoch int32, metadata string, commit timestamp int64 (Unix ms)
+//	2 OffsetDelete   group string, topic string, partition int32
+//	3 GroupMetadata  group string, state int8 (GroupState), protocol type string,
+//	                 protocol string, leader string, generation int32,
+//	                 state timestamp int64 (Unix ms), member count int32, then per member:
+//	                 member id string, instance id string, client id string,
+//	                 client host string, session timeout ms int32,
+//	                 rebalance timeout ms int32, subscription bytes, assignment bytes
+//	4 GroupDelete    group string (the group and all its offsets)
+//	5 TxnStage       group string, producer id int64, producer epoch int16,
+//	                 topic string, partition int32, offset int64, leader epoch int32,
+//	                 metadata string, commit timestamp int64
+//	6 TxnComplete    producer id int64, commit int8 (1 commit, 0 abort)
+//
+// A frame that is short or fails its CRC ends the log: it is the torn tail
+// of a write that was never acknowledged, and is cut off at load.
+const (
+	groupLogFile      = "group-log"
+	groupLogMagic     = "MBGL"
+	groupLogVersion   = 1
+	groupLogHeaderLen = 8
+	frameHeaderLen    = 8
+	maxFrameLen       = 64 << 20
+)
+
+type recordType uint8
+
+const (
+	recOffsetCommit  recordType = 1
+	recOffsetDelete  recordType = 2
+	recGroupMetadata recordType = 3
+	recGroupDelete   recordType = 4
+	recTxnStage      recordType = 5
+	recTxnComplete   recordType = 6
+)
+
+// record is one change in the group log.
+type record struct {
+	typ           recordType
+	group         string
+	tp            TopicPartition
+	offset        OffsetAndMetadata
+	producerID    int64
+	producerEpoch int16
+	commit        bool
+	meta          *groupMetadata
+}
+
+type groupMetadata struct {
+	state                          GroupState
+	protocolType, protocol, leader string
+	generation                     int32
+	stateSince                     int64
+	members                        []memberMetadata
+}
+
+type memberMetadata struct {
+	id, instanceID, clientID, clientHost string
+	sessionTimeoutMs, rebalanceTimeoutMs int32
+	subscription, assignment             []byte
+}
+
+// ErrGroupLogCorrupt: a frame inside the group log passed its CRC but does
+// not decode (a bug or a foreign file, never a torn write).
+var ErrGroupLogCorrupt = errors.New("coordinator: group log corrupt")
+
+func groupLogHeader() []byte {
+	h := make([]byte, groupLogHeaderLen)
+	copy(h, groupLogMagic)
+	binary.BigEndian.PutUint16(h[4:], groupLogVersion)
+	return h
+}
+
+func checkGroupLogHeader(b []byte) error {
+	if len(b) < groupLogHeaderLen || string(b[:4]) != groupLogMagic {
+		return fmt.Errorf("%w: bad magic", ErrGroupLogCorrupt)
+	}
+	if v := binary.BigEndian.Uint16(b[4:]); v != groupLogVersion {
+		return fmt.Errorf("%w: unknown version %d", ErrGroupLogCorrupt, v)
+	}
+	return nil
+}
+
+// appendFrame appends r as one frame.
+func appendFrame(dst []byte, r *record) []byte {
+	start := len(dst)
+	dst = append(dst, make([]byte, frameHeaderLen)...)
+	dst = append(dst, byte(r.typ))
+	dst = appendPayload(dst, r)
+	body := dst[start+frameHeaderLen:]
+	binary.BigEndian.PutUint32(dst[start:], uint32(len(body)))
+	binary.BigEndian.PutUint32(dst[start+4:], crc32.Checksum(body, crcTable))
+	return dst
+}
+
+func appendOffset(dst []byte, om OffsetAndMetadata) []byte {
+	dst = kbin.AppendInt64(dst, om.Offset)
+	dst = kbin.AppendInt32(dst, om.LeaderEpoch)
+	dst = kbin.AppendString(dst, om.Metadata)
+	return kbin.AppendInt64(dst, om.CommitTimestamp)
+}
+
+func readOffset(r *kbin.Reader) OffsetAndMetadata {
+	return OffsetAndMetadata{Offset: r.Int64(), LeaderEpoch: r.Int32(), Metadata: r.String(), CommitTimestamp: r.Int64()}
+}
+
+func appendPayload(dst []byte, r *record) []byte {
+	switch r.typ {
+	case recOffsetCommit:
+		dst = kbin.AppendString(dst, r.group)
+		dst = kbin.AppendString(dst, r.tp.Topic)
+		dst = kbin.AppendInt32(dst, r.tp.Partition)
+		dst = appendOffset(dst, r.offset)
+	case recOffsetDelete:
+		dst = kbin.AppendString(dst, r.group)
+		dst = kbin.AppendString(dst, r.tp.Topic)
+		dst = kbin.AppendInt32(dst, r.tp.Partition)
+	case recGroupMetadata:
+		m := r.meta
+		dst = kbin.AppendString(dst, r.group)
+		dst = kbin.AppendInt8(dst, int8(m.state))
+		dst = kbin.AppendString(dst, m.protocolType)
+		dst = kbin.AppendString(dst, m.protocol)
+		dst = kbin.AppendString(dst, m.leader)
+		dst = kbin.AppendInt32(dst, m.generation)
+		dst = kbin.AppendInt64(dst, m.stateSince)
+		dst = kbin.AppendInt32(dst, int32(len(m.members)))
+		for _, mm := range m.members {
+			dst = kbin.AppendString(dst, mm.id)
+			dst = kbin.AppendString(dst, mm.instanceID)
+			dst = kbin.AppendString(dst, mm.clientID)
+			dst = kbin.AppendString(dst, mm.clientHost)
+			dst = kbin.AppendInt32(dst, mm.sessionTimeoutMs)
+			dst = kbin.AppendInt32(dst, mm.rebalanceTimeoutMs)
+			dst = kbin.AppendNullableBytes(dst, mm.subscription)
+			dst = kbin.AppendNullableBytes(dst, mm.assignment)
+		}
+	case recGroupDelete:
+		dst = kbin.AppendString(dst, r.group)
+	case recTxnStage:
+		dst = kbin.AppendString(dst, r.group)
+		dst = kbin.AppendInt64(dst, r.producerID)
+		dst = kbin.AppendInt16(dst, r.producerEpoch)
+		dst = kbin.AppendString(dst, r.tp.Topic)
+		dst = kbin.AppendInt32(dst, r.tp.Partition)
+		dst = appendOffset(dst, r.offset)
+	case recTxnComplete:
+		dst = kbin.AppendInt64(dst, r.producerID)
+		c := int8(0)
+		if r.commit {
+			c = 1
+		}
+		dst = kbin.AppendInt8(dst, c)
+	}
+	return dst
+}
+
+// decodeRecord decodes one frame body (type + payload).
+func decodeRecord(body []byte) (record, error) {
+	if len(body) == 0 {
+		return record{}, fmt.Errorf("%w: empty frame", ErrGroupLogCorrupt)
+	}
+	rec := record{typ: recordType(body[0])}
+	r := kbin.Reader{Src: body[1:]}
+	switch rec.typ {
+	case recOffsetCommit:
+		rec.group, rec.tp.Topic, rec.tp.Partition = r.String(), r.String(), r.Int32()
+		rec.offset = readOffset(&r)
+	case recOffsetDelete:
+		rec.group, rec.tp.Topic, rec.tp.Partition = r.String(), r.String(), r.Int32()
+	case recGroupMetadata:
+		rec.group = r.String()
+		m := &groupMetadata{state: GroupState(r.Int8()), protocolType: r.String(), protocol: r.String(), leader: r.String(),
+			generation: r.Int32(), stateSince: r.Int64()}
+		n := r.Int32()
+		if n < 0 || int(n) > len(body) {
+			return record{}, fmt.Errorf("%w: member count %d", ErrGroupLogCorrupt, n)
+		}
+		for i := int32(0); i < n && r.Ok(); i++ {
+			m.members = append(m.members, memberMetadata{
+				id: r.String(), instanceID: r.String(), clientID: r.String(), clientHost: r.String(),
+				sessionTimeoutMs: r.Int32(), rebalanceTimeoutMs: r.Int32(),
+				subscription: cloneBytes(r.NullableBytes()), assignment: cloneBytes(r.NullableBytes()),
+			})
+		}
+		rec.meta = m
+	case recGroupDelete:
+		rec.group = r.String()
+	case recTxnStage:
+		rec.group, rec.producerID, rec.producerEpoch = r.String(), r.Int64(), r.Int16()
+		rec.tp.Topic, rec.tp.Partition = r.String(), r.Int32()
+		rec.offset = readOffset(&r)
+	case recTxnComplete:
+		rec.producerID = r.Int64()
+		rec.commit = r.Int8() == 1
+	default:
+		return record{}, fmt.Errorf("%w: unknown record type %d", ErrGroupLogCorrupt, rec.typ)
+	}
+	if err := r.Complete(); err != nil {
+		return record{}, fmt.Errorf("%w: record type %d: %v", ErrGroupLogCorrupt, rec.typ, err)
+	}
+	return rec, nil
+}
+
+// scanFrames walks the frames after the header and calls fn for each; it
+// returns the length of the valid prefix (header included). A short or
+// CRC-failing frame ends the scan (torn tail).
+func scanFrames(b []byte, fn func(record) error) (int, error) {
+	pos := groupLogHeaderLen
+	for pos+frameHeaderLen <= len(b) {
+		l := int(binary.BigEndian.Uint32(b[pos:]))
+		if l == 0 || l > maxFrameLen || pos+frameHeaderLen+l > len(b) {
+			break
+		}
+		body := b[pos+frameHeaderLen : pos+frameHeaderLen+l]
+		if crc32.Checksum(body, crcTable) != binary.BigEndian.Uint32(b[pos+4:]) {
+			break
+		}
+		rec, err := decodeRecord(body)
+		if err != nil {
+			return pos, err
+		}
+		if err := fn(rec); err != nil {
+			return pos, err
+		}
+		pos += frameHeaderLen + l
+	}
+	return pos, nil
+}
+
+func cloneBytes(b []byte) []byte {
+	if b == nil {
+		return nil
+	}
+	return append([]byte{}, b...)
+}
