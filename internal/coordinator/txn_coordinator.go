@@ -1,0 +1,366 @@
+package coordinator
+
+import (
+	"errors"
+	"fmt"
+	"sync"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"go.uber.org/zap"
+
+	"github.com/minibroker/minibroker/internal/vfs"
+)
+
+// ErrPartitionGone is what a TxnMarkerWriter returns for a partition that
+// no longer exists: its marker is skipped, as Kafka drops markers for
+// deleted partitions.
+var ErrPartitionGone = errors.New("coordinator: partition no longer exists")
+
+// TxnMarkerWriter appends transaction markers (origin COORDINATOR); the
+// broker implements it over its partitions.
+type TxnMarkerWriter interface {
+	WriteTxnMarker(tp TopicPartition, producerID int64, epoch int16, commit bool, coordinatorEpoch int32) error
+}
+
+// TxnOffsets completes a producer's transactional offsets (the group
+// coordinator's CompleteTxnOffsets).
+type TxnOffsets interface {
+	CompleteTxnOffsets(producerID int64, commit bool) error
+}
+
+// TxnOptions are the transaction coordinator's collaborators.
+type TxnOptions struct {
+	FS          vfs.FS
+	Dir         string
+	Config      TxnConfig
+	ProducerIDs *ProducerIDs
+	Markers     TxnMarkerWriter
+	Offsets     TxnOffsets // nil: transactions may not add offsets
+	Logger      *zap.Logger
+	Registry    prometheus.Registerer // nil: no metrics registered
+	Now         func() time.Time
+	// RetryInterval is how soon a failed marker write is retried; 0 means
+	// one second.
+	RetryInterval time.Duration
+}
+
+// Transactions is the transaction coordinator: the TxnMachine behind a
+// mutex, its durable log, the marker writer, and one goroutine (started by
+// Start, stopped and waited for by Close) that aborts timed-out
+// transactions, expires idle transactional ids and retries unfinished
+// markers — including those of transactions decided before a crash.
+type Transactions struct {
+	opts    TxnOptions
+	logger  *zap.Logger
+	metrics *TxnMetrics
+
+	mu       sync.Mutex // guards the fields below
+	machine  *TxnMachine
+	log      *txnLog
+	epoch    int32           // coordinator epoch of this incarnation
+	inFlight map[string]bool // ids whose markers someone is writing
+	closed   bool
+
+	kick    chan struct{}
+	stop    chan struct{}
+	wg      sync.WaitGroup
+	started bool
+}
+
+// OpenTransactions replays the transaction log in opts.Dir.
+func OpenTransactions(opts TxnOptions) (*Transactions, error) {
+	if opts.FS == nil {
+		opts.FS = vfs.Default
+	}
+	if opts.Logger == nil {
+		opts.Logger = zap.NewNop()
+	}
+	if opts.Now == nil {
+		opts.Now = time.Now
+	}
+	if opts.RetryInterval <= 0 {
+		opts.RetryInterval = time.Second
+	}
+	l, states, epoch, err := openTxnLog(opts.FS, opts.Dir)
+	if err != nil {
+		return nil, err
+	}
+	t := &Transactions{opts: opts, logger: opts.Logger, log: l, epoch: epoch, inFlight: map[string]bool{},
+		kick: make(chan struct{}, 1), stop: make(chan struct{})}
+	t.metrics = newTxnMetrics(t, opts.Registry)
+	t.machine = NewTxnMachine(opts.Config, t.newProducerID, t.persistLocked)
+	for _, md := range states {
+		t.machine.Load(md)
+	}
+	t.logger.Info("transaction log loaded", zap.Int("transactional_ids", len(states)), zap.Int32("coordinator_epoch", epoch),
+		zap.Int("pending_markers", len(t.machine.PendingMarkers())))
+	return t, nil
+}
+
+func (t *Transactions) nowMs() int64 { return t.opts.Now().UnixMilli() }
+
+func (t *Transactions) newProducerID() (int64, error) {
+	id, err := t.opts.ProducerIDs.Next()
+	if err == nil {
+		t.metrics.ProducerIDsIssued.Inc()
+	}
+	return id, err
+}
+
+// NextProducerID hands out a producer id for an idempotent producer.
+func (t *Transactions) NextProducerID() (int64, error) { return t.newProducerID() }
+
+func (t *Transactions) persistLocked(md TxnMetadata) error {
+	if t.closed {
+		return errors.New("coordinator closed")
+	}
+	return t.log.append(encodeTxnRecord(md))
+}
+
+// CoordinatorEpoch is this incarnation's coordinator epoch.
+func (t *Transactions) CoordinatorEpoch() int32 { return t.epoch }
+
+// Start runs the coordinator's goroutine. Call it once the partitions are
+// open: it first finishes the markers of transactions decided before a
+// crash.
+func (t *Transactions) Start() {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if t.started || t.closed {
+		return
+	}
+	t.started = true
+	t.wg.Add(1)
+	go t.run()
+}
+
+// Close stops the goroutine, waits for it, and closes the log.
+func (t *Transactions) Close() error {
+	t.mu.Lock()
+	if t.closed {
+		t.mu.Unlock()
+		return nil
+	}
+	close(t.stop)
+	t.mu.Unlock()
+	t.wg.Wait()
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	t.closed = true
+	return t.log.close()
+}
+
+func (t *Transactions) poke() {
+	select {
+	case t.kick <- struct{}{}:
+	default:
+	}
+}
+
+// claimLocked marks job as being written by the caller; false if someone
+// else is already writing it.
+func (t *Transactions) claimLocked(job *MarkerJob) bool {
+	if job == nil || t.inFlight[job.TransactionalID] {
+		return false
+	}
+	t.inFlight[job.TransactionalID] = true
+	return true
+}
+
+// runJob writes a decided transaction's markers and completes its
+// offsets, then records it complete. The caller claimed the job.
+func (t *Transactions) runJob(job *MarkerJob) error {
+	err := t.writeMarkers(job)
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	delete(t.inFlight, job.TransactionalID)
+	if err == nil && !t.closed {
+		err = t.machine.CompleteMarkers(job, t.nowMs())
+	}
+	if err != nil {
+		t.logger.Warn("transaction markers not finished; will retry", zap.String("transactional_id", job.TransactionalID),
+			zap.Int64("producer_id", job.ProducerID), zap.Bool("commit", job.Commit), zap.Error(err))
+		return err
+	}
+	t.metrics.Completed.WithLabelValues(endName(job.Commit)).Inc()
+	return nil
+}
+
+func (t *Transactions) writeMarkers(job *MarkerJob) error {
+	for _, tp := range job.Partitions {
+		err := t.opts.Markers.WriteTxnMarker(tp, job.ProducerID, job.ProducerEpoch, job.Commit, t.epoch)
+		if errors.Is(err, ErrPartitionGone) {
+			t.logger.Info("transaction marker skipped: partition gone", zap.String("topic", tp.Topic), zap.Int32("partition", tp.Partition))
+			continue
+		}
+		if err != nil {
+			return fmt.Errorf("marker for %s-%d: %w", tp.Topic, tp.Partition, err)
+		}
+	}
+	if job.HasGroups {
+		if t.opts.Offsets == nil {
+			return errors.New("no group coordinator to complete transactional offsets")
+		}
+		if err := t.opts.Offsets.CompleteTxnOffsets(job.ProducerID, job.Commit); err != nil {
+			return fmt.Errorf("complete transactional offsets: %w", err)
+		}
+	}
+	return nil
+}
+
+// InitProducerID serves InitProducerId with a transactional id (see
+// TxnMachine.InitProducerID). When it aborts the id's open transaction,
+// the abort's markers are written before CONCURRENT_TRANSACTIONS is
+// returned, so the client's retry succeeds at once.
+func (t *Transactions) InitProducerID(txnID string, timeoutMs int32, expectedPID int64, expectedEpoch int16) (InitResult, error) {
+	t.mu.Lock()
+	res, job, err := t.machine.InitProducerID(txnID, timeoutMs, expectedPID, expectedEpoch, t.nowMs())
+	claimed := t.claimLocked(job)
+	t.mu.Unlock()
+	if claimed && t.runJob(job) != nil {
+		t.poke()
+	}
+	return res, err
+}
+
+// AddPartitions serves AddPartitionsToTxn.
+func (t *Transactions) AddPartitions(txnID string, pid int64, epoch int16, parts []TopicPartition) error {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	err := t.machine.AddPartitions(txnID, pid, epoch, parts, t.nowMs())
+	t.poke() // a new transaction's timeout may be the next deadline
+	return err
+}
+
+// AddOffsets serves AddOffsetsToTxn.
+func (t *Transactions) AddOffsets(txnID string, pid int64, epoch int16, group string) error {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	err := t.machine.AddOffsets(txnID, pid, epoch, group, t.nowMs())
+	t.poke()
+	return err
+}
+
+// EndTxn serves EndTxn. Once the decision is durable the markers are
+// written before it returns, so a read_committed consumer sees a commit as
+// soon as the producer does. If a marker cannot be written the decision
+// stands (the answer is success, as in Kafka) and the goroutine retries.
+func (t *Transactions) EndTxn(txnID string, pid int64, epoch int16, commit bool) error {
+	t.mu.Lock()
+	job, err := t.machine.EndTxn(txnID, pid, epoch, commit, t.nowMs())
+	claimed := t.claimLocked(job)
+	t.mu.Unlock()
+	if err != nil {
+		return err
+	}
+	if claimed && t.runJob(job) != nil {
+		t.poke()
+	}
+	return nil
+}
+
+// CheckTxnOffsetCommit checks a TxnOffsetCommit against the transaction.
+func (t *Transactions) CheckTxnOffsetCommit(txnID string, pid int64, epoch int16, group string) error {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return t.machine.CheckTxnOffsetCommit(txnID, pid, epoch, group)
+}
+
+// CheckProduce checks a transactional Produce against the transaction.
+func (t *Transactions) CheckProduce(txnID string, pid int64, epoch int16, tp TopicPartition) error {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return t.machine.CheckProduce(txnID, pid, epoch, tp)
+}
+
+// Describe returns a transactional id's state.
+func (t *Transactions) Describe(txnID string) (TxnMetadata, error) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	md, ok := t.machine.Get(txnID)
+	if !ok {
+		return md, fmt.Errorf("%w: %q", ErrTransactionalIDNotFound, txnID)
+	}
+	return md, nil
+}
+
+// List returns every transactional id's state, sorted by id.
+func (t *Transactions) List() []TxnMetadata {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return t.machine.All()
+}
+
+func (t *Transactions) run() {
+	defer t.wg.Done()
+	timer := time.NewTimer(0) // at once: markers left over from before a crash
+	defer timer.Stop()
+	for {
+		select {
+		case <-t.stop:
+			return
+		case <-t.kick:
+		case <-timer.C:
+		}
+		timer.Reset(t.tick())
+	}
+}
+
+// tick aborts timed-out transactions, expires idle ids, retries unfinished
+// markers and compacts the log, and says how long to sleep.
+func (t *Transactions) tick() time.Duration {
+	now := t.nowMs()
+	var jobs []*MarkerJob
+	t.mu.Lock()
+	for _, id := range t.machine.TimedOut(now) {
+		job, err := t.machine.AbortTimedOut(id, now)
+		if err != nil {
+			t.logger.Warn("abort of timed-out transaction failed", zap.String("transactional_id", id), zap.Error(err))
+			continue
+		}
+		if job != nil {
+			t.metrics.TimedOut.Inc()
+			t.logger.Info("transaction timed out; aborting", zap.String("transactional_id", id),
+				zap.Int64("producer_id", job.ProducerID), zap.Int16("bumped_epoch", job.ProducerEpoch))
+		}
+	}
+	if ids, err := t.machine.ExpireIDs(now); err != nil {
+		t.logger.Warn("transactional id expiration failed", zap.Error(err))
+	} else if len(ids) > 0 {
+		t.logger.Info("transactional ids expired", zap.Strings("ids", ids))
+	}
+	for _, job := range t.machine.PendingMarkers() {
+		if t.claimLocked(job) {
+			jobs = append(jobs, job)
+		}
+	}
+	if err := t.log.maybeCompact(t.liveStatesLocked(), t.epoch); err != nil {
+		t.logger.Warn("transaction log compaction failed", zap.Error(err))
+	}
+	deadline, hasDeadline := t.machine.NextDeadline()
+	t.mu.Unlock()
+
+	failed := false
+	for _, job := range jobs {
+		if t.runJob(job) != nil {
+			failed = true
+		}
+	}
+	wait := time.Minute
+	if hasDeadline {
+		wait = min(wait, time.Duration(deadline-t.nowMs())*time.Millisecond)
+	}
+	if failed {
+		wait = min(wait, t.opts.RetryInterval)
+	}
+	return max(wait, time.Millisecond)
+}
+
+func (t *Transactions) liveStatesLocked() map[string]TxnMetadata {
+	out := map[string]TxnMetadata{}
+	for _, md := range t.machine.All() {
+		out[md.TransactionalID] = md
+	}
+	return out
+}

@@ -1,0 +1,378 @@
+package coordinator
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/testutil"
+
+	"github.com/minibroker/minibroker/internal/vfs"
+	"github.com/minibroker/minibroker/internal/vfs/errorfs"
+)
+
+// fakeMarkers records markers; fail makes writes fail.
+type fakeMarkers struct {
+	mu      sync.Mutex
+	written []string
+	fail    error
+	gone    map[TopicPartition]bool
+}
+
+func (f *fakeMarkers) WriteTxnMarker(tp TopicPartition, pid int64, epoch int16, commit bool, coordEpoch int32) error {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.gone[tp] {
+		return ErrPartitionGone
+	}
+	if f.fail != nil {
+		return f.fail
+	}
+	f.written = append(f.written, fmt.Sprintf("%s-%d %s pid=%d epoch=%d coord=%d", tp.Topic, tp.Partition, endName(commit), pid, epoch, coordEpoch))
+	return nil
+}
+
+func (f *fakeMarkers) take() []string {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	out := f.written
+	f.written = nil
+	return out
+}
+
+type fakeOffsets struct {
+	mu   sync.Mutex
+	done []string
+}
+
+func (f *fakeOffsets) CompleteTxnOffsets(pid int64, commit bool) error {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.done = append(f.done, fmt.Sprintf("pid=%d %s", pid, endName(commit)))
+	return nil
+}
+
+type txnHarness struct {
+	t       *testing.T
+	fs      vfs.FS
+	dir     string
+	markers *fakeMarkers
+	offsets *fakeOffsets
+	clock   *fakeClock
+	reg     *prometheus.Registry
+}
+
+type fakeClock struct {
+	mu  sync.Mutex
+	now time.Time
+}
+
+func (c *fakeClock) Now() time.Time { c.mu.Lock(); defer c.mu.Unlock(); return c.now }
+func (c *fakeClock) Add(d time.Duration) {
+	c.mu.Lock()
+	c.now = c.now.Add(d)
+	c.mu.Unlock()
+}
+
+func newTxnHarness(t *testing.T, fs vfs.FS, dir string) *txnHarness {
+	return &txnHarness{t: t, fs: fs, dir: dir, markers: &fakeMarkers{}, offsets: &fakeOffsets{},
+		clock: &fakeClock{now: time.UnixMilli(1_000_000)}}
+}
+
+func (h *txnHarness) open() *Transactions {
+	h.t.Helper()
+	pids, err := OpenProducerIDs(h.fs, h.dir)
+	if err != nil {
+		h.t.Fatal(err)
+	}
+	h.reg = prometheus.NewRegistry()
+	tx, err := OpenTransactions(TxnOptions{FS: h.fs, Dir: h.dir, Config: TxnConfig{MaxTimeoutMs: 60_000, IDExpirationMs: 3_600_000},
+		ProducerIDs: pids, Markers: h.markers, Offsets: h.offsets, Registry: h.reg, Now: h.clock.Now,
+		RetryInterval: 5 * time.Millisecond})
+	if err != nil {
+		h.t.Fatal(err)
+	}
+	return tx
+}
+
+func TestTransactionsCommitWritesMarkersAndOffsets(t *testing.T) {
+	h := newTxnHarness(t, vfs.Default, t.TempDir())
+	tx := h.open()
+	defer tx.Close()
+	res, err := tx.InitProducerID("t", 10_000, -1, -1)
+	if err != nil || res.ProducerID != 0 || res.ProducerEpoch != 0 {
+		t.Fatalf("init: %+v %v", res, err)
+	}
+	must(t, tx.AddPartitions("t", 0, 0, []TopicPartition{{"a", 1}, {"a", 0}}))
+	must(t, tx.AddOffsets("t", 0, 0, "g"))
+	must(t, tx.EndTxn("t", 0, 0, true))
+	if got := fmt.Sprint(h.markers.take()); got != "[a-0 commit pid=0 epoch=0 coord=0 a-1 commit pid=0 epoch=0 coord=0]" {
+		t.Fatalf("markers: %s", got)
+	}
+	if got := fmt.Sprint(h.offsets.done); got != "[pid=0 commit]" {
+		t.Fatalf("offsets: %s", got)
+	}
+	md, err := tx.Describe("t")
+	if err != nil || md.State != TxnCompleteCommit {
+		t.Fatalf("describe: %+v %v", md, err)
+	}
+	if _, err := tx.Describe("nope"); !errors.Is(err, ErrTransactionalIDNotFound) {
+		t.Fatalf("describe unknown: %v", err)
+	}
+	if n := testutil.ToFloat64(tx.metrics.ProducerIDsIssued); n != 1 {
+		t.Fatalf("producer ids issued: %v", n)
+	}
+	if n := testutil.ToFloat64(tx.metrics.Completed.WithLabelValues("commit")); n != 1 {
+		t.Fatalf("completed: %v", n)
+	}
+	if _, err := testutil.GatherAndCount(h.reg, "minibroker_transactions"); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// A crash after the commit is decided and before its markers are written
+// completes the commit on restart, with a higher coordinator epoch.
+func TestTransactionsCrashBeforeMarkersCompletesOnRestart(t *testing.T) {
+	mem := errorfs.NewMem()
+	h := newTxnHarness(t, mem, "/data")
+	must(t, mem.MkdirAll("/data", 0o755))
+	tx := h.open()
+	if _, err := tx.InitProducerID("t", 10_000, -1, -1); err != nil {
+		t.Fatal(err)
+	}
+	must(t, tx.AddPartitions("t", 0, 0, []TopicPartition{{"a", 0}, {"b", 0}}))
+	must(t, tx.AddOffsets("t", 0, 0, "g"))
+	h.markers.fail = errors.New("disk gone")
+	must(t, tx.EndTxn("t", 0, 0, true)) // decided: success, as Kafka answers
+	if md, _ := tx.Describe("t"); md.State != TxnPrepareCommit {
+		t.Fatalf("state %s", md.State)
+	}
+	if err := tx.AddPartitions("t", 0, 0, []TopicPartition{{"a", 0}}); !errors.Is(err, ErrConcurrentTransactions) {
+		t.Fatalf("add while completing: %v", err)
+	}
+	// Crash: only fsynced bytes survive.
+	crashed := mem.CrashClone()
+	tx.Close()
+
+	h2 := newTxnHarness(t, crashed, "/data")
+	tx2 := h2.open()
+	defer tx2.Close()
+	if tx2.CoordinatorEpoch() != 1 {
+		t.Fatalf("coordinator epoch %d", tx2.CoordinatorEpoch())
+	}
+	tx2.Start()
+	waitFor(t, func() bool { md, _ := tx2.Describe("t"); return md.State == TxnCompleteCommit })
+	if got := fmt.Sprint(h2.markers.take()); got != "[a-0 commit pid=0 epoch=0 coord=1 b-0 commit pid=0 epoch=0 coord=1]" {
+		t.Fatalf("markers after restart: %s", got)
+	}
+	if got := fmt.Sprint(h2.offsets.done); got != "[pid=0 commit]" {
+		t.Fatalf("offsets: %s", got)
+	}
+	// The producer keeps going with the same id and epoch.
+	must(t, tx2.AddPartitions("t", 0, 0, []TopicPartition{{"a", 0}}))
+}
+
+// A failed marker write is retried by the goroutine until it succeeds;
+// a deleted partition is skipped.
+func TestTransactionsRetryFailedMarkers(t *testing.T) {
+	h := newTxnHarness(t, vfs.Default, t.TempDir())
+	tx := h.open()
+	defer tx.Close()
+	tx.Start()
+	tx.InitProducerID("t", 10_000, -1, -1)
+	must(t, tx.AddPartitions("t", 0, 0, []TopicPartition{{"a", 0}, {"gone", 0}}))
+	h.markers.mu.Lock()
+	h.markers.fail = errors.New("transient")
+	h.markers.gone = map[TopicPartition]bool{{"gone", 0}: true}
+	h.markers.mu.Unlock()
+	must(t, tx.EndTxn("t", 0, 0, false))
+	time.Sleep(20 * time.Millisecond)
+	h.markers.mu.Lock()
+	h.markers.fail = nil
+	h.markers.mu.Unlock()
+	waitFor(t, func() bool { md, _ := tx.Describe("t"); return md.State == TxnCompleteAbort })
+	if got := fmt.Sprint(h.markers.take()); got != "[a-0 abort pid=0 epoch=0 coord=0]" {
+		t.Fatalf("markers: %s", got)
+	}
+}
+
+// The goroutine aborts a transaction past its timeout at a bumped epoch.
+func TestTransactionsTimeoutAbort(t *testing.T) {
+	h := newTxnHarness(t, vfs.Default, t.TempDir())
+	tx := h.open()
+	defer tx.Close()
+	tx.Start()
+	tx.InitProducerID("t", 100, -1, -1)
+	must(t, tx.AddPartitions("t", 0, 0, []TopicPartition{{"a", 0}}))
+	h.clock.Add(101 * time.Millisecond)
+	tx.poke()
+	waitFor(t, func() bool { md, _ := tx.Describe("t"); return md.State == TxnCompleteAbort })
+	if got := fmt.Sprint(h.markers.take()); got != "[a-0 abort pid=0 epoch=1 coord=0]" {
+		t.Fatalf("markers: %s", got)
+	}
+	if err := tx.EndTxn("t", 0, 0, true); !errors.Is(err, ErrProducerFenced) {
+		t.Fatalf("fenced producer's commit: %v", err)
+	}
+	if n := testutil.ToFloat64(tx.metrics.TimedOut); n != 1 {
+		t.Fatalf("timed out: %v", n)
+	}
+}
+
+// Torn tails are cut; a torn record was never acknowledged.
+func TestTxnLogTornTail(t *testing.T) {
+	dir := t.TempDir()
+	h := newTxnHarness(t, vfs.Default, dir)
+	tx := h.open()
+	tx.InitProducerID("a", 1000, -1, -1)
+	tx.InitProducerID("b", 1000, -1, -1)
+	tx.Close()
+	path := filepath.Join(dir, txnLogFile)
+	full, _ := os.ReadFile(path)
+	for cut := len(full) - 1; cut > len(full)-40; cut -= 7 {
+		must(t, os.WriteFile(path, full[:cut], 0o644))
+		tx := h.open()
+		ids := fmt.Sprint(len(tx.List()))
+		tx.Close()
+		if ids != "1" {
+			t.Fatalf("cut at %d: %s ids, want 1 (b's record torn)", cut, ids)
+		}
+		if fi, _ := os.Stat(path); fi.Size() >= int64(cut)+20 {
+			t.Fatalf("torn tail not cut: %d bytes", fi.Size())
+		}
+	}
+	// A flipped byte in the last record is the same as a torn one.
+	full[len(full)-3] ^= 0xff
+	must(t, os.WriteFile(path, full, 0o644))
+	tx = h.open()
+	if n := len(tx.List()); n != 1 {
+		t.Fatalf("%d ids after a corrupt last record", n)
+	}
+	tx.Close()
+	// A bad header is an error, never silently an empty log.
+	must(t, os.WriteFile(path, []byte("XXXXXXXXXXXXXXXX"), 0o644))
+	pids, _ := OpenProducerIDs(vfs.Default, dir)
+	if _, err := OpenTransactions(TxnOptions{Dir: dir, ProducerIDs: pids}); !errors.Is(err, ErrTxnLogCorrupt) {
+		t.Fatalf("bad header: %v", err)
+	}
+}
+
+// The log is compacted on open: one record per live id plus the epoch.
+func TestTxnLogCompaction(t *testing.T) {
+	dir := t.TempDir()
+	h := newTxnHarness(t, vfs.Default, dir)
+	tx := h.open()
+	for i := 0; i < 50; i++ {
+		tx.InitProducerID("t", 1000, -1, -1)
+	}
+	tx.InitProducerID("u", 1000, -1, -1)
+	if tx.log.records != 52 {
+		t.Fatalf("%d records before compaction", tx.log.records)
+	}
+	tx.Close()
+	tx = h.open()
+	defer tx.Close()
+	if tx.log.records != 3 {
+		t.Fatalf("%d records after compaction", tx.log.records)
+	}
+	md, _ := tx.Describe("t")
+	if md.ProducerEpoch != 49 || tx.CoordinatorEpoch() != 1 {
+		t.Fatalf("after compaction: epoch %d, coordinator epoch %d", md.ProducerEpoch, tx.CoordinatorEpoch())
+	}
+}
+
+// A failed fsync is never acknowledged, and the log refuses further writes.
+func TestTxnLogFailedSync(t *testing.T) {
+	efs := errorfs.Wrap(vfs.Default)
+	dir := t.TempDir()
+	h := newTxnHarness(t, efs, dir)
+	tx := h.open()
+	defer tx.Close()
+	efs.Inject(errorfs.Rule{Op: errorfs.OpSync, PathContains: txnLogFile, Count: 1})
+	if _, err := tx.InitProducerID("t", 1000, -1, -1); !errors.Is(err, ErrTxnLogUnavailable) {
+		t.Fatalf("init with failing fsync: %v", err)
+	}
+	if _, err := tx.InitProducerID("t", 1000, -1, -1); !errors.Is(err, ErrTxnLogUnavailable) {
+		t.Fatalf("init after a failed fsync: %v", err)
+	}
+}
+
+// Producer ids never repeat across 100 restarts, half of them crashes
+// (only fsynced bytes survive) in the middle of allocating.
+func TestProducerIDsNeverRepeatAcross100Restarts(t *testing.T) {
+	mem := errorfs.NewMem()
+	must(t, mem.MkdirAll("/d", 0o755))
+	var fsys vfs.FS = mem
+	seen := map[int64]bool{}
+	for restart := 0; restart < 100; restart++ {
+		h := newTxnHarness(t, fsys, "/d")
+		tx := h.open()
+		for i := 0; i < (restart*389)%1300; i++ {
+			var id int64
+			var err error
+			if i%50 == 0 {
+				var r InitResult
+				r, err = tx.InitProducerID(fmt.Sprintf("t%d-%d", restart, i), 1000, -1, -1)
+				id = r.ProducerID
+			} else {
+				id, err = tx.NextProducerID()
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			if seen[id] {
+				t.Fatalf("restart %d: producer id %d handed out twice", restart, id)
+			}
+			seen[id] = true
+		}
+		if restart%2 == 1 {
+			fsys = mem.CrashClone() // kill -9: the old process's memory is gone
+			mem = fsys.(*errorfs.MemFS)
+		} else {
+			tx.Close()
+		}
+	}
+}
+
+func must(t *testing.T, err error) {
+	t.Helper()
+	if err != nil {
+		t.Fatal(err)
+	}
+}
+
+func waitFor(t *testing.T, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(5 * time.Second)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatal("condition not met in 5s")
+		}
+		time.Sleep(2 * time.Millisecond)
+	}
+}
+
+func FuzzDecodeTxnRecord(f *testing.F) {
+	f.Add(encodeTxnRecord(TxnMetadata{TransactionalID: "t", ProducerID: 3, LastProducerID: -1, ProducerEpoch: 2,
+		LastProducerEpoch: -1, TimeoutMs: 100, State: TxnOngoing, Partitions: []TopicPartition{{"a", 0}},
+		Groups: []string{"g"}, StartMs: 5, LastUpdateMs: 6}))
+	f.Add(encodeEpochRecord(7))
+	f.Fuzz(func(t *testing.T, b []byte) {
+		body, _, ok := readTxnRecord(b)
+		if !ok || body[0] != txnRecordState {
+			return
+		}
+		md, err := decodeTxnState(body)
+		if err != nil {
+			return
+		}
+		again, err := decodeTxnState(encodeTxnRecord(md)[8:])
+		if err != nil || fmt.Sprint(again) != fmt.Sprint(md) {
+			t.Fatalf("round trip: %+v vs %+v (%v)", md, again, err)
+		}
+	})
+}
