@@ -118,7 +118,9 @@ func FuzzIndexFiles(f *testing.F) {
 		}
 		l.OffsetForTimestamp(3)
 		l.MaxTimestamp()
-		l.TruncateTo(5)
+		if err := l.TruncateTo(5); err != nil {
+			t.Logf("TruncateTo: %v", err)
+		}
 		checkServes(t, l)
 	})
 }

@@ -1,8 +1,8 @@
 package log
 
 import (
+	"errors"
 	"fmt"
-	"io"
 
 	"go.uber.org/zap"
 )
@@ -79,44 +79,52 @@ func (l *Log) TruncateTo(offset int64) error {
 }
 
 // truncateSegmentLocked cuts s before its first batch whose last offset
-// is >= offset.
+// is >= offset. Index entries are checked against the data before they
+// are trusted, and indexes that disagree with it are rebuilt.
 func (l *Log) truncateSegmentLocked(s *segment, offset int64) error {
-	pos, cutBase := s.size, int64(-1)
-	sc := newScanner(s.log, s.logPath, s.offIdx.lookupPosition(s.offIdx.view(), offset), s.size, headerReadahead)
-	for {
-		h, _, p, err := sc.next(false)
-		if err == io.EOF {
-			break
-		}
-		if err != nil {
-			return readErr(s, err)
-		}
-		if h.LastOffset() >= offset {
-			pos, cutBase = p, h.BaseOffset
-			break
-		}
+	v := s.view()
+	h, pos, found, err := findBatch(v, offset, true)
+	if err != nil {
+		h, pos, found, err = findBatch(v, offset, false)
+	}
+	if err != nil {
+		return err
 	}
 	if err := s.txn.truncateTo(offset); err != nil {
 		return err
 	}
-	if cutBase < 0 {
+	if !found {
 		return nil
 	}
 	if err := s.log.Truncate(pos); err != nil {
 		return storageErr("truncate", s.logPath, err)
 	}
 	s.size = pos
+	s.markDirty()
 	if err := s.offIdx.truncateToPosition(pos); err != nil {
 		return err
 	}
-	if err := s.timeIdx.truncateToOffset(cutBase); err != nil {
+	if err := s.timeIdx.truncateToOffset(h.BaseOffset); err != nil {
 		return err
 	}
 	s.nextOffset, s.rollTs, s.bytesSinceIndex = s.base, -1, 0
-	if err := s.loadTail(); err != nil {
+	err = s.loadTail()
+	if err == nil {
+		err = s.verifyLastEntries()
+	}
+	var ce *CorruptionError
+	if !errors.As(err, &ce) {
 		return err
 	}
-	s.markDirty()
+	l.logger.Warn("index disagrees with the segment after truncation: rebuilding", zap.Error(err))
+	cut, err := l.recoverSegment(s, s.base)
+	if err != nil {
+		return err
+	}
+	if cut != nil {
+		l.logger.Warn("damaged data below the truncation point: cutting there", zap.Error(cut))
+		return l.truncateSegmentFile(s, cut.(*CorruptionError).Offset)
+	}
 	return nil
 }
 

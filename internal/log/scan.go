@@ -90,6 +90,9 @@ func (s *scanner) next(whole bool) (h batch.Header, raw []byte, pos int64, err e
 		return h, nil, pos, io.EOF
 	}
 	corrupt := func(e error) error { return &CorruptionError{Segment: s.name, Offset: pos, Err: e} }
+	if pos < 0 {
+		return h, nil, pos, corrupt(errors.New("negative position (damaged index?)"))
+	}
 	if s.end-pos < batch.HeaderSize {
 		return h, nil, pos, corrupt(errTornTail)
 	}
