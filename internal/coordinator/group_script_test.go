@@ -129,7 +129,9 @@ func runGroupScript(t *testing.T, path string) {
 	}
 }
 
-func (s *groupScript) printf(format string, args ...any) { s.out = append(s.out, fmt.Sprintf(format, args...)) }
+func (s *groupScript) printf(format string, args ...any) {
+	s.out = append(s.out, fmt.Sprintf(format, args...))
+}
 
 func gsArgs(fields []string) (kv map[string]string, rest []string) {
 	kv = map[string]string{}
@@ -204,9 +206,9 @@ func (s *groupScript) event(f []string) {
 		v := gsInt(kv, "v", 9)
 		req := JoinRequest{
 			Group: group, MemberID: kv["member"], InstanceID: kv["inst"], ClientID: "c", ClientHost: "/127.0.0.1",
-			ProtocolType:     "consumer",
-			SessionTimeout:   time.Duration(gsInt(kv, "session", 10000)) * time.Millisecond,
-			RebalanceTimeout: time.Duration(gsInt(kv, "rebalance", 5000)) * time.Millisecond,
+			ProtocolType:         "consumer",
+			SessionTimeout:       time.Duration(gsInt(kv, "session", 10000)) * time.Millisecond,
+			RebalanceTimeout:     time.Duration(gsInt(kv, "rebalance", 5000)) * time.Millisecond,
 			RequireKnownMemberID: v >= 4, SupportsSkipAssignment: v >= 9,
 		}
 		if c, ok := kv["client"]; ok {
