@@ -108,34 +108,26 @@ func (l *Log) Append(data []byte) (AppendResult, error) {
 	for k := range hs {
 		f := &hs[k]
 		res.MaxTimestamp = max(res.MaxTimestamp, f.h.MaxTimestamp)
-		if seg.fits(int64(f.end-f.start), f.h.LastOffset(), &l.cfg) && !seg.timeToRoll(&f.h, now, &l.cfg) {
+		runBytes := int64(f.start - hs[runFirst].start) // written before f in this run
+		if seg.fits(runBytes, int64(f.end-f.start), f.h.LastOffset(), &l.cfg) && !seg.timeToRoll(&f.h, now, &l.cfg) {
 			continue
 		}
 		if err := l.writeRunLocked(seg, data, hs[runFirst:k]); err != nil {
-			l.mu.Unlock()
-			return AppendResult{}, err
+			return AppendResult{}, l.abortAppendLocked(err)
 		}
 		seg, err = l.rollLocked(f.h.BaseOffset, now)
 		if err != nil {
-			l.mu.Unlock()
-			return AppendResult{}, err
+			return AppendResult{}, l.abortAppendLocked(err)
 		}
 		rolled = append(rolled, f.h.BaseOffset)
 		runFirst = k
 	}
 	if err := l.writeRunLocked(seg, data, hs[runFirst:]); err != nil {
-		l.mu.Unlock()
-		return AppendResult{}, err
+		return AppendResult{}, l.abortAppendLocked(err)
 	}
-	l.leo = last.LastOffset() + 1
 	res.LogEndOffset = l.leo
-	epochsChanged := false
-	for k := range hs {
-		if l.epochs.assign(hs[k].h.PartitionLeaderEpoch, hs[k].h.BaseOffset) {
-			epochsChanged = true
-		}
-	}
-	if epochsChanged {
+	if l.epochsChanged {
+		l.epochsChanged = false
 		if err := l.writeEpochsLocked(); err != nil {
 			err = l.failLocked(err)
 			l.mu.Unlock()
@@ -194,7 +186,29 @@ func (l *Log) writeRunLocked(seg *segment, data []byte, hs []framed) error {
 	}
 	seg.size = pos
 	seg.dirty, seg.idxDirty = true, true
+	// The run is in the log: it counts even if a later run of the same
+	// Append fails.
+	l.leo = hs[len(hs)-1].h.LastOffset() + 1
+	for k := range hs {
+		if l.epochs.assign(hs[k].h.PartitionLeaderEpoch, hs[k].h.BaseOffset) {
+			l.epochsChanged = true
+		}
+	}
 	return nil
+}
+
+// abortAppendLocked ends a failed Append: runs already written stay (the
+// log end offset covers them) and their leader epochs are recorded if the
+// checkpoint can still be written. It unlocks mu.
+func (l *Log) abortAppendLocked(err error) error {
+	if l.epochsChanged {
+		l.epochsChanged = false
+		if werr := l.writeEpochsLocked(); werr != nil {
+			l.logger.Error("cannot record leader epochs after a failed append", zap.Error(werr))
+		}
+	}
+	l.mu.Unlock()
+	return err
 }
 
 // rollLocked makes a new active segment at base (Kafka's roll): the old

@@ -295,3 +295,31 @@ func TestFaultTruncationSurvivesCrash(t *testing.T) {
 	}
 	l.Close()
 }
+
+// TestFaultRollFails: an Append whose batches span a roll, with the new
+// segment failing to open, keeps the batches written before the roll
+// (the log end offset covers them) and takes the log offline.
+func TestFaultRollFails(t *testing.T) {
+	cfg := testConfig()
+	cfg.SegmentBytes = 1000
+	l, e, mem := faultLog(t, cfg)
+	first := testBatch{base: 0, records: 2, valueSize: 200}.build()
+	second := testBatch{base: 2, records: 2, valueSize: 200}.build()
+	third := testBatch{base: 4, records: 2, valueSize: 200}.build() // does not fit: roll
+	e.Inject(errorfs.Rule{Op: errorfs.OpOpen, PathContains: "00000000000000000004.log"})
+	_, err := l.Append(slices.Concat(first, second, third))
+	if !errors.Is(err, ErrStorage) {
+		t.Fatalf("Append across a failing roll: %v (segments %v, injected %v)", err, l.SegmentBaseOffsets(), e.Injected())
+	}
+	if l.LogEndOffset() != 4 {
+		t.Fatalf("LEO %d, want 4 (the batches before the roll)", l.LogEndOffset())
+	}
+	expectOffline(t, l, nil)
+	l.Close()
+	e.Clear()
+	l2, got := reopenOn(t, mem)
+	defer l2.Close()
+	if !bytes.Equal(got, slices.Concat(first, second)) {
+		t.Fatalf("after restart: %d bytes", len(got))
+	}
+}

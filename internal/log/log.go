@@ -43,6 +43,7 @@ type Log struct {
 	// recoveryPoint: everything below is fsynced, indexes included.
 	recoveryPoint int64
 	epochs        epochCache
+	epochsChanged bool  // the cache changed during an Append, checkpoint pending
 	failed        error // first write/fsync failure; appends refused after it
 	closed        bool
 	closing       bool // Close is flushing: writes refused, reads served

@@ -196,12 +196,13 @@ func (s *segment) maybeAppendTimeEntry() error {
 }
 
 // fits reports whether a batch of size bytes whose last offset is last can
-// go into this segment without breaking the limits of the formats.
-func (s *segment) fits(size int64, last int64, cfg *Config) bool {
-	if s.size == 0 {
+// go into this segment, after pending bytes not yet written, without
+// breaking log.segment.bytes or the limits of the formats.
+func (s *segment) fits(pending, size int64, last int64, cfg *Config) bool {
+	if s.size+pending == 0 {
 		return last-s.base <= math.MaxInt32
 	}
-	return s.size+size <= cfg.SegmentBytes &&
+	return s.size+pending+size <= cfg.SegmentBytes &&
 		last-s.base <= math.MaxInt32 &&
 		(s.offIdx.n+1)*offsetEntrySize <= int64(cfg.SegmentIndexBytes) &&
 		(s.timeIdx.n+1)*timeEntrySize <= int64(cfg.SegmentIndexBytes)
