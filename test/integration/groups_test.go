@@ -3,18 +3,22 @@ package integration
 import (
 	"context"
 	"fmt"
+	"os/exec"
+	"strings"
 	"sync"
 	"testing"
 	"time"
 
+	"github.com/IBM/sarama"
+	"github.com/segmentio/kafka-go"
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/minibroker/minibroker/minibrokertest"
 )
 
-// produceN writes n records (values prefix-0..n-1) round-robin over the
+// groupsProduce writes n records (values prefix-0..n-1) round-robin over the
 // topic's partitions.
-func produceN(t *testing.T, addr, topic, prefix string, n int) {
+func groupsProduce(t *testing.T, addr, topic, prefix string, n int) {
 	t.Helper()
 	cl := newClient(t, addr, kgo.DefaultProduceTopic(topic), kgo.RecordPartitioner(kgo.RoundRobinPartitioner()))
 	recs := make([]*kgo.Record, n)
@@ -112,9 +116,9 @@ func (m *groupMember) commit(t *testing.T) {
 	}
 }
 
-// consumeExactly polls members until want records (values prefix-0..n-1)
+// groupsConsumeExactly polls members until want records (values prefix-0..n-1)
 // arrived, and fails on any other or duplicate record.
-func consumeExactly(t *testing.T, prefix string, n int, members ...*groupMember) {
+func groupsConsumeExactly(t *testing.T, prefix string, n int, members ...*groupMember) {
 	t.Helper()
 	seen := map[string]int{}
 	dups := 0
@@ -152,12 +156,12 @@ func waitFor(t *testing.T, what string, cond func() bool) {
 func TestGroupsKgo(t *testing.T) {
 	const topic, group, parts = "gk", "gk-group", 4
 	c := minibrokertest.Start(t, minibrokertest.Topic(topic, parts))
-	produceN(t, c.Addr(), topic, "a", 40)
+	groupsProduce(t, c.Addr(), topic, "a", 40)
 
 	// Two members consume everything exactly once between them.
 	m1 := newGroupMember(t, c.Addr(), group, topic)
 	m2 := newGroupMember(t, c.Addr(), group, topic)
-	consumeExactly(t, "a", 40, m1, m2)
+	groupsConsumeExactly(t, "a", 40, m1, m2)
 	waitFor(t, "both members assigned", func() bool {
 		return m1.assignment() > 0 && m2.assignment() > 0 && m1.assignment()+m2.assignment() == parts
 	})
@@ -170,31 +174,220 @@ func TestGroupsKgo(t *testing.T) {
 		m1.pollInto(t, map[string]int{}, new(int))
 		return m1.assignment() == parts
 	})
-	produceN(t, c.Addr(), topic, "b", 20)
-	consumeExactly(t, "b", 20, m1)
+	groupsProduce(t, c.Addr(), topic, "b", 20)
+	groupsConsumeExactly(t, "b", 20, m1)
 	m1.commit(t)
 	m1.cl.Close()
 
 	// A member restart resumes from the committed offsets.
-	produceN(t, c.Addr(), topic, "c", 20)
+	groupsProduce(t, c.Addr(), topic, "c", 20)
 	m3 := newGroupMember(t, c.Addr(), group, topic)
-	consumeExactly(t, "c", 20, m3)
+	groupsConsumeExactly(t, "c", 20, m3)
 	m3.commit(t)
 	m3.cl.Close()
 
 	// So does a broker restart.
 	c.Restart()
-	produceN(t, c.Addr(), topic, "d", 20)
+	groupsProduce(t, c.Addr(), topic, "d", 20)
 	m4 := newGroupMember(t, c.Addr(), group, topic)
-	consumeExactly(t, "d", 20, m4)
+	groupsConsumeExactly(t, "d", 20, m4)
 	m4.commit(t)
 	m4.cl.Close()
 
 	// And a crash right after the commits were acknowledged.
 	c.Kill()
 	c.Revive()
-	produceN(t, c.Addr(), topic, "e", 20)
+	groupsProduce(t, c.Addr(), topic, "e", 20)
 	m5 := newGroupMember(t, c.Addr(), group, topic)
-	consumeExactly(t, "e", 20, m5)
+	groupsConsumeExactly(t, "e", 20, m5)
 	m5.cl.Close()
+}
+
+// groupsCheckValues fails unless values are exactly prefix-0..n-1 (in any
+// order, no duplicates).
+func groupsCheckValues(t *testing.T, who, prefix string, n int, values []string) {
+	t.Helper()
+	seen := map[string]bool{}
+	for _, v := range values {
+		var i int
+		if _, err := fmt.Sscanf(v, prefix+"-%d", &i); err != nil || i >= n {
+			t.Fatalf("%s: unexpected record %q (want only %s-0..%d: committed offsets not resumed?)", who, v, prefix, n-1)
+		}
+		if seen[v] {
+			t.Fatalf("%s: duplicate record %q", who, v)
+		}
+		seen[v] = true
+	}
+	if len(seen) != n {
+		t.Fatalf("%s: %d of %d %s records", who, len(seen), n, prefix)
+	}
+}
+
+// saramaGroupHandler collects values until want arrived, marking each
+// message so the offsets are committed.
+type saramaGroupHandler struct {
+	mu     sync.Mutex
+	values []string
+	want   int
+	done   chan struct{}
+	once   sync.Once
+}
+
+func (h *saramaGroupHandler) Setup(sarama.ConsumerGroupSession) error   { return nil }
+func (h *saramaGroupHandler) Cleanup(sarama.ConsumerGroupSession) error { return nil }
+func (h *saramaGroupHandler) ConsumeClaim(s sarama.ConsumerGroupSession, c sarama.ConsumerGroupClaim) error {
+	for m := range c.Messages() {
+		h.mu.Lock()
+		h.values = append(h.values, string(m.Value))
+		if len(h.values) >= h.want {
+			h.once.Do(func() { close(h.done) })
+		}
+		h.mu.Unlock()
+		s.MarkMessage(m, "")
+	}
+	return nil
+}
+
+// saramaGroupConsume runs one sarama group member until want records
+// arrived (plus a short grace period to catch extra ones), then closes it
+// (committing its marked offsets).
+func saramaGroupConsume(t *testing.T, addr, group, topic string, version sarama.KafkaVersion, want int) []string {
+	t.Helper()
+	cfg := saramaConfig(version)
+	cfg.Consumer.Offsets.Initial = sarama.OffsetOldest
+	cfg.Consumer.Offsets.AutoCommit.Interval = 100 * time.Millisecond
+	cfg.Consumer.Group.Session.Timeout = 6 * time.Second
+	cfg.Consumer.Group.Heartbeat.Interval = 200 * time.Millisecond
+	cfg.Consumer.Group.Rebalance.Timeout = 5 * time.Second
+	cg, err := sarama.NewConsumerGroup([]string{addr}, group, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	h := &saramaGroupHandler{want: want, done: make(chan struct{})}
+	ctx, cancel := context.WithCancel(context.Background())
+	errc := make(chan error, 1)
+	go func() {
+		for ctx.Err() == nil {
+			if err := cg.Consume(ctx, []string{topic}, h); err != nil {
+				errc <- err
+				return
+			}
+		}
+		errc <- nil
+	}()
+	select {
+	case <-h.done:
+		time.Sleep(300 * time.Millisecond)
+	case <-time.After(30 * time.Second):
+	}
+	cancel()
+	if err := <-errc; err != nil {
+		t.Fatalf("sarama %s: consume: %v", version, err)
+	}
+	if err := cg.Close(); err != nil {
+		t.Fatalf("sarama %s: close: %v", version, err)
+	}
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return h.values
+}
+
+// TestGroupsSarama: sarama's consumer group, at several protocol versions,
+// consumes and commits; a new member resumes from the committed offsets,
+// also after a broker restart.
+func TestGroupsSarama(t *testing.T) {
+	versions := []sarama.KafkaVersion{sarama.V1_0_0_0, sarama.V2_3_0_0, sarama.V3_6_0_0}
+	var opts []minibrokertest.Option
+	for i := range versions {
+		opts = append(opts, minibrokertest.Topic(fmt.Sprintf("gs%d", i), 3))
+	}
+	c := minibrokertest.Start(t, opts...)
+	for i, v := range versions {
+		topic, group := fmt.Sprintf("gs%d", i), fmt.Sprintf("sg%d", i)
+		groupsProduce(t, c.Addr(), topic, "a", 30)
+		groupsCheckValues(t, "sarama "+v.String(), "a", 30, saramaGroupConsume(t, c.Addr(), group, topic, v, 30))
+		groupsProduce(t, c.Addr(), topic, "b", 10)
+		groupsCheckValues(t, "sarama "+v.String()+" resumed", "b", 10, saramaGroupConsume(t, c.Addr(), group, topic, v, 10))
+	}
+	c.Restart()
+	for i, v := range versions {
+		topic, group := fmt.Sprintf("gs%d", i), fmt.Sprintf("sg%d", i)
+		groupsProduce(t, c.Addr(), topic, "c", 10)
+		groupsCheckValues(t, "sarama "+v.String()+" after restart", "c", 10, saramaGroupConsume(t, c.Addr(), group, topic, v, 10))
+	}
+}
+
+// TestGroupsKafkaGo: kafka-go's Reader with a GroupID commits as it reads;
+// a new reader resumes after the committed offsets, also after a crash.
+func TestGroupsKafkaGo(t *testing.T) {
+	const topic, group = "gkg", "kg"
+	c := minibrokertest.Start(t, minibrokertest.Topic(topic, 3))
+	read := func(prefix string, n int) {
+		t.Helper()
+		r := kafka.NewReader(kafka.ReaderConfig{
+			Brokers: []string{c.Addr()}, GroupID: group, Topic: topic, StartOffset: kafka.FirstOffset,
+			MaxWait: 100 * time.Millisecond, HeartbeatInterval: 200 * time.Millisecond,
+			SessionTimeout: 6 * time.Second, RebalanceTimeout: 5 * time.Second,
+			ReadBackoffMin: 50 * time.Millisecond, ReadBackoffMax: 100 * time.Millisecond,
+		})
+		defer r.Close()
+		var values []string
+		for len(values) < n {
+			ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+			m, err := r.ReadMessage(ctx) // commits synchronously (CommitInterval 0)
+			cancel()
+			if err != nil {
+				t.Fatalf("kafka-go read %d of %d: %v", len(values), n, err)
+			}
+			values = append(values, string(m.Value))
+		}
+		// Nothing more should come.
+		ctx, cancel := context.WithTimeout(context.Background(), 500*time.Millisecond)
+		if m, err := r.ReadMessage(ctx); err == nil {
+			values = append(values, string(m.Value))
+		}
+		cancel()
+		groupsCheckValues(t, "kafka-go", prefix, n, values)
+	}
+	groupsProduce(t, c.Addr(), topic, "a", 30)
+	read("a", 30)
+	groupsProduce(t, c.Addr(), topic, "b", 10)
+	read("b", 10)
+	c.Kill()
+	c.Revive()
+	groupsProduce(t, c.Addr(), topic, "c", 10)
+	read("c", 10)
+}
+
+// TestGroupsKcat: librdkafka's balanced consumer (kcat -G) commits on
+// close; the next run resumes after the committed offsets.
+func TestGroupsKcat(t *testing.T) {
+	kcat, err := exec.LookPath("kcat")
+	if err != nil {
+		t.Fatal("kcat not found on PATH: run `make deps` to install it (librdkafka group test)")
+	}
+	const topic, group = "gkc", "kc"
+	c := minibrokertest.Start(t, minibrokertest.Topic(topic, 2))
+	read := func(prefix string, n int) {
+		t.Helper()
+		ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+		defer cancel()
+		cmd := exec.CommandContext(ctx, kcat, "-b", c.Addr(), "-G", group, "-c", fmt.Sprint(n), "-f", "%s\n", "-q",
+			"-X", "auto.offset.reset=earliest", "-X", "session.timeout.ms=6000", "-X", "heartbeat.interval.ms=200",
+			"-X", "fetch.wait.max.ms=100", "-X", "topic.metadata.refresh.interval.ms=1000", topic)
+		var stderr strings.Builder
+		cmd.Stderr = &stderr
+		out, err := cmd.Output()
+		if err != nil {
+			t.Fatalf("kcat -G: %v\nstderr: %s", err, stderr.String())
+		}
+		groupsCheckValues(t, "kcat -G", prefix, n, strings.Fields(string(out)))
+	}
+	groupsProduce(t, c.Addr(), topic, "a", 20)
+	read("a", 20)
+	groupsProduce(t, c.Addr(), topic, "b", 10)
+	read("b", 10)
+	c.Restart()
+	groupsProduce(t, c.Addr(), topic, "c", 10)
+	read("c", 10)
 }
