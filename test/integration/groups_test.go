@@ -2,6 +2,7 @@ package integration
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"os/exec"
 	"strings"
@@ -11,6 +12,8 @@ import (
 
 	"github.com/IBM/sarama"
 	"github.com/segmentio/kafka-go"
+	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/minibroker/minibroker/minibrokertest"
@@ -390,4 +393,133 @@ func TestGroupsKcat(t *testing.T) {
 	c.Restart()
 	groupsProduce(t, c.Addr(), topic, "c", 10)
 	read("c", 10)
+}
+
+// TestGroupsAdmin: kadm's view of groups — ListGroups (state and type
+// filters), DescribeGroups, batched FindCoordinator and multi-group
+// OffsetFetch, and the errors for deleting groups and offsets that are in
+// use — plus the group metrics.
+func TestGroupsAdmin(t *testing.T) {
+	const topic, group = "ga", "ga-g"
+	c := minibrokertest.Start(t, minibrokertest.Topic(topic, 2))
+	ctx := context.Background()
+	adm := kadm.NewClient(newClient(t, c.Addr()))
+	groupsProduce(t, c.Addr(), topic, "a", 10)
+
+	m := newGroupMember(t, c.Addr(), group, topic)
+	groupsConsumeExactly(t, "a", 10, m)
+	waitFor(t, "member assigned", func() bool { return m.assignment() == 2 })
+	m.commit(t)
+
+	listed, err := adm.ListGroups(ctx, "Stable")
+	if err != nil || len(listed) != 1 || listed[group].State != "Stable" || listed[group].ProtocolType != "consumer" {
+		t.Fatalf("ListGroups(Stable) = %+v, %v", listed, err)
+	}
+	if listed, err := adm.ListGroups(ctx, "Empty"); err != nil || len(listed) != 0 {
+		t.Fatalf("ListGroups(Empty) = %+v, %v", listed, err)
+	}
+	if listed, err := adm.ListGroupsByType(ctx, []string{"consumer"}); err != nil || len(listed) != 0 {
+		t.Fatalf("ListGroupsByType(consumer) = %+v, %v (every group here is classic)", listed, err)
+	}
+	described, err := adm.DescribeGroups(ctx, group, "nope")
+	if err != nil {
+		t.Fatal(err)
+	}
+	d := described[group]
+	if d.Err != nil || d.State != "Stable" || d.ProtocolType != "consumer" || d.Protocol == "" || len(d.Members) != 1 {
+		t.Fatalf("DescribeGroups = %+v", d)
+	}
+	if a, ok := d.Members[0].Assigned.AsConsumer(); !ok || len(a.Topics) != 1 || len(a.Topics[0].Partitions) != 2 {
+		t.Fatalf("described assignment = %+v", d.Members[0].Assigned)
+	}
+	if described["nope"].State != "Dead" {
+		t.Fatalf("unknown group described as %q, want Dead", described["nope"].State)
+	}
+	for _, r := range adm.FindGroupCoordinators(ctx, group, "other") {
+		if r.Err != nil || r.NodeID != 0 || r.Port == 0 {
+			t.Fatalf("FindCoordinator(%s) = %+v", r.Name, r)
+		}
+	}
+
+	// In use: neither the group nor its subscribed topic's offsets go, and
+	// an admin commit is refused.
+	if r, _ := adm.DeleteGroups(ctx, group); !errors.Is(r[group].Err, kerr.NonEmptyGroup) {
+		t.Fatalf("DeleteGroups(active) = %v, want NON_EMPTY_GROUP", r[group].Err)
+	}
+	dr, err := adm.DeleteOffsets(ctx, group, kadm.TopicsSet{topic: {0: {}}})
+	if err != nil || !errors.Is(dr[topic][0], kerr.GroupSubscribedToTopic) {
+		t.Fatalf("DeleteOffsets(subscribed) = %v, %v", dr, err)
+	}
+	var os kadm.Offsets
+	os.Add(kadm.Offset{Topic: topic, Partition: 0, At: 1, LeaderEpoch: -1})
+	if cr, err := adm.CommitOffsets(ctx, group, os); err == nil && cr.Error() == nil {
+		t.Fatal("admin commit to an active group succeeded")
+	}
+
+	// Metrics: one Stable group, one member, at least one rebalance.
+	waitFor(t, "group metrics", func() bool {
+		return gaugeValue(t, c, "minibroker_groups", "Stable") == 1 &&
+			gaugeValue(t, c, "minibroker_group_members", "") == 1 &&
+			gaugeValue(t, c, "minibroker_group_rebalances_total", "") >= 1
+	})
+
+	m.cl.Close() // leaves: the group is Empty
+	waitFor(t, "group Empty", func() bool {
+		d, err := adm.DescribeGroups(ctx, group)
+		return err == nil && d[group].State == "Empty"
+	})
+	// Simple commits for a second group, then both fetched at once (v8+).
+	os = kadm.Offsets{}
+	os.Add(kadm.Offset{Topic: topic, Partition: 1, At: 3, LeaderEpoch: -1, Metadata: "m"})
+	if cr, err := adm.CommitOffsets(ctx, "ga-simple", os); err != nil || cr.Error() != nil {
+		t.Fatalf("simple commit: %v %v", err, cr.Error())
+	}
+	many := adm.FetchManyOffsets(ctx, group, "ga-simple")
+	if err := many.Error(); err != nil {
+		t.Fatal(err)
+	}
+	if o, _ := many[group].Fetched.Lookup(topic, 0); o.At != 5 {
+		t.Fatalf("fetched %s/0 = %+v, want 5", topic, o)
+	}
+	if o, _ := many["ga-simple"].Fetched.Lookup(topic, 1); o.At != 3 || o.Metadata != "m" {
+		t.Fatalf("fetched simple %s/1 = %+v", topic, o)
+	}
+	// Empty: its offsets and then the group itself can go.
+	if dr, err := adm.DeleteOffsets(ctx, group, kadm.TopicsSet{topic: {0: {}}}); err != nil || dr.Error() != nil {
+		t.Fatalf("DeleteOffsets(empty group) = %v, %v", dr, err)
+	}
+	if r, err := adm.DeleteGroups(ctx, group); err != nil || r[group].Err != nil {
+		t.Fatalf("DeleteGroups(empty) = %v, %v", r, err)
+	}
+	if r, _ := adm.DeleteGroups(ctx, group); !errors.Is(r[group].Err, kerr.GroupIDNotFound) {
+		t.Fatalf("DeleteGroups(deleted) = %v, want GROUP_ID_NOT_FOUND", r[group].Err)
+	}
+	if listed, _ := adm.ListGroups(ctx); len(listed) != 1 {
+		t.Fatalf("groups after delete: %v", listed.Groups())
+	}
+}
+
+// gaugeValue reads one sample from the broker's registry (label state, if
+// given).
+func gaugeValue(t *testing.T, c *minibrokertest.Cluster, name, state string) float64 {
+	t.Helper()
+	mfs, err := c.Broker().Registry().Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, mf := range mfs {
+		if mf.GetName() != name {
+			continue
+		}
+		for _, m := range mf.GetMetric() {
+			if state != "" && (len(m.GetLabel()) == 0 || m.GetLabel()[0].GetValue() != state) {
+				continue
+			}
+			if m.GetGauge() != nil {
+				return m.GetGauge().GetValue()
+			}
+			return m.GetCounter().GetValue()
+		}
+	}
+	return -1
 }
