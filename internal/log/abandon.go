@@ -6,6 +6,8 @@ package log
 // for in-process crash tests (minibrokertest's Kill); the broker never
 // calls it on its own.
 func (l *Log) Abandon() {
+	l.appendMu.Lock()
+	defer l.appendMu.Unlock()
 	l.mu.Lock()
 	if l.closed {
 		l.mu.Unlock()

@@ -72,6 +72,8 @@ func (l *Log) Append(data []byte) (AppendResult, error) {
 	}
 	first, last := &hs[0].h, &hs[len(hs)-1].h
 
+	l.appendMu.Lock()
+	defer l.appendMu.Unlock()
 	l.mu.Lock()
 	if err := l.writableLocked(); err != nil {
 		l.mu.Unlock()
@@ -149,7 +151,8 @@ func (l *Log) Append(data []byte) (AppendResult, error) {
 }
 
 // writeRunLocked writes hs (contiguous in data) to seg with one write and
-// indexes them. On failure the segment is cut back to its committed size
+// indexes them. Called with appendMu and mu held; mu is released during
+// the write. On failure the segment is cut back to its committed size
 // (best effort) and the log goes offline for writes.
 func (l *Log) writeRunLocked(seg *segment, data []byte, hs []framed) error {
 	if len(hs) == 0 {
@@ -169,12 +172,20 @@ func (l *Log) writeRunLocked(seg *segment, data []byte, hs []framed) error {
 		seg.rollTs, seg.bytesSinceIndex = saved.rollTs, saved.bytesSinceIndex
 		return err
 	}
+	// The write runs without mu so that readers are not held up by it:
+	// appendMu keeps every other writer out, and readers never look past
+	// the committed size, which moves only below.
+	l.mu.Unlock()
 	n, err := seg.log.Write(chunk)
+	l.mu.Lock()
 	if err == nil && n != len(chunk) {
 		err = fmt.Errorf("short write: %d of %d bytes", n, len(chunk))
 	}
 	if err != nil {
 		return undo(storageErr("write", seg.logPath, err))
+	}
+	if l.failed != nil { // an fsync failed meanwhile
+		return undo(l.failed)
 	}
 	pos := seg.size
 	interval := int64(l.cfg.IndexIntervalBytes)

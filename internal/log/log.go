@@ -22,9 +22,10 @@ import (
 // outside mu (Read, Flush) and for writing by everything that truncates,
 // closes or removes files (TruncateTo, retention, DeleteRecordsBefore,
 // Close), so a reader never sees freed or reused bytes. mu guards the
-// fields below it and is held for short critical sections, including
-// Append's write(2) but never an fsync of segment data. Order: flushMu,
-// truncMu, mu.
+// fields below it and is held for short critical sections, never across
+// Append's write(2) or an fsync of segment data. appendMu serializes
+// everything that changes files (Append writes outside mu under it).
+// Order: appendMu, flushMu, truncMu, mu.
 type Log struct {
 	dir    string
 	cfg    Config
@@ -32,8 +33,9 @@ type Log struct {
 	fs     vfs.FS
 	logger *zap.Logger
 
-	flushMu sync.Mutex // serializes Flush
-	truncMu sync.RWMutex
+	appendMu sync.Mutex // serializes writers: Append, truncation, retention, Close
+	flushMu  sync.Mutex // serializes Flush
+	truncMu  sync.RWMutex
 
 	mu       sync.Mutex
 	segments []*segment // sorted by base; the last is active
@@ -393,6 +395,8 @@ func (l *Log) EpochEntries() []EpochEntry {
 // failure happened) and closes every file. It waits for the background
 // flusher to stop.
 func (l *Log) Close() error {
+	l.appendMu.Lock() // waits for an Append in flight; later ones see closing
+	defer l.appendMu.Unlock()
 	l.mu.Lock()
 	if l.closed || l.closing {
 		l.mu.Unlock()

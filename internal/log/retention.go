@@ -17,6 +17,8 @@ func (l *Log) TruncateTo(offset int64) error {
 	if offset < 0 {
 		return fmt.Errorf("%w: truncate to %d", ErrOffsetOutOfRange, offset)
 	}
+	l.appendMu.Lock()
+	defer l.appendMu.Unlock()
 	l.truncMu.Lock()
 	defer l.truncMu.Unlock()
 	l.mu.Lock()
@@ -131,6 +133,8 @@ func (l *Log) truncateSegmentLocked(s *segment, offset int64) error {
 // DeleteRecordsBefore advances the log start offset to offset (Kafka's
 // DeleteRecords) and deletes the segments wholly below it.
 func (l *Log) DeleteRecordsBefore(offset int64) error {
+	l.appendMu.Lock()
+	defer l.appendMu.Unlock()
 	l.truncMu.Lock()
 	defer l.truncMu.Unlock()
 	l.mu.Lock()
@@ -159,6 +163,8 @@ func (l *Log) DeleteRecordsBefore(offset int64) error {
 // or beyond log.retention.bytes (Kafka's deleteRetentionMsBreachedSegments
 // and deleteRetentionSizeBreachedSegments), never the active segment.
 func (l *Log) ApplyRetention() (int, error) {
+	l.appendMu.Lock()
+	defer l.appendMu.Unlock()
 	l.truncMu.Lock()
 	defer l.truncMu.Unlock()
 	l.mu.Lock()
