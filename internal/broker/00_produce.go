@@ -47,7 +47,9 @@ func (b *Broker) handleProduce(_ context.Context, r *protocol.Request) kmsg.Resp
 			case topicErr != nil:
 				sp.ErrorCode = errorCode(topicErr)
 			default:
-				b.producePartition(t, rp, &sp)
+				if sp.ErrorCode = b.checkTxnProduce(req.TransactionID, rt.Topic, &rp); sp.ErrorCode == 0 {
+					b.producePartition(t, rp, &sp)
+				}
 			}
 			if sp.ErrorCode != 0 {
 				b.metrics.ProduceErrors.WithLabelValues(kerr.ErrorForCode(sp.ErrorCode).Error()).Inc()

@@ -38,11 +38,18 @@ func (b *Broker) apis() map[int16]api {
 		21: {0, 2, b.handleDeleteRecords},
 		22: {0, 4, b.handleInitProducerID},
 		23: {2, 4, b.handleOffsetForLeaderEpoch},
+		24: {0, 3, b.handleAddPartitionsToTxn},
+		25: {0, 3, b.handleAddOffsetsToTxn},
+		26: {0, 3, b.handleEndTxn},
+		28: {0, 3, b.handleTxnOffsetCommit},
 		32: {0, 4, b.handleDescribeConfigs},
 		37: {0, 3, b.handleCreatePartitions},
 		42: {0, 2, b.handleDeleteGroups},
 		47: {0, 0, b.handleOffsetDelete},
 		60: {0, 1, b.handleDescribeCluster},
+		61: {0, 0, b.handleDescribeProducers},
+		65: {0, 0, b.handleDescribeTransactions},
+		66: {0, 1, b.handleListTransactions},
 	}
 }
 

@@ -56,6 +56,7 @@ type Broker struct {
 	metrics    *Metrics
 	psmMetrics *psm.Metrics
 	pids       *coordinator.ProducerIDs
+	txns       *coordinator.Transactions
 	groups     *coordinator.Groups // the group coordinator, opened after the topics
 	mirrors    *mirror.Manager
 	lock       *os.File // data-dir lock
@@ -133,6 +134,14 @@ func New(opts Options) (*Broker, error) {
 	}); err != nil {
 		return nil, fmt.Errorf("group coordinator: %w", err)
 	}
+	if b.txns, err = coordinator.OpenTransactions(coordinator.TxnOptions{
+		FS: b.fs, Dir: b.dataDir, ProducerIDs: b.pids, Markers: txnMarkers{b}, Offsets: b.groups,
+		Logger: b.logger.Named("txn"), Registry: opts.Registry,
+		Config: coordinator.TxnConfig{MaxTimeoutMs: cfg.Int32("transaction.max.timeout.ms"),
+			IDExpirationMs: cfg.Int64("transactional.id.expiration.ms")},
+	}); err != nil {
+		return nil, fmt.Errorf("transaction coordinator: %w", err)
+	}
 	if err := b.openMirrors(opts.Mirror); err != nil {
 		return nil, err
 	}
@@ -200,6 +209,7 @@ func (b *Broker) Serve() {
 	}
 	b.bg.Add(1)
 	go func() { defer b.bg.Done(); b.retentionLoop() }()
+	b.txns.Start()
 	b.logger.Info("serving", zap.String("kafka", b.kafkaLn.Addr().String()), zap.String("advertised", b.Addr()),
 		zap.Stringer("http", addrOrNil(b.httpLn)))
 }
@@ -289,6 +299,9 @@ func (b *Broker) Close(ctx context.Context) error {
 
 func (b *Broker) closeFiles() error {
 	var errs []error
+	if b.txns != nil {
+		errs = append(errs, b.txns.Close())
+	}
 	if b.groups != nil {
 		errs = append(errs, b.groups.Close())
 		b.groups = nil
@@ -395,6 +408,9 @@ func (b *Broker) Kill() {
 		b.bg.Wait()
 		if b.mirrors != nil {
 			b.mirrors.Close()
+		}
+		if b.txns != nil {
+			b.txns.Close() // its log is fsynced on every write: nothing to lose
 		}
 		if b.groups != nil {
 			b.groups.Kill()

@@ -1,0 +1,39 @@
+package broker
+
+// EndTxn, v0–v3.
+//
+// Commits or aborts the producer's open transaction: the decision is
+// fsynced to the transaction log (PrepareCommit/PrepareAbort), a COMMIT or
+// ABORT marker is appended to every partition of the transaction (origin
+// COORDINATOR, this incarnation's coordinator epoch), the groups' staged
+// offsets are completed, and the transaction is recorded complete — all
+// before the answer, so a read_committed consumer sees a commit as soon as
+// the producer does (Kafka answers after the decision and writes markers
+// asynchronously). If a marker cannot be written the decision stands and
+// the coordinator's goroutine retries it; until then the id answers
+// CONCURRENT_TRANSACTIONS, and a crash leaves it to be completed at the
+// next start. A retried EndTxn for a completed transaction succeeds.
+// PRODUCER_FENCED is INVALID_PRODUCER_EPOCH before v2.
+//
+// Deviation: v4 (TRANSACTION_ABORTABLE) and v5 (KIP-890 part 2: an epoch
+// bump per transaction) are not served.
+
+import (
+	"context"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/minibroker/minibroker/internal/protocol"
+)
+
+func (b *Broker) handleEndTxn(_ context.Context, r *protocol.Request) kmsg.Response {
+	req := r.Body.(*kmsg.EndTxnRequest)
+	resp := req.ResponseKind().(*kmsg.EndTxnResponse)
+	if req.TransactionalID == "" {
+		resp.ErrorCode = kerr.InvalidRequest.Code
+		return resp
+	}
+	resp.ErrorCode = txnErrorCode(b.txns.EndTxn(req.TransactionalID, req.ProducerID, req.ProducerEpoch, req.Commit), req.Version, 2)
+	return resp
+}

@@ -1,0 +1,98 @@
+package broker
+
+// Wiring of the transaction coordinator: the marker writer it drives, the
+// group coordinator seam for transactional offsets, the check a
+// transactional Produce gets, and the per-version fencing error.
+
+import (
+	"errors"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
+	"go.uber.org/zap"
+
+	"github.com/minibroker/minibroker/internal/batch"
+	"github.com/minibroker/minibroker/internal/coordinator"
+	"github.com/minibroker/minibroker/internal/partition"
+)
+
+// txnMarkers writes transaction markers into this broker's partitions.
+type txnMarkers struct{ b *Broker }
+
+// WriteTxnMarker implements coordinator.TxnMarkerWriter. A partition that
+// no longer exists is ErrPartitionGone (the marker is dropped, as Kafka
+// drops markers for deleted partitions). A partition that became mirrored
+// gets no marker: it is read-only, and its STOPPING truncation to the LSO
+// removes any transaction left open in it.
+func (m txnMarkers) WriteTxnMarker(tp coordinator.TopicPartition, pid int64, epoch int16, commit bool, coordinatorEpoch int32) error {
+	p, ok := m.b.partitionOf(tp.Topic, tp.Partition)
+	if !ok {
+		return coordinator.ErrPartitionGone
+	}
+	if mode, mirror := p.Mode(); mode == partition.Mirrored {
+		m.b.logger.Warn("transaction marker skipped: partition is mirrored", zap.String("topic", tp.Topic),
+			zap.Int32("partition", tp.Partition), zap.String("mirror", mirror), zap.Int64("producer_id", pid))
+		return coordinator.ErrPartitionGone
+	}
+	_, err := p.WriteMarker(pid, epoch, commit, coordinatorEpoch)
+	return err
+}
+
+func (b *Broker) partitionOf(topic string, index int32) (*partition.Partition, bool) {
+	t, ok := b.Topic(topic)
+	if !ok {
+		return nil, false
+	}
+	parts := b.partitions(t)
+	if index < 0 || int(index) >= len(parts) {
+		return nil, false
+	}
+	return parts[index], true
+}
+
+// txnGroups is the group coordinator as the transaction APIs use it (nil
+// until the group coordinator is wired in).
+type txnGroups interface {
+	StageTxnOffsets(group string, producerID int64, producerEpoch int16, offsets map[coordinator.TopicPartition]coordinator.OffsetAndMetadata) error
+	CompleteTxnOffsets(producerID int64, commit bool) error
+}
+
+func (b *Broker) txnGroups() txnGroups {
+	if b.groups == nil {
+		return nil
+	}
+	return b.groups
+}
+
+// txnErrorCode is errorCode for the transaction APIs: PRODUCER_FENCED
+// (KIP-588) is sent only from fencedSince on; older versions get
+// INVALID_PRODUCER_EPOCH, as Kafka's KafkaApis converts it.
+func txnErrorCode(err error, version, fencedSince int16) int16 {
+	code := errorCode(err)
+	if code == kerr.ProducerFenced.Code && version < fencedSince {
+		return kerr.InvalidProducerEpoch.Code
+	}
+	return code
+}
+
+// checkTxnProduce is the check a transactional batch gets before it is
+// appended: its partition must be in the producer's open transaction (what
+// Kafka 3.6+ verifies through AddPartitionsToTxn v4, KIP-890 part 1). A
+// batch from a producer whose epoch the coordinator moved past gets
+// INVALID_PRODUCER_EPOCH; a partition not added, or no open transaction,
+// INVALID_TXN_STATE. Transactional records without a transactional id get
+// TRANSACTIONAL_ID_AUTHORIZATION_FAILED, as Kafka answers.
+func (b *Broker) checkTxnProduce(txnID *string, topic string, rp *kmsg.ProduceRequestTopicPartition) int16 {
+	h, err := batch.ParseHeader(rp.Records)
+	if err != nil || !h.IsTransactional() || h.IsControl() {
+		return 0 // malformed batches are the append path's to refuse
+	}
+	if txnID == nil {
+		return kerr.TransactionalIDAuthorizationFailed.Code
+	}
+	err = b.txns.CheckProduce(*txnID, h.ProducerID, h.ProducerEpoch, coordinator.TopicPartition{Topic: topic, Partition: rp.Partition})
+	if errors.Is(err, coordinator.ErrInvalidProducerIDMapping) {
+		return kerr.InvalidTxnState.Code
+	}
+	return errorCode(err)
+}

@@ -1,0 +1,334 @@
+package integration
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"sort"
+	"testing"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/minibroker/minibroker/minibrokertest"
+)
+
+func txnClient(t *testing.T, addr, txnID, topic string, opts ...kgo.Opt) *kgo.Client {
+	t.Helper()
+	return newClient(t, addr, append([]kgo.Opt{kgo.TransactionalID(txnID), kgo.DefaultProduceTopic(topic),
+		kgo.TransactionTimeout(30 * time.Second), kgo.RetryBackoffFn(func(int) time.Duration { return 20 * time.Millisecond })},
+		opts...)...)
+}
+
+func txnCtx(t *testing.T) context.Context {
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	t.Cleanup(cancel)
+	return ctx
+}
+
+// produceTxn runs one transaction of values and ends it with commit.
+func produceTxn(t *testing.T, cl *kgo.Client, commit bool, values ...string) {
+	t.Helper()
+	ctx := txnCtx(t)
+	if err := cl.BeginTransaction(); err != nil {
+		t.Fatal(err)
+	}
+	for _, v := range values {
+		if err := cl.ProduceSync(ctx, &kgo.Record{Value: []byte(v)}).FirstErr(); err != nil {
+			t.Fatalf("produce %s: %v", v, err)
+		}
+	}
+	if err := cl.EndTransaction(ctx, kgo.TransactionEndTry(commit)); err != nil {
+		t.Fatalf("end transaction (commit=%v): %v", commit, err)
+	}
+}
+
+// readValues reads a single-partition topic from the start up to its end
+// (read_uncommitted: the high watermark; read_committed: the last stable
+// offset) and returns the values, in order.
+func readTxnValues(t *testing.T, addr, topic string, committed bool) []string {
+	t.Helper()
+	ctx := txnCtx(t)
+	adm := kadm.NewClient(newClient(t, addr))
+	var ends kadm.ListedOffsets
+	var err error
+	if committed {
+		ends, err = adm.ListCommittedOffsets(ctx, topic)
+	} else {
+		ends, err = adm.ListEndOffsets(ctx, topic)
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	end, _ := ends.Lookup(topic, 0)
+	opts := []kgo.Opt{kgo.ConsumeTopics(topic), kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()),
+		kgo.FetchMaxWait(100 * time.Millisecond)}
+	if committed {
+		opts = append(opts, kgo.FetchIsolationLevel(kgo.ReadCommitted()))
+	}
+	cl := newClient(t, addr, opts...)
+	defer cl.Close()
+	// Markers and aborted records move the consumer without records, so
+	// the read ends at the end offset or after a second with nothing new.
+	var out []string
+	pos := int64(0)
+	for pos < end.Offset {
+		poll, cancel := context.WithTimeout(ctx, time.Second)
+		fs := cl.PollFetches(poll)
+		cancel()
+		if ctx.Err() != nil {
+			t.Fatalf("read %s to %d: at %d: %v", topic, end.Offset, pos, ctx.Err())
+		}
+		fs.EachError(func(_ string, _ int32, err error) {
+			if !errors.Is(err, context.DeadlineExceeded) {
+				t.Fatalf("fetch: %v", err)
+			}
+		})
+		if len(fs.Records()) == 0 {
+			break
+		}
+		fs.EachRecord(func(r *kgo.Record) {
+			out = append(out, string(r.Value))
+			pos = r.Offset + 1
+		})
+	}
+	return out
+}
+
+// lastStable is the partition's last stable offset (ListOffsets with
+// read_committed).
+func lastStable(t *testing.T, addr, topic string) int64 {
+	t.Helper()
+	offs, err := kadm.NewClient(newClient(t, addr)).ListCommittedOffsets(txnCtx(t), topic)
+	if err != nil {
+		t.Fatal(err)
+	}
+	o, _ := offs.Lookup(topic, 0)
+	return o.Offset
+}
+
+func isFenced(err error) bool {
+	return errors.Is(err, kerr.ProducerFenced) || errors.Is(err, kerr.InvalidProducerEpoch)
+}
+
+// TestTxnKgo: commits are visible to read_committed and aborts are not;
+// an open transaction holds read_committed readers at its first offset
+// while read_uncommitted readers see it; a second producer with the same
+// transactional id fences the first — in a fresh cluster, after a clean
+// restart, and after a crash.
+func TestTxnKgo(t *testing.T) {
+	const topic = "tx"
+	c := minibrokertest.Start(t, minibrokertest.Topic(topic, 1))
+	var committed, all []string
+	round := func(stage string) {
+		t.Helper()
+		p1 := txnClient(t, c.Addr(), "tid", topic)
+		v := func(s string) string { return stage + "-" + s }
+		produceTxn(t, p1, true, v("c1"), v("c2"))
+		produceTxn(t, p1, false, v("a1"))
+		committed = append(committed, v("c1"), v("c2"))
+		all = append(all, v("c1"), v("c2"), v("a1"))
+
+		// An open transaction: read_uncommitted sees it, read_committed
+		// stops at its first offset.
+		if err := p1.BeginTransaction(); err != nil {
+			t.Fatal(err)
+		}
+		if err := p1.ProduceSync(txnCtx(t), &kgo.Record{Value: []byte(v("open"))}).FirstErr(); err != nil {
+			t.Fatal(err)
+		}
+		all = append(all, v("open"))
+		if got := readTxnValues(t, c.Addr(), topic, false); !slices.Equal(got, all) {
+			t.Fatalf("%s: read_uncommitted got %q, want %q", stage, got, all)
+		}
+		openAt := int64(-1)
+		hw, _ := kadm.NewClient(newClient(t, c.Addr())).ListEndOffsets(txnCtx(t), topic)
+		if o, _ := hw.Lookup(topic, 0); o.Offset > 0 {
+			openAt = o.Offset - 1
+		}
+		if lso := lastStable(t, c.Addr(), topic); lso != openAt {
+			t.Fatalf("%s: last stable offset %d, want %d (the open transaction's first offset)", stage, lso, openAt)
+		}
+		if got := readTxnValues(t, c.Addr(), topic, true); !slices.Equal(got, committed) {
+			t.Fatalf("%s: read_committed with an open transaction got %q, want %q", stage, got, committed)
+		}
+
+		// A second session with the same id fences the first: the open
+		// transaction is aborted, the first producer gets a fencing error.
+		p2 := txnClient(t, c.Addr(), "tid", topic)
+		produceTxn(t, p2, true, v("p2"))
+		committed = append(committed, v("p2"))
+		all = append(all, v("p2"))
+		err := p1.ProduceSync(txnCtx(t), &kgo.Record{Value: []byte(v("zombie"))}).FirstErr()
+		if err == nil {
+			err = p1.EndTransaction(txnCtx(t), kgo.TryCommit)
+		}
+		if !isFenced(err) {
+			t.Fatalf("%s: fenced producer got %v, want PRODUCER_FENCED or INVALID_PRODUCER_EPOCH", stage, err)
+		}
+		p1.Close()
+		p2.Close()
+		if got := readTxnValues(t, c.Addr(), topic, true); !slices.Equal(got, committed) {
+			t.Fatalf("%s: read_committed got %q, want %q", stage, got, committed)
+		}
+		if lso, hw := lastStable(t, c.Addr(), topic), hwOf(t, c.Addr(), topic); lso != hw {
+			t.Fatalf("%s: last stable offset %d != high watermark %d with no open transaction", stage, lso, hw)
+		}
+	}
+	round("fresh")
+	c.Restart()
+	if got := readTxnValues(t, c.Addr(), topic, true); !slices.Equal(got, committed) {
+		t.Fatalf("after restart: read_committed got %q, want %q", got, committed)
+	}
+	round("restarted")
+	c.Kill()
+	c.Revive()
+	if got := readTxnValues(t, c.Addr(), topic, true); !slices.Equal(got, committed) {
+		t.Fatalf("after crash: read_committed got %q, want %q", got, committed)
+	}
+	round("crashed")
+}
+
+func hwOf(t *testing.T, addr, topic string) int64 {
+	t.Helper()
+	offs, err := kadm.NewClient(newClient(t, addr)).ListEndOffsets(txnCtx(t), topic)
+	if err != nil {
+		t.Fatal(err)
+	}
+	o, _ := offs.Lookup(topic, 0)
+	return o.Offset
+}
+
+// TestTxnOpenAcrossCrash: a transaction open when the broker crashes still
+// holds read_committed readers at its first offset after the restart, and
+// the producer commits it afterwards.
+func TestTxnOpenAcrossCrash(t *testing.T) {
+	const topic = "tx"
+	c := minibrokertest.Start(t, minibrokertest.Topic(topic, 1))
+	p := txnClient(t, c.Addr(), "t-open", topic)
+	produceTxn(t, p, true, "before")
+	if err := p.BeginTransaction(); err != nil {
+		t.Fatal(err)
+	}
+	if err := p.ProduceSync(txnCtx(t), &kgo.Record{Value: []byte("inflight")}).FirstErr(); err != nil {
+		t.Fatal(err)
+	}
+	for _, restart := range []func(){func() { c.Kill(); c.Revive() }, c.Restart} {
+		restart()
+		if lso := lastStable(t, c.Addr(), topic); lso != 2 {
+			t.Fatalf("last stable offset after restart %d, want 2 (before=0, marker=1, inflight=2)", lso)
+		}
+		if got := readTxnValues(t, c.Addr(), topic, true); !slices.Equal(got, []string{"before"}) {
+			t.Fatalf("read_committed after restart: %q", got)
+		}
+	}
+	if err := p.EndTransaction(txnCtx(t), kgo.TryCommit); err != nil {
+		t.Fatalf("commit after restart: %v", err)
+	}
+	if got := readTxnValues(t, c.Addr(), topic, true); !slices.Equal(got, []string{"before", "inflight"}) {
+		t.Fatalf("read_committed after the commit: %q", got)
+	}
+}
+
+// TestTxnTimeoutAbort: a transaction past transaction.timeout.ms is
+// aborted by the coordinator, its records never visible, and its producer
+// fenced.
+func TestTxnTimeoutAbort(t *testing.T) {
+	const topic = "tx"
+	c := minibrokertest.Start(t, minibrokertest.Topic(topic, 1))
+	p := txnClient(t, c.Addr(), "t-slow", topic, kgo.TransactionTimeout(300*time.Millisecond))
+	if err := p.BeginTransaction(); err != nil {
+		t.Fatal(err)
+	}
+	if err := p.ProduceSync(txnCtx(t), &kgo.Record{Value: []byte("slow")}).FirstErr(); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, "the timed-out transaction's abort", func() bool { return lastStable(t, c.Addr(), topic) == hwOf(t, c.Addr(), topic) })
+	if got := readTxnValues(t, c.Addr(), topic, true); len(got) != 0 {
+		t.Fatalf("read_committed sees %q from a timed-out transaction", got)
+	}
+	if err := p.EndTransaction(txnCtx(t), kgo.TryCommit); err == nil {
+		t.Fatal("commit of a timed-out transaction succeeded")
+	}
+	adm := kadm.NewClient(newClient(t, c.Addr()))
+	described, err := adm.DescribeTransactions(txnCtx(t), "t-slow")
+	if err != nil {
+		t.Fatal(err)
+	}
+	d, ok := described["t-slow"]
+	if !ok || d.State != "CompleteAbort" || d.ProducerEpoch != 1 {
+		t.Fatalf("described: %+v", described)
+	}
+}
+
+// TestTxnAdminAPIs: DescribeTransactions, ListTransactions (state and
+// producer-id filters) and DescribeProducers through kadm.
+func TestTxnAdminAPIs(t *testing.T) {
+	const topic = "tx"
+	c := minibrokertest.Start(t, minibrokertest.Topic(topic, 1))
+	p := txnClient(t, c.Addr(), "t-admin", topic)
+	produceTxn(t, p, true, "x")
+	if err := p.BeginTransaction(); err != nil {
+		t.Fatal(err)
+	}
+	if err := p.ProduceSync(txnCtx(t), &kgo.Record{Value: []byte("y")}).FirstErr(); err != nil {
+		t.Fatal(err)
+	}
+	q := txnClient(t, c.Addr(), "t-other", topic)
+	produceTxn(t, q, true, "z")
+	adm := kadm.NewClient(newClient(t, c.Addr()))
+	ctx := txnCtx(t)
+
+	described, err := adm.DescribeTransactions(ctx, "t-admin", "t-missing")
+	if err != nil {
+		t.Fatal(err)
+	}
+	d := described["t-admin"]
+	if d.State != "Ongoing" || len(d.Topics[topic]) != 1 || d.StartTimestamp <= 0 {
+		t.Fatalf("t-admin: %+v", d)
+	}
+	if m := described["t-missing"]; !errors.Is(m.Err, kerr.TransactionalIDNotFound) {
+		t.Fatalf("t-missing: %+v", m)
+	}
+
+	listed, err := adm.ListTransactions(ctx, nil, []string{"Ongoing"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if ids := listed.TransactionalIDs(); !slices.Equal(ids, []string{"t-admin"}) {
+		t.Fatalf("ongoing: %v", ids)
+	}
+	listed, err = adm.ListTransactions(ctx, []int64{d.ProducerID}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if ids := listed.TransactionalIDs(); !slices.Equal(ids, []string{"t-admin"}) {
+		t.Fatalf("by producer id %d: %v", d.ProducerID, ids)
+	}
+	listed, err = adm.ListTransactions(ctx, nil, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ids := listed.TransactionalIDs()
+	sort.Strings(ids)
+	if !slices.Equal(ids, []string{"t-admin", "t-other"}) {
+		t.Fatalf("all: %v", ids)
+	}
+
+	producers, err := adm.DescribeProducers(ctx, kadm.TopicsSet{topic: {0: {}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var open []string
+	producers.EachProducer(func(dp kadm.DescribedProducer) {
+		if dp.CurrentTxnStartOffset >= 0 {
+			open = append(open, fmt.Sprintf("pid=%d start=%d", dp.ProducerID, dp.CurrentTxnStartOffset))
+		}
+	})
+	if want := fmt.Sprintf("pid=%d start=2", d.ProducerID); !slices.Equal(open, []string{want}) {
+		t.Fatalf("producers with an open transaction: %v, want [%s]", open, want)
+	}
+}
