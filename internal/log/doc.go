@@ -93,4 +93,41 @@
 // log. Without it Open validates every batch (length, magic, CRC32C,
 // increasing offsets) from the segment holding Options.RecoveryPoint, cuts
 // the log at the first damaged byte and rebuilds the indexes.
+//
+// # Durability
+//
+// Append writes with write(2) and never waits for an fsync. FlushedOffset
+// is the offset below which the segment data is fsynced; with
+// log.flush.interval.messages=1 a producer is acknowledged after
+// WaitFlushed(end offset), which shares one fsync among concurrent
+// waiters (group commit) and fsyncs only segment data. RecoveryPoint is
+// the offset below which the indexes are durable too (full flushes: on
+// roll, every log.flush.interval.ms, Flush, Close); an unclean Open given
+// it rebuilds the indexes from there. TruncateTo fsyncs the cut before it
+// returns, so truncated batches never reappear after a power loss. After a
+// failed write or fsync the log refuses writes (ErrStorage) and serves
+// only data below FlushedOffset; a restart recovers it.
+//
+// # Reads
+//
+// Read, ReadUpTo and ReadAppend locate the batch with the offset index
+// (entries are checked against the batch they name, and a scan from the
+// segment start replaces an index that disagrees), then pread whole
+// batches into the caller's buffer. Each batch served is checked (length,
+// magic, CRC32C, increasing offsets), so damage the open did not scan
+// surfaces as a *CorruptionError, never as bytes. Truncation, retention
+// and Close wait for readers in flight (truncMu), so a reader never sees
+// freed or reused bytes.
+//
+// # Differences from Kafka
+//
+//   - Index files are not preallocated or memory-mapped; new entries are
+//     buffered in memory (4 KiB) and the file length is the entry count.
+//   - The time index stores the base offset of the batch that carried the
+//     timestamp; OffsetForTimestamp decodes records of uncompressed batches
+//     only and answers compressed ones at batch granularity.
+//   - TruncateTo into the middle of a batch removes the whole batch: the
+//     log end offset becomes that batch's base offset.
+//   - An empty log adopts the first appended batch's base offset as its
+//     log start offset (a mirror starting at the source's log start).
 package log
