@@ -28,9 +28,10 @@ type fetcher struct {
 	wake  chan struct{} // pause state changed
 	pmu   sync.Mutex
 	pause bool
-	// cancelFetch aborts the fetch in flight, so a pause takes effect at
-	// once instead of after the long poll.
-	cancelFetch context.CancelFunc
+	// evictions carries the error that took the partition out of its
+	// broker loop.
+	evictions chan error
+	topicID   [16]byte // the source topic's id, for Fetch v13+
 
 	// Observations for describe and metrics.
 	sourceHW     atomic.Int64
@@ -54,7 +55,7 @@ func (m *Manager) startFetcherLocked(rt *runtime, topic string, idx int32, p *pa
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	f := &fetcher{m: m, rt: rt, k: k, p: p, ctx: ctx, stop: cancel, done: make(chan struct{}),
-		wake: make(chan struct{}, 1), pause: paused}
+		wake: make(chan struct{}, 1), pause: paused, evictions: make(chan error, 1)}
 	f.sourceHW.Store(-1)
 	f.caughtUpAt.Store(time.Now().UnixMilli())
 	rt.fetchers[k] = f
@@ -69,9 +70,6 @@ func (f *fetcher) close() {
 func (f *fetcher) setPaused(p bool) {
 	f.pmu.Lock()
 	f.pause = p
-	if p && f.cancelFetch != nil {
-		f.cancelFetch()
-	}
 	f.pmu.Unlock()
 	select {
 	case f.wake <- struct{}{}:
@@ -146,7 +144,6 @@ func (f *fetcher) run() {
 		}
 		backoff = 100 * time.Millisecond
 	}
-	var info topicInfo
 	for f.ctx.Err() == nil {
 		if f.paused() {
 			if !f.sleep(time.Hour) {
@@ -154,51 +151,53 @@ func (f *fetcher) run() {
 			}
 			continue
 		}
-		if info.Partitions == nil {
-			if info, err = src.describeTopic(f.ctx, f.k.topic); err != nil {
-				info = topicInfo{}
-				if !fail(err) {
-					return
-				}
-				continue
-			}
-		}
-		leader, ok := info.Partitions[f.k.partition]
-		if !ok || leader < 0 {
-			info = topicInfo{}
-			if !fail(fmt.Errorf("source has no leader for %s-%d", f.k.topic, f.k.partition)) {
-				return
-			}
-			continue
-		}
-		offset := f.p.Offsets().LogEnd
-		fctx, cancel := context.WithCancel(f.ctx)
-		f.pmu.Lock()
-		f.cancelFetch = cancel
-		f.pmu.Unlock()
-		res, err := src.fetch(fctx, leader, f.k.topic, info.ID, f.k.partition, offset, f.m.opts.FetchMaxWait, f.m.opts.FetchMaxBytes)
-		cancel()
-		if f.ctx.Err() != nil {
-			return
-		}
-		if f.paused() {
-			continue // paused while fetching: drop what came back
-		}
-		switch {
-		case errors.Is(err, kerr.OffsetOutOfRange):
-			err = f.handleOutOfRange(src, offset)
-		case err != nil:
-			info = topicInfo{} // leader may have moved: refresh
-		default:
-			err = f.apply(res)
-		}
+		info, err := src.describeTopic(f.ctx, f.k.topic)
 		if err != nil {
 			if !fail(err) {
 				return
 			}
 			continue
 		}
-		backoff = 100 * time.Millisecond
+		leader, ok := info.Partitions[f.k.partition]
+		if !ok || leader < 0 {
+			if !fail(fmt.Errorf("source has no leader for %s-%d", f.k.topic, f.k.partition)) {
+				return
+			}
+			continue
+		}
+		f.topicID = info.ID
+		select {
+		case <-f.evictions: // stale
+		default:
+		}
+		loop := src.loop(leader, f.m.opts.FetchMaxWait, f.m.opts.FetchMaxBytes)
+		joined := time.Now()
+		loop.add(f)
+		select {
+		case <-f.ctx.Done():
+			loop.remove(f)
+			return
+		case <-f.wake: // paused (or resumed): leave and look again
+			loop.remove(f)
+		case err := <-f.evictions:
+			if time.Since(joined) > 10*time.Second {
+				backoff = 100 * time.Millisecond
+			}
+			if errors.Is(err, kerr.OffsetOutOfRange) {
+				err = f.handleOutOfRange(src, f.p.Offsets().LogEnd)
+			}
+			if err != nil && !fail(err) {
+				return
+			}
+		}
+	}
+}
+
+// evicted is called by the broker loop that dropped this partition.
+func (f *fetcher) evicted(err error) {
+	select {
+	case f.evictions <- err:
+	default:
 	}
 }
 

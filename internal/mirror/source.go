@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"sync"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kerr"
@@ -17,6 +18,9 @@ import (
 // kmsg so bytes come back exactly as the source stores them.
 type source struct {
 	cl *kgo.Client
+
+	mu    sync.Mutex // guards loops
+	loops map[int32]*brokerLoop
 }
 
 func newSource(addrs []string, clientID string, logger *zap.Logger) (*source, error) {
@@ -37,7 +41,18 @@ func newSource(addrs []string, clientID string, logger *zap.Logger) (*source, er
 	return &source{cl: cl}, nil
 }
 
-func (s *source) close() { s.cl.Close() }
+// close stops the broker loops (after every fetcher left them) and the
+// client.
+func (s *source) close() {
+	s.mu.Lock()
+	loops := s.loops
+	s.loops = nil
+	s.mu.Unlock()
+	for _, l := range loops {
+		l.close()
+	}
+	s.cl.Close()
+}
 
 // topicInfo is what the source says of a topic.
 type topicInfo struct {
@@ -156,38 +171,4 @@ type fetchResult struct {
 	HighWatermark int64
 	LastStable    int64
 	LogStart      int64
-}
-
-// fetch reads one partition from its leader with read_committed, so
-// nothing past the source's last stable offset is mirrored.
-func (s *source) fetch(ctx context.Context, leader int32, topic string, topicID [16]byte, partition int32,
-	offset int64, maxWait time.Duration, maxBytes int32) (fetchResult, error) {
-	req := kmsg.NewPtrFetchRequest()
-	req.ReplicaID = -1
-	req.MaxWaitMillis = int32(maxWait / time.Millisecond)
-	req.MinBytes = 1
-	req.MaxBytes = maxBytes
-	req.IsolationLevel = 1
-	req.SessionEpoch = -1
-	rt := kmsg.NewFetchRequestTopic()
-	rt.Topic, rt.TopicID = topic, topicID
-	rp := kmsg.NewFetchRequestTopicPartition()
-	rp.Partition, rp.FetchOffset, rp.PartitionMaxBytes = partition, offset, maxBytes
-	rp.CurrentLeaderEpoch, rp.LastFetchedEpoch, rp.LogStartOffset = -1, -1, -1
-	rt.Partitions = append(rt.Partitions, rp)
-	req.Topics = append(req.Topics, rt)
-	kresp, err := s.cl.Broker(int(leader)).Request(ctx, req)
-	if err != nil {
-		return fetchResult{}, err
-	}
-	resp := kresp.(*kmsg.FetchResponse)
-	if err := kerr.ErrorForCode(resp.ErrorCode); err != nil {
-		return fetchResult{}, err
-	}
-	if len(resp.Topics) != 1 || len(resp.Topics[0].Partitions) != 1 {
-		return fetchResult{}, errors.New("source fetch: malformed response")
-	}
-	p := resp.Topics[0].Partitions[0]
-	res := fetchResult{Records: p.RecordBatches, HighWatermark: p.HighWatermark, LastStable: p.LastStableOffset, LogStart: p.LogStartOffset}
-	return res, kerr.ErrorForCode(p.ErrorCode)
 }
