@@ -3,7 +3,10 @@ package log
 import (
 	"os"
 	"path/filepath"
+	"runtime"
 	"slices"
+	"strconv"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -221,4 +224,75 @@ func BenchmarkCleanOpen1GiB(b *testing.B) {
 		l.Close()
 		b.StartTimer()
 	}
+}
+
+// BenchmarkRead: a 1 MiB fetch (ReadAppend into a reused buffer) at a
+// random offset of a warm 256 MiB log of 16 KiB batches, every batch
+// CRC-checked.
+func BenchmarkRead(b *testing.B) {
+	dir := b.TempDir()
+	writeBenchLog(b, dir, 256<<20, 16<<10)
+	l, err := Open(dir, DefaultConfig(), Options{})
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer l.Close()
+	end := l.LogEndOffset()
+	buf := make([]byte, 0, 2<<20)
+	b.SetBytes(1 << 20)
+	b.ResetTimer()
+	for i := range b.N {
+		off := int64(uint64(i)*2654435761) % end
+		buf, err = l.ReadAppend(buf[:0], off, end, 1<<20, true)
+		if err != nil || len(buf) == 0 {
+			b.Fatal(err)
+		}
+	}
+}
+
+// BenchmarkIdlePartitions opens 1,000 partitions holding one small
+// segment each and reports heap and RSS growth per partition (the issue:
+// 1,000 idle partitions under 200 MiB RSS).
+func BenchmarkIdlePartitions(b *testing.B) {
+	for range b.N {
+		dir := b.TempDir()
+		runtime.GC()
+		var before, after runtime.MemStats
+		runtime.ReadMemStats(&before)
+		rssBefore := rssBytes()
+		logs := make([]*Log, 0, 1000)
+		raw := benchBatch(1 << 10)
+		for i := range 1000 {
+			l, err := Open(filepath.Join(dir, strconv.Itoa(i)), DefaultConfig(), Options{})
+			if err != nil {
+				b.Fatal(err)
+			}
+			if _, err := l.Append(raw); err != nil {
+				b.Fatal(err)
+			}
+			logs = append(logs, l)
+		}
+		runtime.GC()
+		runtime.ReadMemStats(&after)
+		b.ReportMetric(float64(after.HeapAlloc-before.HeapAlloc)/1000, "heap-B/partition")
+		b.ReportMetric(float64(rssBytes()-rssBefore)/(1<<20), "RSS-MiB/1000")
+		for _, l := range logs {
+			l.Close()
+		}
+	}
+}
+
+// rssBytes reads VmRSS from /proc/self/status (0 where unavailable).
+func rssBytes() int64 {
+	data, err := os.ReadFile("/proc/self/status")
+	if err != nil {
+		return 0
+	}
+	for _, line := range strings.Split(string(data), "\n") {
+		if f := strings.Fields(line); len(f) >= 2 && f[0] == "VmRSS:" {
+			kb, _ := strconv.ParseInt(f[1], 10, 64)
+			return kb << 10
+		}
+	}
+	return 0
 }
