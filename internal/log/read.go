@@ -12,13 +12,18 @@ import (
 	"github.com/minibroker/minibroker/internal/batch"
 )
 
+// maxReadBytes caps one read whatever maxBytes asks (a larger first batch
+// is still returned whole with minOneBatch), so that a request cannot make
+// the broker allocate a whole segment.
+const maxReadBytes = 64 << 20
+
 // headerReadahead is the read-ahead window for header-only scans between
 // an index entry and the batch sought (one index interval, by default).
 const headerReadahead = 8 << 10
 
 // Read returns whole batches starting with the one holding offset, at most
-// maxBytes of them; with minOneBatch the first batch is returned whole
-// even when larger. Reading at the log end returns nothing; below the log
+// maxBytes of them (and at most 64 MiB); with minOneBatch the first batch
+// is returned whole even when larger. Reading at the log end returns nothing; below the log
 // start or past the end returns ErrOffsetOutOfRange. Every batch returned
 // has been checked (framing and CRC): damaged data yields a
 // *CorruptionError instead of being served. The result is a fresh slice
@@ -161,7 +166,7 @@ func readBatches(dst []byte, v segmentView, first batch.Header, pos, maxOffset i
 	if first.BaseOffset >= maxOffset {
 		return dst, nil
 	}
-	want := min(int64(max(maxBytes, 0)), v.size-pos)
+	want := min(int64(max(maxBytes, 0)), v.size-pos, maxReadBytes)
 	if int64(first.Size()) > want {
 		if !minOne {
 			return dst, nil

@@ -123,9 +123,9 @@ func (l *Log) truncateSegmentLocked(s *segment, offset int64) error {
 	if err != nil {
 		return err
 	}
-	if cut != nil {
+	if errors.As(cut, &ce) {
 		l.logger.Warn("damaged data below the truncation point: cutting there", zap.Error(cut))
-		return l.truncateSegmentFile(s, cut.(*CorruptionError).Offset)
+		return l.truncateSegmentFile(s, ce.Offset)
 	}
 	return nil
 }
