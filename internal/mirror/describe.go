@@ -16,11 +16,12 @@ type PartitionStatus struct {
 	LagMillis          int64  `json:"lag_ms"`
 	LastMirroredOffset int64  `json:"last_mirrored_offset"`
 	BarrierOffset      int64  `json:"barrier_offset"`
-	// LostAtFailover counts records past the local LSO that STOPPING
+	// LostAtFailover counts the offsets past the local LSO that STOPPING
 	// truncated (asynchronous replication loses them by design).
-	FetchErrors int64  `json:"fetch_errors"`
-	LastError   string `json:"last_error,omitempty"`
-	Reason      string `json:"reason,omitempty"`
+	LostAtFailover int64  `json:"lost_at_failover"`
+	FetchErrors    int64  `json:"fetch_errors"`
+	LastError      string `json:"last_error,omitempty"`
+	Reason         string `json:"reason,omitempty"`
 }
 
 // Status is a mirror as `mirror describe` shows it.
@@ -56,6 +57,7 @@ func (m *Manager) Describe(name string) (Status, error) {
 	for _, it := range items {
 		ps := PartitionStatus{Topic: it.k.topic, Partition: it.k.partition, State: it.rec.State,
 			LastMirroredOffset: it.rec.LastMirroredOffset, BarrierOffset: it.rec.BarrierOffset, Reason: it.rec.Reason,
+			LostAtFailover:  it.rec.LostAtFailover,
 			SourceHighWater: -1, LocalLogEndOffset: -1}
 		if parts := m.local.Partitions(it.k.topic); int(it.k.partition) < len(parts) {
 			ps.LocalLogEndOffset = parts[it.k.partition].Offsets().LogEnd

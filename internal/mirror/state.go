@@ -72,8 +72,10 @@ type partitionRecord struct {
 	// offset). -1 until STOPPING persists it.
 	LastMirroredOffset int64 `json:"last_mirrored_offset"`
 	// BarrierOffset is where the barrier was written, -1 before.
-	BarrierOffset int64  `json:"barrier_offset"`
-	Reason        string `json:"reason,omitempty"`
+	BarrierOffset int64 `json:"barrier_offset"`
+	// LostAtFailover is how many offsets past the LSO STOPPING cut.
+	LostAtFailover int64  `json:"lost_at_failover,omitempty"`
+	Reason         string `json:"reason,omitempty"`
 }
 
 func loadDoc(fs vfs.FS, dir string) (*doc, error) {

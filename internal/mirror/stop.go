@@ -48,11 +48,12 @@ func (m *Manager) Stop(name string, topics []string) error {
 //
 //  1. remove the fetcher and wait for it;
 //  2. truncate to the local LSO (no open transaction survives);
-//  3. persist the last mirrored offset (the log end after 2);
+//  3. persist the last mirrored offsets (the log ends after 2), for all
+//     the partitions at once;
 //  4. write the MIRROR_PID_RESET barrier at an epoch above every epoch in
 //     the log, and flush it; skipped when a barrier already sits at the
 //     last mirrored offset (a crash after the write);
-//  5. persist STOPPED and make the partition writable.
+//  5. persist STOPPED (once for all) and make the partitions writable.
 //
 // Each step is idempotent, so a crash anywhere resumes here on restart and
 // never writes a second barrier.
@@ -94,19 +95,28 @@ func (m *Manager) stopPartitions(rt *runtime, tps []tp) error {
 	}
 	wg.Wait()
 
-	// 2–4 per partition, in parallel (bounded).
+	// 2–3: truncate every partition to its LSO (in parallel), then persist
+	// all the last mirrored offsets at once.
 	errs := make([]error, len(tps))
-	sem := make(chan struct{}, 16)
-	for i := range tps {
-		wg.Add(1)
-		sem <- struct{}{}
-		go func() {
-			defer wg.Done()
-			defer func() { <-sem }()
-			errs[i] = m.stopOne(rt, tps[i], parts[i], &records[i])
-		}()
+	parallel(len(tps), func(i int) { errs[i] = m.truncateToLSO(tps[i], parts[i], &records[i]) })
+	m.mu.Lock()
+	for i, k := range tps {
+		if errs[i] == nil {
+			r := rt.spec.Topics[k.topic].Partitions[k.partition]
+			r.LastMirroredOffset, r.LostAtFailover = records[i].LastMirroredOffset, records[i].LostAtFailover
+		}
 	}
-	wg.Wait()
+	err := m.saveLocked()
+	m.mu.Unlock()
+	if err != nil {
+		return err
+	}
+	// 4: barriers, in parallel.
+	parallel(len(tps), func(i int) {
+		if errs[i] == nil {
+			errs[i] = m.writeBarrier(rt, tps[i], parts[i], &records[i])
+		}
+	})
 
 	// 5. One persist for all, then writable.
 	var failed []error
@@ -124,7 +134,7 @@ func (m *Manager) stopPartitions(rt *runtime, tps []tp) error {
 		}
 		rec.State = Stopped
 	}
-	err := m.saveLocked()
+	err = m.saveLocked()
 	m.mu.Unlock()
 	if err != nil {
 		return err
@@ -146,29 +156,56 @@ func (m *Manager) stateOf(rt *runtime, k tp) State {
 	return rt.spec.Topics[k.topic].Partitions[k.partition].State
 }
 
-// stopOne runs steps 2–4 for one partition, updating rec and persisting
-// the last mirrored offset before the barrier is written.
-func (m *Manager) stopOne(rt *runtime, k tp, p *partition.Partition, rec *partitionRecord) error {
-	if rec.LastMirroredOffset < 0 {
-		if err := m.hook(StepTruncate, k); err != nil {
-			return err
-		}
-		lso := p.Offsets().LastStable
-		if err := p.TruncateTo(lso); err != nil {
-			return fmt.Errorf("truncate to LSO %d: %w", lso, err)
-		}
-		rec.LastMirroredOffset = p.Offsets().LogEnd
-		if err := m.setRecord(rt, k, func(r *partitionRecord) { r.LastMirroredOffset = rec.LastMirroredOffset }); err != nil {
-			return err
-		}
+// parallel runs fn(0..n-1) on up to 64 goroutines and waits.
+func parallel(n int, fn func(i int)) {
+	var wg sync.WaitGroup
+	sem := make(chan struct{}, 64)
+	for i := 0; i < n; i++ {
+		wg.Add(1)
+		sem <- struct{}{}
+		go func() {
+			defer wg.Done()
+			defer func() { <-sem }()
+			fn(i)
+		}()
 	}
+	wg.Wait()
+}
+
+// truncateToLSO is step 2 for one partition: cut what an open transaction
+// left past the local LSO, and note the log end as the last mirrored
+// offset. Done already when rec has one (a resumed stop).
+func (m *Manager) truncateToLSO(k tp, p *partition.Partition, rec *partitionRecord) error {
+	if rec.LastMirroredOffset >= 0 {
+		return nil
+	}
+	if err := m.hook(StepTruncate, k); err != nil {
+		return err
+	}
+	o := p.Offsets()
+	if err := p.TruncateTo(o.LastStable); err != nil {
+		return fmt.Errorf("truncate to LSO %d: %w", o.LastStable, err)
+	}
+	rec.LastMirroredOffset = p.Offsets().LogEnd
+	rec.LostAtFailover = o.LogEnd - rec.LastMirroredOffset
+	if lost := rec.LostAtFailover; lost > 0 {
+		m.logger.Info("failover truncated records past the LSO", zap.String("topic", k.topic),
+			zap.Int32("partition", k.partition), zap.Int64("records", lost))
+	}
+	return nil
+}
+
+// writeBarrier is step 4 for one partition: the MIRROR_PID_RESET barrier
+// at the last mirrored offset, flushed, unless one is already there (a
+// crash after writing it): never a second one.
+func (m *Manager) writeBarrier(rt *runtime, k tp, p *partition.Partition, rec *partitionRecord) error {
 	if rec.BarrierOffset >= 0 {
 		return nil
 	}
 	if off, ok, err := barrierAt(p, rec.LastMirroredOffset); err != nil {
 		return err
 	} else if ok {
-		rec.BarrierOffset = off // written before a crash: never a second one
+		rec.BarrierOffset = off
 		return nil
 	}
 	if end := p.Offsets().LogEnd; end > rec.LastMirroredOffset {
@@ -194,7 +231,7 @@ func (m *Manager) stopOne(rt *runtime, k tp, p *partition.Partition, rec *partit
 	}
 	rec.BarrierOffset = off
 	m.metrics.barriers.WithLabelValues(rt.spec.Name).Inc()
-	m.logger.Info("wrote MIRROR_PID_RESET barrier", zap.String("mirror", rt.spec.Name), zap.String("topic", k.topic),
+	m.logger.Debug("wrote MIRROR_PID_RESET barrier", zap.String("mirror", rt.spec.Name), zap.String("topic", k.topic),
 		zap.Int32("partition", k.partition), zap.Int64("offset", off), zap.Int32("epoch", p.LeaderEpoch()))
 	return nil
 }
