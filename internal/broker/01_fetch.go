@@ -56,6 +56,10 @@ func (b *Broker) handleFetch(ctx context.Context, r *protocol.Request) kmsg.Resp
 	}
 }
 
+// noRecords is the empty, non-null record set of a partition with
+// nothing to return. It is never written to.
+var noRecords = []byte{}
+
 // fetchOnce fills resp from the logs. It returns the record bytes
 // gathered, the partitions' change channels (for a long poll), and whether
 // any partition answered with an error.
@@ -105,6 +109,13 @@ func (b *Broker) fetchOnce(req *kmsg.FetchRequest, resp *kmsg.FetchResponse) (in
 			}
 			if sp.ErrorCode != 0 {
 				hadError = true
+			}
+			if sp.RecordBatches == nil {
+				// Records is a nullable field and kmsg writes nil as
+				// null (size -1). Kafka always sends an empty set (size
+				// 0) when it has nothing; librdkafka rejects -1 ("invalid
+				// MessageSetSize -1") and so never saw end of partition.
+				sp.RecordBatches = noRecords
 			}
 			st.Partitions = append(st.Partitions, sp)
 		}

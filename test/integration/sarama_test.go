@@ -1,0 +1,212 @@
+package integration
+
+import (
+	"fmt"
+	"testing"
+	"time"
+
+	"github.com/IBM/sarama"
+
+	"github.com/minibroker/minibroker/minibrokertest"
+)
+
+// saramaConfig is a sarama config for a SyncProducer that writes to the
+// partition each message names (so the expected order per partition is
+// known) and a consumer; version is the Kafka version sarama assumes, which
+// picks its request versions.
+func saramaConfig(version sarama.KafkaVersion) *sarama.Config {
+	cfg := sarama.NewConfig()
+	cfg.Version = version
+	cfg.ClientID = "minibroker-it"
+	cfg.Producer.Return.Successes = true
+	cfg.Producer.Partitioner = sarama.NewManualPartitioner
+	cfg.Producer.Timeout = 10 * time.Second
+	cfg.Net.DialTimeout = 5 * time.Second
+	cfg.Metadata.Retry.Backoff = 50 * time.Millisecond
+	cfg.Consumer.Return.Errors = true
+	cfg.Consumer.MaxWaitTime = 100 * time.Millisecond
+	return cfg
+}
+
+// saramaMessages builds n messages spread over parts partitions
+// (message i goes to partition i%parts), each with a key, a value and a
+// header.
+func saramaMessages(topic string, parts, n int) []*sarama.ProducerMessage {
+	msgs := make([]*sarama.ProducerMessage, n)
+	for i := range msgs {
+		msgs[i] = &sarama.ProducerMessage{
+			Topic:     topic,
+			Partition: int32(i % parts),
+			Key:       sarama.StringEncoder(fmt.Sprintf("k%d", i)),
+			Value:     sarama.StringEncoder(fmt.Sprintf("sarama-value-%05d", i)),
+			Headers:   []sarama.RecordHeader{{Key: []byte("i"), Value: []byte(fmt.Sprint(i))}},
+		}
+	}
+	return msgs
+}
+
+// saramaProduce sends msgs with one SyncProducer and checks the offsets it
+// reports: per partition 0, 1, 2, … in send order.
+func saramaProduce(t *testing.T, addr string, cfg *sarama.Config, msgs []*sarama.ProducerMessage) {
+	t.Helper()
+	prod, err := sarama.NewSyncProducer([]string{addr}, cfg)
+	if err != nil {
+		t.Fatalf("NewSyncProducer: %v", err)
+	}
+	defer func() {
+		if err := prod.Close(); err != nil {
+			t.Errorf("producer close: %v", err)
+		}
+	}()
+	// Send in a few chunks so several batches per partition go out.
+	for start := 0; start < len(msgs); start += 100 {
+		if err := prod.SendMessages(msgs[start:min(start+100, len(msgs))]); err != nil {
+			t.Fatalf("SendMessages: %v", err)
+		}
+	}
+	next := map[int32]int64{}
+	for i, m := range msgs {
+		if m.Offset != next[m.Partition] {
+			t.Fatalf("message %d: partition %d offset %d, want %d", i, m.Partition, m.Offset, next[m.Partition])
+		}
+		next[m.Partition]++
+	}
+}
+
+// saramaConsumeCheck reads every partition from the oldest offset with a
+// sarama PartitionConsumer and checks each message against msgs: same
+// offsets, keys, values and headers, in send order per partition.
+func saramaConsumeCheck(t *testing.T, addr string, cfg *sarama.Config, topic string, parts int, msgs []*sarama.ProducerMessage) {
+	t.Helper()
+	want := make([][]*sarama.ProducerMessage, parts)
+	for _, m := range msgs {
+		want[m.Partition] = append(want[m.Partition], m)
+	}
+	cons, err := sarama.NewConsumer([]string{addr}, cfg)
+	if err != nil {
+		t.Fatalf("NewConsumer: %v", err)
+	}
+	defer cons.Close()
+	for p := range parts {
+		pc, err := cons.ConsumePartition(topic, int32(p), sarama.OffsetOldest)
+		if err != nil {
+			t.Fatalf("ConsumePartition %d: %v", p, err)
+		}
+		timeout := time.After(20 * time.Second)
+		for i := 0; i < len(want[p]); i++ {
+			var got *sarama.ConsumerMessage
+			select {
+			case got = <-pc.Messages():
+			case err := <-pc.Errors():
+				pc.Close()
+				t.Fatalf("partition %d: consume error: %v", p, err)
+			case <-timeout:
+				pc.Close()
+				t.Fatalf("partition %d: consumed %d of %d messages", p, i, len(want[p]))
+			}
+			w := want[p][i]
+			wk, _ := w.Key.Encode()
+			wv, _ := w.Value.Encode()
+			if got.Offset != int64(i) || got.Partition != int32(p) || string(got.Key) != string(wk) || string(got.Value) != string(wv) {
+				pc.Close()
+				t.Fatalf("partition %d message %d: got p%d@%d %s=%s, want p%d@%d %s=%s",
+					p, i, got.Partition, got.Offset, got.Key, got.Value, p, i, wk, wv)
+			}
+			if len(got.Headers) != 1 || string(got.Headers[0].Key) != "i" || string(got.Headers[0].Value) != string(w.Headers[0].Value) {
+				pc.Close()
+				t.Fatalf("partition %d offset %d: headers %v, want i=%s", p, i, got.Headers, w.Headers[0].Value)
+			}
+			if got.Timestamp.IsZero() || time.Since(got.Timestamp) > time.Minute {
+				pc.Close()
+				t.Fatalf("partition %d offset %d: timestamp %v", p, i, got.Timestamp)
+			}
+		}
+		// Nothing beyond what was produced: the high watermark the last
+		// fetch reported is the count.
+		if hwm := pc.HighWaterMarkOffset(); hwm != int64(len(want[p])) {
+			t.Errorf("partition %d: high watermark %d, want %d", p, hwm, len(want[p]))
+		}
+		if err := pc.Close(); err != nil {
+			t.Fatalf("partition %d: close: %v", p, err)
+		}
+	}
+}
+
+// TestSaramaSyncProducer: sarama's SyncProducer with acks=all, acks=1 and
+// as an idempotent producer, at the default protocol version (2.8) and at
+// a recent one, consumed back with sarama's PartitionConsumer.
+func TestSaramaSyncProducer(t *testing.T) {
+	t.Parallel()
+	const parts, n = 3, 300
+	versions := []sarama.KafkaVersion{sarama.DefaultVersion, sarama.V3_6_0_0}
+	for _, version := range versions {
+		for _, mode := range []string{"acks=all", "acks=1", "idempotent"} {
+			t.Run(version.String()+"/"+mode, func(t *testing.T) {
+				t.Parallel()
+				c := minibrokertest.Start(t, minibrokertest.Topic("sarama", parts))
+				cfg := saramaConfig(version)
+				switch mode {
+				case "acks=all":
+					cfg.Producer.RequiredAcks = sarama.WaitForAll
+				case "acks=1":
+					cfg.Producer.RequiredAcks = sarama.WaitForLocal
+				case "idempotent":
+					cfg.Producer.Idempotent = true
+					cfg.Producer.RequiredAcks = sarama.WaitForAll
+					cfg.Net.MaxOpenRequests = 1
+					cfg.Producer.Retry.Max = 5
+				}
+				msgs := saramaMessages("sarama", parts, n)
+				saramaProduce(t, c.Addr(), cfg, msgs)
+				saramaConsumeCheck(t, c.Addr(), cfg, "sarama", parts, msgs)
+				if mode == "idempotent" {
+					// The batches carry the producer id the broker handed
+					// out (the first on a fresh cluster: 0) with sequences.
+					for _, r := range consumeAll(t, c.Addr(), "sarama", n) {
+						if r.ProducerID != 0 || r.ProducerEpoch != 0 {
+							t.Fatalf("record p%d@%d: producer %d/%d, want 0/0", r.Partition, r.Offset, r.ProducerID, r.ProducerEpoch)
+						}
+					}
+				}
+			})
+		}
+	}
+}
+
+// TestSaramaCompression: batches sarama compresses with each codec are
+// stored as they came (kgo sees the codec in the batch attributes) and
+// consumed back intact by sarama.
+func TestSaramaCompression(t *testing.T) {
+	t.Parallel()
+	codecs := []struct {
+		codec sarama.CompressionCodec
+		kgo   uint8 // RecordAttrs.CompressionType
+	}{
+		{sarama.CompressionGZIP, 1},
+		{sarama.CompressionSnappy, 2},
+		{sarama.CompressionLZ4, 3},
+		{sarama.CompressionZSTD, 4},
+	}
+	const parts, n = 2, 400
+	for _, cc := range codecs {
+		t.Run(cc.codec.String(), func(t *testing.T) {
+			t.Parallel()
+			c := minibrokertest.Start(t, minibrokertest.Topic("zipped", parts))
+			cfg := saramaConfig(sarama.DefaultVersion)
+			cfg.Producer.RequiredAcks = sarama.WaitForAll
+			cfg.Producer.Compression = cc.codec
+			msgs := saramaMessages("zipped", parts, n)
+			saramaProduce(t, c.Addr(), cfg, msgs)
+			saramaConsumeCheck(t, c.Addr(), cfg, "zipped", parts, msgs)
+			got := consumeAll(t, c.Addr(), "zipped", n)
+			if len(got) != n {
+				t.Fatalf("kgo read %d records, want %d", len(got), n)
+			}
+			for _, r := range got {
+				if ct := r.Attrs.CompressionType(); ct != cc.kgo {
+					t.Fatalf("record p%d@%d: stored batch compression %d, want %d", r.Partition, r.Offset, ct, cc.kgo)
+				}
+			}
+		})
+	}
+}
