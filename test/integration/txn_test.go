@@ -332,3 +332,124 @@ func TestTxnAdminAPIs(t *testing.T) {
 		t.Fatalf("producers with an open transaction: %v, want [%s]", open, want)
 	}
 }
+
+// TestTxnExactlyOncePipelineAcrossCrash: a kgo GroupTransactSession
+// consumes topic A and produces each record to topic B, committing the
+// consumed offsets in the same transaction; the broker is killed (as
+// kill -9) mid-stream and revived. B, read with read_committed, holds
+// every input exactly once.
+func TestTxnExactlyOncePipelineAcrossCrash(t *testing.T) {
+	const in, out, n = "eos-in", "eos-out", 3000
+	c := minibrokertest.Start(t, minibrokertest.Topic(in, 3), minibrokertest.Topic(out, 2))
+	// Small batches, so the pipeline's transactions are small and many.
+	prod := newClient(t, c.Addr(), kgo.RecordPartitioner(kgo.RoundRobinPartitioner()))
+	for i := 0; i < n; i += 30 {
+		var recs []*kgo.Record
+		for j := i; j < i+30 && j < n; j++ {
+			recs = append(recs, &kgo.Record{Topic: in, Value: []byte(fmt.Sprintf("v-%d", j))})
+		}
+		if err := prod.ProduceSync(txnCtx(t), recs...).FirstErr(); err != nil {
+			t.Fatal(err)
+		}
+	}
+
+	newSession := func() *kgo.GroupTransactSession {
+		sess, err := kgo.NewGroupTransactSession(
+			kgo.SeedBrokers(c.Addr()), kgo.TransactionalID("eos-pipeline"), kgo.TransactionTimeout(20*time.Second),
+			kgo.ConsumerGroup("eos-group"), kgo.ConsumeTopics(in), kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()),
+			kgo.FetchIsolationLevel(kgo.ReadCommitted()), kgo.RequireStableFetchOffsets(),
+			kgo.DefaultProduceTopic(out), kgo.FetchMaxPartitionBytes(2000), kgo.FetchMaxWait(100*time.Millisecond),
+			kgo.SessionTimeout(6*time.Second), kgo.HeartbeatInterval(200*time.Millisecond), kgo.RebalanceTimeout(5*time.Second),
+			kgo.RetryBackoffFn(func(int) time.Duration { return 100 * time.Millisecond }),
+		)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return sess
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	var batches, aborted, sessions int
+	go func() {
+		defer close(done)
+		sess := newSession()
+		sessions++
+		defer func() { sess.Close() }()
+		for ctx.Err() == nil {
+			fs := sess.PollFetches(ctx)
+			if fs.IsClientClosed() || ctx.Err() != nil {
+				return
+			}
+			if err := sess.Begin(); err != nil {
+				t.Errorf("begin: %v", err)
+				return
+			}
+			e := kgo.AbortingFirstErrPromise(sess.Client())
+			fs.EachRecord(func(r *kgo.Record) {
+				sess.Produce(ctx, &kgo.Record{Topic: out, Key: r.Key, Value: r.Value}, e.Promise())
+			})
+			time.Sleep(5 * time.Millisecond) // keep the stream going while the broker dies
+			committed, err := sess.End(ctx, kgo.TransactionEndTry(e.Err() == nil))
+			batches++
+			if !committed || err != nil {
+				aborted++
+			}
+			if err != nil && ctx.Err() == nil {
+				// kgo: no End error is retryable. What an application
+				// does: a new session with the same transactional id,
+				// which fences the old one and aborts its transaction.
+				t.Logf("end: %v; starting a new session", err)
+				sess.Close()
+				sess = newSession()
+				sessions++
+			}
+		}
+	}()
+	defer func() {
+		cancel()
+		<-done
+	}()
+
+	countOut := func() int {
+		offs, err := kadm.NewClient(newClient(t, c.Addr())).ListCommittedOffsets(txnCtx(t), out)
+		if err != nil {
+			return 0
+		}
+		total := 0
+		offs.Each(func(o kadm.ListedOffset) { total += int(o.Offset) })
+		return total
+	}
+	waitFor(t, "a third of the pipeline", func() bool { return countOut() > n/3 })
+	c.Kill()
+	time.Sleep(300 * time.Millisecond)
+	c.Revive()
+
+	seen := map[string]int{}
+	reader := newClient(t, c.Addr(), kgo.ConsumeTopics(out), kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()),
+		kgo.FetchIsolationLevel(kgo.ReadCommitted()), kgo.FetchMaxWait(100*time.Millisecond))
+	deadline := time.Now().Add(60 * time.Second)
+	for len(seen) < n && time.Now().Before(deadline) {
+		poll, pcancel := context.WithTimeout(context.Background(), time.Second)
+		fs := reader.PollFetches(poll)
+		pcancel()
+		fs.EachRecord(func(r *kgo.Record) { seen[string(r.Value)]++ })
+	}
+	// Let the pipeline run on briefly: nothing more may appear.
+	time.Sleep(500 * time.Millisecond)
+	poll, pcancel := context.WithTimeout(context.Background(), time.Second)
+	reader.PollFetches(poll).EachRecord(func(r *kgo.Record) { seen[string(r.Value)]++ })
+	pcancel()
+	dups := 0
+	for v, k := range seen {
+		if k > 1 {
+			dups++
+			if dups < 5 {
+				t.Errorf("%s appears %d times in %s", v, k, out)
+			}
+		}
+	}
+	if len(seen) != n || dups != 0 {
+		t.Fatalf("%s holds %d distinct of %d inputs, %d duplicated (%d transactions, %d aborted)", out, len(seen), n, dups, batches, aborted)
+	}
+	t.Logf("%d transactions, %d aborted, %d sessions", batches, aborted, sessions)
+}
