@@ -222,8 +222,13 @@ func (l *Log) abortAppendLocked(err error) error {
 	return err
 }
 
-// rollLocked makes a new active segment at base (Kafka's roll): the old
-// one gets its final time-index entry and is flushed in the background.
+// rollLocked makes a new active segment at base (Kafka's roll). The old
+// segment gets its final time-index entry and is fsynced before the new
+// file exists (mu is released meanwhile; appendMu keeps writers out).
+// Kafka flushes the old segment asynchronously; doing it first means a
+// segment file on disk implies that every earlier segment is complete, so
+// a power loss can cut the log only at its end, never leave a gap in the
+// middle that recovery could not see.
 func (l *Log) rollLocked(base int64, now time.Time) (*segment, error) {
 	old := l.active()
 	if err := old.maybeAppendTimeEntry(); err != nil {
@@ -231,6 +236,19 @@ func (l *Log) rollLocked(base int64, now time.Time) (*segment, error) {
 	}
 	if base <= old.base {
 		return nil, fmt.Errorf("%w: cannot roll to base %d below active segment %d", ErrInvalidBatch, base, old.base)
+	}
+	targets, err := old.syncTargets(nil, true)
+	if err != nil {
+		return nil, l.failLocked(err)
+	}
+	l.mu.Unlock()
+	err = syncAll(targets)
+	l.mu.Lock()
+	if err != nil {
+		return nil, l.failLocked(err)
+	}
+	if l.failed != nil {
+		return nil, l.failed
 	}
 	s, err := openSegment(l.fs, l.dir, base, true, now)
 	if err != nil {

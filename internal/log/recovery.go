@@ -63,6 +63,22 @@ func (l *Log) recover(from int) error {
 			zap.Int64s("deletedSegments", removed), zap.Error(ce.Err))
 		break
 	}
+	// Trailing segments left empty: their data never reached the disk (a
+	// roll syncs the old segment before creating the new one), so the log
+	// ends in the segment before them.
+	dropped := false
+	for len(l.segments) > 1 && l.segments[len(l.segments)-1].size == 0 {
+		last := l.segments[len(l.segments)-1]
+		l.logger.Info("removing empty trailing segment", zap.Int64("base", last.base))
+		if err := last.remove(l.fs); err != nil {
+			return err
+		}
+		l.segments = l.segments[:len(l.segments)-1]
+		l.dirDirty, dropped = true, true
+	}
+	if dropped {
+		return l.active().loadTail()
+	}
 	return nil
 }
 

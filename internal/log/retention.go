@@ -9,8 +9,10 @@ import (
 
 // TruncateTo removes everything at and after offset: log data, index
 // entries, leader epochs and aborted transactions. A batch that holds
-// offset goes whole, so the log end offset afterwards is the base of that
-// batch (or offset itself when offset is a batch boundary). Offset at or
+// offset goes whole, and the log end offset afterwards is where the
+// remaining data ends: offset itself when it is a batch boundary, the base
+// of the batch that held it, or less when offset lay in a gap of a
+// compacted log. Offset at or
 // past the log end is a no-op; offset below the log start empties the log
 // and restarts it at offset.
 func (l *Log) TruncateTo(offset int64) error {
@@ -51,6 +53,19 @@ func (l *Log) TruncateTo(offset int64) error {
 	s := l.segments[i]
 	if err := l.truncateSegmentLocked(s, offset); err != nil {
 		return l.failLocked(err)
+	}
+	if s.size == 0 && i > 0 {
+		// The segment lost all its batches: drop it, so that the log end
+		// is where the data ends, in the previous segment.
+		if err := s.remove(l.fs); err != nil {
+			return l.failLocked(err)
+		}
+		l.dirDirty = true
+		l.segments = l.segments[:i]
+		s = l.segments[i-1]
+		if err := s.loadTail(); err != nil {
+			return l.failLocked(err)
+		}
 	}
 	l.leo = s.nextOffset
 	// Make the cut durable now: after a power loss the truncated batches

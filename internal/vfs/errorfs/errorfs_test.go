@@ -3,6 +3,7 @@ package errorfs
 import (
 	"errors"
 	"io"
+	"math/rand/v2"
 	"os"
 	"testing"
 
@@ -139,5 +140,24 @@ func TestMemFSBasics(t *testing.T) {
 	m.RemoveAll("/a")
 	if _, err := m.Stat("/a/b/f"); !errors.Is(err, os.ErrNotExist) {
 		t.Fatal("RemoveAll")
+	}
+}
+
+func TestTornCrashClone(t *testing.T) {
+	m := NewMem()
+	m.MkdirAll("/d", 0o755)
+	f := write(t, m, "/d/a", "synced", true)
+	m.SyncDir("/d")
+	f.Write([]byte("-unsynced-tail"))
+	seen := map[string]bool{}
+	for seed := range uint64(50) {
+		got := content(t, m.TornCrashClone(rand.New(rand.NewPCG(seed, 1))), "/d/a")
+		if got != "synced-unsynced-tail"[:len(got)] || len(got) < len("synced") {
+			t.Fatalf("torn clone kept %q", got)
+		}
+		seen[got] = true
+	}
+	if len(seen) < 5 {
+		t.Fatalf("torn clone kept only %d different lengths", len(seen))
 	}
 }

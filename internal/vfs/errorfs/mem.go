@@ -1,9 +1,11 @@
 package errorfs
 
 import (
+	"bytes"
 	"errors"
 	"io"
 	"io/fs"
+	"math/rand/v2"
 	"os"
 	"path/filepath"
 	"slices"
@@ -51,14 +53,37 @@ func clean(p string) string { return filepath.Clean("/" + p) }
 
 // CrashClone returns a new MemFS holding what would survive a power loss
 // now: synced bytes of durably linked files. The receiver is unchanged.
-func (m *MemFS) CrashClone() *MemFS {
+func (m *MemFS) CrashClone() *MemFS { return m.crashClone(nil) }
+
+// TornCrashClone is CrashClone where, as after a power loss in the middle
+// of writeback, a file that only grew since its last sync also keeps a
+// random prefix of its unsynced tail (a torn write).
+func (m *MemFS) TornCrashClone(rng *rand.Rand) *MemFS { return m.crashClone(rng) }
+
+func (m *MemFS) crashClone(rng *rand.Rand) *MemFS {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	c := &MemFS{dirs: map[string]*memDir{}}
-	for p, d := range m.dirs {
+	paths := make([]string, 0, len(m.dirs))
+	for p := range m.dirs {
+		paths = append(paths, p)
+	}
+	sort.Strings(paths) // deterministic use of rng
+	for _, p := range paths {
+		d := m.dirs[p]
+		names := make([]string, 0, len(d.durable))
+		for name := range d.durable {
+			names = append(names, name)
+		}
+		sort.Strings(names)
 		nd := newMemDir()
-		for name, ino := range d.durable {
-			n := &inode{data: slices.Clone(ino.synced), synced: slices.Clone(ino.synced), mtime: ino.mtime}
+		for _, name := range names {
+			ino := d.durable[name]
+			kept := slices.Clone(ino.synced)
+			if rng != nil && len(ino.data) > len(ino.synced) && bytes.HasPrefix(ino.data, ino.synced) {
+				kept = slices.Clone(ino.data[:len(ino.synced)+rng.IntN(len(ino.data)-len(ino.synced)+1)])
+			}
+			n := &inode{data: kept, synced: slices.Clone(kept), mtime: ino.mtime}
 			nd.entries[name], nd.durable[name] = n, n
 		}
 		c.dirs[p] = nd
