@@ -112,7 +112,6 @@ func randomCrash(t *testing.T, seed uint64) {
 	}
 }
 
-
 // readAllGaps reads the whole log like readAll, but stops when only a gap
 // (offsets without batches, from compaction) is left before the log end.
 func readAllGaps(t *testing.T, l *Log) []byte {
