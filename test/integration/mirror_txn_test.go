@@ -1,0 +1,111 @@
+package integration
+
+import (
+	"context"
+	"fmt"
+	"testing"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/minibroker/minibroker/internal/mirror"
+	"github.com/minibroker/minibroker/minibrokertest"
+)
+
+func mirrorTxnProducer(t *testing.T, addr, txnID string) *kgo.Client {
+	return newClient(t, addr, kgo.TransactionalID(txnID), kgo.RecordPartitioner(kgo.ManualPartitioner()),
+		kgo.TransactionTimeout(30*time.Second))
+}
+
+// mirrorTxn produces values to partition p in one transaction.
+func mirrorTxn(t *testing.T, cl *kgo.Client, topic string, p int32, vals []string, commit bool) {
+	t.Helper()
+	ctx := context.Background()
+	if err := cl.BeginTransaction(); err != nil {
+		t.Fatal(err)
+	}
+	for _, v := range vals {
+		if err := cl.ProduceSync(ctx, &kgo.Record{Topic: topic, Partition: p, Value: []byte(v)}).FirstErr(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := cl.EndTransaction(ctx, kgo.TransactionEndTry(commit)); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// TestMirrorTransactionalCollision: transactional producers on A, a
+// failover to B, and on B a transactional producer with the same
+// transactional id, which draws the same producer id (both clusters start
+// at 0). read_committed consumers on B see every committed record once and
+// no aborted one.
+func TestMirrorTransactionalCollision(t *testing.T) {
+	a := minibrokertest.Start(t, minibrokertest.Topic("ledger", 1))
+	b := minibrokertest.Start(t)
+	pa := mirrorTxnProducer(t, a.Addr(), "ledger-writer")
+	mirrorTxn(t, pa, "ledger", 0, values("a1", 3), true)
+	mirrorTxn(t, pa, "ledger", 0, values("a-aborted", 2), false)
+	mirrorTxn(t, pa, "ledger", 0, values("a2", 3), true)
+
+	m := b.Mirror("from-a", a.Addr()).Start("ledger")
+	m.WaitCaughtUp(timeout)
+	m.Stop()
+	end := logEnd(a, "ledger", 0)
+	assertIdentical(t, a, b, "ledger", 0, end)
+	if got := barriers(t, b, "ledger", 0); fmt.Sprint(got) != fmt.Sprint([]int64{end}) {
+		t.Fatalf("barriers %v, want [%d]", got, end)
+	}
+
+	pb := mirrorTxnProducer(t, b.Addr(), "ledger-writer")
+	mirrorTxn(t, pb, "ledger", 0, values("b1", 3), true)
+	mirrorTxn(t, pb, "ledger", 0, values("b-aborted", 2), false)
+	mirrorTxn(t, pb, "ledger", 0, values("b2", 3), true)
+	assertValues(t, b, "ledger", 0, concat(values("a1", 3), values("a2", 3), values("b1", 3), values("b2", 3)))
+}
+
+// TestMirrorFailoverTruncatesToLocalLSO: a transaction committed at the
+// source whose marker lies past the source's LSO (another transaction was
+// open there) is still open on the mirror at failover. STOPPING cuts it at
+// the local LSO, reports what it cut, and leaves no open transaction.
+func TestMirrorFailoverTruncatesToLocalLSO(t *testing.T) {
+	a := minibrokertest.Start(t, minibrokertest.Topic("ledger", 1))
+	b := minibrokertest.Start(t)
+	p2 := mirrorTxnProducer(t, a.Addr(), "t2")
+	p1 := mirrorTxnProducer(t, a.Addr(), "t1")
+	ctx := context.Background()
+	produceSerially(t, idempotentProducer(t, a.Addr()), "ledger", 0, "plain", 2) // 0,1
+
+	if err := p2.BeginTransaction(); err != nil { // T2 from offset 2
+		t.Fatal(err)
+	}
+	if err := p2.ProduceSync(ctx, &kgo.Record{Topic: "ledger", Value: []byte("t2-0")}).FirstErr(); err != nil {
+		t.Fatal(err)
+	}
+	if err := p1.BeginTransaction(); err != nil { // T1 from offset 3, left open
+		t.Fatal(err)
+	}
+	if err := p1.ProduceSync(ctx, &kgo.Record{Topic: "ledger", Value: []byte("t1-0")}).FirstErr(); err != nil {
+		t.Fatal(err)
+	}
+	if err := p2.EndTransaction(ctx, kgo.TryCommit); err != nil { // T2's marker at 4, past the LSO (3)
+		t.Fatal(err)
+	}
+	m := b.Mirror("from-a", a.Addr()).Start("ledger")
+	m.WaitCaughtUp(timeout) // mirrors up to the source LSO: offsets 0..2
+	if end := logEnd(b, "ledger", 0); end != 3 {
+		t.Fatalf("mirrored up to %d, want the source LSO 3", end)
+	}
+	if o := mustPartition(t, b, "ledger", 0).Offsets(); o.LastStable != 2 {
+		t.Fatalf("local LSO %d, want 2 (T2 open locally)", o.LastStable)
+	}
+	m.Stop()
+	ps := m.Status().Partitions[0]
+	if ps.State != mirror.Stopped || ps.LastMirroredOffset != 2 || ps.LostAtFailover != 1 || ps.BarrierOffset != 2 {
+		t.Fatalf("after failover: %+v", ps)
+	}
+	if o := mustPartition(t, b, "ledger", 0).Offsets(); o.LastStable != o.HighWatermark {
+		t.Fatalf("an open transaction survived the failover: %+v", o)
+	}
+	assertValues(t, b, "ledger", 0, values("plain", 2))
+	p1.EndTransaction(ctx, kgo.TryAbort)
+}
