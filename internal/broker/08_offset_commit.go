@@ -7,12 +7,14 @@ package broker
 // id (UNKNOWN_MEMBER_ID, ILLEGAL_GENERATION, FENCED_INSTANCE_ID v7+,
 // REBALANCE_IN_PROGRESS while the group completes a rebalance); a simple
 // commit (generation -1, v0 always) is accepted for a group without
-// members. Unknown topics or partitions get UNKNOWN_TOPIC_OR_PARTITION;
+// members; a generation for a group that does not exist is
+// GROUP_ID_NOT_FOUND from v9, ILLEGAL_GENERATION before. Unknown topics or partitions get UNKNOWN_TOPIC_OR_PARTITION;
 // metadata over 4096 bytes OFFSET_METADATA_TOO_LARGE. Deviation: the v2–v4
 // retention time is ignored; offsets.retention.ms applies to every group.
 
 import (
 	"context"
+	"errors"
 
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
@@ -47,6 +49,9 @@ func (b *Broker) handleOffsetCommit(_ context.Context, r *protocol.Request) kmsg
 		}
 	}
 	partErrs, top := b.groups.CommitOffsets(cr)
+	if errors.Is(top, coordinator.ErrGroupIDNotFound) && r.Version < 9 {
+		top = coordinator.ErrIllegalGeneration // as Kafka, before v9
+	}
 	for _, t := range req.Topics {
 		rt := kmsg.NewOffsetCommitResponseTopic()
 		rt.Topic = t.Topic

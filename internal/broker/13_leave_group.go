@@ -4,7 +4,9 @@ package broker
 //
 // v0–v2 name one member (its error is the top-level error); v3+ batch
 // members by member id and/or group instance id with an error each
-// (top-level NONE), as Kafka does. The Reason (v5) is ignored.
+// (top-level NONE), as Kafka does. An unknown group is a top-level
+// UNKNOWN_MEMBER_ID (Kafka's current coordinator; the old one answered
+// per member). The Reason (v5) is ignored.
 
 import (
 	"context"
@@ -19,15 +21,22 @@ func (b *Broker) handleLeaveGroup(_ context.Context, r *protocol.Request) kmsg.R
 	req := r.Body.(*kmsg.LeaveGroupRequest)
 	resp := req.ResponseKind().(*kmsg.LeaveGroupResponse)
 	if r.Version < 3 {
-		errs := b.groups.Leave(req.Group, []coordinator.LeaveMember{{MemberID: req.MemberID}})
-		resp.ErrorCode = errorCode(errs[0])
+		errs, top := b.groups.Leave(req.Group, []coordinator.LeaveMember{{MemberID: req.MemberID}})
+		if top == nil {
+			top = errs[0]
+		}
+		resp.ErrorCode = errorCode(top)
 		return resp
 	}
 	leaving := make([]coordinator.LeaveMember, len(req.Members))
 	for i, m := range req.Members {
 		leaving[i] = coordinator.LeaveMember{MemberID: m.MemberID, InstanceID: strOrEmpty(m.InstanceID)}
 	}
-	errs := b.groups.Leave(req.Group, leaving)
+	errs, top := b.groups.Leave(req.Group, leaving)
+	if top != nil {
+		resp.ErrorCode = errorCode(top)
+		return resp
+	}
 	for i, m := range req.Members {
 		rm := kmsg.NewLeaveGroupResponseMember()
 		rm.MemberID, rm.InstanceID, rm.ErrorCode = m.MemberID, m.InstanceID, errorCode(errs[i])

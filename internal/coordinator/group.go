@@ -242,14 +242,24 @@ func (g *group) maxRebalanceTimeout() time.Duration {
 	return d
 }
 
-// isFenced: a request naming instanceID with a member id other than the
-// one the instance currently holds.
-func (g *group) isFenced(instanceID, memberID string) bool {
-	if instanceID == "" {
-		return false
+// validateMember is Kafka's ClassicGroup.validateMember: a request naming
+// an instance id must carry the member id that instance currently holds
+// (FENCED_INSTANCE_ID), and the member must exist (UNKNOWN_MEMBER_ID).
+func (g *group) validateMember(memberID, instanceID string) (*member, error) {
+	if instanceID != "" {
+		cur, ok := g.static[instanceID]
+		if !ok {
+			return nil, ErrUnknownMemberID
+		}
+		if cur != memberID {
+			return nil, ErrFencedInstanceID
+		}
 	}
-	cur, ok := g.static[instanceID]
-	return ok && cur != memberID
+	m := g.members[memberID]
+	if m == nil {
+		return nil, ErrUnknownMemberID
+	}
+	return m, nil
 }
 
 func (g *group) hasPendingTxn(tp TopicPartition) bool {

@@ -177,17 +177,13 @@ func (c *groupCore) joinUnknown(now time.Time, g *group, req JoinRequest, w Wait
 }
 
 func (c *groupCore) joinKnown(now time.Time, g *group, req JoinRequest, w Waiter) {
-	if g.isFenced(req.InstanceID, req.MemberID) {
-		c.replyJoin(w, joinError(req.MemberID, ErrFencedInstanceID))
-		return
-	}
-	if _, ok := g.pendingMembers[req.MemberID]; ok {
+	if _, ok := g.pendingMembers[req.MemberID]; ok && req.InstanceID == "" {
 		c.addMemberAndRebalance(now, g, req.MemberID, req, w)
 		return
 	}
-	m := g.members[req.MemberID]
-	if m == nil || (req.InstanceID != "" && m.instanceID != req.InstanceID) {
-		c.replyJoin(w, joinError(req.MemberID, ErrUnknownMemberID))
+	m, err := g.validateMember(req.MemberID, req.InstanceID)
+	if err != nil {
+		c.replyJoin(w, joinError(req.MemberID, err))
 		return
 	}
 	switch g.state {
@@ -270,14 +266,16 @@ func (c *groupCore) updateMemberAndRebalance(now time.Time, g *group, m *member,
 
 // replaceStaticMember: a static member rejoins with an unknown member id
 // (a restarted client): the instance gets a new member id and the old one
-// is fenced. A stable group whose protocol does not change keeps its
-// assignment without a rebalance (KIP-345).
+// is fenced. A stable group whose selected protocol does not change keeps
+// its assignment without a rebalance (KIP-345); a restarted leader is told
+// to skip the assignment (v9, KIP-814), and before v9 is answered with the
+// old leader id so that it acts as a follower, as Kafka does.
 func (c *groupCore) replaceStaticMember(now time.Time, g *group, old *member, newID string, req JoinRequest, w Waiter) {
 	c.replyJoin(old.joinWaiter, joinError(old.id, ErrFencedInstanceID))
 	c.replySync(old.syncWaiter, &SyncResult{Err: ErrFencedInstanceID})
+	oldLeader := g.leader
 	delete(g.members, old.id)
 	m := &member{id: newID, instanceID: old.instanceID, joinedSeq: old.joinedSeq, assignment: old.assignment, lastHeartbeat: now}
-	oldProtocols := old.protocols
 	c.setMemberFromRequest(m, req)
 	g.members[newID] = m
 	g.static[m.instanceID] = newID
@@ -285,21 +283,24 @@ func (c *groupCore) replaceStaticMember(now time.Time, g *group, old *member, ne
 		delete(g.pendingSync, old.id)
 		g.pendingSync[newID] = true
 	}
-	wasLeader := g.leader == old.id
-	if wasLeader {
+	if g.leader == old.id {
 		g.leader = newID
 	}
 	switch g.state {
 	case StateStable:
-		unchanged := sameProtocols(oldProtocols, req.Protocols) || g.selectProtocol() == g.protocol
-		if unchanged && (!wasLeader || req.SupportsSkipAssignment) {
-			c.storeGroup(now, g)
-			c.replyJoin(w, c.joinResult(g, m, wasLeader))
+		if g.selectProtocol() != g.protocol {
+			c.setJoinWaiter(m, w)
+			c.maybePrepareRebalance(now, g)
 			return
 		}
-		c.setJoinWaiter(m, w)
-		c.maybePrepareRebalance(now, g)
-	default: // CompletingRebalance or PreparingRebalance
+		c.storeGroup(now, g)
+		if req.SupportsSkipAssignment {
+			c.replyJoin(w, c.joinResult(g, m, m.id == g.leader))
+		} else {
+			c.replyJoin(w, &JoinResult{MemberID: newID, Generation: g.generation, ProtocolType: g.protocolType,
+				Protocol: g.protocol, Leader: oldLeader})
+		}
+	default: // CompletingRebalance: the leader may be assigning the old id; PreparingRebalance
 		c.setJoinWaiter(m, w)
 		c.maybePrepareRebalance(now, g)
 	}
@@ -428,14 +429,10 @@ func (c *groupCore) Sync(now time.Time, req SyncRequest, w Waiter) {
 		c.replySync(w, &SyncResult{Err: ErrUnknownMemberID})
 		return
 	}
-	if g.isFenced(req.InstanceID, req.MemberID) {
-		c.replySync(w, &SyncResult{Err: ErrFencedInstanceID})
-		return
-	}
-	m := g.members[req.MemberID]
+	m, err := g.validateMember(req.MemberID, req.InstanceID)
 	switch {
-	case m == nil:
-		c.replySync(w, &SyncResult{Err: ErrUnknownMemberID})
+	case err != nil:
+		c.replySync(w, &SyncResult{Err: err})
 		return
 	case req.Generation != g.generation:
 		c.replySync(w, &SyncResult{Err: ErrIllegalGeneration})
@@ -497,13 +494,10 @@ func (c *groupCore) Heartbeat(now time.Time, groupID, memberID, instanceID strin
 	if g == nil {
 		return ErrUnknownMemberID
 	}
-	if g.isFenced(instanceID, memberID) {
-		return ErrFencedInstanceID
-	}
-	m := g.members[memberID]
+	m, err := g.validateMember(memberID, instanceID)
 	switch {
-	case m == nil:
-		return ErrUnknownMemberID
+	case err != nil:
+		return err
 	case generation != g.generation:
 		return ErrIllegalGeneration
 	}
@@ -518,40 +512,38 @@ func (c *groupCore) Heartbeat(now time.Time, groupID, memberID, instanceID strin
 	return ErrUnknownMemberID
 }
 
-// Leave handles a LeaveGroup: one error per member, in order.
-func (c *groupCore) Leave(now time.Time, groupID string, leaving []LeaveMember) []error {
-	errs := make([]error, len(leaving))
+// Leave handles a LeaveGroup: one error per member, in order, or a
+// top-level error (an unknown group: UNKNOWN_MEMBER_ID, as Kafka's
+// coordinator answers). A member named by instance id alone is removed
+// administratively; otherwise it is validated as in every request.
+func (c *groupCore) Leave(now time.Time, groupID string, leaving []LeaveMember) ([]error, error) {
 	g := c.groups[groupID]
+	if g == nil {
+		return nil, ErrUnknownMemberID
+	}
+	errs := make([]error, len(leaving))
 	for i, l := range leaving {
-		if g == nil {
-			errs[i] = ErrUnknownMemberID
-			continue
-		}
-		if l.InstanceID != "" {
+		switch _, pending := g.pendingMembers[l.MemberID]; {
+		case l.MemberID == "":
 			id, ok := g.static[l.InstanceID]
-			switch {
-			case !ok:
+			if l.InstanceID == "" || !ok {
 				errs[i] = ErrUnknownMemberID
-			case l.MemberID != "" && l.MemberID != id:
-				errs[i] = ErrFencedInstanceID
-			default:
-				c.removeMemberAndUpdateGroup(now, g, g.members[id])
+				continue
 			}
-			continue
-		}
-		if _, ok := g.pendingMembers[l.MemberID]; ok {
+			c.removeMemberAndUpdateGroup(now, g, g.members[id])
+		case pending:
 			delete(g.pendingMembers, l.MemberID)
 			c.tryCompleteJoin(now, g, false)
-			continue
+		default:
+			m, err := g.validateMember(l.MemberID, l.InstanceID)
+			if err != nil {
+				errs[i] = err
+				continue
+			}
+			c.removeMemberAndUpdateGroup(now, g, m)
 		}
-		m := g.members[l.MemberID]
-		if m == nil {
-			errs[i] = ErrUnknownMemberID
-			continue
-		}
-		c.removeMemberAndUpdateGroup(now, g, m)
 	}
-	return errs
+	return errs, nil
 }
 
 // Tick runs every timer that is due at now: session timeouts, pending

@@ -23,7 +23,8 @@ func (c *groupCore) CommitOffsets(now time.Time, req CommitRequest) (partErrs ma
 	g := c.groups[req.Group]
 	if g == nil {
 		if req.Generation >= 0 {
-			return nil, ErrIllegalGeneration
+			// The broker answers ILLEGAL_GENERATION before v9, as Kafka.
+			return nil, ErrGroupIDNotFound
 		}
 	} else if err := c.validateCommit(now, g, req); err != nil {
 		return nil, err
@@ -46,13 +47,14 @@ func (c *groupCore) validateCommit(now time.Time, g *group, req CommitRequest) e
 	if req.Generation < 0 && g.state == StateEmpty {
 		return nil
 	}
-	if g.isFenced(req.InstanceID, req.MemberID) {
-		return ErrFencedInstanceID
-	}
-	m := g.members[req.MemberID]
-	switch {
-	case m == nil:
+	if req.Generation < 0 && req.MemberID == "" && req.InstanceID == "" {
+		// No member id and no generation (v0): only for an Empty group.
 		return ErrUnknownMemberID
+	}
+	m, err := g.validateMember(req.MemberID, req.InstanceID)
+	switch {
+	case err != nil:
+		return err
 	case req.Generation != g.generation:
 		return ErrIllegalGeneration
 	}

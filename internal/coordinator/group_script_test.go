@@ -253,8 +253,9 @@ func (s *groupScript) event(f []string) {
 				ms = append(ms, LeaveMember{MemberID: r})
 			}
 		}
-		var res []string
-		for _, e := range s.core.Leave(s.now, group, ms) {
+		errs, top := s.core.Leave(s.now, group, ms)
+		res := []string{gsErr(top)}
+		for _, e := range errs {
 			res = append(res, gsErr(e))
 		}
 		s.printf("leave: %s", strings.Join(res, " "))

@@ -199,11 +199,12 @@ func (g *Groups) Heartbeat(groupID, memberID, instanceID string, generation int3
 	return err
 }
 
-// Leave serves LeaveGroup: one error per member.
-func (g *Groups) Leave(groupID string, members []LeaveMember) []error {
+// Leave serves LeaveGroup: one error per member, or a top-level error.
+func (g *Groups) Leave(groupID string, members []LeaveMember) ([]error, error) {
 	var errs []error
-	g.call(func(now time.Time) { errs = g.core.Leave(now, groupID, members) })
-	return errs
+	var top error
+	g.call(func(now time.Time) { errs, top = g.core.Leave(now, groupID, members) })
+	return errs, top
 }
 
 // CommitOffsets serves OffsetCommit; it returns once the offsets are
