@@ -12,6 +12,9 @@ func (b *Broker) openMirrors(opts mirror.Options) error {
 	opts.FS = b.fs
 	opts.Logger = b.logger
 	opts.Registry = b.registry
+	if b.groups != nil {
+		opts.Groups = b.groups
+	}
 	m, err := mirror.Open(mirrorLocal{b}, b.dataDir, opts)
 	if err != nil {
 		return err
