@@ -6,12 +6,14 @@ import (
 	"fmt"
 	"slices"
 	"sort"
+	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/minibroker/minibroker/minibrokertest"
 )
@@ -369,11 +371,11 @@ func TestTxnExactlyOncePipelineAcrossCrash(t *testing.T) {
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{})
-	var batches, aborted, sessions int
+	var batches, aborted, sessions atomic.Int64
 	go func() {
 		defer close(done)
 		sess := newSession()
-		sessions++
+		sessions.Add(1)
 		defer func() { sess.Close() }()
 		for ctx.Err() == nil {
 			fs := sess.PollFetches(ctx)
@@ -390,9 +392,9 @@ func TestTxnExactlyOncePipelineAcrossCrash(t *testing.T) {
 			})
 			time.Sleep(5 * time.Millisecond) // keep the stream going while the broker dies
 			committed, err := sess.End(ctx, kgo.TransactionEndTry(e.Err() == nil))
-			batches++
+			batches.Add(1)
 			if !committed || err != nil {
-				aborted++
+				aborted.Add(1)
 			}
 			if err != nil && ctx.Err() == nil {
 				// kgo: no End error is retryable. What an application
@@ -401,7 +403,7 @@ func TestTxnExactlyOncePipelineAcrossCrash(t *testing.T) {
 				t.Logf("end: %v; starting a new session", err)
 				sess.Close()
 				sess = newSession()
-				sessions++
+				sessions.Add(1)
 			}
 		}
 	}()
@@ -449,7 +451,46 @@ func TestTxnExactlyOncePipelineAcrossCrash(t *testing.T) {
 		}
 	}
 	if len(seen) != n || dups != 0 {
-		t.Fatalf("%s holds %d distinct of %d inputs, %d duplicated (%d transactions, %d aborted)", out, len(seen), n, dups, batches, aborted)
+		t.Fatalf("%s holds %d distinct of %d inputs, %d duplicated (%d transactions, %d aborted)", out, len(seen), n, dups, batches.Load(), aborted.Load())
 	}
-	t.Logf("%d transactions, %d aborted, %d sessions", batches, aborted, sessions)
+	t.Logf("%d transactions, %d aborted, %d sessions", batches.Load(), aborted.Load(), sessions.Load())
+}
+
+// TestTxnProducerIDsNeverRepeatAcrossRestarts: 100 broker restarts, every
+// other one a crash (Kill), with idempotent and transactional
+// InitProducerId calls between them: no producer id is handed out twice.
+func TestTxnProducerIDsNeverRepeatAcrossRestarts(t *testing.T) {
+	c := minibrokertest.Start(t)
+	seen := map[int64]string{}
+	for i := 0; i < 100; i++ {
+		cl, err := kgo.NewClient(kgo.SeedBrokers(c.Addr()))
+		if err != nil {
+			t.Fatal(err)
+		}
+		for j := 0; j < 3; j++ {
+			req := kmsg.NewPtrInitProducerIDRequest()
+			req.TransactionTimeoutMillis = 10_000
+			who := fmt.Sprintf("restart %d idempotent %d", i, j)
+			if j == 2 {
+				id := fmt.Sprintf("t-%d", i)
+				req.TransactionalID = &id
+				who = fmt.Sprintf("restart %d transactional %s", i, id)
+			}
+			resp, err := req.RequestWith(txnCtx(t), cl)
+			if err != nil || resp.ErrorCode != 0 {
+				t.Fatalf("%s: %v (code %d)", who, err, resp.ErrorCode)
+			}
+			if prev, dup := seen[resp.ProducerID]; dup {
+				t.Fatalf("producer id %d handed out twice: %s and %s", resp.ProducerID, prev, who)
+			}
+			seen[resp.ProducerID] = who
+		}
+		cl.Close()
+		if i%2 == 0 {
+			c.Kill()
+			c.Revive()
+		} else {
+			c.Restart()
+		}
+	}
 }
