@@ -180,6 +180,24 @@ func (c *groupCore) CompleteTxn(producerID int64, commit bool) bool {
 	return false
 }
 
+// DeleteTopic drops every group's committed offsets for topic, as Kafka's
+// coordinator does when a topic is deleted (so a topic created again
+// under the name does not resume from stale offsets).
+func (c *groupCore) DeleteTopic(topic string) {
+	ids := make([]string, 0, len(c.groups))
+	for id := range c.groups {
+		ids = append(ids, id)
+	}
+	sort.Strings(ids)
+	for _, id := range ids {
+		for _, tp := range sortedTPs(c.groups[id].offsets) {
+			if tp.Topic == topic {
+				c.emit(record{typ: recOffsetDelete, group: id, tp: tp})
+			}
+		}
+	}
+}
+
 // CommitAdmin commits offsets outside any generation (mirroring).
 func (c *groupCore) CommitAdmin(now time.Time, groupID string, offsets map[TopicPartition]OffsetAndMetadata) error {
 	if groupID == "" {

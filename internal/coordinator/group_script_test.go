@@ -32,6 +32,7 @@ import (
 //	admin GROUP TOPIC/P=OFFSET ...
 //	delete GROUP ...
 //	offsetdelete GROUP TOPIC/P ...
+//	deletetopic TOPIC
 //	describe GROUP | list | expire | restart | compact
 func TestGroupScripts(t *testing.T) {
 	files, _ := filepath.Glob("testdata/group_*.txt")
@@ -328,6 +329,9 @@ func (s *groupScript) event(f []string) {
 		}
 		s.printf("list: %s", strings.Join(gs, " "))
 		return
+	case "deletetopic":
+		s.core.DeleteTopic(args[0])
+		group = "*"
 	case "expire":
 		s.core.ExpireOffsets(s.now)
 		group = "*"

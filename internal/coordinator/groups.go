@@ -262,6 +262,12 @@ func (g *Groups) DeleteOffsets(groupID string, tps []TopicPartition) (map[TopicP
 	return partErrs, top
 }
 
+// DeleteTopicOffsets drops every group's committed offsets for a deleted
+// topic (durably), as Kafka does on topic deletion.
+func (g *Groups) DeleteTopicOffsets(topic string) error {
+	return g.call(func(time.Time) { g.core.DeleteTopic(topic) })
+}
+
 func (g *Groups) stageTxnOffsets(group string, producerID int64, producerEpoch int16, offsets map[TopicPartition]OffsetAndMetadata) error {
 	var top error
 	if err := g.call(func(now time.Time) { top = g.core.StageTxn(now, group, producerID, producerEpoch, offsets) }); err != nil {

@@ -624,3 +624,35 @@ func TestGroupsKgoStaticMembership(t *testing.T) {
 		t.Fatalf("heartbeat with the fenced member id: %v, want FENCED_INSTANCE_ID", err)
 	}
 }
+
+// TestGroupsKgoMemberAcrossBrokerRestart: a member that stays up while the
+// broker restarts (and later crashes) keeps consuming from its committed
+// offsets: the group's membership was persisted, so its heartbeats and
+// commits are accepted after the restart.
+func TestGroupsKgoMemberAcrossBrokerRestart(t *testing.T) {
+	const topic, group = "gr", "gr-g"
+	c := minibrokertest.Start(t, minibrokertest.Topic(topic, 2))
+	groupsProduce(t, c.Addr(), topic, "a", 20)
+	m := newGroupMember(t, c.Addr(), group, topic)
+	groupsConsumeExactly(t, "a", 20, m)
+	m.commit(t)
+	adm := kadm.NewClient(newClient(t, c.Addr()))
+	ctx := context.Background()
+	before, _ := adm.DescribeGroups(ctx, group)
+
+	c.Restart()
+	after, err := adm.DescribeGroups(ctx, group)
+	if err != nil || after[group].State != "Stable" || len(after[group].Members) != 1 ||
+		after[group].Members[0].MemberID != before[group].Members[0].MemberID {
+		t.Fatalf("group after a restart: %+v (before: %+v)", after[group], before[group])
+	}
+	groupsProduce(t, c.Addr(), topic, "b", 20)
+	groupsConsumeExactly(t, "b", 20, m)
+	m.commit(t)
+
+	c.Kill()
+	c.Revive()
+	groupsProduce(t, c.Addr(), topic, "c", 20)
+	groupsConsumeExactly(t, "c", 20, m)
+	m.commit(t)
+}
