@@ -223,12 +223,13 @@ func (l *Log) abortAppendLocked(err error) error {
 }
 
 // rollLocked makes a new active segment at base (Kafka's roll). The old
-// segment gets its final time-index entry and is fsynced before the new
-// file exists (mu is released meanwhile; appendMu keeps writers out).
-// Kafka flushes the old segment asynchronously; doing it first means a
-// segment file on disk implies that every earlier segment is complete, so
-// a power loss can cut the log only at its end, never leave a gap in the
-// middle that recovery could not see.
+// segment gets its final time-index entry, and its data is fsynced in the
+// background, as Kafka does, so a roll never stalls appends on a large
+// fsync. Before the new file exists, the old segment's offset index gets
+// an entry for its last batch and is fsynced (a small write, with mu
+// released; appendMu keeps writers out): if a power loss then keeps the
+// new segment's data but not the old segment's tail, recovery sees the
+// gap and cuts the log there instead of serving a hole.
 func (l *Log) rollLocked(base int64, now time.Time) (*segment, error) {
 	old := l.active()
 	if err := old.maybeAppendTimeEntry(); err != nil {
@@ -237,12 +238,12 @@ func (l *Log) rollLocked(base int64, now time.Time) (*segment, error) {
 	if base <= old.base {
 		return nil, fmt.Errorf("%w: cannot roll to base %d below active segment %d", ErrInvalidBatch, base, old.base)
 	}
-	targets, err := old.syncTargets(nil, true)
+	seal, err := old.sealIndex()
 	if err != nil {
 		return nil, l.failLocked(err)
 	}
 	l.mu.Unlock()
-	err = syncAll(targets)
+	err = syncAll([]syncTarget{seal})
 	l.mu.Lock()
 	if err != nil {
 		return nil, l.failLocked(err)

@@ -3,6 +3,7 @@ package log
 import (
 	"bytes"
 	"errors"
+	"os"
 	"slices"
 	"syscall"
 	"testing"
@@ -322,4 +323,44 @@ func TestFaultRollFails(t *testing.T) {
 	if !bytes.Equal(got, slices.Concat(first, second)) {
 		t.Fatalf("after restart: %d bytes", len(got))
 	}
+}
+
+// TestFaultLostTailBeforeLaterSegment: the OS wrote back a later segment
+// but not the end of the one before it (possible after a power loss in the
+// default policy, which fsyncs rolled segments in the background). The
+// index entry sealed at roll shows the hole; recovery cuts the log at it
+// instead of serving the later batches after a gap.
+func TestFaultLostTailBeforeLaterSegment(t *testing.T) {
+	cfg := testConfig()
+	cfg.SegmentBytes = 1000
+	l, _, mem := faultLog(t, cfg)
+	l.flusher.stop() // no background flush: the test decides what is durable
+	durable := slices.Concat(appendN(t, l, 2, 2, 0, 0, 100)...)
+	l.mu.Lock()
+	targets, _ := l.segments[0].syncTargets(nil, true) // first two batches durable
+	l.mu.Unlock()
+	syncAll(targets)
+	appendN(t, l, 6, 2, 0, 0, 100) // one more in segment 0, then rolls
+	bases := l.SegmentBaseOffsets()
+	if len(bases) < 2 {
+		t.Fatalf("no roll: %v", bases)
+	}
+	// Writeback reached the later segments and the directory, not the
+	// unsynced tail of segment 0.
+	for _, b := range bases[1:] {
+		f, err := mem.OpenFile(segmentFileName(faultDir, b, logSuffix), os.O_RDWR, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		f.Sync()
+		f.Close()
+	}
+	mem.SyncDir(faultDir)
+	l2, got := reopenOn(t, mem.CrashClone())
+	defer l2.Close()
+	if !bytes.Equal(got, durable) || l2.LogEndOffset() != 4 || len(l2.SegmentBaseOffsets()) != 1 {
+		t.Fatalf("after crash: LEO %d, segments %v, %d bytes (want the 2 durable batches only)",
+			l2.LogEndOffset(), l2.SegmentBaseOffsets(), len(got))
+	}
+	l.Close()
 }

@@ -164,6 +164,7 @@ func (l *Log) load() error {
 	l.epochs.entries = entries
 
 	var recoverFrom int
+	afterCrash := !clean
 	if clean {
 		recoverFrom = l.openClean(cleanLEO)
 	} else {
@@ -175,7 +176,7 @@ func (l *Log) load() error {
 			zap.Int64("fromSegment", l.segments[recoverFrom].base))
 	}
 	if recoverFrom >= 0 {
-		if err := l.recover(recoverFrom); err != nil {
+		if err := l.recover(recoverFrom, afterCrash); err != nil {
 			return err
 		}
 	}

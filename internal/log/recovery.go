@@ -16,13 +16,24 @@ const recoveryReadahead = 1 << 20
 // cuts the log at the first invalid byte: the damaged segment is
 // truncated there and every later segment is deleted. Kafka's
 // LogLoader.recoverLog.
-func (l *Log) recover(from int) error {
+//
+// After an unclean shutdown (afterCrash) a segment that was rolled away
+// from must hold the batch its sealing index entry names; if a power loss
+// took its tail while a later segment's data survived, the log is cut at
+// the end of that segment too. After a clean shutdown nothing can be lost
+// that way, and an index naming a missing batch is merely damaged.
+func (l *Log) recover(from int, afterCrash bool) error {
 	expected := l.segments[from].base
 	if from > 0 {
 		expected = max(expected, l.segments[from-1].nextOffset)
 	}
 	for i := from; i < len(l.segments); i++ {
 		s := l.segments[i]
+		// A segment that was rolled away from names its last batch in its
+		// offset index (sealIndex, fsynced at roll).
+		sealed, isSealed := s.offIdx.lastEntry()
+		isSealed = isSealed && afterCrash && i < len(l.segments)-1 &&
+			sealed.Offset >= s.base && sealed.Offset < l.segments[i+1].base
 		var cut error
 		if s.base < expected {
 			cut = &CorruptionError{Segment: s.logPath, Offset: 0,
@@ -33,6 +44,12 @@ func (l *Log) recover(from int) error {
 			if err != nil {
 				return err
 			}
+		}
+		if cut == nil && isSealed && s.nextOffset <= sealed.Offset && sealed.Position >= s.size {
+			// Its tail never reached the disk while a later segment's data
+			// did: cut here rather than leave a hole in the log.
+			cut = &CorruptionError{Segment: s.logPath, Offset: s.size,
+				Err: fmt.Errorf("segment ends at offset %d, its index names a batch ending at %d: tail lost", s.nextOffset-1, sealed.Offset)}
 		}
 		if cut == nil {
 			expected = s.nextOffset

@@ -69,12 +69,16 @@ func (l *Log) TruncateTo(offset int64) error {
 	}
 	l.leo = s.nextOffset
 	// Make the cut durable now: after a power loss the truncated batches
-	// must not come back (a mirror truncates at a divergence point).
-	targets, err := s.syncTargets(nil, true)
-	if err == nil {
-		err = syncAll(targets)
+	// must not come back (a mirror truncates at a divergence point). Older
+	// segments first, so that what is durable stays a prefix.
+	var targets []syncTarget
+	var err error
+	for _, seg := range l.segments {
+		if targets, err = seg.syncTargets(targets, true); err != nil {
+			return l.failLocked(err)
+		}
 	}
-	if err != nil {
+	if err := syncAll(targets); err != nil {
 		return l.failLocked(err)
 	}
 	if l.dirDirty {

@@ -44,6 +44,8 @@ type segment struct {
 	maxTs           int64 // largest batch MaxTimestamp, -1 if none
 	maxTsOffset     int64 // base offset of the batch holding maxTs
 	rollTs          int64 // MaxTimestamp of the first batch, -1 if none
+	lastBatchPos    int64 // position of the last batch, -1 if none
+	lastBatchOffset int64 // last offset of the last batch
 	created         time.Time
 	// Written since the last fsync: the log file, the offset and time
 	// indexes, the transaction index.
@@ -53,7 +55,7 @@ type segment struct {
 // openSegment opens (create=true: creates) the files of the segment at base.
 func openSegment(fsys vfs.FS, dir string, base int64, create bool, now time.Time) (*segment, error) {
 	s := &segment{base: base, logPath: segmentFileName(dir, base, logSuffix),
-		nextOffset: base, maxTs: -1, maxTsOffset: -1, rollTs: -1, created: now}
+		nextOffset: base, maxTs: -1, maxTsOffset: -1, rollTs: -1, lastBatchPos: -1, created: now}
 	flag := os.O_RDWR | os.O_APPEND
 	if create {
 		flag |= os.O_CREATE | os.O_EXCL
@@ -169,6 +171,7 @@ func (s *segment) indexBatch(h *batch.Header, pos int64, interval int64) error {
 		s.maxTs, s.maxTsOffset = h.MaxTimestamp, h.BaseOffset
 	}
 	s.nextOffset = h.LastOffset() + 1
+	s.lastBatchPos, s.lastBatchOffset = pos, h.LastOffset()
 	if s.bytesSinceIndex > interval {
 		var buf [timeEntrySize]byte
 		if err := s.offIdx.appendRaw(appendOffsetEntry(buf[:0], offsetEntry{h.LastOffset(), pos}, s.base)); err != nil {
@@ -225,7 +228,8 @@ func (s *segment) timeToRoll(h *batch.Header, now time.Time, cfg *Config) bool {
 // the end (headers only) to learn nextOffset and the max timestamp after
 // the last time-index entry. Used on a clean open.
 func (s *segment) loadTail() error {
-	s.maxTs, s.maxTsOffset = -1, -1
+	s.maxTs, s.maxTsOffset, s.rollTs, s.lastBatchPos = -1, -1, -1, -1
+	s.nextOffset, s.bytesSinceIndex = s.base, 0
 	if e, ok := s.timeIdx.lastEntry(); ok {
 		s.maxTs, s.maxTsOffset = e.Timestamp, e.Offset
 	}
@@ -257,8 +261,29 @@ func (s *segment) loadTail() error {
 			s.maxTs, s.maxTsOffset = h.MaxTimestamp, h.BaseOffset
 		}
 		s.nextOffset = h.LastOffset() + 1
+		s.lastBatchPos, s.lastBatchOffset = p, h.LastOffset()
 		s.bytesSinceIndex += int64(h.Size())
 	}
+}
+
+// sealIndex gives the offset index an entry for the segment's last batch
+// (Kafka indexes only every log.index.interval.bytes) and returns the
+// index file to fsync. Done at roll, it records durably where the segment
+// ends before its data is fsynced, so that recovery can tell a segment
+// whose tail a power loss took from one that was complete (see recover).
+func (s *segment) sealIndex() (syncTarget, error) {
+	t := syncTarget{s.offIdx.path, s.offIdx.f}
+	if s.lastBatchPos < 0 {
+		return t, nil
+	}
+	if e, ok := s.offIdx.lastEntry(); !ok || e.Offset < s.lastBatchOffset {
+		var buf [offsetEntrySize]byte
+		e := offsetEntry{Offset: s.lastBatchOffset, Position: s.lastBatchPos}
+		if err := s.offIdx.appendRaw(appendOffsetEntry(buf[:0], e, s.base)); err != nil {
+			return t, err
+		}
+	}
+	return t, s.offIdx.flushPending()
 }
 
 // verifyLastEntries checks that the last offset- and time-index entries
