@@ -2,6 +2,7 @@ package integration
 
 import (
 	"context"
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"slices"
@@ -492,5 +493,93 @@ func TestTxnProducerIDsNeverRepeatAcrossRestarts(t *testing.T) {
 		} else {
 			c.Restart()
 		}
+	}
+}
+
+// txnBatch encodes one uncompressed transactional v2 batch of one record.
+func txnBatch(value []byte, pid int64, epoch int16, seq int32) []byte {
+	rec := kmsg.Record{Value: value}
+	rec.Length = int32(len(rec.AppendTo(nil)) - 1)
+	body := rec.AppendTo(nil)
+	now := time.Now().UnixMilli()
+	rb := kmsg.RecordBatch{Magic: 2, Attributes: 0x10, FirstTimestamp: now, MaxTimestamp: now,
+		ProducerID: pid, ProducerEpoch: epoch, FirstSequence: seq, NumRecords: 1, Records: body}
+	rb.Length = int32(49 + len(body))
+	raw := rb.AppendTo(nil)
+	binary.BigEndian.PutUint32(raw[17:], crc32c(raw[21:]))
+	return raw
+}
+
+// TestTxnProduceVerification: a transactional batch is accepted only for a
+// partition in the producer's open transaction (Kafka 3.6+ verification),
+// which also keeps a late batch from opening a transaction no coordinator
+// will ever end (a hanging transaction).
+func TestTxnProduceVerification(t *testing.T) {
+	const topic = "tv"
+	c := minibrokertest.Start(t, minibrokertest.Topic(topic, 2))
+	cl := newClient(t, c.Addr())
+	ctx := txnCtx(t)
+	txnID := "verify"
+	init := kmsg.NewPtrInitProducerIDRequest()
+	init.TransactionalID, init.TransactionTimeoutMillis = &txnID, 30_000
+	ir, err := init.RequestWith(ctx, cl)
+	if err != nil || ir.ErrorCode != 0 {
+		t.Fatalf("init: %v %d", err, ir.ErrorCode)
+	}
+	pid, epoch := ir.ProducerID, ir.ProducerEpoch
+	produce := func(p int32, seq int32, e int16, txn *string) int16 {
+		t.Helper()
+		req := kmsg.NewPtrProduceRequest()
+		req.Acks, req.TimeoutMillis, req.TransactionID = -1, 5000, txn
+		rt := kmsg.NewProduceRequestTopic()
+		rt.Topic = topic
+		rp := kmsg.NewProduceRequestTopicPartition()
+		rp.Partition, rp.Records = p, txnBatch([]byte("x"), pid, e, seq)
+		rt.Partitions = append(rt.Partitions, rp)
+		req.Topics = append(req.Topics, rt)
+		resp, err := req.RequestWith(ctx, cl)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return resp.Topics[0].Partitions[0].ErrorCode
+	}
+	add := kmsg.NewPtrAddPartitionsToTxnRequest()
+	add.TransactionalID, add.ProducerID, add.ProducerEpoch = txnID, pid, epoch
+	at := kmsg.NewAddPartitionsToTxnRequestTopic()
+	at.Topic, at.Partitions = topic, []int32{0}
+	add.Topics = append(add.Topics, at)
+	ar, err := add.RequestWith(ctx, cl)
+	if err != nil || ar.Topics[0].Partitions[0].ErrorCode != 0 {
+		t.Fatalf("add partitions: %v %+v", err, ar)
+	}
+
+	if code := produce(1, 0, epoch, &txnID); code != kerr.InvalidTxnState.Code {
+		t.Fatalf("partition not in the transaction: code %d, want INVALID_TXN_STATE", code)
+	}
+	if code := produce(0, 0, epoch, nil); code != kerr.TransactionalIDAuthorizationFailed.Code {
+		t.Fatalf("transactional batch without a transactional id: code %d", code)
+	}
+	if code := produce(0, 0, epoch, &txnID); code != 0 {
+		t.Fatalf("partition in the transaction: code %d", code)
+	}
+	end := kmsg.NewPtrEndTxnRequest()
+	end.TransactionalID, end.ProducerID, end.ProducerEpoch, end.Commit = txnID, pid, epoch, true
+	if er, err := end.RequestWith(ctx, cl); err != nil || er.ErrorCode != 0 {
+		t.Fatalf("end: %v %+v", err, er)
+	}
+	// A late batch after the commit would open a transaction nobody ends.
+	if code := produce(0, 1, epoch, &txnID); code != kerr.InvalidTxnState.Code {
+		t.Fatalf("batch after the commit: code %d, want INVALID_TXN_STATE", code)
+	}
+	if lso, hw := lastStable(t, c.Addr(), topic), hwOf(t, c.Addr(), topic); lso != hw || hw != 2 {
+		t.Fatalf("last stable %d, high watermark %d; want 2 and 2 (record, marker)", lso, hw)
+	}
+	// A fenced epoch.
+	ir, err = init.RequestWith(ctx, cl)
+	if err != nil || ir.ErrorCode != 0 || ir.ProducerEpoch != epoch+1 {
+		t.Fatalf("re-init: %v %+v", err, ir)
+	}
+	if code := produce(0, 0, epoch, &txnID); code != kerr.InvalidProducerEpoch.Code {
+		t.Fatalf("fenced epoch: code %d, want INVALID_PRODUCER_EPOCH", code)
 	}
 }
