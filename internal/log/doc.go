@@ -108,6 +108,14 @@
 // failed write or fsync the log refuses writes (ErrStorage) and serves
 // only data below FlushedOffset; a restart recovers it.
 //
+// A roll fsyncs the old segment's data in the background (as Kafka does)
+// but first gives its offset index an entry for its last batch and fsyncs
+// that index: if a power loss keeps a later segment's data but not the
+// end of an earlier one (write-back order across files is not
+// guaranteed), recovery sees that the sealed batch is missing and cuts the
+// log there, so the log is always a prefix of what was written, never a
+// log with a hole in the middle.
+//
 // # Reads
 //
 // Read, ReadUpTo and ReadAppend locate the batch with the offset index
@@ -123,6 +131,7 @@
 //
 //   - Index files are not preallocated or memory-mapped; new entries are
 //     buffered in memory (4 KiB) and the file length is the entry count.
+//     At roll the offset index gets an extra entry for the last batch.
 //   - The time index stores the base offset of the batch that carried the
 //     timestamp; OffsetForTimestamp decodes records of uncompressed batches
 //     only and answers compressed ones at batch granularity.
