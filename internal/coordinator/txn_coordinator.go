@@ -335,8 +335,14 @@ func (t *Transactions) tick() time.Duration {
 			jobs = append(jobs, job)
 		}
 	}
-	if err := t.log.maybeCompact(t.liveStatesLocked(), t.epoch); err != nil {
-		t.logger.Warn("transaction log compaction failed", zap.Error(err))
+	if t.log.needsCompaction(t.machine.Len()) {
+		live := map[string]TxnMetadata{}
+		for _, md := range t.machine.All() {
+			live[md.TransactionalID] = md
+		}
+		if err := t.log.rewrite(live, t.epoch); err != nil {
+			t.logger.Warn("transaction log compaction failed", zap.Error(err))
+		}
 	}
 	deadline, hasDeadline := t.machine.NextDeadline()
 	t.mu.Unlock()
@@ -355,12 +361,4 @@ func (t *Transactions) tick() time.Duration {
 		wait = min(wait, t.opts.RetryInterval)
 	}
 	return max(wait, time.Millisecond)
-}
-
-func (t *Transactions) liveStatesLocked() map[string]TxnMetadata {
-	out := map[string]TxnMetadata{}
-	for _, md := range t.machine.All() {
-		out[md.TransactionalID] = md
-	}
-	return out
 }

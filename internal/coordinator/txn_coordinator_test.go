@@ -376,3 +376,33 @@ func FuzzDecodeTxnRecord(f *testing.F) {
 		}
 	})
 }
+
+// A compaction that fails leaves the log usable and complete.
+func TestTxnLogCompactionFailure(t *testing.T) {
+	efs := errorfs.Wrap(vfs.Default)
+	dir := t.TempDir()
+	h := newTxnHarness(t, efs, dir)
+	tx := h.open()
+	for i := 0; i < 5; i++ {
+		tx.InitProducerID("t", 1000, -1, -1)
+	}
+	tx.mu.Lock()
+	efs.Inject(errorfs.Rule{Op: errorfs.OpRename, PathContains: txnLogFile, Count: 1})
+	err := tx.log.rewrite(map[string]TxnMetadata{}, tx.epoch)
+	tx.mu.Unlock()
+	if err == nil {
+		t.Fatal("rewrite with a failing rename succeeded")
+	}
+	if _, err := tx.InitProducerID("u", 1000, -1, -1); err != nil {
+		t.Fatalf("init after a failed compaction: %v", err)
+	}
+	tx.Close()
+	tx = h.open()
+	defer tx.Close()
+	if md, _ := tx.Describe("t"); md.ProducerEpoch != 4 {
+		t.Fatalf("t after reopen: %+v", md)
+	}
+	if _, err := tx.Describe("u"); err != nil {
+		t.Fatal(err)
+	}
+}

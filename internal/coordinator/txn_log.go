@@ -145,6 +145,7 @@ func openTxnLog(fs vfs.FS, dir string) (*txnLog, map[string]TxnMetadata, int32, 
 	// tail) or no file yet; otherwise append the new epoch.
 	if raw == nil || records > len(states)+1 || len(raw) != l.fileSize() {
 		if err := l.rewrite(states, epoch); err != nil {
+			l.close()
 			return nil, nil, 0, err
 		}
 	} else {
@@ -177,11 +178,9 @@ func (l *txnLog) openAppend(size int64, records int) error {
 }
 
 // rewrite replaces the file with one record per live id and the epoch.
+// If that fails, appends go on to whichever complete file is at the path
+// (the old one, or the new one when only the directory fsync failed).
 func (l *txnLog) rewrite(states map[string]TxnMetadata, epoch int32) error {
-	if l.f != nil {
-		l.f.Close()
-		l.f = nil
-	}
 	buf := make([]byte, 0, 4096)
 	buf = append(buf, txnLogMagic...)
 	buf = binary.BigEndian.AppendUint16(buf, txnLogVersion)
@@ -190,8 +189,22 @@ func (l *txnLog) rewrite(states map[string]TxnMetadata, epoch int32) error {
 	for _, md := range sortedStates(states) {
 		buf = append(buf, encodeTxnRecord(md)...)
 	}
-	if err := vfs.WriteFileAtomic(l.fs, l.dir, l.path, buf); err != nil {
-		return fmt.Errorf("compact transaction log: %w", err)
+	err := vfs.WriteFileAtomic(l.fs, l.dir, l.path, buf)
+	if l.f != nil {
+		l.f.Close()
+		l.f = nil
+	}
+	if err != nil {
+		err = fmt.Errorf("compact transaction log: %w", err)
+		size := l.fileSize()
+		if size < 0 {
+			l.broken = err
+			return err
+		}
+		if oerr := l.openAppend(int64(size), l.records); oerr != nil {
+			l.broken = oerr
+		}
+		return err
 	}
 	return l.openAppend(int64(len(buf)), len(states)+1)
 }
@@ -200,6 +213,9 @@ func (l *txnLog) rewrite(states map[string]TxnMetadata, epoch int32) error {
 func (l *txnLog) append(rec []byte) error {
 	if l.broken != nil {
 		return l.broken
+	}
+	if l.f == nil {
+		return errors.New("transaction log closed")
 	}
 	if _, err := l.f.Write(rec); err != nil {
 		l.broken = fmt.Errorf("transaction log append: %w", err)
@@ -214,12 +230,9 @@ func (l *txnLog) append(rec []byte) error {
 	return nil
 }
 
-// maybeCompact rewrites the file when it is large and mostly dead.
-func (l *txnLog) maybeCompact(states map[string]TxnMetadata, epoch int32) error {
-	if l.broken != nil || l.size < txnLogCompactBytes || l.records < 2*(len(states)+1) {
-		return nil
-	}
-	return l.rewrite(states, epoch)
+// needsCompaction reports whether the file is large and mostly dead.
+func (l *txnLog) needsCompaction(live int) bool {
+	return l.broken == nil && l.size >= txnLogCompactBytes && l.records >= 2*(live+1)
 }
 
 func (l *txnLog) close() error {

@@ -23,6 +23,21 @@ type TxnConfig struct {
 //
 // Every transition is persisted through persist before it is applied; if
 // persist fails, the state is unchanged and the error returned.
+//
+// Where it differs from Kafka:
+//
+//   - There is no PrepareEpochFence state and no pending-transition flag:
+//     the caller serialises calls and persists synchronously, so fencing
+//     an open transaction goes straight to PrepareAbort at the bumped
+//     epoch (the record Kafka ends up writing), and "a transition is in
+//     flight" only exists while markers are written (Prepare* states,
+//     answered CONCURRENT_TRANSACTIONS as Kafka does).
+//   - Groups joined with AddOffsetsToTxn are kept by name (there is no
+//     __consumer_offsets partition to add), and TxnOffsetCommit must name
+//     a group of the open transaction (Kafka 3.6+ verification; older
+//     Kafka accepted it).
+//   - Only the pre-KIP-890 protocol: EndTxn keeps the epoch, there is no
+//     TRANSACTION_ABORTABLE.
 type TxnMachine struct {
 	cfg     TxnConfig
 	newPID  func() (int64, error)
@@ -427,6 +442,9 @@ func (m *TxnMachine) Get(txnID string) (TxnMetadata, bool) {
 	}
 	return md.clone(), true
 }
+
+// Len is the number of transactional ids held.
+func (m *TxnMachine) Len() int { return len(m.txns) }
 
 // All returns copies of every state, sorted by transactional id.
 func (m *TxnMachine) All() []TxnMetadata {
