@@ -245,16 +245,34 @@ func (b *Broker) DataDir() string { return b.dataDir }
 // Registry is the broker's metrics registry.
 func (b *Broker) Registry() *prometheus.Registry { return b.registry }
 
+// retentionLoop runs log retention and producer expiration on their
+// Kafka intervals.
 func (b *Broker) retentionLoop() {
-	interval := time.Duration(b.cfg.Int64("log.retention.check.interval.ms")) * time.Millisecond
-	t := time.NewTicker(interval)
-	defer t.Stop()
+	ms := func(name string) time.Duration { return time.Duration(b.cfg.Int64(name)) * time.Millisecond }
+	retention := time.NewTicker(ms("log.retention.check.interval.ms"))
+	defer retention.Stop()
+	expiry := time.NewTicker(ms("producer.id.expiration.check.interval.ms"))
+	defer expiry.Stop()
 	for {
 		select {
 		case <-b.stop:
 			return
-		case <-t.C:
+		case <-retention.C:
 			b.applyRetention()
+		case <-expiry.C:
+			b.expireProducers()
+		}
+	}
+}
+
+func (b *Broker) expireProducers() {
+	for _, name := range b.TopicNames() {
+		if t, ok := b.Topic(name); ok {
+			for _, p := range b.partitions(t) {
+				if n := p.ExpireProducers(); n > 0 {
+					b.logger.Debug("expired idle producers", zap.String("dir", p.Dir()), zap.Int("producers", n))
+				}
+			}
 		}
 	}
 }

@@ -70,6 +70,7 @@ var settings = []Setting{
 	{Name: "connections.max.idle.ms", Kind: KindInt, Default: "600000", Min: 1, Doc: "Close connections idle this long."},
 	{Name: "queued.max.requests", Kind: KindInt, Default: "500", Min: 1, Doc: "Decoded requests waiting to be processed, across connections."},
 	{Name: "producer.id.expiration.ms", Kind: KindInt, Default: "86400000", Min: 1, Doc: "Forget an idle producer's state after this long."},
+	{Name: "producer.id.expiration.check.interval.ms", Kind: KindInt, Default: "600000", Min: 1, Doc: "How often idle producers are expired."},
 	{Name: "transactional.id.expiration.ms", Kind: KindInt, Default: "604800000", Min: 1, Doc: "Forget an idle transactional id after this long."},
 	{Name: "transaction.max.timeout.ms", Kind: KindInt, Default: "900000", Min: 1, Doc: "Largest transaction.timeout.ms a producer may ask for."},
 	{Name: "group.min.session.timeout.ms", Kind: KindInt, Default: "6000", Min: 0, Doc: "Smallest consumer session timeout."},
