@@ -45,8 +45,10 @@ import (
 //	                 metadata string, commit timestamp int64
 //	6 TxnComplete    producer id int64, commit int8 (1 commit, 0 abort)
 //
-// A frame that is short or fails its CRC ends the log: it is the torn tail
-// of a write that was never acknowledged, and is cut off at load.
+// A frame that is short or fails its CRC (or does not decode) with no valid
+// frame after it is the torn tail of a write that was never acknowledged:
+// it is cut off at load. Damage with valid frames after it is skipped, and
+// logged: only the damaged records are lost.
 const (
 	groupLogFile      = "group-log"
 	groupLogMagic     = "MBGL"
@@ -93,8 +95,8 @@ type memberMetadata struct {
 	subscription, assignment             []byte
 }
 
-// ErrGroupLogCorrupt: a frame inside the group log passed its CRC but does
-// not decode (a bug or a foreign file, never a torn write).
+// ErrGroupLogCorrupt: the group log's header is not one this version
+// writes (a foreign file, or a newer format), or a record does not decode.
 var ErrGroupLogCorrupt = errors.New("coordinator: group log corrupt")
 
 func groupLogHeader() []byte {
@@ -235,30 +237,60 @@ func decodeRecord(body []byte) (record, error) {
 	return rec, nil
 }
 
-// scanFrames walks the frames after the header and calls fn for each; it
-// returns the length of the valid prefix (header included). A short or
-// CRC-failing frame ends the scan (torn tail).
-func scanFrames(b []byte, fn func(record) error) (int, error) {
-	pos := groupLogHeaderLen
-	for pos+frameHeaderLen <= len(b) {
-		l := int(binary.BigEndian.Uint32(b[pos:]))
-		if l == 0 || l > maxFrameLen || pos+frameHeaderLen+l > len(b) {
-			break
-		}
-		body := b[pos+frameHeaderLen : pos+frameHeaderLen+l]
-		if crc32.Checksum(body, crcTable) != binary.BigEndian.Uint32(b[pos+4:]) {
-			break
-		}
-		rec, err := decodeRecord(body)
-		if err != nil {
-			return pos, err
-		}
-		if err := fn(rec); err != nil {
-			return pos, err
-		}
-		pos += frameHeaderLen + l
+// frameAt decodes the frame at pos: ok is false unless it is complete,
+// passes its CRC and decodes.
+func frameAt(b []byte, pos int) (rec record, size int, ok bool) {
+	if pos+frameHeaderLen > len(b) {
+		return record{}, 0, false
 	}
-	return pos, nil
+	l := int(binary.BigEndian.Uint32(b[pos:]))
+	if l == 0 || l > maxFrameLen || pos+frameHeaderLen+l > len(b) {
+		return record{}, 0, false
+	}
+	body := b[pos+frameHeaderLen : pos+frameHeaderLen+l]
+	if crc32.Checksum(body, crcTable) != binary.BigEndian.Uint32(b[pos+4:]) {
+		return record{}, 0, false
+	}
+	rec, err := decodeRecord(body)
+	if err != nil {
+		return record{}, 0, false
+	}
+	return rec, frameHeaderLen + l, true
+}
+
+// CorruptRange is a damaged stretch of the group log with valid frames
+// after it: not a torn write (every frame is fsynced before the next
+// request is answered) but damage to written data. Its records are lost;
+// the rest is kept.
+type CorruptRange struct{ From, To int }
+
+// scanFrames walks the frames after the header and calls fn for each. It
+// returns where the valid log ends (header included): a damaged frame with
+// no valid frame after it is the torn tail of a write that was never
+// acknowledged, and the log ends there. A damaged stretch followed by
+// valid frames is skipped and reported.
+func scanFrames(b []byte, fn func(record)) (end int, damaged []CorruptRange) {
+	pos := groupLogHeaderLen
+	for pos < len(b) {
+		if rec, size, ok := frameAt(b, pos); ok {
+			fn(rec)
+			pos += size
+			continue
+		}
+		next := -1
+		for p := pos + 1; p+frameHeaderLen <= len(b); p++ {
+			if _, _, ok := frameAt(b, p); ok {
+				next = p
+				break
+			}
+		}
+		if next < 0 {
+			return pos, damaged // torn tail
+		}
+		damaged = append(damaged, CorruptRange{From: pos, To: next})
+		pos = next
+	}
+	return pos, damaged
 }
 
 func cloneBytes(b []byte) []byte {

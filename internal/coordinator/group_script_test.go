@@ -348,8 +348,8 @@ func (s *groupScript) event(f []string) {
 		}
 		s.core = newGroupCore(s.cfg, s.memberID)
 		s.core.replaying, s.core.replayNow = true, s.now
-		if _, err := scanFrames(data, func(r record) error { s.core.apply(r); return nil }); err != nil {
-			s.t.Fatalf("replay: %v", err)
+		if end, damaged := scanFrames(data, s.core.apply); end != len(data) || damaged != nil {
+			s.t.Fatalf("replay: %d of %d bytes, damaged %v", end, len(data), damaged)
 		}
 		s.core.replaying = false
 		group = "*"

@@ -8,6 +8,8 @@ import (
 	"sync"
 	"time"
 
+	"go.uber.org/zap"
+
 	"github.com/minibroker/minibroker/internal/vfs"
 )
 
@@ -36,7 +38,7 @@ type groupStore struct {
 
 // openGroupStore loads the group log in dir into core (creating the file on
 // first start) and cuts off a torn tail.
-func openGroupStore(fs vfs.FS, dir string, core *groupCore, now time.Time) (*groupStore, error) {
+func openGroupStore(fs vfs.FS, dir string, core *groupCore, now time.Time, logger *zap.Logger) (*groupStore, error) {
 	s := &groupStore{fs: fs, dir: dir, path: filepath.Join(dir, groupLogFile)}
 	s.cond = sync.NewCond(&s.mu)
 	_ = fs.Remove(s.path + ".tmp") // a rewrite that did not finish
@@ -54,10 +56,15 @@ func openGroupStore(fs vfs.FS, dir string, core *groupCore, now time.Time) (*gro
 		return nil, fmt.Errorf("%s: %w", s.path, err)
 	}
 	core.replaying, core.replayNow = true, now
-	valid, err := scanFrames(data, func(r record) error { core.apply(r); return nil })
+	valid, damaged := scanFrames(data, core.apply)
 	core.replaying, core.replayNow = false, time.Time{}
-	if err != nil {
-		return nil, fmt.Errorf("%s at byte %d: %w", s.path, valid, err)
+	for _, d := range damaged {
+		logger.Error("group log damaged: records in this range are lost (the rest is kept)",
+			zap.String("file", s.path), zap.Int("from", d.From), zap.Int("to", d.To))
+	}
+	if valid < len(data) {
+		logger.Warn("group log: cutting off a torn tail", zap.String("file", s.path),
+			zap.Int("at", valid), zap.Int("bytes", len(data)-valid))
 	}
 	f, err := fs.OpenFile(s.path, os.O_RDWR|os.O_APPEND, 0o644)
 	if err != nil {

@@ -73,7 +73,7 @@ func OpenGroups(opts GroupsOptions) (*Groups, error) {
 	}
 	g.core = newGroupCore(opts.Config, newMemberID)
 	start := time.Now()
-	store, err := openGroupStore(opts.FS, opts.Dir, g.core, start)
+	store, err := openGroupStore(opts.FS, opts.Dir, g.core, start, g.logger)
 	if err != nil {
 		return nil, err
 	}
