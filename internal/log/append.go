@@ -284,8 +284,11 @@ func (l *Log) restartEmptyAt(offset int64) error {
 // resetLocked deletes every segment and starts an empty log at offset.
 // Caller holds truncMu for writing and mu.
 func (l *Log) resetLocked(offset int64) error {
-	for _, s := range l.segments {
-		if err := s.remove(l.fs); err != nil {
+	for len(l.segments) > 0 { // newest first: a failure leaves a prefix
+		last := l.segments[len(l.segments)-1]
+		l.segments = l.segments[:len(l.segments)-1]
+		if err := last.remove(l.fs); err != nil {
+			l.segments = append(l.segments, last) // keep a valid list
 			return l.failLocked(err)
 		}
 	}

@@ -2,7 +2,9 @@ package log
 
 import (
 	"bytes"
+	"errors"
 	"fmt"
+	"math"
 	"math/rand/v2"
 	"slices"
 	"testing"
@@ -130,4 +132,128 @@ func readAllGaps(t *testing.T, l *Log) []byte {
 		off = hs[len(hs)-1].LastOffset() + 1
 	}
 	return out
+}
+
+// TestRandomFaults injects one random fault (failed write, short write,
+// failed fsync, truncate, open, rename or directory sync, on a random kind
+// of file) into a random workload. Every error must be ErrStorage, the log
+// must then refuse writes, and both a restart and a power loss must leave
+// a prefix of what was appended that holds everything flushed.
+func TestRandomFaults(t *testing.T) {
+	rounds := 150
+	if testing.Short() {
+		rounds = 30
+	}
+	for seed := range uint64(rounds) {
+		t.Run(fmt.Sprint(seed), func(t *testing.T) { randomFault(t, seed) })
+	}
+}
+
+func randomFault(t *testing.T, seed uint64) {
+	rng := rand.New(rand.NewPCG(seed, 7))
+	cfg := testConfig()
+	cfg.SegmentBytes = 2000
+	cfg.IndexIntervalBytes = 200
+	if rng.IntN(2) == 0 {
+		cfg.FlushIntervalMessages = 1
+	}
+	mem := errorfs.NewMem()
+	efs := errorfs.Wrap(mem)
+	l := openTest(t, faultDir, cfg, Options{FS: efs})
+	defer l.Close()
+
+	ops := []errorfs.Op{errorfs.OpWrite, errorfs.OpSync, errorfs.OpTruncate, errorfs.OpOpen,
+		errorfs.OpRename, errorfs.OpSyncDir, errorfs.OpRemove}
+	files := []string{logSuffix, indexSuffix, timeIndexSuffix, epochCheckpointName, ""}
+	faultAt := rng.IntN(40)
+	var attempted []byte // every batch handed to Append, in log order
+	var failed error
+	floor := int64(math.MaxInt64)
+	trace := func(format string, args ...any) {
+		if testing.Verbose() {
+			t.Logf(format, args...)
+		}
+	}
+	defer func() { trace("segments %v LEO %d flushed %d", l.SegmentBaseOffsets(), l.LogEndOffset(), l.FlushedOffset()) }()
+	for step := 0; step < 60 && failed == nil; step++ {
+		if step == faultAt {
+			efs.Inject(errorfs.Rule{Op: ops[rng.IntN(len(ops))], PathContains: files[rng.IntN(len(files))],
+				Count: 1 + rng.IntN(2), ShortBytes: rng.IntN(100) - 20})
+		}
+		switch r := rng.IntN(10); {
+		case r < 6:
+			base := l.LogEndOffset()
+			b := testBatch{base: base, records: 1 + rng.IntN(3), epoch: int32(step / 20), ts: base, valueSize: rng.IntN(300)}.build()
+			attempted = append(attempted, b...)
+			res, err := l.Append(b)
+			if err == nil && cfg.FlushIntervalMessages == 1 {
+				err = l.WaitFlushed(res.LogEndOffset)
+			}
+			trace("append %d: %v -> LEO %d segs %v", base, err, l.LogEndOffset(), l.SegmentBaseOffsets())
+			failed = err
+		case r < 8:
+			failed = l.Flush()
+			trace("flush: %v", failed)
+		default:
+			if leo := l.LogEndOffset(); leo > 0 {
+				// Truncate to a batch boundary of what was attempted.
+				cut := cutPoint(attempted, rng)
+				failed = l.TruncateTo(cut.offset)
+				trace("truncate %d: %v", cut.offset, failed)
+				if failed == nil {
+					attempted = attempted[:cut.pos]
+				} else {
+					// A truncation that failed half way may have cut.
+					floor = cut.offset
+				}
+			}
+		}
+	}
+	flushed := min(l.FlushedOffset(), floor)
+	if failed != nil {
+		if !errors.Is(failed, ErrStorage) {
+			t.Fatalf("fault surfaced as %v, not ErrStorage (injected %v)", failed, efs.Injected())
+		}
+		if _, err := l.Append(testBatch{base: l.LogEndOffset(), records: 1}.build()); !errors.Is(err, ErrStorage) {
+			t.Fatalf("Append after a storage failure: %v", err)
+		}
+	}
+	l.Close()
+	efs.Clear()
+	for _, fs := range []*errorfs.MemFS{mem.CrashClone(), mem} {
+		l2 := openTest(t, faultDir, testConfig(), Options{FS: fs})
+		got := readAllGaps(t, l2)
+		if !bytes.HasPrefix(attempted, got) {
+			t.Fatalf("recovered %d bytes that are not a prefix of the %d appended (injected %v)", len(got), len(attempted), efs.Injected())
+		}
+		if l2.LogEndOffset() < flushed {
+			t.Fatalf("recovered up to %d, but %d was flushed (injected %v)", l2.LogEndOffset(), flushed, efs.Injected())
+		}
+		if _, err := l2.Append(testBatch{base: l2.LogEndOffset(), records: 1}.build()); err != nil {
+			t.Fatalf("Append after restart: %v", err)
+		}
+		l2.Close()
+	}
+}
+
+type cut struct {
+	offset int64
+	pos    int
+}
+
+// cutPoint picks a random batch boundary in a concatenation of batches.
+func cutPoint(data []byte, rng *rand.Rand) cut {
+	var cuts []cut
+	for p := 0; p+batch.HeaderSize <= len(data); {
+		h, err := batch.ParseHeader(data[p:])
+		if err != nil {
+			break
+		}
+		cuts = append(cuts, cut{h.BaseOffset, p})
+		p += h.Size()
+	}
+	if len(cuts) == 0 {
+		return cut{}
+	}
+	return cuts[rng.IntN(len(cuts))]
 }

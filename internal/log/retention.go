@@ -43,47 +43,62 @@ func (l *Log) TruncateTo(offset int64) error {
 		return nil
 	}
 	i := l.segmentIndex(offset)
-	for _, s := range l.segments[i+1:] {
-		if err := s.remove(l.fs); err != nil {
-			return l.failLocked(err)
-		}
-		l.dirDirty = true
+	// A failure part way must leave, on disk, a prefix of the log: later
+	// segments go first, newest first, and their removal is made durable
+	// before segment i is cut; then the cut is fsynced, older segments
+	// first. After a failure the in-memory end is pulled back to what is
+	// left, and the log is offline.
+	fail := func(err error) error {
+		l.leo = min(l.leo, l.active().nextOffset)
+		l.flushed = min(l.flushed, l.leo)
+		l.recoveryPoint = min(l.recoveryPoint, l.leo)
+		return l.failLocked(err)
 	}
-	l.segments = l.segments[:i+1]
+	if len(l.segments) > i+1 {
+		for len(l.segments) > i+1 {
+			last := l.segments[len(l.segments)-1]
+			l.segments = l.segments[:len(l.segments)-1]
+			if err := last.remove(l.fs); err != nil {
+				return fail(err)
+			}
+		}
+		if err := l.fs.SyncDir(l.dir); err != nil {
+			return fail(storageErr("fsync", l.dir, err))
+		}
+	}
 	s := l.segments[i]
 	if err := l.truncateSegmentLocked(s, offset); err != nil {
-		return l.failLocked(err)
+		return fail(err)
 	}
 	if s.size == 0 && i > 0 {
 		// The segment lost all its batches: drop it, so that the log end
 		// is where the data ends, in the previous segment.
+		l.segments = l.segments[:i]
 		if err := s.remove(l.fs); err != nil {
-			return l.failLocked(err)
+			return fail(err)
 		}
 		l.dirDirty = true
-		l.segments = l.segments[:i]
 		s = l.segments[i-1]
 		if err := s.loadTail(); err != nil {
-			return l.failLocked(err)
+			return fail(err)
 		}
 	}
 	l.leo = s.nextOffset
 	// Make the cut durable now: after a power loss the truncated batches
-	// must not come back (a mirror truncates at a divergence point). Older
-	// segments first, so that what is durable stays a prefix.
+	// must not come back (a mirror truncates at a divergence point).
 	var targets []syncTarget
 	var err error
 	for _, seg := range l.segments {
 		if targets, err = seg.syncTargets(targets, true); err != nil {
-			return l.failLocked(err)
+			return fail(err)
 		}
 	}
 	if err := syncAll(targets); err != nil {
-		return l.failLocked(err)
+		return fail(err)
 	}
 	if l.dirDirty {
 		if err := l.fs.SyncDir(l.dir); err != nil {
-			return l.failLocked(storageErr("fsync", l.dir, err))
+			return fail(storageErr("fsync", l.dir, err))
 		}
 		l.dirDirty = false
 	}

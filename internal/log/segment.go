@@ -100,17 +100,19 @@ func (s *segment) close() error {
 	return err
 }
 
-// remove closes the segment and deletes its files, the log first so that
-// a crash in between leaves only orphan indexes, which Open deletes.
+// remove closes the segment and deletes its files, the log first: once
+// it is gone the segment is gone, and indexes left behind (by a crash or a
+// failed removal) are orphans that Open deletes, so only a failure to
+// remove the log file is an error.
 func (s *segment) remove(fsys vfs.FS) error {
 	s.close()
-	var errs []error
-	for _, p := range []string{s.logPath, s.offIdx.path, s.timeIdx.path, s.txn.path} {
-		if err := fsys.Remove(p); err != nil && !errors.Is(err, fs.ErrNotExist) {
-			errs = append(errs, storageErr("remove", p, err))
-		}
+	if err := fsys.Remove(s.logPath); err != nil && !errors.Is(err, fs.ErrNotExist) {
+		return storageErr("remove", s.logPath, err)
 	}
-	return errors.Join(errs...)
+	for _, p := range []string{s.offIdx.path, s.timeIdx.path, s.txn.path} {
+		fsys.Remove(p)
+	}
+	return nil
 }
 
 // syncTarget is a file to fsync, captured under Log.mu and synced
