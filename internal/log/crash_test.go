@@ -174,7 +174,9 @@ func randomFault(t *testing.T, seed uint64) {
 			t.Logf(format, args...)
 		}
 	}
-	defer func() { trace("segments %v LEO %d flushed %d", l.SegmentBaseOffsets(), l.LogEndOffset(), l.FlushedOffset()) }()
+	defer func() {
+		trace("segments %v LEO %d flushed %d", l.SegmentBaseOffsets(), l.LogEndOffset(), l.FlushedOffset())
+	}()
 	for step := 0; step < 60 && failed == nil; step++ {
 		if step == faultAt {
 			efs.Inject(errorfs.Rule{Op: ops[rng.IntN(len(ops))], PathContains: files[rng.IntN(len(files))],
