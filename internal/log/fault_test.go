@@ -364,3 +364,23 @@ func TestFaultLostTailBeforeLaterSegment(t *testing.T) {
 	}
 	l.Close()
 }
+
+// TestFaultRecoveredDataIsFlushed: after a process crash the page cache
+// still holds unflushed batches; recovery keeps them and reports them
+// flushed, so it must fsync them: a power loss right after must not take
+// them.
+func TestFaultRecoveredDataIsFlushed(t *testing.T) {
+	l, _, mem := faultLog(t, testConfig())
+	all := slices.Concat(appendN(t, l, 30, 2, 0, 0, 200)...)
+	l.Abandon() // kill -9: nothing flushed, page cache kept
+	l2, got := reopenOn(t, mem)
+	if !bytes.Equal(got, all) || l2.FlushedOffset() != l2.LogEndOffset() {
+		t.Fatalf("restart: %d bytes, flushed %d of %d", len(got), l2.FlushedOffset(), l2.LogEndOffset())
+	}
+	l3, got := reopenOn(t, mem.CrashClone())
+	defer l3.Close()
+	if !bytes.Equal(got, all) {
+		t.Fatalf("power loss after recovery: %d of %d bytes", len(got), len(all))
+	}
+	l2.Close()
+}

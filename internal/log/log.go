@@ -179,6 +179,17 @@ func (l *Log) load() error {
 		if err := l.recover(recoverFrom, afterCrash); err != nil {
 			return err
 		}
+		// What recovery kept may still be only in the page cache (after a
+		// process crash): fsync it before calling it flushed.
+		var targets []syncTarget
+		for _, s := range l.segments {
+			if targets, err = s.syncTargets(targets, true); err != nil {
+				return err
+			}
+		}
+		if err := syncAll(targets); err != nil {
+			return err
+		}
 	}
 	active := l.segments[len(l.segments)-1]
 	l.leo = active.nextOffset
