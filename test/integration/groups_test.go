@@ -7,6 +7,8 @@ import (
 	"os/exec"
 	"strings"
 	"sync"
+	"sync/atomic"
+	"syscall"
 	"testing"
 	"time"
 
@@ -655,4 +657,63 @@ func TestGroupsKgoMemberAcrossBrokerRestart(t *testing.T) {
 	groupsProduce(t, c.Addr(), topic, "c", 20)
 	groupsConsumeExactly(t, "c", 20, m)
 	m.commit(t)
+}
+
+// TestGroupsBinaryKill9: the built binary is killed with SIGKILL while
+// clients commit offsets as fast as they can; after each restart every
+// partition's committed offset is at least the last one acknowledged.
+func TestGroupsBinaryKill9(t *testing.T) {
+	const topic, group, parts = "k9", "k9-g", 4
+	dir := t.TempDir()
+	p := startBinary(t, dir)
+	ctx := context.Background()
+	if _, err := kadm.NewClient(newClient(t, p.addr)).CreateTopic(ctx, parts, 1, nil, topic); err != nil {
+		t.Fatal(err)
+	}
+	var acked [parts]atomic.Int64
+	var next int64
+	for round := range 3 {
+		adm := kadm.NewClient(newClient(t, p.addr, kgo.RetryTimeout(time.Second)))
+		stop := make(chan struct{})
+		var wg sync.WaitGroup
+		for part := range parts {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				for at := next; ; at++ {
+					select {
+					case <-stop:
+						return
+					default:
+					}
+					var os kadm.Offsets
+					os.Add(kadm.Offset{Topic: topic, Partition: int32(part), At: at, LeaderEpoch: -1})
+					cctx, cancel := context.WithTimeout(ctx, 2*time.Second)
+					r, err := adm.CommitOffsets(cctx, group, os)
+					cancel()
+					if err == nil && r.Error() == nil {
+						acked[part].Store(at)
+					}
+				}
+			}()
+		}
+		time.Sleep(time.Duration(200+100*round) * time.Millisecond)
+		p.stop(t, syscall.SIGKILL)
+		close(stop)
+		wg.Wait()
+		t.Logf("round %d: killed; acked %v", round, [parts]int64{acked[0].Load(), acked[1].Load(), acked[2].Load(), acked[3].Load()})
+		next += 1 << 20
+
+		p = startBinary(t, dir)
+		fetched, err := kadm.NewClient(newClient(t, p.addr)).FetchOffsets(ctx, group)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for part := range parts {
+			got, _ := fetched.Lookup(topic, int32(part))
+			if want := acked[part].Load(); got.At < want || want == 0 {
+				t.Fatalf("round %d, partition %d: committed offset %d after kill -9, last acknowledged %d", round, part, got.At, want)
+			}
+		}
+	}
 }
