@@ -211,9 +211,7 @@ func (c *groupCore) CommitAdmin(now time.Time, groupID string, offsets map[Topic
 		if len(om.Metadata) > c.cfg.MaxMetadataSize {
 			return ErrOffsetMetadataTooLarge
 		}
-		if om.CommitTimestamp == 0 {
-			om.CommitTimestamp = now.UnixMilli()
-		}
+		om.CommitTimestamp = now.UnixMilli() // as Kafka's admin commits: the local commit time
 		c.emit(record{typ: recOffsetCommit, group: groupID, tp: tp, offset: om})
 	}
 	return nil
@@ -236,7 +234,9 @@ func (c *groupCore) Offsets(groupID string) map[TopicPartition]OffsetAndMetadata
 // retention after it became Empty (KIP-211); a group never managed by the
 // coordinator (simple commits only) loses each offset retention after its
 // commit. An Empty group left with no offsets is deleted, as Kafka's
-// cleanupGroupMetadata does.
+// cleanupGroupMetadata does. Deviation: offsets of topics a group with
+// members no longer subscribes to are kept until the group is Empty (Kafka
+// expires them retention after their commit).
 func (c *groupCore) ExpireOffsets(now time.Time) {
 	ids := make([]string, 0, len(c.groups))
 	for id := range c.groups {

@@ -41,7 +41,8 @@ func (g *Groups) CompleteTxnOffsets(producerID int64, commit bool) error {
 }
 
 // CommitOffsetsAdmin commits offsets for group outside any generation, as a
-// simple (generation -1) OffsetCommit does. It refuses with
+// simple (generation -1) OffsetCommit does. CommitTimestamp is ignored: the
+// commit time is now, as for any commit (retention counts from it). It refuses with
 // ErrGroupHasMembers while the group has members: their own commits would
 // race it. The group is created (Empty) if unknown. Durable on return.
 func (g *Groups) CommitOffsetsAdmin(group string, offsets map[TopicPartition]OffsetAndMetadata) error {
