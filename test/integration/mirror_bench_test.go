@@ -133,19 +133,22 @@ func BenchmarkMirrorSteadyLag(b *testing.B) {
 				mu.Unlock()
 			}
 		}()
-		val := make([]byte, 10000) // 1,000 records/s of 10 KB ≈ 10 MB/s
-		tick := time.NewTicker(time.Millisecond)
+		val := make([]byte, 10000) // 100 records of 10 KB every 100 ms ≈ 10 MB/s
+		tick := time.NewTicker(100 * time.Millisecond)
 		end := time.Now().Add(time.Duration(secs) * time.Second)
-		for i := 0; time.Now().Before(end); i++ {
+		for i := 0; time.Now().Before(end); {
 			<-tick.C
-			key := fmt.Sprint(i)
-			prod.Produce(ctx, &kgo.Record{Key: []byte(key), Value: val}, func(r *kgo.Record, err error) {
-				if err == nil {
-					mu.Lock()
-					acked[key] = time.Now()
-					mu.Unlock()
-				}
-			})
+			for j := 0; j < 100; j++ {
+				key := fmt.Sprint(i)
+				i++
+				prod.Produce(ctx, &kgo.Record{Key: []byte(key), Value: val}, func(r *kgo.Record, err error) {
+					if err == nil {
+						mu.Lock()
+						acked[key] = time.Now()
+						mu.Unlock()
+					}
+				})
+			}
 		}
 		tick.Stop()
 		prod.Flush(context.Background())
@@ -160,6 +163,7 @@ func BenchmarkMirrorSteadyLag(b *testing.B) {
 			b.ReportMetric(lags[len(lags)/2], "p50-ms")
 			b.ReportMetric(lags[len(lags)*99/100], "p99-ms")
 			b.ReportMetric(float64(len(lags)), "records")
+			b.ReportMetric(float64(len(lags))*float64(len(val))/float64(secs)/1e6, "MB/s")
 		}
 		mu.Unlock()
 		d.Close()
