@@ -1,6 +1,7 @@
 package integration
 
 import (
+	"errors"
 	"fmt"
 	"testing"
 	"time"
@@ -46,7 +47,8 @@ func saramaMessages(topic string, parts, n int) []*sarama.ProducerMessage {
 }
 
 // saramaProduce sends msgs with one SyncProducer and checks the offsets it
-// reports: per partition 0, 1, 2, … in send order.
+// reports: per partition 0, 1, 2, … in send order (acks=0 gets no
+// response, so no offsets: that producer only learns the message left).
 func saramaProduce(t *testing.T, addr string, cfg *sarama.Config, msgs []*sarama.ProducerMessage) {
 	t.Helper()
 	prod, err := sarama.NewSyncProducer([]string{addr}, cfg)
@@ -63,6 +65,9 @@ func saramaProduce(t *testing.T, addr string, cfg *sarama.Config, msgs []*sarama
 		if err := prod.SendMessages(msgs[start:min(start+100, len(msgs))]); err != nil {
 			t.Fatalf("SendMessages: %v", err)
 		}
+	}
+	if cfg.Producer.RequiredAcks == sarama.NoResponse {
+		return
 	}
 	next := map[int32]int64{}
 	for i, m := range msgs {
@@ -132,15 +137,16 @@ func saramaConsumeCheck(t *testing.T, addr string, cfg *sarama.Config, topic str
 	}
 }
 
-// TestSaramaSyncProducer: sarama's SyncProducer with acks=all, acks=1 and
-// as an idempotent producer, at the default protocol version (2.8) and at
-// a recent one, consumed back with sarama's PartitionConsumer.
+// TestSaramaSyncProducer: sarama's SyncProducer with acks=all, acks=1,
+// acks=0 and as an idempotent producer, at sarama's default protocol
+// version (2.8) and its newest (MaxVersion, 4.x), consumed back with
+// sarama's PartitionConsumer.
 func TestSaramaSyncProducer(t *testing.T) {
 	t.Parallel()
 	const parts, n = 3, 300
-	versions := []sarama.KafkaVersion{sarama.DefaultVersion, sarama.V3_6_0_0}
+	versions := []sarama.KafkaVersion{sarama.DefaultVersion, sarama.MaxVersion}
 	for _, version := range versions {
-		for _, mode := range []string{"acks=all", "acks=1", "idempotent"} {
+		for _, mode := range []string{"acks=all", "acks=1", "acks=0", "idempotent"} {
 			t.Run(version.String()+"/"+mode, func(t *testing.T) {
 				t.Parallel()
 				c := minibrokertest.Start(t, minibrokertest.Topic("sarama", parts))
@@ -150,6 +156,10 @@ func TestSaramaSyncProducer(t *testing.T) {
 					cfg.Producer.RequiredAcks = sarama.WaitForAll
 				case "acks=1":
 					cfg.Producer.RequiredAcks = sarama.WaitForLocal
+				case "acks=0":
+					// No response per Produce: the broker must still
+					// answer the requests pipelined behind it in order.
+					cfg.Producer.RequiredAcks = sarama.NoResponse
 				case "idempotent":
 					cfg.Producer.Idempotent = true
 					cfg.Producer.RequiredAcks = sarama.WaitForAll
@@ -208,5 +218,42 @@ func TestSaramaCompression(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// TestSaramaProduceErrors: sarama surfaces the broker's codes for a batch
+// over message.max.bytes (MESSAGE_TOO_LARGE; nothing is written) and for
+// an unknown topic when auto-creation is off (UNKNOWN_TOPIC_OR_PARTITION).
+func TestSaramaProduceErrors(t *testing.T) {
+	t.Parallel()
+	c := minibrokertest.Start(t, minibrokertest.Topic("small", 1),
+		minibrokertest.Set("message.max.bytes", "2000"), minibrokertest.Set("auto.create.topics.enable", "false"))
+	cfg := saramaConfig(sarama.DefaultVersion)
+	cfg.Producer.RequiredAcks = sarama.WaitForAll
+	cfg.Producer.MaxMessageBytes = 1 << 20 // let the broker be the one to refuse
+	cfg.Producer.Retry.Max = 1
+	cfg.Producer.Retry.Backoff = 10 * time.Millisecond
+	cfg.Metadata.Retry.Max = 1
+	cfg.Metadata.Retry.Backoff = 10 * time.Millisecond
+	prod, err := sarama.NewSyncProducer([]string{c.Addr()}, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer prod.Close()
+
+	big := &sarama.ProducerMessage{Topic: "small", Value: sarama.ByteEncoder(make([]byte, 5000))}
+	if _, _, err := prod.SendMessage(big); !errors.Is(err, sarama.ErrMessageSizeTooLarge) {
+		t.Fatalf("5000-byte message: %v, want %v", err, sarama.ErrMessageSizeTooLarge)
+	}
+	ok := &sarama.ProducerMessage{Topic: "small", Value: sarama.StringEncoder("fits")}
+	if p, off, err := prod.SendMessage(ok); err != nil || p != 0 || off != 0 {
+		t.Fatalf("small message: %d@%d, %v; want 0@0 (nothing written before)", p, off, err)
+	}
+	missing := &sarama.ProducerMessage{Topic: "missing", Value: sarama.StringEncoder("x")}
+	if _, _, err := prod.SendMessage(missing); !errors.Is(err, sarama.ErrUnknownTopicOrPartition) {
+		t.Fatalf("unknown topic: %v, want %v", err, sarama.ErrUnknownTopicOrPartition)
+	}
+	if _, ok := c.Broker().Topic("missing"); ok {
+		t.Fatal("topic missing was created")
 	}
 }
