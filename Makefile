@@ -2,7 +2,7 @@
 SHELL := /bin/bash
 GO    ?= go
 BIN   := bin/minibroker
-PKGS_RACE := ./internal/protocol/... ./internal/partition/... ./internal/log/... ./internal/broker/... ./internal/coordinator/... ./internal/psm/...
+PKGS_RACE := ./internal/... ./minibrokertest/...
 FUZZTIME ?= 5s
 VERSION := $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
 
