@@ -18,6 +18,9 @@ package broker
 // answer. transaction.timeout.ms above transaction.max.timeout.ms is
 // INVALID_TRANSACTION_TIMEOUT; an empty transactional id INVALID_REQUEST.
 // PRODUCER_FENCED is INVALID_PRODUCER_EPOCH before v4, as in Kafka.
+//
+// Deviation: v5 (KIP-890 part 2) and v6 (KIP-939, two-phase commit) are not
+// served.
 
 import (
 	"context"

@@ -187,6 +187,11 @@ func (t *Transactions) runJob(job *MarkerJob) error {
 	return nil
 }
 
+// writeMarkers writes every marker of job. A retry (after a failed write,
+// or at start-up for a transaction decided before a crash) writes all of
+// them again: a partition that already holds its marker gets a second one,
+// which is harmless — the producer has no open transaction there any more,
+// so the marker ends nothing and consumers skip it like any control batch.
 func (t *Transactions) writeMarkers(job *MarkerJob) error {
 	for _, tp := range job.Partitions {
 		err := t.opts.Markers.WriteTxnMarker(tp, job.ProducerID, job.ProducerEpoch, job.Commit, t.epoch)
