@@ -5,6 +5,7 @@ import (
 	"os"
 	"path/filepath"
 	"reflect"
+	"strings"
 	"testing"
 )
 
@@ -50,5 +51,27 @@ func TestGroupLogGolden(t *testing.T) {
 	}
 	if !reflect.DeepEqual(decoded, goldenGroupRecords) {
 		t.Fatalf("decoded records differ:\n got %+v\nwant %+v", decoded, goldenGroupRecords)
+	}
+}
+
+func TestDumpGroupLog(t *testing.T) {
+	data := groupLogHeader()
+	for i := range goldenGroupRecords {
+		data = appendFrame(data, &goldenGroupRecords[i])
+	}
+	var b strings.Builder
+	if err := DumpGroupLog(&b, append(data, 0, 0, 0)); err != nil {
+		t.Fatal(err)
+	}
+	out := b.String()
+	for _, want := range []string{
+		`OffsetCommit group="g" partition=orders-3 offset=42 leaderEpoch=7 metadata="m"`,
+		`GroupMetadata group="g" state=Stable protocolType="consumer" protocol="range" leader="c-1" generation=5`,
+		`GroupDelete group="old"`, `TxnOffsetStage group="g" producerId=1000`, `TxnOffsetComplete producerId=1000 result=COMMIT`,
+		`torn tail at byte`,
+	} {
+		if !strings.Contains(out, want) {
+			t.Errorf("dump lacks %q:\n%s", want, out)
+		}
 	}
 }
