@@ -320,3 +320,114 @@ func TestKafkaGoConn(t *testing.T) {
 		t.Fatalf("recreated conn-b offsets %d..%d (%v), want 0..0", first, last, err)
 	}
 }
+
+// TestKafkaGoClientAdmin: kafka-go's Client (request versions negotiated
+// through ApiVersions): Metadata, ListOffsets (first, last, by time),
+// DescribeConfigs, CreatePartitions and DeleteTopics answer as Kafka does.
+func TestKafkaGoClientAdmin(t *testing.T) {
+	t.Parallel()
+	c := minibrokertest.Start(t,
+		minibrokertest.TopicWithConfigs("admin", 2, map[string]string{"retention.ms": "3600000"}),
+		minibrokertest.Topic("doomed", 1))
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	transport := &kafka.Transport{DialTimeout: 5 * time.Second}
+	defer transport.CloseIdleConnections()
+	client := &kafka.Client{Addr: kafka.TCP(c.Addr()), Transport: transport}
+
+	md, err := client.Metadata(ctx, &kafka.MetadataRequest{Topics: []string{"admin"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if md.ClusterID != c.ClusterID() || md.Controller.ID != 0 || len(md.Brokers) != 1 ||
+		net.JoinHostPort(md.Brokers[0].Host, strconv.Itoa(md.Brokers[0].Port)) != c.Addr() {
+		t.Fatalf("metadata: cluster %q controller %+v brokers %+v", md.ClusterID, md.Controller, md.Brokers)
+	}
+	if len(md.Topics) != 1 || md.Topics[0].Name != "admin" || md.Topics[0].Error != nil || len(md.Topics[0].Partitions) != 2 {
+		t.Fatalf("metadata topics: %+v", md.Topics)
+	}
+
+	// Partition 1 holds five records stamped base+0s … base+4s.
+	base := time.Now().Add(-time.Hour).Truncate(time.Second)
+	var recs []kafka.Record
+	for i := range 5 {
+		recs = append(recs, kafka.Record{Time: base.Add(time.Duration(i) * time.Second), Value: kafka.NewBytes([]byte(strconv.Itoa(i)))})
+	}
+	pr, err := client.Produce(ctx, &kafka.ProduceRequest{Topic: "admin", Partition: 1, RequiredAcks: kafka.RequireAll,
+		Records: kafka.NewRecordReader(recs...)})
+	if err != nil || pr.Error != nil || pr.BaseOffset != 0 {
+		t.Fatalf("produce: %+v, %v", pr, err)
+	}
+	lo, err := client.ListOffsets(ctx, &kafka.ListOffsetsRequest{Topics: map[string][]kafka.OffsetRequest{
+		"admin": {kafka.FirstOffsetOf(1), kafka.LastOffsetOf(1), kafka.TimeOffsetOf(1, base.Add(2500*time.Millisecond)), kafka.LastOffsetOf(0)},
+	}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := map[int]kafka.PartitionOffsets{}
+	for _, po := range lo.Topics["admin"] {
+		if po.Error != nil {
+			t.Fatalf("list offsets partition %d: %v", po.Partition, po.Error)
+		}
+		got[po.Partition] = po
+	}
+	// By time: offset 3, the first record at or after base+2.5s. kafka-go
+	// reports the time it asked for, not the record's (it overwrites the
+	// response's timestamp to match requests to responses).
+	at := base.Add(2500 * time.Millisecond)
+	if p1 := got[1]; p1.FirstOffset != 0 || p1.LastOffset != 5 || len(p1.Offsets) != 1 || !p1.Offsets[3].Equal(at) {
+		t.Fatalf("list offsets partition 1: %+v; want first 0, last 5, offset 3 (at base+2.5s)", p1)
+	}
+	if p0 := got[0]; p0.LastOffset != 0 {
+		t.Fatalf("list offsets partition 0: %+v; want last 0", p0)
+	}
+
+	dc, err := client.DescribeConfigs(ctx, &kafka.DescribeConfigsRequest{Resources: []kafka.DescribeConfigRequestResource{
+		{ResourceType: kafka.ResourceTypeTopic, ResourceName: "admin", ConfigNames: []string{"retention.ms", "segment.bytes"}},
+		{ResourceType: kafka.ResourceTypeBroker, ResourceName: "0", ConfigNames: []string{"log.retention.ms"}},
+	}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var entries []string
+	for _, r := range dc.Resources {
+		if r.Error != nil {
+			t.Fatalf("describe configs %s: %v", r.ResourceName, r.Error)
+		}
+		for _, e := range r.ConfigEntries {
+			// IsDefault is only filled in at v0; kafka-go asks a later
+			// version, which carries the source instead.
+			entries = append(entries, fmt.Sprintf("%s %s=%s source=%d", r.ResourceName, e.ConfigName, e.ConfigValue, e.ConfigSource))
+		}
+	}
+	slices.Sort(entries)
+	// Sources: 1 DYNAMIC_TOPIC_CONFIG, 5 DEFAULT_CONFIG.
+	if want := []string{"0 log.retention.ms=604800000 source=5", "admin retention.ms=3600000 source=1",
+		"admin segment.bytes=1073741824 source=5"}; !slices.Equal(entries, want) {
+		t.Fatalf("describe configs: %q, want %q", entries, want)
+	}
+
+	cp, err := client.CreatePartitions(ctx, &kafka.CreatePartitionsRequest{Topics: []kafka.TopicPartitionsConfig{
+		{Name: "admin", Count: 4}, {Name: "doomed", Count: 1},
+	}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if cp.Errors["admin"] != nil || !errors.Is(cp.Errors["doomed"], kafka.InvalidPartitionNumber) {
+		t.Fatalf("create partitions: %v", cp.Errors)
+	}
+	if tp, _ := c.Broker().Topic("admin"); len(tp.Partitions) != 4 {
+		t.Fatalf("admin has %d partitions after CreatePartitions, want 4", len(tp.Partitions))
+	}
+
+	dt, err := client.DeleteTopics(ctx, &kafka.DeleteTopicsRequest{Topics: []string{"doomed", "never-was"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if dt.Errors["doomed"] != nil || !errors.Is(dt.Errors["never-was"], kafka.UnknownTopicOrPartition) {
+		t.Fatalf("delete topics: %v", dt.Errors)
+	}
+	if _, ok := c.Broker().Topic("doomed"); ok {
+		t.Fatal("doomed still exists")
+	}
+}
