@@ -132,6 +132,10 @@ func (e *CorruptionError) Error() string {
 
 func (e *CorruptionError) Unwrap() error { return e.Err }
 
+// Is makes a CorruptionError an ErrStorage too, so that callers mapping
+// errors to Kafka codes answer KAFKA_STORAGE_ERROR for damaged data.
+func (e *CorruptionError) Is(target error) bool { return target == ErrStorage }
+
 func storageErr(op, name string, err error) error {
 	return fmt.Errorf("%w: %s %s: %w", ErrStorage, op, name, err)
 }

@@ -211,7 +211,7 @@ func TestCorruptionNotServed(t *testing.T) {
 			}
 			_, err = l.Read(6, 1<<20, true)
 			var ce *CorruptionError
-			if !errors.As(err, &ce) || ce.Segment != lo.path(2) || ce.Offset != lo.pos[2] {
+			if !errors.As(err, &ce) || ce.Segment != lo.path(2) || ce.Offset != lo.pos[2] || !errors.Is(err, ErrStorage) {
 				t.Fatalf("Read(6) = %v, want CorruptionError at %s:%d", err, lo.path(2), lo.pos[2])
 			}
 			if b, err := l.Read(9, 1<<20, true); err != nil || !bytes.Equal(b[:len(lo.batches[3])], lo.batches[3]) {
