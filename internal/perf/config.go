@@ -1,0 +1,153 @@
+// Package perf is the load generator behind `minibroker perf produce` and
+// `minibroker perf consume`, in the spirit of Kafka's
+// kafka-producer-perf-test.sh and kafka-consumer-perf-test.sh. It talks to
+// any Kafka-protocol broker through kgo, so the same workload can be run
+// against minibroker and a peer.
+package perf
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"strings"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kgo"
+)
+
+// Config is one produce or consume run.
+type Config struct {
+	Brokers     []string
+	Topic       string
+	Partitions  int32 // for creating a missing topic
+	Records     int64 // stop after this many records (0: use Duration)
+	Duration    time.Duration
+	RecordSize  int
+	Acks        string // "0", "1" or "all"
+	Idempotent  bool
+	Compression string // none, gzip, snappy, lz4, zstd
+	Linger      time.Duration
+	Concurrency int // producer or consumer clients
+
+	// Progress, when set, receives a line every ProgressInterval.
+	Progress         io.Writer
+	ProgressInterval time.Duration
+}
+
+// Validate checks the flags' combinations.
+func (c *Config) Validate() error {
+	switch {
+	case len(c.Brokers) == 0:
+		return errors.New("no --brokers")
+	case c.Topic == "":
+		return errors.New("no --topic")
+	case c.Records <= 0 && c.Duration <= 0:
+		return errors.New("need --records or --duration")
+	case c.RecordSize < 0:
+		return errors.New("negative --record-size")
+	case c.Concurrency < 1:
+		return errors.New("--concurrency must be ≥ 1")
+	case c.Partitions < 1:
+		return errors.New("--partitions must be ≥ 1")
+	}
+	if _, err := c.acks(); err != nil {
+		return err
+	}
+	if _, err := c.codec(); err != nil {
+		return err
+	}
+	if c.Idempotent && c.Acks != "all" && c.Acks != "-1" {
+		return errors.New("--idempotent needs --acks all")
+	}
+	return nil
+}
+
+func (c *Config) acks() (kgo.Acks, error) {
+	switch c.Acks {
+	case "0":
+		return kgo.NoAck(), nil
+	case "1":
+		return kgo.LeaderAck(), nil
+	case "all", "-1":
+		return kgo.AllISRAcks(), nil
+	}
+	return kgo.Acks{}, fmt.Errorf("--acks %q: want 0, 1 or all", c.Acks)
+}
+
+func (c *Config) codec() (kgo.CompressionCodec, error) {
+	switch strings.ToLower(c.Compression) {
+	case "", "none":
+		return kgo.NoCompression(), nil
+	case "gzip":
+		return kgo.GzipCompression(), nil
+	case "snappy":
+		return kgo.SnappyCompression(), nil
+	case "lz4":
+		return kgo.Lz4Compression(), nil
+	case "zstd":
+		return kgo.ZstdCompression(), nil
+	}
+	return kgo.CompressionCodec{}, fmt.Errorf("--compression %q: want none, gzip, snappy, lz4 or zstd", c.Compression)
+}
+
+func (c *Config) producerOpts() []kgo.Opt {
+	acks, _ := c.acks()
+	codec, _ := c.codec()
+	opts := []kgo.Opt{
+		kgo.SeedBrokers(c.Brokers...),
+		kgo.DefaultProduceTopic(c.Topic),
+		kgo.RequiredAcks(acks),
+		kgo.ProducerBatchCompression(codec),
+		kgo.ProducerLinger(c.Linger),
+		kgo.ProducerBatchMaxBytes(1 << 20),
+		kgo.MaxBufferedBytes(64 << 20),
+		kgo.RecordRetries(10),
+	}
+	if !c.Idempotent {
+		opts = append(opts, kgo.DisableIdempotentWrite())
+	}
+	return opts
+}
+
+// Result is a run's outcome; it is what --json prints.
+type Result struct {
+	Mode          string  `json:"mode"` // produce or consume
+	Topic         string  `json:"topic"`
+	Partitions    int32   `json:"partitions"`
+	RecordSize    int     `json:"record_size"`
+	Acks          string  `json:"acks,omitempty"`
+	Idempotent    bool    `json:"idempotent,omitempty"`
+	Compression   string  `json:"compression,omitempty"`
+	LingerMs      float64 `json:"linger_ms,omitempty"`
+	Concurrency   int     `json:"concurrency"`
+	Records       int64   `json:"records"`
+	Bytes         int64   `json:"bytes"` // record values only, as Kafka's tools count
+	Errors        int64   `json:"errors"`
+	FirstError    string  `json:"first_error,omitempty"`
+	ElapsedSec    float64 `json:"elapsed_s"`
+	RecordsPerSec float64 `json:"records_per_sec"`
+	MBPerSec      float64 `json:"mb_per_sec"` // MB = 2^20 bytes, as Kafka's tools
+	// Latency is the produce acknowledgement latency (produce) or the
+	// end-to-end latency from the record timestamp (consume).
+	Latency Latency `json:"latency_ms"`
+}
+
+func (r *Result) finish(elapsed time.Duration, h *histogram) {
+	r.ElapsedSec = elapsed.Seconds()
+	if s := elapsed.Seconds(); s > 0 {
+		r.RecordsPerSec = float64(r.Records) / s
+		r.MBPerSec = float64(r.Bytes) / (1 << 20) / s
+	}
+	r.Latency = h.Summary()
+}
+
+// String is the human-readable summary line.
+func (r *Result) String() string {
+	s := fmt.Sprintf("%d records %s in %.2fs: %.0f records/s, %.2f MB/s; latency ms p50 %.2f p99 %.2f p99.9 %.2f max %.2f",
+		r.Records, map[string]string{"produce": "sent", "consume": "read"}[r.Mode], r.ElapsedSec, r.RecordsPerSec, r.MBPerSec,
+		r.Latency.P50, r.Latency.P99, r.Latency.P999, r.Latency.Max)
+	if r.Errors > 0 {
+		s += fmt.Sprintf("; %d errors (first: %s)", r.Errors, r.FirstError)
+	}
+	return s
+}

@@ -1,0 +1,172 @@
+package perf
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kgo"
+)
+
+// EnsureTopic creates the topic with cfg.Partitions partitions when it
+// does not exist and returns its partition count.
+func EnsureTopic(ctx context.Context, cfg Config) (int32, error) {
+	cl, err := kgo.NewClient(kgo.SeedBrokers(cfg.Brokers...))
+	if err != nil {
+		return 0, err
+	}
+	defer cl.Close()
+	adm := kadm.NewClient(cl)
+	for attempt := 0; ; attempt++ {
+		td, err := adm.ListTopics(ctx, cfg.Topic)
+		if err == nil {
+			if t, ok := td[cfg.Topic]; ok && t.Err == nil && len(t.Partitions) > 0 {
+				return int32(len(t.Partitions)), nil
+			}
+			resp, cerr := adm.CreateTopic(ctx, cfg.Partitions, -1, nil, cfg.Topic)
+			if cerr == nil && resp.Err == nil {
+				return cfg.Partitions, nil
+			}
+			if cerr == nil && !errors.Is(resp.Err, kerr.TopicAlreadyExists) {
+				err = resp.Err
+			} else {
+				err = cerr
+			}
+		}
+		if attempt >= 20 || ctx.Err() != nil {
+			return 0, fmt.Errorf("topic %s: %w", cfg.Topic, err)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+}
+
+// progress prints cumulative and windowed rates every interval until
+// stop is closed.
+func progress(cfg Config, what string, records, bytes *atomic.Int64, h *histogram, stop <-chan struct{}, wg *sync.WaitGroup) {
+	defer wg.Done()
+	if cfg.Progress == nil {
+		return
+	}
+	every := cfg.ProgressInterval
+	if every <= 0 {
+		every = 5 * time.Second
+	}
+	t := time.NewTicker(every)
+	defer t.Stop()
+	start := time.Now()
+	last, lastB, lastT := int64(0), int64(0), start
+	for {
+		select {
+		case <-stop:
+			return
+		case now := <-t.C:
+			n, b := records.Load(), bytes.Load()
+			dt := now.Sub(lastT).Seconds()
+			s := h.Summary()
+			fmt.Fprintf(cfg.Progress, "%6.1fs %d records %s, %.0f records/s, %.2f MB/s, latency ms p50 %.2f p99 %.2f max %.2f\n",
+				now.Sub(start).Seconds(), n, what, float64(n-last)/dt, float64(b-lastB)/(1<<20)/dt, s.P50, s.P99, s.Max)
+			last, lastB, lastT = n, b, now
+		}
+	}
+}
+
+// Produce runs a produce load and reports throughput and ack latency.
+func Produce(ctx context.Context, cfg Config) (*Result, error) {
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	parts, err := EnsureTopic(ctx, cfg)
+	if err != nil {
+		return nil, err
+	}
+	clients := make([]*kgo.Client, cfg.Concurrency)
+	for i := range clients {
+		if clients[i], err = kgo.NewClient(cfg.producerOpts()...); err != nil {
+			for _, c := range clients[:i] {
+				c.Close()
+			}
+			return nil, err
+		}
+	}
+	defer func() {
+		for _, c := range clients {
+			c.Close()
+		}
+	}()
+	// Warm up: metadata and producer ids before the clock starts.
+	for _, c := range clients {
+		if err := c.ProduceSync(ctx, &kgo.Record{Value: make([]byte, cfg.RecordSize)}).FirstErr(); err != nil {
+			return nil, fmt.Errorf("warm-up produce: %w", err)
+		}
+	}
+
+	var (
+		h         histogram
+		sent      atomic.Int64 // records acknowledged
+		sentBytes atomic.Int64
+		errs      atomic.Int64
+		firstErr  atomic.Pointer[string]
+		claimed   atomic.Int64
+	)
+	value := make([]byte, cfg.RecordSize)
+	for i := range value {
+		value[i] = byte('a' + i%26)
+	}
+	var deadline time.Time
+	start := time.Now()
+	if cfg.Duration > 0 {
+		deadline = start.Add(cfg.Duration)
+	}
+	stop := make(chan struct{})
+	var pwg sync.WaitGroup
+	pwg.Add(1)
+	go progress(cfg, "acked", &sent, &sentBytes, &h, stop, &pwg)
+
+	var wg sync.WaitGroup
+	for _, cl := range clients {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := 0; ctx.Err() == nil; i++ {
+				if cfg.Records > 0 && claimed.Add(1) > cfg.Records {
+					break
+				}
+				if !deadline.IsZero() && i%64 == 0 && time.Now().After(deadline) {
+					break
+				}
+				t0 := time.Now()
+				cl.Produce(ctx, &kgo.Record{Value: value}, func(r *kgo.Record, err error) {
+					if err != nil {
+						if errs.Add(1) == 1 {
+							s := err.Error()
+							firstErr.Store(&s)
+						}
+						return
+					}
+					h.Record(time.Since(t0))
+					sent.Add(1)
+					sentBytes.Add(int64(len(r.Value)))
+				})
+			}
+			cl.Flush(ctx)
+		}()
+	}
+	wg.Wait()
+	elapsed := time.Since(start)
+	close(stop)
+	pwg.Wait()
+
+	res := &Result{Mode: "produce", Topic: cfg.Topic, Partitions: parts, RecordSize: cfg.RecordSize, Acks: cfg.Acks,
+		Idempotent: cfg.Idempotent, Compression: cfg.Compression, LingerMs: float64(cfg.Linger) / float64(time.Millisecond),
+		Concurrency: cfg.Concurrency, Records: sent.Load(), Bytes: sentBytes.Load(), Errors: errs.Load()}
+	if p := firstErr.Load(); p != nil {
+		res.FirstError = *p
+	}
+	res.finish(elapsed, &h)
+	return res, ctx.Err()
+}
