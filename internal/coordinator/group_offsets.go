@@ -150,6 +150,32 @@ func (c *groupCore) DeleteOffsets(now time.Time, groupID string, tps []TopicPart
 	return errs, nil
 }
 
+// ValidateTxnMember is Kafka's check of a TxnOffsetCommit's group fields
+// (v3+, KIP-447): a generation for a group that does not exist is
+// ILLEGAL_GENERATION; a request naming a member must name a current one of
+// the current generation (UNKNOWN_MEMBER_ID, FENCED_INSTANCE_ID,
+// ILLEGAL_GENERATION). Unlike OffsetCommit, the group's state does not
+// matter, and a request without member and generation is always accepted.
+func (c *groupCore) ValidateTxnMember(groupID, memberID, instanceID string, generation int32) error {
+	g := c.groups[groupID]
+	if g == nil {
+		if generation >= 0 {
+			return ErrIllegalGeneration
+		}
+		return nil
+	}
+	if generation < 0 && (g.state == StateEmpty || (memberID == "" && instanceID == "")) {
+		return nil
+	}
+	if _, err := g.validateMember(memberID, instanceID); err != nil {
+		return err
+	}
+	if generation != g.generation {
+		return ErrIllegalGeneration
+	}
+	return nil
+}
+
 // StageTxn stages a transactional producer's offsets (TxnOffsetCommit).
 func (c *groupCore) StageTxn(now time.Time, groupID string, producerID int64, epoch int16, offsets map[TopicPartition]OffsetAndMetadata) error {
 	if groupID == "" {

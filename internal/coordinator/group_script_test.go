@@ -28,6 +28,7 @@ import (
 //	commit GROUP [member=ID] [gen=N] [inst=ID] TOPIC/P=OFFSET ...
 //	fetch GROUP [stable] [TOPIC/P ...]
 //	stage GROUP pid=N epoch=N TOPIC/P=OFFSET ...
+//	txncheck GROUP [member=ID] [inst=ID] [gen=N]
 //	complete pid=N commit|abort
 //	admin GROUP TOPIC/P=OFFSET ...
 //	delete GROUP ...
@@ -291,6 +292,8 @@ func (s *groupScript) event(f []string) {
 	case "stage":
 		err := s.core.StageTxn(s.now, group, gsInt(kv, "pid", 0), int16(gsInt(kv, "epoch", 0)), gsOffsets(rest))
 		s.printf("stage: %s", gsErr(err))
+	case "txncheck":
+		s.printf("txncheck: %s", gsErr(s.core.ValidateTxnMember(group, kv["member"], kv["inst"], int32(gsInt(kv, "gen", -1)))))
 	case "complete":
 		s.core.CompleteTxn(gsInt(kv, "pid", 0), len(rest) > 0 && rest[0] == "commit")
 		group = "*"

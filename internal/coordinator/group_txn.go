@@ -33,6 +33,18 @@ func (g *Groups) StageTxnOffsets(group string, producerID int64, producerEpoch i
 	return g.stageTxnOffsets(group, producerID, producerEpoch, offsets)
 }
 
+// ValidateTxnOffsetCommit checks a TxnOffsetCommit's member id, group
+// instance id and generation (v3+, KIP-447) as Kafka's group coordinator
+// does, so that a zombie member of an old generation cannot commit through
+// a transaction: ILLEGAL_GENERATION, UNKNOWN_MEMBER_ID or
+// FENCED_INSTANCE_ID. Requests without them (v0–v2: generation -1, no
+// member id) pass. Call it before StageTxnOffsets.
+func (g *Groups) ValidateTxnOffsetCommit(group, memberID, groupInstanceID string, generation int32) error {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	return g.core.ValidateTxnMember(group, memberID, groupInstanceID, generation)
+}
+
 // CompleteTxnOffsets ends producerID's transaction for every group it staged
 // offsets in: commit makes them committed offsets (durably, before it
 // returns); !commit drops them. A producer with nothing staged is a no-op.
