@@ -19,7 +19,6 @@ func newRootCmd() *cobra.Command {
 		SilenceErrors: true,
 	}
 	root.AddCommand(newServeCmd(), newVersionCmd(), newMirrorCmd())
-	root.AddCommand(newDumpLogCmd(), newVerifyLogCmd())
 	root.AddCommand(newPerfCmd())
 	return root
 }

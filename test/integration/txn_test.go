@@ -16,6 +16,12 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"go.uber.org/zap"
+
+	"github.com/minibroker/minibroker/internal/broker"
+	"github.com/minibroker/minibroker/internal/config"
+	"github.com/minibroker/minibroker/internal/vfs"
+	"github.com/minibroker/minibroker/internal/vfs/errorfs"
 	"github.com/minibroker/minibroker/minibrokertest"
 )
 
@@ -581,5 +587,80 @@ func TestTxnProduceVerification(t *testing.T) {
 	}
 	if code := produce(0, 0, epoch, &txnID); code != kerr.InvalidProducerEpoch.Code {
 		t.Fatalf("fenced epoch: code %d, want INVALID_PRODUCER_EPOCH", code)
+	}
+}
+
+// TestTxnCommitCompletesAfterCrashBeforeMarkers: the commit is decided
+// (durable in the transaction log) but the marker of one partition cannot
+// be written — its disk fails — and the broker crashes. On restart the
+// coordinator finishes the commit: read_committed readers of that
+// partition get past the transaction and see its records.
+func TestTxnCommitCompletesAfterCrashBeforeMarkers(t *testing.T) {
+	const topic = "crashy"
+	cfg := config.Default()
+	cfg.DataDir, cfg.Listen, cfg.HTTPListen = t.TempDir(), "127.0.0.1:0", ""
+	efs := errorfs.Wrap(vfs.Default)
+	b, err := broker.New(broker.Options{Config: cfg, Logger: zap.NewNop(), FS: efs})
+	if err != nil {
+		t.Fatal(err)
+	}
+	b.Serve()
+	if _, err := b.CreateTopic(topic, 2, nil, [16]byte{}, false); err != nil {
+		t.Fatal(err)
+	}
+	p := txnClient(t, b.Addr(), "crashy-txn", topic, kgo.RecordPartitioner(kgo.ManualPartitioner()))
+	if err := p.BeginTransaction(); err != nil {
+		t.Fatal(err)
+	}
+	for part := int32(0); part < 2; part++ {
+		r := &kgo.Record{Partition: part, Value: []byte(fmt.Sprintf("v%d", part))}
+		if err := p.ProduceSync(txnCtx(t), r).FirstErr(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	efs.Inject(errorfs.Rule{Op: errorfs.OpWrite, PathContains: topic + "-1"})
+	if err := p.EndTransaction(txnCtx(t), kgo.TryCommit); err != nil {
+		t.Fatalf("commit: %v (the decision is durable: Kafka answers success)", err)
+	}
+	p.Close()
+	stable := func(addr string) (lso, hw int64) {
+		adm := kadm.NewClient(newClient(t, addr))
+		l, err1 := adm.ListCommittedOffsets(txnCtx(t), topic)
+		h, err2 := adm.ListEndOffsets(txnCtx(t), topic)
+		if err := errors.Join(err1, err2); err != nil {
+			t.Fatal(err)
+		}
+		lo, _ := l.Lookup(topic, 1)
+		ho, _ := h.Lookup(topic, 1)
+		return lo.Offset, ho.Offset
+	}
+	if lso, _ := stable(b.Addr()); lso != 0 {
+		t.Fatalf("partition 1's last stable offset %d before the crash, want 0 (its marker failed)", lso)
+	}
+	b.Kill()
+
+	cfg.Listen = b.Addr()
+	b2, err := broker.New(broker.Options{Config: cfg, Logger: zap.NewNop()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	b2.Serve()
+	t.Cleanup(func() { b2.Close(context.Background()) })
+	waitFor(t, "the commit's completion after restart", func() bool { lso, hw := stable(b2.Addr()); return lso == hw && hw > 1 })
+	cl := newClient(t, b2.Addr(), kgo.ConsumePartitions(map[string]map[int32]kgo.Offset{topic: {0: kgo.NewOffset().AtStart(), 1: kgo.NewOffset().AtStart()}}),
+		kgo.FetchIsolationLevel(kgo.ReadCommitted()))
+	var got []string
+	for len(got) < 2 {
+		fs := cl.PollFetches(txnCtx(t))
+		fs.EachError(func(_ string, _ int32, err error) { t.Fatalf("fetch: %v", err) })
+		fs.EachRecord(func(r *kgo.Record) { got = append(got, string(r.Value)) })
+	}
+	sort.Strings(got)
+	if !slices.Equal(got, []string{"v0", "v1"}) {
+		t.Fatalf("read_committed after restart: %q", got)
+	}
+	d, err := kadm.NewClient(newClient(t, b2.Addr())).DescribeTransactions(txnCtx(t), "crashy-txn")
+	if err != nil || d["crashy-txn"].State != "CompleteCommit" {
+		t.Fatalf("described: %+v %v", d, err)
 	}
 }
