@@ -3,6 +3,7 @@ package integration
 import (
 	"errors"
 	"fmt"
+	"slices"
 	"testing"
 	"time"
 
@@ -255,5 +256,116 @@ func TestSaramaProduceErrors(t *testing.T) {
 	}
 	if _, ok := c.Broker().Topic("missing"); ok {
 		t.Fatal("topic missing was created")
+	}
+}
+
+// TestSaramaClusterAdmin: sarama's ClusterAdmin (request versions chosen
+// from Config.Version, not negotiated) at 2.8 and at its newest version.
+func TestSaramaClusterAdmin(t *testing.T) {
+	t.Parallel()
+	for _, version := range []sarama.KafkaVersion{sarama.DefaultVersion, sarama.MaxVersion} {
+		t.Run(version.String(), func(t *testing.T) {
+			t.Parallel()
+			c := minibrokertest.Start(t)
+			cfg := saramaConfig(version)
+			cfg.Admin.Retry.Max = 1
+			cfg.Admin.Retry.Backoff = 10 * time.Millisecond
+			adm, err := sarama.NewClusterAdmin([]string{c.Addr()}, cfg)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer adm.Close()
+
+			retention := "3600000"
+			if err := adm.CreateTopic("admin", &sarama.TopicDetail{NumPartitions: 3, ReplicationFactor: 1,
+				ConfigEntries: map[string]*string{"retention.ms": &retention}}, false); err != nil {
+				t.Fatalf("CreateTopic: %v", err)
+			}
+			for _, tc := range []struct {
+				topic  string
+				detail sarama.TopicDetail
+				want   sarama.KError
+			}{
+				{"admin", sarama.TopicDetail{NumPartitions: 1, ReplicationFactor: 1}, sarama.ErrTopicAlreadyExists},
+				{"replicated", sarama.TopicDetail{NumPartitions: 1, ReplicationFactor: 3}, sarama.ErrInvalidReplicationFactor},
+				{"bad name", sarama.TopicDetail{NumPartitions: 1, ReplicationFactor: 1}, sarama.ErrInvalidTopic},
+			} {
+				if err := adm.CreateTopic(tc.topic, &tc.detail, false); !errors.Is(err, tc.want) {
+					t.Fatalf("CreateTopic %q: %v, want %v", tc.topic, err, tc.want)
+				}
+			}
+
+			topics, err := adm.ListTopics()
+			if err != nil {
+				t.Fatalf("ListTopics: %v", err)
+			}
+			d, ok := topics["admin"]
+			if len(topics) != 1 || !ok || d.NumPartitions != 3 || d.ReplicationFactor != 1 || len(d.ConfigEntries) != 1 ||
+				d.ConfigEntries["retention.ms"] == nil || *d.ConfigEntries["retention.ms"] != retention {
+				t.Fatalf("ListTopics: %+v (admin: %+v)", topics, d)
+			}
+
+			entries, err := adm.DescribeConfig(sarama.ConfigResource{Type: sarama.TopicResource, Name: "admin",
+				ConfigNames: []string{"retention.ms", "retention.bytes"}})
+			if err != nil {
+				t.Fatalf("DescribeConfig: %v", err)
+			}
+			var got []string
+			for _, e := range entries {
+				got = append(got, fmt.Sprintf("%s=%s default=%v source=%v", e.Name, e.Value, e.Default, e.Source))
+			}
+			slices.Sort(got)
+			if want := []string{"retention.bytes=-1 default=true source=Default", "retention.ms=3600000 default=false source=Topic"}; !slices.Equal(got, want) {
+				t.Fatalf("DescribeConfig: %q, want %q", got, want)
+			}
+
+			brokers, controller, err := adm.DescribeCluster()
+			if err != nil || controller != 0 || len(brokers) != 1 || brokers[0].ID() != 0 || brokers[0].Addr() != c.Addr() {
+				t.Fatalf("DescribeCluster: %v, controller %d, %v", brokers, controller, err)
+			}
+
+			if err := adm.CreatePartitions("admin", 5, nil, false); err != nil {
+				t.Fatalf("CreatePartitions: %v", err)
+			}
+			if err := adm.CreatePartitions("admin", 2, nil, false); !errors.Is(err, sarama.ErrInvalidPartitions) {
+				t.Fatalf("CreatePartitions shrinking: %v, want %v", err, sarama.ErrInvalidPartitions)
+			}
+			md, err := adm.DescribeTopics([]string{"admin"})
+			if err != nil || len(md) != 1 || len(md[0].Partitions) != 5 {
+				t.Fatalf("DescribeTopics: %v, %v", md, err)
+			}
+
+			// DeleteRecords: four records in partition 4, delete below 3.
+			msgs := []*sarama.ProducerMessage{}
+			for i := range 4 {
+				msgs = append(msgs, &sarama.ProducerMessage{Topic: "admin", Partition: 4, Value: sarama.StringEncoder(fmt.Sprint(i))})
+			}
+			cfg.Producer.RequiredAcks = sarama.WaitForAll
+			saramaProduce(t, c.Addr(), cfg, msgs)
+			if err := adm.DeleteRecords("admin", map[int32]int64{4: 3}); err != nil {
+				t.Fatalf("DeleteRecords: %v", err)
+			}
+			client, err := sarama.NewClient([]string{c.Addr()}, cfg)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer client.Close()
+			if first, err := client.GetOffset("admin", 4, sarama.OffsetOldest); err != nil || first != 3 {
+				t.Fatalf("oldest offset after DeleteRecords: %d, %v; want 3", first, err)
+			}
+			if next, err := client.GetOffset("admin", 4, sarama.OffsetNewest); err != nil || next != 4 {
+				t.Fatalf("newest offset: %d, %v; want 4", next, err)
+			}
+
+			if err := adm.DeleteTopic("admin"); err != nil {
+				t.Fatalf("DeleteTopic: %v", err)
+			}
+			if err := adm.DeleteTopic("admin"); !errors.Is(err, sarama.ErrUnknownTopicOrPartition) {
+				t.Fatalf("second DeleteTopic: %v, want %v", err, sarama.ErrUnknownTopicOrPartition)
+			}
+			if _, ok := c.Broker().Topic("admin"); ok {
+				t.Fatal("admin still exists")
+			}
+		})
 	}
 }
