@@ -70,41 +70,59 @@ func (l *Log) Append(data []byte) (AppendResult, error) {
 	if err != nil {
 		return AppendResult{}, err
 	}
-	first, last := &hs[0].h, &hs[len(hs)-1].h
+	res, rolled, needFlush, err := l.appendFramed(data, hs)
+	if err != nil {
+		return res, err
+	}
+	// Callbacks and the flusher run with no Log lock held, so OnRoll may
+	// call back into the Log.
+	if l.opts.OnRoll != nil {
+		for _, base := range rolled {
+			l.opts.OnRoll(base)
+		}
+	}
+	if len(rolled) > 0 || needFlush {
+		l.flusher.kick(len(rolled) > 0)
+	}
+	return res, nil
+}
 
+// appendFramed writes the parsed batches under appendMu and returns the
+// bases of the segments it rolled to and whether a flush is due.
+func (l *Log) appendFramed(data []byte, hs []framed) (res AppendResult, rolled []int64, needFlush bool, err error) {
+	first, last := &hs[0].h, &hs[len(hs)-1].h
 	l.appendMu.Lock()
 	defer l.appendMu.Unlock()
 	l.mu.Lock()
 	if err := l.writableLocked(); err != nil {
 		l.mu.Unlock()
-		return AppendResult{}, err
+		return AppendResult{}, nil, false, err
 	}
 	if first.BaseOffset < l.leo {
 		leo := l.leo
 		l.mu.Unlock()
-		return AppendResult{}, fmt.Errorf("%w: base offset %d below log end offset %d", ErrInvalidBatch, first.BaseOffset, leo)
+		return AppendResult{}, nil, false, fmt.Errorf("%w: base offset %d below log end offset %d", ErrInvalidBatch, first.BaseOffset, leo)
 	}
 	if first.BaseOffset > l.leo && l.emptyLocked() {
 		// An empty log adopts the first batch's offset as its start (a
 		// mirror starting at the source's log start offset).
 		l.mu.Unlock()
 		if err := l.restartEmptyAt(first.BaseOffset); err != nil {
-			return AppendResult{}, err
+			return AppendResult{}, nil, false, err
 		}
 		l.mu.Lock()
 		if err := l.writableLocked(); err != nil {
 			l.mu.Unlock()
-			return AppendResult{}, err
+			return AppendResult{}, nil, false, err
 		}
 		if first.BaseOffset < l.leo {
 			l.mu.Unlock()
-			return AppendResult{}, fmt.Errorf("%w: base offset %d below log end offset", ErrInvalidBatch, first.BaseOffset)
+			return AppendResult{}, nil, false, fmt.Errorf("%w: base offset %d below log end offset", ErrInvalidBatch, first.BaseOffset)
 		}
 	}
 
-	res := AppendResult{FirstOffset: first.BaseOffset, LastOffset: last.LastOffset(), MaxTimestamp: -1}
+	res = AppendResult{FirstOffset: first.BaseOffset, LastOffset: last.LastOffset(), MaxTimestamp: -1}
 	now := l.opts.Now()
-	var rolled []int64
 	seg := l.active()
 	runFirst := 0
 	for k := range hs {
@@ -115,17 +133,17 @@ func (l *Log) Append(data []byte) (AppendResult, error) {
 			continue
 		}
 		if err := l.writeRunLocked(seg, data, hs[runFirst:k]); err != nil {
-			return AppendResult{}, l.abortAppendLocked(err)
+			return AppendResult{}, nil, false, l.abortAppendLocked(err)
 		}
 		seg, err = l.rollLocked(f.h.BaseOffset, now)
 		if err != nil {
-			return AppendResult{}, l.abortAppendLocked(err)
+			return AppendResult{}, nil, false, l.abortAppendLocked(err)
 		}
 		rolled = append(rolled, f.h.BaseOffset)
 		runFirst = k
 	}
 	if err := l.writeRunLocked(seg, data, hs[runFirst:]); err != nil {
-		return AppendResult{}, l.abortAppendLocked(err)
+		return AppendResult{}, nil, false, l.abortAppendLocked(err)
 	}
 	res.LogEndOffset = l.leo
 	if l.epochsChanged {
@@ -133,21 +151,12 @@ func (l *Log) Append(data []byte) (AppendResult, error) {
 		if err := l.writeEpochsLocked(); err != nil {
 			err = l.failLocked(err)
 			l.mu.Unlock()
-			return res, err
+			return res, nil, false, err
 		}
 	}
-	needFlush := l.leo-l.flushed >= l.cfg.FlushIntervalMessages
+	needFlush = l.leo-l.flushed >= l.cfg.FlushIntervalMessages
 	l.mu.Unlock()
-
-	if l.opts.OnRoll != nil {
-		for _, base := range rolled {
-			l.opts.OnRoll(base)
-		}
-	}
-	if len(rolled) > 0 || needFlush {
-		l.flusher.kick(len(rolled) > 0)
-	}
-	return res, nil
+	return res, rolled, needFlush, nil
 }
 
 // writeRunLocked writes hs (contiguous in data) to seg with one write and

@@ -538,3 +538,23 @@ func TestConcurrentReadersAndWriters(t *testing.T) {
 	close(stop)
 	wg.Wait()
 }
+
+// TestOnRollMayCallBack: OnRoll runs with no Log lock held, so it may use
+// the Log (the partition writes producer snapshots from it).
+func TestOnRollMayCallBack(t *testing.T) {
+	var l *Log
+	var seen []int64
+	opts := Options{OnRoll: func(base int64) {
+		if err := l.Flush(); err != nil {
+			t.Error(err)
+		}
+		seen = append(seen, l.LogEndOffset())
+		appendN(t, l, 1, 1, 0, 0, 10) // even a write
+	}}
+	l = openTest(t, t.TempDir(), testConfig(), opts)
+	defer l.Close()
+	appendN(t, l, 40, 4, 0, 0, 200)
+	if len(seen) == 0 {
+		t.Fatal("no roll")
+	}
+}
