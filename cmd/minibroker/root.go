@@ -19,6 +19,7 @@ func newRootCmd() *cobra.Command {
 		SilenceErrors: true,
 	}
 	root.AddCommand(newServeCmd(), newVersionCmd(), newMirrorCmd())
+	root.AddCommand(newDumpLogCmd(), newVerifyLogCmd())
 	root.AddCommand(newPerfCmd())
 	return root
 }

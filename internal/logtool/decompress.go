@@ -1,0 +1,111 @@
+package logtool
+
+import (
+	"bytes"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"io"
+
+	"github.com/klauspost/compress/gzip"
+	"github.com/klauspost/compress/s2"
+	"github.com/klauspost/compress/zstd"
+	"github.com/pierrec/lz4/v4"
+
+	"github.com/minibroker/minibroker/internal/batch"
+)
+
+// DefaultMaxDecompressedBytes bounds what one batch may inflate to, so a
+// crafted or damaged batch cannot exhaust memory.
+const DefaultMaxDecompressedBytes = 256 << 20
+
+var errTooLarge = errors.New("decompressed size exceeds the limit")
+
+// decompress inflates the records section of a batch compressed with
+// codec (the Attributes codec number), producing at most max bytes.
+func decompress(codec int8, src []byte, max int) ([]byte, error) {
+	switch codec {
+	case batch.CodecNone:
+		return src, nil
+	case batch.CodecGzip:
+		zr, err := gzip.NewReader(bytes.NewReader(src))
+		if err != nil {
+			return nil, fmt.Errorf("gzip: %w", err)
+		}
+		return readLimited(zr, max, "gzip")
+	case batch.CodecSnappy:
+		return unsnappy(src, max)
+	case batch.CodecLZ4:
+		return readLimited(lz4.NewReader(bytes.NewReader(src)), max, "lz4")
+	case batch.CodecZstd:
+		dec, err := zstd.NewReader(nil, zstd.WithDecoderConcurrency(1), zstd.WithDecoderLowmem(true),
+			zstd.WithDecoderMaxMemory(uint64(max)))
+		if err != nil {
+			return nil, fmt.Errorf("zstd: %w", err)
+		}
+		defer dec.Close()
+		out, err := dec.DecodeAll(src, nil)
+		if err != nil {
+			return nil, fmt.Errorf("zstd: %w", err)
+		}
+		return out, nil
+	}
+	return nil, fmt.Errorf("unknown codec %d", codec)
+}
+
+func readLimited(r io.Reader, max int, name string) ([]byte, error) {
+	var out bytes.Buffer
+	n, err := out.ReadFrom(io.LimitReader(r, int64(max)+1))
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", name, err)
+	}
+	if n > int64(max) {
+		return nil, fmt.Errorf("%s: %w (%d bytes)", name, errTooLarge, max)
+	}
+	return out.Bytes(), nil
+}
+
+// xerialMagic starts the framing the Java client's snappy stream writes:
+// 8 magic bytes, two int32 versions, then blocks of (int32 length, raw
+// snappy block). Producers other than Java write one raw snappy block.
+var xerialMagic = []byte{0x82, 'S', 'N', 'A', 'P', 'P', 'Y', 0}
+
+func unsnappy(src []byte, max int) ([]byte, error) {
+	if len(src) < 16 || !bytes.HasPrefix(src, xerialMagic) {
+		return snappyBlock(nil, src, max)
+	}
+	var out []byte
+	rest := src[16:]
+	for len(rest) > 0 {
+		if len(rest) < 4 {
+			return nil, errors.New("snappy: truncated xerial block length")
+		}
+		n := binary.BigEndian.Uint32(rest)
+		rest = rest[4:]
+		if uint64(n) > uint64(len(rest)) {
+			return nil, fmt.Errorf("snappy: xerial block of %d bytes, %d left", n, len(rest))
+		}
+		var err error
+		if out, err = snappyBlock(out, rest[:n], max-len(out)); err != nil {
+			return nil, err
+		}
+		rest = rest[n:]
+	}
+	return out, nil
+}
+
+// snappyBlock appends the decoding of one raw snappy block to dst.
+func snappyBlock(dst, block []byte, max int) ([]byte, error) {
+	n, err := s2.DecodedLen(block)
+	if err != nil {
+		return nil, fmt.Errorf("snappy: %w", err)
+	}
+	if n > max {
+		return nil, fmt.Errorf("snappy: %w (%d bytes)", errTooLarge, max)
+	}
+	dec, err := s2.Decode(make([]byte, n), block)
+	if err != nil {
+		return nil, fmt.Errorf("snappy: %w", err)
+	}
+	return append(dst, dec...), nil
+}

@@ -1,0 +1,99 @@
+package logtool
+
+import (
+	"fmt"
+	"os"
+	"reflect"
+
+	"github.com/minibroker/minibroker/internal/psm"
+)
+
+// replaySnapshot rebuilds the producer state a snapshot at offset should
+// hold by replaying the segments of dir below offset, with origin
+// REPLICATION as the partition's recovery does, and returns the entries
+// and the first offset replayed.
+func replaySnapshot(dir string, offset int64, maxBytes int) ([]psm.Entry, int64, error) {
+	segs, err := Segments(dir)
+	if err != nil {
+		return nil, 0, err
+	}
+	m := psm.NewManager(psm.Config{}, nil, nil)
+	first := int64(-1)
+	for _, s := range segs {
+		if s.Offset >= offset {
+			break
+		}
+		err := scanFile(s.Path, func(b *Batch) error {
+			h := &b.Header
+			if b.Raw == nil || !b.CRCValid || h.LastOffset() >= offset {
+				return nil
+			}
+			if first < 0 {
+				first = h.BaseOffset
+			}
+			p, err := m.Prepare(psm.OriginReplication, []psm.PreparedBatch{{Header: *h, Raw: b.Raw}}, h.MaxTimestamp)
+			if err != nil {
+				return fmt.Errorf("replay offset %d: %w", h.BaseOffset, err)
+			}
+			p.Apply()
+			return nil
+		})
+		if err != nil {
+			return nil, 0, err
+		}
+	}
+	return m.Entries(), first, nil
+}
+
+// scanFile opens a segment read-only and scans it.
+func scanFile(path string, fn func(*Batch) error) error {
+	f, err := os.Open(path)
+	if err != nil {
+		return err
+	}
+	defer f.Close()
+	st, err := f.Stat()
+	if err != nil {
+		return err
+	}
+	_, err = ScanSegment(f, st.Size(), fn)
+	return err
+}
+
+// compareSnapshot lists the differences between a snapshot's producers
+// and a replay's.
+func compareSnapshot(snap, replay []psm.Entry) []string {
+	byID := func(es []psm.Entry) map[int64]psm.Entry {
+		m := make(map[int64]psm.Entry, len(es))
+		for _, e := range es {
+			if len(e.Batches) == 0 {
+				e.Batches = nil
+			}
+			m[e.ProducerID] = e
+		}
+		return m
+	}
+	s, r := byID(snap), byID(replay)
+	var diffs []string
+	for _, e := range replay {
+		got, ok := s[e.ProducerID]
+		if !ok {
+			diffs = append(diffs, fmt.Sprintf("producer %d: in the replay, not in the snapshot (expired before the snapshot was written?)", e.ProducerID))
+			continue
+		}
+		if want := r[e.ProducerID]; !reflect.DeepEqual(got, want) {
+			diffs = append(diffs, fmt.Sprintf("producer %d: snapshot %s, replay %s", e.ProducerID, entryString(got), entryString(want)))
+		}
+	}
+	for _, e := range snap {
+		if _, ok := r[e.ProducerID]; !ok {
+			diffs = append(diffs, fmt.Sprintf("producer %d: in the snapshot, not in the replay", e.ProducerID))
+		}
+	}
+	return diffs
+}
+
+func entryString(e psm.Entry) string {
+	return fmt.Sprintf("{epoch %d coordinatorEpoch %d txnFirstOffset %d lastTimestamp %d batches %v}",
+		e.Epoch, e.CoordinatorEpoch, e.CurrentTxnFirstOffset, e.LastTimestamp, e.Batches)
+}
