@@ -558,3 +558,43 @@ func TestOnRollMayCallBack(t *testing.T) {
 		t.Fatal("no roll")
 	}
 }
+
+// TestAfterClose: every method answers after Close without panicking;
+// writes and reads say ErrClosed.
+func TestAfterClose(t *testing.T) {
+	for _, abandon := range []bool{false, true} {
+		l := openTest(t, t.TempDir(), testConfig(), Options{})
+		appendN(t, l, 3, 2, 0, 0, 10)
+		if abandon {
+			l.Abandon()
+		} else if err := l.Close(); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := l.Append(testBatch{base: 6}.build()); !errors.Is(err, ErrClosed) {
+			t.Errorf("Append: %v", err)
+		}
+		if _, err := l.Read(0, 100, true); !errors.Is(err, ErrClosed) {
+			t.Errorf("Read: %v", err)
+		}
+		for name, err := range map[string]error{
+			"TruncateTo":       l.TruncateTo(1),
+			"DeleteRecords":    l.DeleteRecordsBefore(1),
+			"Flush":            l.Flush(),
+			"AppendAbortedTxn": l.AppendAbortedTxn(AbortedTxn{1, 0, 1, 0}),
+			"WaitFlushed":      l.WaitFlushed(6),
+		} {
+			if err != nil && !errors.Is(err, ErrClosed) {
+				t.Errorf("%s: %v", name, err)
+			}
+		}
+		l.ApplyRetention()
+		l.OffsetForTimestamp(0)
+		l.MaxTimestamp()
+		l.AbortedTxns(0, 10)
+		l.EpochEntries()
+		l.SegmentBaseOffsets()
+		if err := l.Close(); err != nil {
+			t.Errorf("second Close: %v", err)
+		}
+	}
+}
