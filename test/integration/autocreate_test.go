@@ -3,6 +3,8 @@ package integration
 import (
 	"context"
 	"errors"
+	"os/exec"
+	"strings"
 	"testing"
 	"time"
 
@@ -15,8 +17,8 @@ import (
 
 // TestAutoCreateDisabled: with auto.create.topics.enable=false a producer
 // naming an unknown topic gets UNKNOWN_TOPIC_OR_PARTITION (from Metadata
-// through kgo, and from Produce itself on a raw request) and no topic
-// appears; existing topics still take records.
+// through kgo, from Produce itself on a raw request, and through kcat) and
+// no topic appears; existing topics still take records.
 func TestAutoCreateDisabled(t *testing.T) {
 	t.Parallel()
 	c := minibrokertest.Start(t, minibrokertest.Set("auto.create.topics.enable", "false"), minibrokertest.Topic("exists", 1))
@@ -58,6 +60,21 @@ func TestAutoCreateDisabled(t *testing.T) {
 	}
 	if p := resp.Topics[0].Partitions[0]; p.ErrorCode != kerr.UnknownTopicOrPartition.Code || p.BaseOffset != -1 {
 		t.Fatalf("raw produce to missing topic: code %d base %d, want %d and -1", p.ErrorCode, p.BaseOffset, kerr.UnknownTopicOrPartition.Code)
+	}
+
+	// librdkafka: kcat -L names the topic with the broker's error, and
+	// kcat -P keeps retrying it as unknown until the message times out.
+	text, _ := runKcat(t, "", "-L", "-b", c.Addr(), "-t", "missing")
+	if want := "  topic \"missing\" with 0 partitions: Broker: Unknown topic or partition\n"; !strings.Contains(text, want) {
+		t.Fatalf("kcat -L -t missing:\n%s\nwant a line %q", text, want)
+	}
+	kctx, kcancel := context.WithTimeout(ctx, 15*time.Second)
+	defer kcancel()
+	cmd := exec.CommandContext(kctx, kcatBinary(t), "-P", "-b", c.Addr(), "-t", "missing", "-X", "message.timeout.ms=1000")
+	cmd.Stdin = strings.NewReader("lost\n")
+	out, err := cmd.CombinedOutput()
+	if code := cmd.ProcessState.ExitCode(); code != 1 || !strings.Contains(string(out), "Delivery failed for message: Local: Message timed out") {
+		t.Fatalf("kcat -P to missing topic: exit %d (%v), output %q", code, err, out)
 	}
 
 	// Nothing was created along the way.
