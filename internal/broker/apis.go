@@ -41,6 +41,7 @@ func (b *Broker) apis() map[int16]api {
 		24: {0, 3, b.handleAddPartitionsToTxn},
 		25: {0, 3, b.handleAddOffsetsToTxn},
 		26: {0, 3, b.handleEndTxn},
+		27: {0, 1, b.handleWriteTxnMarkers},
 		28: {0, 3, b.handleTxnOffsetCommit},
 		32: {0, 4, b.handleDescribeConfigs},
 		37: {0, 3, b.handleCreatePartitions},

@@ -664,3 +664,58 @@ func TestTxnCommitCompletesAfterCrashBeforeMarkers(t *testing.T) {
 		t.Fatalf("described: %+v %v", d, err)
 	}
 }
+
+// TestTxnAdminAbortWithWriteTxnMarkers: an operator aborts an open
+// transaction found with DescribeProducers (KIP-664's
+// kafka-transactions.sh abort): the last stable offset moves past it and
+// its records stay invisible to read_committed, even if the producer later
+// commits. A stale coordinator epoch is fenced.
+func TestTxnAdminAbortWithWriteTxnMarkers(t *testing.T) {
+	const topic = "tx"
+	c := minibrokertest.Start(t, minibrokertest.Topic(topic, 1))
+	p := txnClient(t, c.Addr(), "t-hanging", topic)
+	produceTxn(t, p, true, "committed") // offsets 0 and 1 (marker): coordinator epoch recorded
+	if err := p.BeginTransaction(); err != nil {
+		t.Fatal(err)
+	}
+	if err := p.ProduceSync(txnCtx(t), &kgo.Record{Value: []byte("hanging")}).FirstErr(); err != nil {
+		t.Fatal(err)
+	}
+	adm := kadm.NewClient(newClient(t, c.Addr()))
+	producers, err := adm.DescribeProducers(txnCtx(t), kadm.TopicsSet{topic: {0: {}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var hanging kadm.DescribedProducer
+	producers.EachProducer(func(dp kadm.DescribedProducer) {
+		if dp.CurrentTxnStartOffset == 2 {
+			hanging = dp
+		}
+	})
+	if hanging.CurrentTxnStartOffset != 2 {
+		t.Fatalf("no producer with a transaction open at offset 2: %+v", producers)
+	}
+	write := func(coordEpoch int32) error {
+		resp, err := adm.WriteTxnMarkers(txnCtx(t), kadm.TxnMarkers{ProducerID: hanging.ProducerID, ProducerEpoch: hanging.ProducerEpoch,
+			CoordinatorEpoch: coordEpoch, Topics: kadm.TopicsSet{topic: {0: {}}}})
+		if err != nil {
+			return err
+		}
+		var perr error
+		resp.EachPartition(func(r kadm.TxnMarkersPartitionResponse) { perr = errors.Join(perr, r.Err) })
+		return perr
+	}
+	if err := write(hanging.CoordinatorEpoch - 1); !errors.Is(err, kerr.TransactionCoordinatorFenced) {
+		t.Fatalf("stale coordinator epoch: %v", err)
+	}
+	if err := write(hanging.CoordinatorEpoch); err != nil {
+		t.Fatal(err)
+	}
+	if lso, hw := lastStable(t, c.Addr(), topic), hwOf(t, c.Addr(), topic); lso != hw {
+		t.Fatalf("last stable %d, high watermark %d after the abort", lso, hw)
+	}
+	p.EndTransaction(txnCtx(t), kgo.TryCommit) // too late: the partition's transaction is over
+	if got := readTxnValues(t, c.Addr(), topic, true); !slices.Equal(got, []string{"committed"}) {
+		t.Fatalf("read_committed: %q", got)
+	}
+}
