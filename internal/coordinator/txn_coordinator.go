@@ -17,6 +17,10 @@ import (
 // deleted partitions.
 var ErrPartitionGone = errors.New("coordinator: partition no longer exists")
 
+// maxParallelMarkers bounds how many markers of one transaction are
+// written at once.
+const maxParallelMarkers = 8
+
 // TxnMarkerWriter appends transaction markers (origin COORDINATOR); the
 // broker implements it over its partitions.
 type TxnMarkerWriter interface {
@@ -193,15 +197,30 @@ func (t *Transactions) runJob(job *MarkerJob) error {
 // which is harmless — the producer has no open transaction there any more,
 // so the marker ends nothing and consumers skip it like any control batch.
 func (t *Transactions) writeMarkers(job *MarkerJob) error {
-	for _, tp := range job.Partitions {
-		err := t.opts.Markers.WriteTxnMarker(tp, job.ProducerID, job.ProducerEpoch, job.Commit, t.epoch)
-		if errors.Is(err, ErrPartitionGone) {
-			t.logger.Info("transaction marker skipped: partition gone", zap.String("topic", tp.Topic), zap.Int32("partition", tp.Partition))
-			continue
-		}
-		if err != nil {
-			return fmt.Errorf("marker for %s-%d: %w", tp.Topic, tp.Partition, err)
-		}
+	// Partitions are independent: their markers (each possibly waiting
+	// for an fsync) are written in parallel, a few at a time.
+	errs := make([]error, len(job.Partitions))
+	sem := make(chan struct{}, maxParallelMarkers)
+	var wg sync.WaitGroup
+	for i, tp := range job.Partitions {
+		sem <- struct{}{}
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			defer func() { <-sem }()
+			err := t.opts.Markers.WriteTxnMarker(tp, job.ProducerID, job.ProducerEpoch, job.Commit, t.epoch)
+			if errors.Is(err, ErrPartitionGone) {
+				t.logger.Info("transaction marker skipped: partition gone", zap.String("topic", tp.Topic), zap.Int32("partition", tp.Partition))
+				err = nil
+			}
+			if err != nil {
+				errs[i] = fmt.Errorf("marker for %s-%d: %w", tp.Topic, tp.Partition, err)
+			}
+		}()
+	}
+	wg.Wait()
+	if err := errors.Join(errs...); err != nil {
+		return err
 	}
 	if job.HasGroups {
 		if t.opts.Offsets == nil {

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"sort"
 	"sync"
 	"testing"
 	"time"
@@ -42,6 +43,7 @@ func (f *fakeMarkers) take() []string {
 	defer f.mu.Unlock()
 	out := f.written
 	f.written = nil
+	sort.Strings(out) // markers of different partitions are written in parallel
 	return out
 }
 
