@@ -2,6 +2,7 @@ package logtool
 
 import (
 	"encoding/hex"
+	"encoding/json"
 	"fmt"
 	"strconv"
 	"strings"
@@ -65,20 +66,20 @@ type mirrorPidResetJSON struct {
 }
 
 type recordJSON struct {
-	Offset    int64        `json:"offset"`
-	Timestamp int64        `json:"timestamp"`
-	Sequence  int32        `json:"sequence"`
-	Key       *string      `json:"key"`
-	KeyHex    string       `json:"key_hex,omitempty"`
-	Value     *string      `json:"value"`
-	ValueHex  string       `json:"value_hex,omitempty"`
-	Headers   []headerJSON `json:"headers"`
+	Offset    int64           `json:"offset"`
+	Timestamp int64           `json:"timestamp"`
+	Sequence  int32           `json:"sequence"`
+	Key       json.RawMessage `json:"key,omitempty"` // a string, or null; absent when key_hex is set
+	KeyHex    string          `json:"key_hex,omitempty"`
+	Value     json.RawMessage `json:"value,omitempty"`
+	ValueHex  string          `json:"value_hex,omitempty"`
+	Headers   []headerJSON    `json:"headers"`
 }
 
 type headerJSON struct {
-	Key      string  `json:"key"`
-	Value    *string `json:"value"`
-	ValueHex string  `json:"value_hex,omitempty"`
+	Key      string          `json:"key"`
+	Value    json.RawMessage `json:"value,omitempty"`
+	ValueHex string          `json:"value_hex,omitempty"`
 }
 
 type damageJSON struct {
@@ -193,13 +194,16 @@ func printable(b []byte) (string, bool) {
 	return string(b), true
 }
 
-// bytesJSON renders a key or value: a string when printable, else hex.
-func bytesJSON(b []byte) (*string, string) {
+// bytesJSON renders a key or value: JSON null for a null one, a string
+// when printable, else (nil, hex) so that the caller's *_hex field is set
+// and the plain field is left out.
+func bytesJSON(b []byte) (json.RawMessage, string) {
 	if b == nil {
-		return nil, ""
+		return json.RawMessage("null"), ""
 	}
 	if s, ok := printable(b); ok {
-		return &s, ""
+		q, _ := json.Marshal(s)
+		return q, ""
 	}
 	return nil, hex.EncodeToString(b)
 }
