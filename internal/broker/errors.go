@@ -74,6 +74,7 @@ var errorTable = []struct {
 	{coordinator.ErrCoordinatorNotAvailable, kerr.CoordinatorNotAvailable},
 	{coordinator.ErrGroupMaxSize, kerr.GroupMaxSizeReached},
 	{coordinator.ErrGroupHasMembers, kerr.UnknownMemberID},
+	{coordinator.ErrInvalidRequest, kerr.InvalidRequest},
 }
 
 // errorCode maps an internal error to a Kafka error code.

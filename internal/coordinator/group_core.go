@@ -5,6 +5,10 @@ import (
 	"time"
 )
 
+// maxNameLen is the longest group id, member or instance id, protocol or
+// topic name the group log can hold (its strings have int16 lengths).
+const maxNameLen = 32767
+
 // GroupConfig holds the broker settings the group coordinator honours.
 type GroupConfig struct {
 	MinSessionTimeout     time.Duration // group.min.session.timeout.ms
@@ -131,9 +135,19 @@ func joinError(memberID string, err error) *JoinResult {
 // Join handles a JoinGroup; the answer for w is a Reply, now or when the
 // rebalance completes.
 func (c *groupCore) Join(now time.Time, req JoinRequest, w Waiter) {
-	if req.Group == "" {
+	if req.Group == "" || len(req.Group) > maxNameLen {
 		c.replyJoin(w, joinError(req.MemberID, ErrInvalidGroupID))
 		return
+	}
+	if len(req.InstanceID) > maxNameLen || len(req.ProtocolType) > maxNameLen || len(req.ClientHost) > maxNameLen {
+		c.replyJoin(w, joinError(req.MemberID, ErrInvalidRequest))
+		return
+	}
+	for _, p := range req.Protocols {
+		if len(p.Name) > maxNameLen {
+			c.replyJoin(w, joinError(req.MemberID, ErrInvalidRequest))
+			return
+		}
 	}
 	if req.SessionTimeout < c.cfg.MinSessionTimeout || req.SessionTimeout > c.cfg.MaxSessionTimeout {
 		c.replyJoin(w, joinError(req.MemberID, ErrInvalidSessionTimeout))

@@ -20,6 +20,9 @@ var (
 	ErrOffsetMetadataTooLarge    = errors.New("coordinator: offset metadata too large")
 	ErrCoordinatorNotAvailable   = errors.New("coordinator: group coordinator not available")
 	ErrGroupMaxSize              = errors.New("coordinator: group max size reached")
+	// ErrInvalidRequest: a name too long to persist (over 32767 bytes, the
+	// group log's string limit, as in Kafka's __consumer_offsets).
+	ErrInvalidRequest = errors.New("coordinator: invalid request")
 	// ErrGroupHasMembers: an admin commit to a group with members (Kafka
 	// answers UNKNOWN_MEMBER_ID to a simple commit on such a group).
 	ErrGroupHasMembers = errors.New("coordinator: group has active members")

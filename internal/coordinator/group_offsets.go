@@ -17,7 +17,7 @@ type CommitRequest struct {
 // applies to every partition; otherwise partErrs holds the partitions that
 // failed (metadata too large).
 func (c *groupCore) CommitOffsets(now time.Time, req CommitRequest) (partErrs map[TopicPartition]error, top error) {
-	if req.Group == "" {
+	if req.Group == "" || len(req.Group) > maxNameLen {
 		return nil, ErrInvalidGroupID
 	}
 	g := c.groups[req.Group]
@@ -32,6 +32,10 @@ func (c *groupCore) CommitOffsets(now time.Time, req CommitRequest) (partErrs ma
 	partErrs = map[TopicPartition]error{}
 	for _, tp := range sortedTPs(req.Offsets) {
 		om := req.Offsets[tp]
+		if len(tp.Topic) > maxNameLen {
+			partErrs[tp] = ErrInvalidRequest
+			continue
+		}
 		if len(om.Metadata) > c.cfg.MaxMetadataSize {
 			partErrs[tp] = ErrOffsetMetadataTooLarge
 			continue
@@ -178,10 +182,13 @@ func (c *groupCore) ValidateTxnMember(groupID, memberID, instanceID string, gene
 
 // StageTxn stages a transactional producer's offsets (TxnOffsetCommit).
 func (c *groupCore) StageTxn(now time.Time, groupID string, producerID int64, epoch int16, offsets map[TopicPartition]OffsetAndMetadata) error {
-	if groupID == "" {
+	if groupID == "" || len(groupID) > maxNameLen {
 		return ErrInvalidGroupID
 	}
 	for _, tp := range sortedTPs(offsets) {
+		if len(tp.Topic) > maxNameLen {
+			return ErrInvalidRequest
+		}
 		if len(offsets[tp].Metadata) > c.cfg.MaxMetadataSize {
 			return ErrOffsetMetadataTooLarge
 		}
@@ -226,7 +233,7 @@ func (c *groupCore) DeleteTopic(topic string) {
 
 // CommitAdmin commits offsets outside any generation (mirroring).
 func (c *groupCore) CommitAdmin(now time.Time, groupID string, offsets map[TopicPartition]OffsetAndMetadata) error {
-	if groupID == "" {
+	if groupID == "" || len(groupID) > maxNameLen {
 		return ErrInvalidGroupID
 	}
 	if g := c.groups[groupID]; g != nil && len(g.members) > 0 {
@@ -234,6 +241,9 @@ func (c *groupCore) CommitAdmin(now time.Time, groupID string, offsets map[Topic
 	}
 	for _, tp := range sortedTPs(offsets) {
 		om := offsets[tp]
+		if len(tp.Topic) > maxNameLen {
+			return ErrInvalidRequest
+		}
 		if len(om.Metadata) > c.cfg.MaxMetadataSize {
 			return ErrOffsetMetadataTooLarge
 		}

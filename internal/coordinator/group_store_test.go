@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -312,4 +313,35 @@ func FuzzScanGroupLog(f *testing.F) {
 			}
 		}
 	})
+}
+
+// TestGroupNamesTooLongToPersist: names the group log cannot encode (over
+// 32767 bytes; flexible requests can carry them) are refused, never
+// written truncated.
+func TestGroupNamesTooLongToPersist(t *testing.T) {
+	long := strings.Repeat("x", maxNameLen+1)
+	c := newGroupCore(GroupConfig{MinSessionTimeout: time.Second, MaxSessionTimeout: time.Minute}, func(p string) string { return p + "-1" })
+	now := time.Now()
+	c.Join(now, JoinRequest{Group: long, ProtocolType: "consumer", Protocols: []Protocol{{Name: "range"}}, SessionTimeout: 10 * time.Second}, 1)
+	c.Join(now, JoinRequest{Group: "g", InstanceID: long, ProtocolType: "consumer", Protocols: []Protocol{{Name: "range"}}, SessionTimeout: 10 * time.Second}, 2)
+	c.Join(now, JoinRequest{Group: "g", ProtocolType: "consumer", Protocols: []Protocol{{Name: long}}, SessionTimeout: 10 * time.Second}, 3)
+	want := []error{ErrInvalidGroupID, ErrInvalidRequest, ErrInvalidRequest}
+	for i, r := range c.takeReplies() {
+		if r.Join.Err != want[i] {
+			t.Errorf("join %d: %v, want %v", i+1, r.Join.Err, want[i])
+		}
+	}
+	if _, err := c.CommitOffsets(now, CommitRequest{Group: long, Generation: -1}); err != ErrInvalidGroupID {
+		t.Errorf("commit with a long group id: %v", err)
+	}
+	if errs, _ := c.CommitOffsets(now, CommitRequest{Group: "g", Generation: -1,
+		Offsets: map[TopicPartition]OffsetAndMetadata{{Topic: long}: {}}}); errs[TopicPartition{Topic: long}] != ErrInvalidRequest {
+		t.Errorf("commit with a long topic: %v", errs)
+	}
+	if err := c.StageTxn(now, "g", 1, 0, map[TopicPartition]OffsetAndMetadata{{Topic: long}: {}}); err != ErrInvalidRequest {
+		t.Errorf("stage with a long topic: %v", err)
+	}
+	if recs := c.takeRecords(); len(recs) != 0 {
+		t.Fatalf("records written: %d", len(recs))
+	}
 }
