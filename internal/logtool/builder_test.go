@@ -2,10 +2,12 @@ package logtool
 
 import (
 	"encoding/binary"
+	"io"
 	"os"
 	"path/filepath"
 	"testing"
 
+	"github.com/klauspost/compress/gzip"
 	"github.com/twmb/franz-go/pkg/kbin"
 	"github.com/twmb/franz-go/pkg/kmsg"
 	"go.uber.org/goleak"
@@ -105,3 +107,5 @@ func barrier() []byte { return batch.BarrierBatch("cluster-a", testTS) }
 func plain() []byte { return dataBatch(spec{pid: -1, epoch: -1, seq: -1}) }
 
 func fixCRC(raw []byte) { binary.BigEndian.PutUint32(raw[17:], batch.ComputeCRC(raw)) }
+
+func newGzipWriter(w io.Writer) *gzip.Writer { return gzip.NewWriter(w) }
