@@ -50,7 +50,7 @@ func TestIdleMemory(t *testing.T) {
 	}
 	runtime.GC()
 	runtime.ReadMemStats(&after)
-	per := float64(after.HeapAlloc-before.HeapAlloc) / partitions
+	per := float64(int64(after.HeapAlloc)-int64(before.HeapAlloc)) / partitions
 	t.Logf("%.0f bytes of heap per idle partition", per)
 	if per > 32<<10 {
 		t.Errorf("%.0f bytes of heap per idle partition", per)
