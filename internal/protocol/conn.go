@@ -5,7 +5,6 @@ import (
 	"context"
 	"encoding/binary"
 	"errors"
-	"fmt"
 	"io"
 	"net"
 	"runtime/debug"
@@ -159,47 +158,14 @@ func isClosed(err error) bool {
 	return errors.Is(err, net.ErrClosed) || (errors.As(err, &ne) && ne.Timeout())
 }
 
-// decode parses a request header (v1 or v2) and body. An unknown API or a
-// version the handler does not serve is an error (the connection closes),
-// except ApiVersions, which is answered with UNSUPPORTED_VERSION in a v0
-// body as Kafka does, so clients can learn what is supported.
+// decode parses one frame into a request (see decodeRequest).
 func (c *conn) decode(frame []byte) (*inflight, error) {
-	r := kbin.Reader{Src: frame}
-	key := r.Int16()
-	version := r.Int16()
-	corr := r.Int32()
-	clientID := r.NullableString()
-	if !r.Ok() {
-		return nil, errors.New("truncated request header")
+	req, resp, err := decodeRequest(frame, c.s.handler)
+	if err != nil {
+		return nil, err
 	}
-	in := &inflight{start: time.Now(), req: &Request{Key: key, Version: version, CorrelationID: corr, Remote: c.nc.RemoteAddr()}}
-	if clientID != nil {
-		in.req.ClientID = *clientID
-	}
-	minV, maxV, ok := c.s.handler.VersionRange(key)
-	if ok && key == apiVersionsKey && version > maxV {
-		in.resp = unsupportedApiVersions(c.s.handler)
-		return in, nil
-	}
-	if !ok || version < minV || version > maxV {
-		return nil, fmt.Errorf("unsupported api key %d version %d", key, version)
-	}
-	body := kmsg.RequestForKey(key)
-	if body == nil {
-		return nil, fmt.Errorf("unknown api key %d", key)
-	}
-	body.SetVersion(version)
-	if body.IsFlexible() {
-		kmsg.SkipTags(&r)
-		if !r.Ok() {
-			return nil, errors.New("truncated request header tags")
-		}
-	}
-	if err := body.ReadFrom(r.Src); err != nil {
-		return nil, fmt.Errorf("api key %d v%d body: %w", key, version, err)
-	}
-	in.req.Body = body
-	return in, nil
+	req.Remote = c.nc.RemoteAddr()
+	return &inflight{start: time.Now(), req: req, resp: resp}, nil
 }
 
 const apiVersionsKey = 18

@@ -1,0 +1,36 @@
+package partition
+
+import (
+	"testing"
+
+	"github.com/minibroker/minibroker/internal/batch"
+	mlog "github.com/minibroker/minibroker/internal/log"
+)
+
+// FuzzValidateClientBatches: the produce-path validator refuses or accepts
+// any bytes without panicking, and what it accepts is a whole sequence of
+// valid, non-control batches with consistent counts.
+func FuzzValidateClientBatches(f *testing.F) {
+	f.Add(encode(-1, -1, -1, 3, false))
+	f.Add(append(encode(5, 0, 0, 2, false), encode(5, 0, 2, 1, true)...))
+	f.Add(batch.BarrierBatch("x", 1))
+	f.Add([]byte{0, 0, 0, 0, 0, 0, 0, 0, 0x7f, 0xff, 0xff, 0xff, 0, 0, 0, 0, 2})
+	p := &Partition{cfg: Config{Log: mlog.DefaultConfig(), MessageMaxBytes: 1 << 20}}
+	f.Fuzz(func(t *testing.T, in []byte) {
+		bs, err := p.validateClientBatches(in)
+		if err != nil {
+			return
+		}
+		total := 0
+		for _, b := range bs {
+			h, err := batch.Validate(b.Raw)
+			if err != nil || h.IsControl() || h.NumRecords != h.LastOffsetDelta+1 {
+				t.Fatalf("accepted a bad batch: %+v %v", h, err)
+			}
+			total += len(b.Raw)
+		}
+		if total != len(in) {
+			t.Fatalf("accepted %d of %d bytes", total, len(in))
+		}
+	})
+}
