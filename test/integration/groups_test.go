@@ -717,3 +717,106 @@ func TestGroupsBinaryKill9(t *testing.T) {
 		}
 	}
 }
+
+// TestGroupsWireVersions: one member's whole life — JoinGroup (with
+// MEMBER_ID_REQUIRED from v4), SyncGroup, Heartbeat, OffsetCommit,
+// OffsetFetch, LeaveGroup — at every JoinGroup version, with the other
+// group APIs capped to the versions a client of that era sends.
+func TestGroupsWireVersions(t *testing.T) {
+	const topic = "gw"
+	c := minibrokertest.Start(t, minibrokertest.Topic(topic, 1))
+	ctx := context.Background()
+	for v := int16(0); v <= 9; v++ {
+		t.Run(fmt.Sprint("v", v), func(t *testing.T) {
+			vs := kversion.Stable()
+			// OffsetCommit/OffsetFetch versions of the same client era.
+			commitV := []int16{2, 2, 3, 4, 6, 7, 8, 8, 9, 9}[v]
+			fetchV := []int16{1, 1, 3, 4, 5, 6, 6, 6, 8, 9}[v]
+			caps := map[int16]int16{11: v, 14: min(v, 5), 12: min(v, 4), 13: min(v, 5), 8: commitV, 9: fetchV}
+			for k, max := range caps {
+				vs.SetMaxKeyVersion(k, max)
+			}
+			cl := newClient(t, c.Addr(), kgo.MaxVersions(vs))
+			group := fmt.Sprint("gw-", v)
+			meta := (&kmsg.ConsumerMemberMetadata{Topics: []string{topic}}).AppendTo(nil)
+
+			join := kmsg.NewPtrJoinGroupRequest()
+			join.Group, join.SessionTimeoutMillis, join.RebalanceTimeoutMillis, join.ProtocolType = group, 10000, 5000, "consumer"
+			join.Protocols = []kmsg.JoinGroupRequestProtocol{{Name: "range", Metadata: meta}}
+			jr, err := join.RequestWith(ctx, cl)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if v >= 4 {
+				if err := kerr.ErrorForCode(jr.ErrorCode); !errors.Is(err, kerr.MemberIDRequired) || jr.MemberID == "" {
+					t.Fatalf("first join v%d: %v member %q, want MEMBER_ID_REQUIRED with an id", v, err, jr.MemberID)
+				}
+				join.MemberID = jr.MemberID
+				if jr, err = join.RequestWith(ctx, cl); err != nil {
+					t.Fatal(err)
+				}
+			}
+			if jr.ErrorCode != 0 || jr.Generation != 1 || jr.LeaderID != jr.MemberID || len(jr.Members) != 1 || jr.Protocol == nil || *jr.Protocol != "range" {
+				t.Fatalf("join v%d: %+v", v, jr)
+			}
+			member := jr.MemberID
+
+			sync := kmsg.NewPtrSyncGroupRequest()
+			sync.Group, sync.Generation, sync.MemberID = group, 1, member
+			assignment := (&kmsg.ConsumerMemberAssignment{Topics: []kmsg.ConsumerMemberAssignmentTopic{{Topic: topic, Partitions: []int32{0}}}}).AppendTo(nil)
+			sync.GroupAssignment = []kmsg.SyncGroupRequestGroupAssignment{{MemberID: member, MemberAssignment: assignment}}
+			sr, err := sync.RequestWith(ctx, cl)
+			if err != nil || sr.ErrorCode != 0 || string(sr.MemberAssignment) != string(assignment) {
+				t.Fatalf("sync: %+v, %v", sr, err)
+			}
+
+			hb := kmsg.NewPtrHeartbeatRequest()
+			hb.Group, hb.Generation, hb.MemberID = group, 1, member
+			if hr, err := hb.RequestWith(ctx, cl); err != nil || hr.ErrorCode != 0 {
+				t.Fatalf("heartbeat: %+v, %v", hr, err)
+			}
+			hb.Generation = 7
+			if hr, _ := hb.RequestWith(ctx, cl); hr.ErrorCode != kerr.IllegalGeneration.Code {
+				t.Fatalf("heartbeat of a wrong generation: %v", kerr.ErrorForCode(hr.ErrorCode))
+			}
+
+			commit := kmsg.NewPtrOffsetCommitRequest()
+			commit.Group, commit.Generation, commit.MemberID = group, 1, member
+			commit.Topics = []kmsg.OffsetCommitRequestTopic{{Topic: topic, Partitions: []kmsg.OffsetCommitRequestTopicPartition{{Partition: 0, Offset: 17, LeaderEpoch: -1}}}}
+			if cr, err := commit.RequestWith(ctx, cl); err != nil || cr.Topics[0].Partitions[0].ErrorCode != 0 {
+				t.Fatalf("commit: %+v, %v", cr, err)
+			}
+			fetch := kmsg.NewPtrOffsetFetchRequest()
+			if fetchV < 8 {
+				fetch.Group = group
+				fetch.Topics = []kmsg.OffsetFetchRequestTopic{{Topic: topic, Partitions: []int32{0}}}
+			} else {
+				fetch.Groups = []kmsg.OffsetFetchRequestGroup{{Group: group, Topics: []kmsg.OffsetFetchRequestGroupTopic{{Topic: topic, Partitions: []int32{0}}}}}
+			}
+			fr, err := fetch.RequestWith(ctx, cl)
+			if err != nil {
+				t.Fatal(err)
+			}
+			var got int64 = -2
+			if fetchV < 8 && len(fr.Topics) == 1 && len(fr.Topics[0].Partitions) == 1 {
+				got = fr.Topics[0].Partitions[0].Offset
+			} else if fetchV >= 8 && len(fr.Groups) == 1 && len(fr.Groups[0].Topics) == 1 && len(fr.Groups[0].Topics[0].Partitions) == 1 {
+				got = fr.Groups[0].Topics[0].Partitions[0].Offset
+			}
+			if got != 17 {
+				t.Fatalf("fetch v%d: %+v", fetchV, fr)
+			}
+
+			leave := kmsg.NewPtrLeaveGroupRequest()
+			leave.Group, leave.MemberID = group, member
+			leave.Members = []kmsg.LeaveGroupRequestMember{{MemberID: member}}
+			lr, err := leave.RequestWith(ctx, cl)
+			if err != nil || lr.ErrorCode != 0 || (v >= 3 && (len(lr.Members) != 1 || lr.Members[0].ErrorCode != 0)) {
+				t.Fatalf("leave: %+v, %v", lr, err)
+			}
+			if d, _ := kadm.NewClient(cl).DescribeGroups(ctx, group); d[group].State != "Empty" {
+				t.Fatalf("after leave: %s", d[group].State)
+			}
+		})
+	}
+}
