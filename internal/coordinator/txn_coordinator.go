@@ -119,7 +119,8 @@ func (t *Transactions) persistLocked(md TxnMetadata) error {
 	if t.closed {
 		return errors.New("coordinator closed")
 	}
-	return t.log.append(encodeTxnRecord(md))
+	complete := md.State == TxnCompleteCommit || md.State == TxnCompleteAbort
+	return t.log.append(encodeTxnRecord(md), !complete)
 }
 
 // CoordinatorEpoch is this incarnation's coordinator epoch.

@@ -16,7 +16,10 @@ import (
 // The transaction log: minibroker's __transaction_state. One append-only
 // file in the data directory; every transition of a transactional id is a
 // record holding the id's whole state (the last record for an id wins), and
-// each append is fsynced before the request that caused it is answered.
+// each append is fsynced before the request that caused it is answered —
+// except the CompleteCommit/CompleteAbort record: losing it in a crash only
+// makes the next start write the transaction's markers again, which is
+// harmless, and the next fsynced record makes it durable anyway.
 //
 // File:
 //
@@ -152,7 +155,7 @@ func openTxnLog(fs vfs.FS, dir string) (*txnLog, map[string]TxnMetadata, int32, 
 		if err := l.openAppend(int64(len(raw)), records); err != nil {
 			return nil, nil, 0, err
 		}
-		if err := l.append(encodeEpochRecord(epoch)); err != nil {
+		if err := l.append(encodeEpochRecord(epoch), true); err != nil {
 			l.close()
 			return nil, nil, 0, err
 		}
@@ -209,8 +212,8 @@ func (l *txnLog) rewrite(states map[string]TxnMetadata, epoch int32) error {
 	return l.openAppend(int64(len(buf)), len(states)+1)
 }
 
-// append writes one framed record and fsyncs it.
-func (l *txnLog) append(rec []byte) error {
+// append writes one framed record, and fsyncs it when sync is set.
+func (l *txnLog) append(rec []byte, sync bool) error {
 	if l.broken != nil {
 		return l.broken
 	}
@@ -221,9 +224,11 @@ func (l *txnLog) append(rec []byte) error {
 		l.broken = fmt.Errorf("transaction log append: %w", err)
 		return l.broken
 	}
-	if err := l.f.Sync(); err != nil {
-		l.broken = fmt.Errorf("transaction log fsync: %w", err)
-		return l.broken
+	if sync {
+		if err := l.f.Sync(); err != nil {
+			l.broken = fmt.Errorf("transaction log fsync: %w", err)
+			return l.broken
+		}
 	}
 	l.size += int64(len(rec))
 	l.records++
