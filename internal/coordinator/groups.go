@@ -100,7 +100,8 @@ type batch struct {
 	deliver []func()
 }
 
-// runLocked collects what the core produced in the call just made.
+// collectLocked takes what the core produced in the call just made: the
+// records are queued for the group log, the replies matched to waiters.
 func (g *Groups) collectLocked() batch {
 	b := batch{ticket: g.store.append(g.core.takeRecords())}
 	for _, r := range g.core.takeReplies() {
