@@ -408,3 +408,32 @@ func TestTxnLogCompactionFailure(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+// The Complete record is written without an fsync: a crash that loses it
+// brings the transaction back as decided, and the restart writes its
+// markers again and completes it.
+func TestTransactionsLostCompleteRecordRedoesMarkers(t *testing.T) {
+	mem := errorfs.NewMem()
+	must(t, mem.MkdirAll("/data", 0o755))
+	h := newTxnHarness(t, mem, "/data")
+	tx := h.open()
+	tx.InitProducerID("t", 10_000, -1, -1)
+	must(t, tx.AddPartitions("t", 0, 0, []TopicPartition{{"a", 0}}))
+	must(t, tx.EndTxn("t", 0, 0, false))
+	if md, _ := tx.Describe("t"); md.State != TxnCompleteAbort {
+		t.Fatalf("state %s", md.State)
+	}
+	crashed := mem.CrashClone()
+	tx.Close()
+	h2 := newTxnHarness(t, crashed, "/data")
+	tx2 := h2.open()
+	defer tx2.Close()
+	if md, _ := tx2.Describe("t"); md.State != TxnPrepareAbort {
+		t.Fatalf("after the crash: %s, want PrepareAbort (the Complete record was never synced)", md.State)
+	}
+	tx2.Start()
+	waitFor(t, func() bool { md, _ := tx2.Describe("t"); return md.State == TxnCompleteAbort })
+	if got := fmt.Sprint(h2.markers.take()); got != "[a-0 abort pid=0 epoch=0 coord=1]" {
+		t.Fatalf("markers: %s", got)
+	}
+}
