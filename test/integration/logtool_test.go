@@ -1,0 +1,207 @@
+package integration
+
+// dump-log and verify-log against real brokers' data directories: the
+// built binary's exit statuses, dumping a live data directory, and
+// verify-log on a failover with and without the MIRROR_PID_RESET barrier.
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kadm"
+	"go.uber.org/zap"
+
+	"github.com/minibroker/minibroker/internal/broker"
+	"github.com/minibroker/minibroker/internal/config"
+	"github.com/minibroker/minibroker/internal/mirror"
+	"github.com/minibroker/minibroker/minibrokertest"
+)
+
+// runTool runs the built binary and returns stdout, stderr and the exit
+// status.
+func runTool(t *testing.T, args ...string) (string, string, int) {
+	t.Helper()
+	cmd := exec.Command(minibrokerBinary(t), args...)
+	var out, errOut bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &errOut
+	err := cmd.Run()
+	var exit *exec.ExitError
+	switch {
+	case err == nil:
+		return out.String(), errOut.String(), 0
+	case errors.As(err, &exit):
+		return out.String(), errOut.String(), exit.ExitCode()
+	}
+	t.Fatalf("run %v: %v", args, err)
+	return "", "", -1
+}
+
+// startExpiring starts a broker whose producer state expires after
+// expireMs of idleness, checked every 100 ms; skipBarrier makes its
+// mirrors leave the barrier out (the negative control).
+func startExpiring(t *testing.T, expireMs string, skipBarrier bool) *rawCluster {
+	t.Helper()
+	cfg := config.Default()
+	cfg.DataDir = t.TempDir()
+	cfg.Listen = "127.0.0.1:0"
+	cfg.HTTPListen = ""
+	for _, kv := range [][2]string{{"producer.id.expiration.ms", expireMs}, {"producer.id.expiration.check.interval.ms", "100"}} {
+		if err := cfg.Set(kv[0], kv[1]); err != nil {
+			t.Fatal(err)
+		}
+	}
+	r := &rawCluster{t: t, cfg: cfg}
+	b, err := broker.New(broker.Options{Config: cfg, Logger: zap.NewNop(), Mirror: mirror.Options{SkipBarrier: skipBarrier}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	b.Serve()
+	r.b = b
+	t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		b.Close(ctx)
+	})
+	return r
+}
+
+// failoverWithExpiry: A's idempotent producer (producer id 0) writes five
+// batches; B mirrors A and fails over, with or without the barrier; once
+// B has expired A's producer, a new producer on B (producer id 0 again)
+// writes five batches from sequence 0. Without the barrier B accepts them
+// only because it forgot A's producer: the log then holds one producer
+// id restarting its sequence in one epoch, and a mirror of B with the
+// default expiration (seed scenario 1) would take both as one producer.
+// It returns B's partition directory.
+func failoverWithExpiry(t *testing.T, withBarrier bool) string {
+	a := minibrokertest.Start(t, minibrokertest.Topic("orders", 1))
+	produceSerially(t, idempotentProducer(t, a.Addr()), "orders", 0, "a", 5)
+	b := startExpiring(t, "1000", !withBarrier)
+	ctx := context.Background()
+	if err := mirrorOn(b).Create("from-a", []string{a.Addr()}, ""); err != nil {
+		t.Fatal(err)
+	}
+	if err := mirrorOn(b).Start(ctx, "from-a", []string{"orders"}); err != nil {
+		t.Fatal(err)
+	}
+	waitMirrored(t, a, b, "orders", 1)
+	if err := mirrorOn(b).Stop("from-a", nil); err != nil {
+		t.Fatal(err)
+	}
+	adm := kadm.NewClient(newClient(t, b.Addr()))
+	deadline := time.Now().Add(15 * time.Second)
+	for {
+		ps, err := adm.DescribeProducers(ctx, kadm.TopicsSet{"orders": {0: {}}})
+		n := 0
+		ps.EachPartition(func(p kadm.DescribedProducersPartition) { n += len(p.ActiveProducers) })
+		if err == nil && n == 0 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("B never expired A's producer: %d producers, %v", n, err)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	produceSerially(t, idempotentProducer(t, b.Addr()), "orders", 0, "b", 5)
+	assertValues(t, b, "orders", 0, concat(values("a", 5), values("b", 5)))
+	return filepath.Join(b.cfg.DataDir, "orders-0")
+}
+
+func TestVerifyLogFailoverWithoutBarrier(t *testing.T) {
+	dir := failoverWithExpiry(t, false)
+	out, _, code := runTool(t, "verify-log", dir)
+	if code != 1 || !strings.Contains(out, "offset 5 producerId 0: sequence_restart [impossible]: epoch 0: sequence 0 after sequence 4") {
+		t.Fatalf("exit %d, want 1 with the restart at offset 5:\n%s", code, out)
+	}
+	// Judged with B's own expiration, the history is one a broker
+	// accepts: the producer was forgotten before id 0 came back.
+	if out, _, code := runTool(t, "verify-log", "--producer-id-expiration-ms", "1000", dir); code != 0 {
+		t.Fatalf("with B's expiration: exit %d\n%s", code, out)
+	}
+	js, _, code := runTool(t, "verify-log", "--json", dir)
+	if code != 1 {
+		t.Fatalf("--json exit %d", code)
+	}
+	var kinds []string
+	sc := bufio.NewScanner(strings.NewReader(js))
+	for sc.Scan() {
+		var obj map[string]any
+		if err := json.Unmarshal(sc.Bytes(), &obj); err != nil {
+			t.Fatalf("%q: %v", sc.Text(), err)
+		}
+		if obj["kind"] == "finding" {
+			kinds = append(kinds, obj["finding"].(string))
+		}
+	}
+	if strings.Join(kinds, ",") != "sequence_restart" {
+		t.Fatalf("findings %v\n%s", kinds, js)
+	}
+}
+
+func TestVerifyLogFailoverWithBarrier(t *testing.T) {
+	dir := failoverWithExpiry(t, true)
+	out, _, code := runTool(t, "verify-log", dir)
+	if code != 0 || !strings.Contains(out, "1 MIRROR_PID_RESET barriers: clean") {
+		t.Fatalf("exit %d, want 0:\n%s", code, out)
+	}
+}
+
+// TestLogToolsCLI runs dump-log and verify-log on a live broker's data
+// directory and checks the exit statuses.
+func TestLogToolsCLI(t *testing.T) {
+	c := minibrokertest.Start(t, minibrokertest.Topic("cli", 1))
+	produceSerially(t, idempotentProducer(t, c.Addr()), "cli", 0, "v", 3)
+	dir := filepath.Join(c.DataDir(), "cli-0")
+
+	out, errOut, code := runTool(t, "dump-log", "--print-data", dir) // live: the broker is running
+	if code != 0 || !strings.Contains(out, `payload: "v-2"`) {
+		t.Fatalf("dump-log on a live partition: exit %d\n%s\n%s", code, out, errOut)
+	}
+	seg := filepath.Join(dir, "00000000000000000000.log")
+	js, _, code := runTool(t, "dump-log", "--json", seg)
+	if code != 0 {
+		t.Fatalf("dump-log --json: exit %d", code)
+	}
+	batches := 0
+	for _, line := range strings.Split(strings.TrimSpace(js), "\n") {
+		var b map[string]any
+		if err := json.Unmarshal([]byte(line), &b); err != nil {
+			t.Fatalf("%q: %v", line, err)
+		}
+		if b["kind"] == "batch" {
+			batches++
+		}
+	}
+	if batches != 3 {
+		t.Fatalf("%d batches in\n%s", batches, js)
+	}
+	if out, _, code := runTool(t, "verify-log", dir); code != 0 {
+		t.Fatalf("verify-log: exit %d\n%s", code, out)
+	}
+	for _, args := range [][]string{
+		{"dump-log"},
+		{"dump-log", "--no-such-flag", dir},
+		{"dump-log", filepath.Join(dir, "missing.log")},
+		{"dump-log", filepath.Join(c.DataDir())}, // not a partition directory: nothing it knows, but readable
+		{"verify-log"},
+		{"verify-log", filepath.Join(dir, "missing")},
+		{"verify-log", filepath.Join(dir, "leader-epoch-checkpoint")},
+	} {
+		_, errOut, code := runTool(t, args...)
+		want := 2
+		if args[0] == "dump-log" && len(args) == 2 && args[1] == c.DataDir() {
+			want = 0
+		}
+		if code != want {
+			t.Errorf("%v: exit %d, want %d (%s)", args, code, want, errOut)
+		}
+	}
+}
