@@ -6,7 +6,7 @@ PKGS_RACE := ./internal/... ./minibrokertest/...
 FUZZTIME ?= 5s
 VERSION := $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
 
-.PHONY: all build run test test-unit test-race test-integration fuzz-smoke deps tools vet fmt bench soak clean
+.PHONY: all build run test test-unit test-race test-integration fuzz-smoke deps tools vet fmt bench bench-micro soak clean
 
 all: build
 
@@ -35,8 +35,19 @@ test: deps fmt vet build
 	$(GO) test -count=1 -timeout 15m ./...
 	$(GO) test -count=1 -race -timeout 10m $(PKGS_RACE)
 
+## bench: minibroker beside kfake on this machine (< 15 min), regenerates docs/PERFORMANCE.md.
+## BENCH_STARTUP_MB sets the data held in the start-up-with-data measurement.
+BENCH_RUNS       ?= 5
+BENCH_DURATION   ?= 3s
+BENCH_STARTUP_MB ?= 1024
+BENCH_MIRROR_MB  ?= 32
 bench: build
-	$(GO) test -run '^$$' -bench . -benchmem -count 5 ./internal/... | tee bench.out
+	$(GO) run ./test/bench -runs $(BENCH_RUNS) -duration $(BENCH_DURATION) -startup-mb $(BENCH_STARTUP_MB) \
+		-mirror-backlog-mb $(BENCH_MIRROR_MB) -out docs/PERFORMANCE.md
+
+## bench-micro: the hot-path Go benchmarks with allocation counts
+bench-micro:
+	$(GO) test -run '^$$' -bench . -benchmem -count 5 ./internal/protocol ./internal/partition ./internal/broker ./internal/psm | tee bench.out
 
 soak: build
 	@echo "soak: not yet implemented"; exit 1

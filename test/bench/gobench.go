@@ -1,0 +1,86 @@
+package main
+
+import (
+	"bufio"
+	"bytes"
+	"fmt"
+	"os"
+	"os/exec"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// goBenchLine is one result line of go test -bench: name, then value/unit
+// pairs.
+type goBenchLine struct {
+	name    string
+	metrics map[string]float64
+}
+
+func runGoTestBench(env []string, args ...string) (string, []goBenchLine, error) {
+	cmd := exec.Command("go", args...)
+	cmd.Env = append(os.Environ(), env...)
+	var out bytes.Buffer
+	cmd.Stdout = &out
+	cmd.Stderr = &out
+	err := cmd.Run()
+	var lines []goBenchLine
+	sc := bufio.NewScanner(bytes.NewReader(out.Bytes()))
+	for sc.Scan() {
+		f := strings.Fields(sc.Text())
+		if len(f) < 4 || !strings.HasPrefix(f[0], "Benchmark") {
+			continue
+		}
+		l := goBenchLine{name: f[0], metrics: map[string]float64{}}
+		if i := strings.LastIndexByte(l.name, '-'); i > 0 {
+			l.name = l.name[:i] // the GOMAXPROCS suffix
+		}
+		for i := 2; i+1 < len(f); i += 2 {
+			if v, perr := strconv.ParseFloat(f[i], 64); perr == nil {
+				l.metrics[f[i+1]] = v
+			}
+		}
+		lines = append(lines, l)
+	}
+	cmdline := strings.TrimSpace(strings.Join(env, " ") + " go " + strings.Join(args, " "))
+	if err != nil {
+		return cmdline, lines, fmt.Errorf("%s: %v\n%s", cmdline, err, out.String())
+	}
+	return cmdline, lines, nil
+}
+
+// runGoBench runs minibrokertest's start-up and cycle benchmarks beside
+// kfake's counterparts (minibrokertest/kfake_bench_test.go).
+func runGoBench(r *report) error {
+	cmdline, lines, err := runGoTestBench(nil, "test", "-run", "^$", "-bench", "StartToFirstProduce|Cycle",
+		"-benchtime", "20x", "-count", strconv.Itoa(r.opts.runs), "./minibrokertest")
+	r.goBenchCmd = cmdline
+	pairs := [][3]string{
+		{"start to first acknowledged produce", "BenchmarkStartToFirstProduce", "BenchmarkKfakeStartToFirstProduce"},
+		{"cycle: start, produce, consume, close", "BenchmarkCycle", "BenchmarkKfakeCycle"},
+	}
+	for _, p := range pairs {
+		rw := newRow(p[0], "ms", false)
+		for _, l := range lines {
+			switch l.name {
+			case p[1]:
+				rw.samples["minibroker"] = append(rw.samples["minibroker"], l.metrics["ns/op"]/1e6)
+			case p[2]:
+				rw.samples["kfake"] = append(rw.samples["kfake"], l.metrics["ns/op"]/1e6)
+			}
+		}
+		r.goBench = append(r.goBench, rw)
+	}
+	return err
+}
+
+func runMirrorBench(r *report) error {
+	t0 := time.Now()
+	cmdline, lines, err := runGoTestBench([]string{fmt.Sprintf("MINIBROKER_BENCH_BACKLOG_MB=%d", r.opts.mirrorMB)},
+		"test", "-run", "^$", "-bench", "Mirror", "-benchtime", "1x", "-count", "1", "-timeout", "10m", "./test/integration")
+	r.mirrorCmd = cmdline
+	r.mirror = lines
+	r.mirrorTook = time.Since(t0)
+	return err
+}

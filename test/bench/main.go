@@ -1,0 +1,95 @@
+// Command bench is the side-by-side benchmark behind `make bench`: it runs
+// identical workloads (internal/perf, kgo) against minibroker and against
+// franz-go's kfake on this machine, alternating runs, measures the limits
+// in the same run (kfake with BlackholeProduce as the store-nothing broker,
+// loopback TCP, sequential disk write), and writes docs/PERFORMANCE.md.
+//
+//	go run ./test/bench -runs 5 -duration 3s -startup-mb 1024 -out docs/PERFORMANCE.md
+//
+// Everything above the "end of generated section" marker of the output
+// file is regenerated; what follows it (the optimisation log) is kept.
+package main
+
+import (
+	"flag"
+	"fmt"
+	"os"
+	"runtime"
+	"time"
+)
+
+type options struct {
+	runs        int
+	duration    time.Duration
+	startupMB   int
+	diskMB      int
+	consumeMB   int
+	out         string
+	goBench     bool
+	mirrorBench bool
+	mirrorMB    int
+	only        string
+}
+
+func main() {
+	var o options
+	flag.IntVar(&o.runs, "runs", 5, "runs per workload and broker")
+	flag.DurationVar(&o.duration, "duration", 3*time.Second, "length of each produce run")
+	flag.IntVar(&o.startupMB, "startup-mb", 1024, "data held by the broker in the start-up-with-data measurement, MiB")
+	flag.IntVar(&o.diskMB, "disk-mb", 256, "size of the sequential disk write, MiB")
+	flag.IntVar(&o.consumeMB, "consume-mb", 100, "data consumed per consume run, MiB")
+	flag.StringVar(&o.out, "out", "docs/PERFORMANCE.md", "report to write")
+	flag.BoolVar(&o.goBench, "gobench", true, "also run the minibrokertest start-up and cycle benchmarks (go test)")
+	flag.BoolVar(&o.mirrorBench, "mirror", true, "also run the mirror benchmarks (go test ./test/integration)")
+	flag.IntVar(&o.mirrorMB, "mirror-backlog-mb", 64, "MINIBROKER_BENCH_BACKLOG_MB for the mirror catch-up benchmark")
+	flag.StringVar(&o.only, "only", "", "run only the sections whose name contains this (limits, produce, consume, startup, rss, gobench, mirror)")
+	flag.Parse()
+	start := time.Now()
+	r := &report{opts: o, machine: describeMachine()}
+	r.machine.loadBefore = loadAvg()
+	steps := []struct {
+		name string
+		run  func(*report) error
+	}{
+		{"limits", runLimits},
+		{"produce", runProduce},
+		{"consume", runConsume},
+		{"startup", runStartup},
+		{"rss", runRSS},
+		{"gobench", runGoBench},
+		{"mirror", runMirrorBench},
+	}
+	for _, s := range steps {
+		if o.only != "" && !contains(o.only, s.name) ||
+			s.name == "gobench" && !o.goBench || s.name == "mirror" && !o.mirrorBench {
+			continue
+		}
+		t0 := time.Now()
+		logf("== %s", s.name)
+		if err := s.run(r); err != nil {
+			fmt.Fprintf(os.Stderr, "bench: %s: %v\n", s.name, err)
+			r.failures = append(r.failures, fmt.Sprintf("%s: %v", s.name, err))
+		}
+		logf("== %s took %s", s.name, time.Since(t0).Round(time.Second))
+	}
+	r.machine.loadAfter = loadAvg()
+	r.took = time.Since(start)
+	if err := r.write(o.out); err != nil {
+		fmt.Fprintln(os.Stderr, "bench:", err)
+		os.Exit(1)
+	}
+	logf("wrote %s in %s (GOMAXPROCS %d)", o.out, r.took.Round(time.Second), runtime.GOMAXPROCS(0))
+}
+
+func contains(list, name string) bool {
+	for _, f := range splitComma(list) {
+		if f == name {
+			return true
+		}
+	}
+	return false
+}
+
+func logf(format string, args ...any) {
+	fmt.Fprintf(os.Stderr, time.Now().Format("15:04:05 ")+format+"\n", args...)
+}
