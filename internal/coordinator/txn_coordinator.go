@@ -189,6 +189,7 @@ func (t *Transactions) runJob(job *MarkerJob) error {
 		return err
 	}
 	t.metrics.Completed.WithLabelValues(endName(job.Commit)).Inc()
+	t.poke() // the id's expiration is now the deadline to watch
 	return nil
 }
 
@@ -245,6 +246,9 @@ func (t *Transactions) InitProducerID(txnID string, timeoutMs int32, expectedPID
 	t.mu.Unlock()
 	if claimed && t.runJob(job) != nil {
 		t.poke()
+	}
+	if err == nil {
+		t.poke() // a new or bumped id: its expiration may be the next deadline
 	}
 	return res, err
 }

@@ -5,8 +5,11 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"io"
+	"net/http"
 	"slices"
 	"sort"
+	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -717,5 +720,47 @@ func TestTxnAdminAbortWithWriteTxnMarkers(t *testing.T) {
 	p.EndTransaction(txnCtx(t), kgo.TryCommit) // too late: the partition's transaction is over
 	if got := readTxnValues(t, c.Addr(), topic, true); !slices.Equal(got, []string{"committed"}) {
 		t.Fatalf("read_committed: %q", got)
+	}
+}
+
+// TestTxnIDExpirationAndMetrics: an idle transactional id expires after
+// transactional.id.expiration.ms (and comes back with a new producer id);
+// /metrics shows transactions by state, timeouts and producer ids issued.
+func TestTxnIDExpirationAndMetrics(t *testing.T) {
+	const topic = "tx"
+	c := minibrokertest.Start(t, minibrokertest.Topic(topic, 1), minibrokertest.HTTP(),
+		minibrokertest.Set("transactional.id.expiration.ms", "1000"))
+	p := txnClient(t, c.Addr(), "t-idle", topic)
+	produceTxn(t, p, true, "x")
+	p.Close()
+	adm := kadm.NewClient(newClient(t, c.Addr()))
+	d, err := adm.DescribeTransactions(txnCtx(t), "t-idle")
+	if err != nil || d["t-idle"].State != "CompleteCommit" {
+		t.Fatalf("described: %+v %v", d, err)
+	}
+	firstPID := d["t-idle"].ProducerID
+
+	resp, err := http.Get("http://" + c.HTTPAddr() + "/metrics")
+	if err != nil {
+		t.Fatal(err)
+	}
+	body, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	for _, want := range []string{`minibroker_transactions{state="CompleteCommit"} 1`, "minibroker_producer_ids_issued_total 1",
+		"minibroker_transactions_timed_out_total 0", `minibroker_transactions_completed_total{result="commit"} 1`} {
+		if !strings.Contains(string(body), want) {
+			t.Errorf("/metrics lacks %q", want)
+		}
+	}
+
+	waitFor(t, "t-idle to expire", func() bool {
+		d, err := adm.DescribeTransactions(txnCtx(t), "t-idle")
+		return err == nil && errors.Is(d["t-idle"].Err, kerr.TransactionalIDNotFound)
+	})
+	p2 := txnClient(t, c.Addr(), "t-idle", topic)
+	produceTxn(t, p2, true, "y")
+	d, err = adm.DescribeTransactions(txnCtx(t), "t-idle")
+	if err != nil || d["t-idle"].ProducerID == firstPID {
+		t.Fatalf("after expiry: %+v %v (want a new producer id, not %d)", d, err, firstPID)
 	}
 }
