@@ -1,6 +1,7 @@
 package logtool
 
 import (
+	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -352,6 +353,13 @@ func (d *Dumper) dumpSnapshot(f File) error {
 	data, err := d.readSmall(f.Path)
 	if err != nil {
 		return err
+	}
+	if !bytes.HasPrefix(data, []byte("MBPS")) {
+		// Not damage: Kafka writes its own producer snapshot layout,
+		// which this tool does not decode (verify-log never needs it).
+		d.emitText(fmt.Sprintf("Not a minibroker producer snapshot (no MBPS magic; %d bytes): not decoded\n", len(data)))
+		d.emitJSON(damageJSON{Kind: "undecoded", File: f.Path, Reason: "not a minibroker producer snapshot (no MBPS magic)", Remaining: int64(len(data))})
+		return nil
 	}
 	entries, err := psm.DecodeSnapshot(data)
 	if err != nil {

@@ -205,3 +205,31 @@ func TestLogToolsCLI(t *testing.T) {
 		}
 	}
 }
+
+// TestVerifyLogSwallowedFailoverLeavesNoTrace documents verify-log's
+// limit on the active-passive negative control (no barrier, default
+// expiration): B's new producer, which drew A's producer id, is answered
+// as a duplicate of A's batches, so none of its records reach the log.
+// The log holds only A's history, which is consistent: there is nothing
+// for verify-log to find, and it exits 0.
+func TestVerifyLogSwallowedFailoverLeavesNoTrace(t *testing.T) {
+	a := minibrokertest.Start(t, minibrokertest.Topic("orders", 1))
+	produceSerially(t, idempotentProducer(t, a.Addr()), "orders", 0, "a0", 5)
+	b := startNoBarrier(t)
+	ctx := context.Background()
+	if err := mirrorOn(b).Create("from-a", []string{a.Addr()}, ""); err != nil {
+		t.Fatal(err)
+	}
+	if err := mirrorOn(b).Start(ctx, "from-a", []string{"orders"}); err != nil {
+		t.Fatal(err)
+	}
+	waitMirrored(t, a, b, "orders", 1)
+	if err := mirrorOn(b).Stop("from-a", nil); err != nil {
+		t.Fatal(err)
+	}
+	produceSerially(t, idempotentProducer(t, b.Addr()), "orders", 0, "b0", 5) // swallowed
+	out, _, code := runTool(t, "verify-log", filepath.Join(b.cfg.DataDir, "orders-0"))
+	if code != 0 || !strings.Contains(out, "5 batches, 0 MIRROR_PID_RESET barriers: clean") {
+		t.Fatalf("exit %d:\n%s", code, out)
+	}
+}
