@@ -1,6 +1,7 @@
 package log
 
 import (
+	"errors"
 	"fmt"
 	"sync"
 	"sync/atomic"
@@ -155,7 +156,15 @@ func (f *flusher) run() {
 			full = f.full.Swap(false)
 		case <-tick:
 		}
-		if err := f.l.flush(full); err != nil && err != ErrClosed {
+		var err error
+		if full {
+			err = f.l.flush(true)
+		} else {
+			// log.flush.interval.messages reached: join the group commit
+			// (as one more waiter) rather than fsync beside it.
+			err = f.l.WaitFlushed(f.l.LogEndOffset())
+		}
+		if err != nil && !errors.Is(err, ErrClosed) && !errors.Is(err, ErrOffsetOutOfRange) {
 			f.l.logger.Debug("background flush failed", zap.Error(err))
 		}
 	}
