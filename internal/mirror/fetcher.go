@@ -233,7 +233,7 @@ func (f *fetcher) handleOutOfRange(src *source, offset int64) error {
 	if offset < start {
 		f.logger().Warn("source log start passed the mirror; restarting at the source's log start",
 			zap.Int64("local_end", offset), zap.Int64("source_start", start))
-		return f.p.TruncateTo(f.p.Offsets().LogStart) // empty: the next append restarts the log at start
+		return f.p.TruncateFullyAndStartAt(start)
 	}
 	return f.prepare(src)
 }

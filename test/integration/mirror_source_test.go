@@ -1,0 +1,146 @@
+package integration
+
+import (
+	"context"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/testutil"
+	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/minibroker/minibroker/minibrokertest"
+)
+
+// metricSum adds up every sample of a metric family.
+func metricSum(t *testing.T, reg prometheus.Gatherer, name string) float64 {
+	t.Helper()
+	mfs, err := reg.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	sum := 0.0
+	for _, mf := range mfs {
+		if mf.GetName() != name {
+			continue
+		}
+		for _, m := range mf.GetMetric() {
+			sum += m.GetCounter().GetValue() + m.GetGauge().GetValue()
+		}
+	}
+	return sum
+}
+
+// TestMirrorCopiesTopicIdentity: the local topic gets the source's
+// partition count, topic id and topic-level overrides; mirror metrics are
+// exported.
+func TestMirrorCopiesTopicIdentity(t *testing.T) {
+	a := minibrokertest.Start(t, minibrokertest.TopicWithConfigs("orders", 3, map[string]string{"retention.ms": "3600000"}))
+	produceSerially(t, idempotentProducer(t, a.Addr()), "orders", 1, "a", 3)
+	b := minibrokertest.Start(t)
+	b.Mirror("from-a", a.Addr()).Start("orders").WaitCaughtUp(timeout)
+	at, _ := a.Broker().Topic("orders")
+	bt, ok := b.Broker().Topic("orders")
+	if !ok || bt.ID != at.ID || len(bt.Partitions) != 3 || bt.Configs["retention.ms"] != "3600000" {
+		t.Fatalf("local topic %+v, source id %x", bt, at.ID)
+	}
+	reg := b.Broker().Registry()
+	if n, err := testutil.GatherAndCount(reg, "minibroker_mirror_partition_state"); err != nil || n != 3 {
+		t.Fatalf("state series: %d, %v", n, err)
+	}
+	if got := metricSum(t, reg, "minibroker_mirror_bytes_total"); got <= 0 {
+		t.Fatalf("bytes mirrored metric %v", got)
+	}
+	b.Mirror("from-a").Stop()
+	if got := metricSum(t, reg, "minibroker_mirror_barriers_written_total"); got != 3 {
+		t.Fatalf("barriers metric %v, want 3", got)
+	}
+}
+
+// TestMirrorSourceLogStartMovedPast: while the mirror is paused the
+// source deletes records past where the mirror is; on resume the mirror
+// restarts at the source's log start (the gap cannot be filled) and
+// continues.
+func TestMirrorSourceLogStartMovedPast(t *testing.T) {
+	a := minibrokertest.Start(t, minibrokertest.Topic("orders", 1))
+	pa := idempotentProducer(t, a.Addr())
+	produceSerially(t, pa, "orders", 0, "early", 3)
+	b := minibrokertest.Start(t)
+	m := b.Mirror("from-a", a.Addr()).Start("orders")
+	m.WaitCaughtUp(timeout)
+	m.Pause()
+	produceSerially(t, pa, "orders", 0, "gone", 4) // 3..6
+	adm := kadm.NewClient(newClient(t, a.Addr()))
+	del := kadm.Offsets{}
+	del.Add(kadm.Offset{Topic: "orders", Partition: 0, At: 6})
+	if r, err := adm.DeleteRecords(context.Background(), del); err != nil || r.Error() != nil {
+		t.Fatalf("delete records: %v %v", err, r.Error())
+	}
+	produceSerially(t, pa, "orders", 0, "late", 2) // 7..8
+	m.Resume()
+	m.WaitCaughtUp(timeout)
+	part := mustPartition(t, b, "orders", 0)
+	if o := part.Offsets(); o.LogStart != 6 || o.LogEnd != 9 {
+		t.Fatalf("mirror offsets %+v, want log start 6 and end 9", o)
+	}
+	if ra, rb := rawLog(t, a, "orders", 0, 6, 9), rawLog(t, b, "orders", 0, 6, 9); len(ra) == 0 || string(ra) != string(rb) {
+		t.Fatalf("logs differ in [6, 9): %d vs %d bytes", len(ra), len(rb))
+	}
+	assertValues(t, b, "orders", 0, append(values("gone", 4)[3:], values("late", 2)...))
+}
+
+// TestMirrorBinaryKill9WhileMirroring: the destination binary is killed
+// with SIGKILL while the source is written; restarted, it resumes from its
+// log end and ends byte-identical.
+func TestMirrorBinaryKill9WhileMirroring(t *testing.T) {
+	a := minibrokertest.Start(t, minibrokertest.Topic("orders", 2))
+	dir := t.TempDir()
+	b := startBinary(t, dir)
+	admin := "--admin=" + b.httpAddr
+	for _, args := range [][]string{{"mirror", "create", "from-a", "--source", a.Addr()}, {"mirror", "start", "from-a", "--topics", "orders"}} {
+		if out, err := runCLI(t, append(args, admin)...); err != nil {
+			t.Fatalf("%v: %v %s", args, err, out)
+		}
+	}
+	prod := newClient(t, a.Addr(), kgo.DefaultProduceTopic("orders"), kgo.RecordPartitioner(kgo.RoundRobinPartitioner()))
+	produce := func(n int) {
+		var recs []*kgo.Record
+		for i := 0; i < n; i++ {
+			recs = append(recs, &kgo.Record{Value: make([]byte, 500)})
+		}
+		if err := prod.ProduceSync(context.Background(), recs...).FirstErr(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	produce(2000)
+	time.Sleep(50 * time.Millisecond)
+	b.stop(t, syscall.SIGKILL)
+	produce(2000)
+	b = startBinary(t, dir)
+	c, err := kgo.NewClient(kgo.SeedBrokers(b.addr))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	deadline := time.Now().Add(timeout)
+	for p := int32(0); p < 2; p++ {
+		want := logEnd(a, "orders", p)
+		for endOffset(t, c, "orders", p) < want {
+			if time.Now().After(deadline) {
+				t.Fatalf("partition %d not caught up after restart", p)
+			}
+			time.Sleep(20 * time.Millisecond)
+		}
+	}
+	// The binary's log, read back over the wire, equals the source's.
+	for p := int32(0); p < 2; p++ {
+		src := readValues(t, a.Addr(), "orders", p, 0)
+		dst := readValues(t, b.addr, "orders", p, 0)
+		if len(src) != len(dst) {
+			t.Fatalf("partition %d: %d records mirrored, %d at the source", p, len(dst), len(src))
+		}
+	}
+	b.stop(t, syscall.SIGTERM)
+}
