@@ -10,6 +10,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
@@ -185,6 +186,23 @@ func TestLogToolsCLI(t *testing.T) {
 	}
 	if out, _, code := runTool(t, "verify-log", dir); code != 0 {
 		t.Fatalf("verify-log: exit %d\n%s", code, out)
+	}
+	// A copy with one flipped byte in the last batch: dump-log reports it
+	// and exits 1; verify-log reports a corrupt_batch finding.
+	data, err := os.ReadFile(seg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	data[len(data)-1] ^= 0xff
+	bad := filepath.Join(t.TempDir(), "00000000000000000000.log")
+	if err := os.WriteFile(bad, data, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if out, _, code := runTool(t, "dump-log", bad); code != 1 || !strings.Contains(out, "isvalid: false") {
+		t.Fatalf("dump-log on a damaged copy: exit %d\n%s", code, out)
+	}
+	if out, _, code := runTool(t, "verify-log", bad); code != 1 || !strings.Contains(out, "corrupt_batch [damage]") {
+		t.Fatalf("verify-log on a damaged copy: exit %d\n%s", code, out)
 	}
 	for _, args := range [][]string{
 		{"dump-log"},
