@@ -146,16 +146,24 @@ func (l *Log) appendFramed(data []byte, hs []framed) (res AppendResult, rolled [
 		return AppendResult{}, nil, false, l.abortAppendLocked(err)
 	}
 	res.LogEndOffset = l.leo
+	needFlush = l.leo-l.flushed >= l.cfg.FlushIntervalMessages
+	var checkpoint []byte
 	if l.epochsChanged {
 		l.epochsChanged = false
-		if err := l.writeEpochsLocked(); err != nil {
+		checkpoint = encodeEpochCheckpoint(l.epochs.entries)
+	}
+	l.mu.Unlock()
+	if checkpoint != nil {
+		// A new leader epoch: persist the cache (temp file, fsync, rename,
+		// dir fsync) without holding mu; appendMu keeps other writers of
+		// the cache out.
+		if err := l.writeEpochFile(checkpoint); err != nil {
+			l.mu.Lock()
 			err = l.failLocked(err)
 			l.mu.Unlock()
 			return res, nil, false, err
 		}
 	}
-	needFlush = l.leo-l.flushed >= l.cfg.FlushIntervalMessages
-	l.mu.Unlock()
 	return res, rolled, needFlush, nil
 }
 

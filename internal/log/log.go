@@ -307,8 +307,13 @@ func (l *Log) segmentIndex(offset int64) int {
 func (l *Log) active() *segment { return l.segments[len(l.segments)-1] }
 
 func (l *Log) writeEpochsLocked() error {
+	return l.writeEpochFile(encodeEpochCheckpoint(l.epochs.entries))
+}
+
+// writeEpochFile replaces leader-epoch-checkpoint with data, atomically.
+func (l *Log) writeEpochFile(data []byte) error {
 	path := filepath.Join(l.dir, epochCheckpointName)
-	if err := vfs.WriteFileAtomic(l.fs, l.dir, path, encodeEpochCheckpoint(l.epochs.entries)); err != nil {
+	if err := vfs.WriteFileAtomic(l.fs, l.dir, path, data); err != nil {
 		return storageErr("write", path, err)
 	}
 	return nil
