@@ -99,6 +99,8 @@ func (d *Dumper) DumpFile(f File) error {
 		err = d.dumpSnapshot(f)
 	case KindEpochCheckpoint, KindOffsetCheckpoint:
 		err = d.dumpCheckpoint(f)
+	case KindPartitionMetadata:
+		err = d.dumpPartitionMetadata(f)
 	default:
 		err = fmt.Errorf("%s: %w", f.Path, ErrUnknownFile)
 	}
@@ -445,6 +447,27 @@ func (d *Dumper) dumpCheckpoint(f File) error {
 			}
 			j.Entries = append(j.Entries, ej)
 		}
+	}
+	d.emitJSON(j)
+	return nil
+}
+
+func (d *Dumper) dumpPartitionMetadata(f File) error {
+	data, err := d.readSmall(f.Path)
+	if err != nil {
+		return err
+	}
+	fields, err := DecodePartitionMetadata(data)
+	if err != nil {
+		d.Damaged++
+		d.emitText(fmt.Sprintf("Malformed partition metadata: %v\n", err))
+		d.emitJSON(damageJSON{Kind: "damage", File: f.Path, Reason: err.Error(), Remaining: int64(len(data))})
+		return nil
+	}
+	j := metadataJSON{Kind: "partition_metadata", File: f.Path, Fields: map[string]string{}}
+	for _, m := range fields {
+		d.emitText(fmt.Sprintf("%s: %s\n", m.Name, m.Value))
+		j.Fields[m.Name] = m.Value
 	}
 	d.emitJSON(j)
 	return nil

@@ -160,3 +160,24 @@ func TestDumpSnapshotDeepMismatch(t *testing.T) {
 		t.Errorf("the log's own snapshot fails: %s", out)
 	}
 }
+
+// A Kafka partition directory: preallocated indexes, partition.metadata,
+// Kafka's own snapshot layout.
+func TestDumpKafkaFiles(t *testing.T) {
+	var l logBuilder
+	l.add(dataBatch(spec{pid: 1, seq: 0, n: 2}))
+	dir := t.TempDir()
+	l.write(t, dir)
+	idx := binary.BigEndian.AppendUint32(nil, 1)
+	idx = binary.BigEndian.AppendUint32(idx, 0)
+	idx = append(idx, make([]byte, 64)...) // preallocated
+	os.WriteFile(filepath.Join(dir, "00000000000000000000.index"), idx, 0o644)
+	os.WriteFile(filepath.Join(dir, "partition.metadata"), []byte("version: 0\ntopic_id: sz0cWRdfQhKrhGDR9wkZmA\n"), 0o644)
+	os.WriteFile(filepath.Join(dir, "00000000000000000002.snapshot"), []byte{0, 1, 2, 3, 4, 5, 6, 7}, 0o644)
+	out, d := dumpDir(t, dir, Options{Deep: true})
+	mustContain(t, out, "offset: 1 position: 0 check: ok", "Index tail at position 8: zero entries (preallocated space) (64 bytes)",
+		"topic_id: sz0cWRdfQhKrhGDR9wkZmA", "Not a minibroker producer snapshot")
+	if d.Damaged+d.DeepFailed != 0 {
+		t.Errorf("damaged %d, deep failed %d:\n%s", d.Damaged, d.DeepFailed, out)
+	}
+}

@@ -23,6 +23,7 @@ const (
 	KindSnapshot
 	KindEpochCheckpoint
 	KindOffsetCheckpoint // one offset: log-start-offset, clean-shutdown, recovery-point…
+	KindPartitionMetadata
 )
 
 func (k Kind) String() string {
@@ -41,6 +42,8 @@ func (k Kind) String() string {
 		return "leader-epoch checkpoint"
 	case KindOffsetCheckpoint:
 		return "offset checkpoint"
+	case KindPartitionMetadata:
+		return "partition metadata"
 	}
 	return "unknown"
 }
@@ -96,6 +99,8 @@ func Classify(path string) File {
 		f.Kind = KindEpochCheckpoint
 	case offsetCheckpointNames[name]:
 		f.Kind = KindOffsetCheckpoint
+	case name == "partition.metadata":
+		f.Kind = KindPartitionMetadata
 	}
 	return f
 }
@@ -103,7 +108,7 @@ func Classify(path string) File {
 // kindOrder places the files of one offset: the segment, then its
 // indexes, then the snapshot taken at that offset.
 var kindOrder = map[Kind]int{KindSegment: 0, KindOffsetIndex: 1, KindTimeIndex: 2, KindTxnIndex: 3, KindSnapshot: 4,
-	KindEpochCheckpoint: 5, KindOffsetCheckpoint: 6, KindUnknown: 7}
+	KindEpochCheckpoint: 5, KindOffsetCheckpoint: 6, KindPartitionMetadata: 7, KindUnknown: 8}
 
 // ListDir lists a partition directory: offset-named files by offset (a
 // segment before its indexes, a snapshot after the segment starting at

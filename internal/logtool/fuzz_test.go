@@ -23,6 +23,7 @@ var fuzzNames = []string{
 	"leader-epoch-checkpoint",
 	"log-start-offset",
 	"recovery-point-offset-checkpoint",
+	"partition.metadata",
 }
 
 // FuzzDumpLog: dump-log (all options, text and JSON) and verify-log on
@@ -44,6 +45,7 @@ func FuzzDumpLog(f *testing.F) {
 	f.Add(append([]byte{5}, []byte("0\n2\n0 0\n1 3\n")...))
 	f.Add(append([]byte{6}, []byte("0\n3\n")...))
 	f.Add(append([]byte{7}, []byte("0\n1\ngolden 0 3\n")...))
+	f.Add(append([]byte{8}, []byte("version: 0\ntopic_id: sz0cWRdfQhKrhGDR9wkZmA\n")...))
 	for _, g := range []string{"00000000000000000000.log", "00000000000000000000.index",
 		"00000000000000000000.timeindex", "00000000000000000000.txnindex"} {
 		data := unhexDump(f, filepath.Join("..", "log", "testdata", "golden", g+".hex"))

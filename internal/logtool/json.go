@@ -161,6 +161,12 @@ type checkpointEntryJSON struct {
 	Offset      *int64 `json:"offset,omitempty"`
 }
 
+type metadataJSON struct {
+	Kind   string            `json:"kind"` // "partition_metadata"
+	File   string            `json:"file"`
+	Fields map[string]string `json:"fields"`
+}
+
 type deepJSON struct {
 	Kind     string   `json:"kind"` // "deep_check" or "deep_summary"
 	File     string   `json:"file"`
