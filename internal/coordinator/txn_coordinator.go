@@ -64,7 +64,11 @@ type Transactions struct {
 	log      *txnLog
 	epoch    int32           // coordinator epoch of this incarnation
 	inFlight map[string]bool // ids whose markers someone is writing
-	closed   bool
+	// written remembers, per id, the partitions whose marker is written
+	// for a job not yet complete, so a retry does not repeat them. Only
+	// the job's claimant touches its entry.
+	written map[string]*markerProgress
+	closed  bool
 
 	kick    chan struct{}
 	stop    chan struct{}
@@ -91,7 +95,8 @@ func OpenTransactions(opts TxnOptions) (*Transactions, error) {
 		return nil, err
 	}
 	t := &Transactions{opts: opts, logger: opts.Logger, log: l, epoch: epoch, inFlight: map[string]bool{},
-		kick: make(chan struct{}, 1), stop: make(chan struct{})}
+		written: map[string]*markerProgress{},
+		kick:    make(chan struct{}, 1), stop: make(chan struct{})}
 	t.metrics = newTxnMetrics(t, opts.Registry)
 	t.machine = NewTxnMachine(opts.Config, t.newProducerID, t.persistLocked)
 	for _, md := range states {
@@ -173,15 +178,33 @@ func (t *Transactions) claimLocked(job *MarkerJob) bool {
 	return true
 }
 
+// markerProgress is which partitions of one job have their marker.
+type markerProgress struct {
+	producerID int64
+	epoch      int16
+	commit     bool
+	done       map[TopicPartition]bool
+}
+
 // runJob writes a decided transaction's markers and completes its
 // offsets, then records it complete. The caller claimed the job.
 func (t *Transactions) runJob(job *MarkerJob) error {
-	err := t.writeMarkers(job)
+	t.mu.Lock()
+	progress := t.written[job.TransactionalID]
+	if progress == nil || progress.producerID != job.ProducerID || progress.epoch != job.ProducerEpoch || progress.commit != job.Commit {
+		progress = &markerProgress{producerID: job.ProducerID, epoch: job.ProducerEpoch, commit: job.Commit, done: map[TopicPartition]bool{}}
+		t.written[job.TransactionalID] = progress
+	}
+	t.mu.Unlock()
+	err := t.writeMarkers(job, progress)
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	delete(t.inFlight, job.TransactionalID)
 	if err == nil && !t.closed {
 		err = t.machine.CompleteMarkers(job, t.nowMs())
+	}
+	if err == nil {
+		delete(t.written, job.TransactionalID)
 	}
 	if err != nil {
 		t.logger.Warn("transaction markers not finished; will retry", zap.String("transactional_id", job.TransactionalID),
@@ -193,18 +216,22 @@ func (t *Transactions) runJob(job *MarkerJob) error {
 	return nil
 }
 
-// writeMarkers writes every marker of job. A retry (after a failed write,
-// or at start-up for a transaction decided before a crash) writes all of
-// them again: a partition that already holds its marker gets a second one,
-// which is harmless — the producer has no open transaction there any more,
-// so the marker ends nothing and consumers skip it like any control batch.
-func (t *Transactions) writeMarkers(job *MarkerJob) error {
+// writeMarkers writes the markers of job that progress does not already
+// record. At start-up, for a transaction decided before a crash, that is
+// all of them: a partition that already holds its marker gets a second
+// one, which is harmless — the producer has no open transaction there any
+// more, so the marker ends nothing and consumers skip it like any control
+// batch.
+func (t *Transactions) writeMarkers(job *MarkerJob, progress *markerProgress) error {
 	// Partitions are independent: their markers (each possibly waiting
 	// for an fsync) are written in parallel, a few at a time.
 	errs := make([]error, len(job.Partitions))
 	sem := make(chan struct{}, maxParallelMarkers)
 	var wg sync.WaitGroup
 	for i, tp := range job.Partitions {
+		if progress.done[tp] {
+			continue
+		}
 		sem <- struct{}{}
 		wg.Add(1)
 		go func() {
@@ -221,6 +248,11 @@ func (t *Transactions) writeMarkers(job *MarkerJob) error {
 		}()
 	}
 	wg.Wait()
+	for i, tp := range job.Partitions {
+		if errs[i] == nil {
+			progress.done[tp] = true
+		}
+	}
 	if err := errors.Join(errs...); err != nil {
 		return err
 	}

@@ -22,6 +22,7 @@ type fakeMarkers struct {
 	mu      sync.Mutex
 	written []string
 	fail    error
+	failOn  TopicPartition // with fail: only this partition fails (zero: all)
 	gone    map[TopicPartition]bool
 }
 
@@ -31,7 +32,7 @@ func (f *fakeMarkers) WriteTxnMarker(tp TopicPartition, pid int64, epoch int16, 
 	if f.gone[tp] {
 		return ErrPartitionGone
 	}
-	if f.fail != nil {
+	if f.fail != nil && (f.failOn == TopicPartition{} || f.failOn == tp) {
 		return f.fail
 	}
 	f.written = append(f.written, fmt.Sprintf("%s-%d %s pid=%d epoch=%d coord=%d", tp.Topic, tp.Partition, endName(commit), pid, epoch, coordEpoch))
@@ -179,16 +180,18 @@ func TestTransactionsCrashBeforeMarkersCompletesOnRestart(t *testing.T) {
 	must(t, tx2.AddPartitions("t", 0, 0, []TopicPartition{{"a", 0}}))
 }
 
-// A failed marker write is retried by the goroutine until it succeeds;
-// a deleted partition is skipped.
+// A failed marker write is retried by the goroutine until it succeeds,
+// without repeating the markers already written; a deleted partition is
+// skipped.
 func TestTransactionsRetryFailedMarkers(t *testing.T) {
 	h := newTxnHarness(t, vfs.Default, t.TempDir())
 	tx := h.open()
 	defer tx.Close()
 	tx.Start()
 	tx.InitProducerID("t", 10_000, -1, -1)
-	must(t, tx.AddPartitions("t", 0, 0, []TopicPartition{{"a", 0}, {"gone", 0}}))
+	must(t, tx.AddPartitions("t", 0, 0, []TopicPartition{{"a", 0}, {"b", 0}, {"gone", 0}}))
 	h.markers.mu.Lock()
+	h.markers.failOn = TopicPartition{"b", 0}
 	h.markers.fail = errors.New("transient")
 	h.markers.gone = map[TopicPartition]bool{{"gone", 0}: true}
 	h.markers.mu.Unlock()
@@ -198,8 +201,8 @@ func TestTransactionsRetryFailedMarkers(t *testing.T) {
 	h.markers.fail = nil
 	h.markers.mu.Unlock()
 	waitFor(t, func() bool { md, _ := tx.Describe("t"); return md.State == TxnCompleteAbort })
-	if got := fmt.Sprint(h.markers.take()); got != "[a-0 abort pid=0 epoch=0 coord=0]" {
-		t.Fatalf("markers: %s", got)
+	if got := fmt.Sprint(h.markers.take()); got != "[a-0 abort pid=0 epoch=0 coord=0 b-0 abort pid=0 epoch=0 coord=0]" {
+		t.Fatalf("markers (each exactly once): %s", got)
 	}
 }
 
