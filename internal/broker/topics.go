@@ -322,6 +322,13 @@ func (b *Broker) DeleteTopic(name string) error {
 			b.logger.Warn("deleting partition files", zap.String("dir", p.Dir()), zap.Error(err))
 		}
 	}
+	// As Kafka does, a deleted topic's committed offsets go with it, so a
+	// topic recreated under the same name does not resume from them.
+	if b.groups != nil {
+		if err := b.groups.DeleteTopicOffsets(name); err != nil {
+			b.logger.Warn("deleting committed offsets of a deleted topic", zap.String("topic", name), zap.Error(err))
+		}
+	}
 	b.metrics.Partitions.Sub(float64(len(t.Partitions)))
 	b.logger.Info("deleted topic", zap.String("topic", name))
 	return nil
