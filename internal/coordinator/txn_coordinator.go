@@ -94,9 +94,9 @@ func OpenTransactions(opts TxnOptions) (*Transactions, error) {
 	if err != nil {
 		return nil, err
 	}
-	t := &Transactions{opts: opts, logger: opts.Logger, log: l, epoch: epoch, inFlight: map[string]bool{},
-		written: map[string]*markerProgress{},
-		kick:    make(chan struct{}, 1), stop: make(chan struct{})}
+	t := &Transactions{opts: opts, logger: opts.Logger, log: l, epoch: epoch,
+		inFlight: map[string]bool{}, written: map[string]*markerProgress{},
+		kick: make(chan struct{}, 1), stop: make(chan struct{})}
 	t.metrics = newTxnMetrics(t, opts.Registry)
 	t.machine = NewTxnMachine(opts.Config, t.newProducerID, t.persistLocked)
 	for _, md := range states {
