@@ -9,27 +9,33 @@ import (
 )
 
 // replaySnapshot rebuilds the producer state a snapshot at offset should
-// hold by replaying the segments of dir below offset, with origin
-// REPLICATION as the partition's recovery does, and returns the entries
-// and the first offset replayed.
+// hold by replaying the segments of dir below offset with origin
+// REPLICATION, as the partition's recovery does. When the log no longer
+// starts at 0 (retention), the replay starts from the newest other
+// snapshot at or below the first segment's base, as recovery would. It
+// returns the entries and the offset the replay started from.
 func replaySnapshot(dir string, offset int64, maxBytes int) ([]psm.Entry, int64, error) {
 	segs, err := Segments(dir)
 	if err != nil {
 		return nil, 0, err
 	}
 	m := psm.NewManager(psm.Config{}, nil, nil)
-	first := int64(-1)
+	from := int64(0)
+	if len(segs) > 0 && segs[0].Offset > 0 {
+		if base, entries, ok := snapshotAtOrBelow(dir, segs[0].Offset, offset); ok {
+			m, from = psm.NewManagerFromEntries(psm.Config{}, entries, base), base
+		} else {
+			from = segs[0].Offset
+		}
+	}
 	for _, s := range segs {
 		if s.Offset >= offset {
 			break
 		}
 		err := scanFile(s.Path, func(b *Batch) error {
 			h := &b.Header
-			if b.Raw == nil || !b.CRCValid || h.LastOffset() >= offset {
+			if b.Raw == nil || !b.CRCValid || h.BaseOffset < from || h.LastOffset() >= offset {
 				return nil
-			}
-			if first < 0 {
-				first = h.BaseOffset
 			}
 			p, err := m.Prepare(psm.OriginReplication, []psm.PreparedBatch{{Header: *h, Raw: b.Raw}}, h.MaxTimestamp)
 			if err != nil {
@@ -42,7 +48,30 @@ func replaySnapshot(dir string, offset int64, maxBytes int) ([]psm.Entry, int64,
 			return nil, 0, err
 		}
 	}
-	return m.Entries(), first, nil
+	return m.Entries(), from, nil
+}
+
+// snapshotAtOrBelow decodes the newest valid snapshot in dir at or below
+// limit, other than the one at self.
+func snapshotAtOrBelow(dir string, limit, self int64) (int64, []psm.Entry, bool) {
+	files, err := ListDir(dir)
+	if err != nil {
+		return 0, nil, false
+	}
+	for i := len(files) - 1; i >= 0; i-- {
+		f := files[i]
+		if f.Kind != KindSnapshot || f.Offset > limit || f.Offset == self {
+			continue
+		}
+		data, err := os.ReadFile(f.Path)
+		if err != nil {
+			continue
+		}
+		if entries, err := psm.DecodeSnapshot(data); err == nil {
+			return f.Offset, entries, true
+		}
+	}
+	return 0, nil, false
 }
 
 // scanFile opens a segment read-only and scans it.
