@@ -133,8 +133,9 @@
 //     buffered in memory (4 KiB) and the file length is the entry count.
 //     At roll the offset index gets an extra entry for the last batch.
 //   - The time index stores the base offset of the batch that carried the
-//     timestamp; OffsetForTimestamp decodes records of uncompressed batches
-//     only and answers compressed ones at batch granularity.
+//     timestamp. OffsetForTimestamp and MaxTimestamp decompress the one
+//     batch that holds the answer (gzip, snappy raw or xerial, lz4, zstd;
+//     at most 64 MiB inflated) to name the exact record.
 //   - TruncateTo into the middle of a batch removes the whole batch: the
 //     log end offset becomes that batch's base offset.
 //   - An empty log adopts the first appended batch's base offset as its

@@ -17,6 +17,7 @@ type testBatch struct {
 	epoch     int32
 	ts        int64 // first record's timestamp; record i has ts+i
 	valueSize int
+	codec     int8 // batch.Codec*; the records section is compressed with it
 }
 
 // build encodes an uncompressed v2 batch with a correct CRC.
@@ -35,12 +36,13 @@ func (tb testBatch) build() []byte {
 		recs = binary.AppendVarint(recs, int64(len(body)))
 		recs = append(recs, body...)
 	}
+	recs = compress(tb.codec, recs)
 	b := make([]byte, batch.HeaderSize, batch.HeaderSize+len(recs))
 	binary.BigEndian.PutUint64(b[0:], uint64(tb.base))
 	binary.BigEndian.PutUint32(b[8:], uint32(batch.HeaderSize-batch.LogOverhead+len(recs)))
 	binary.BigEndian.PutUint32(b[12:], uint32(tb.epoch))
 	b[16] = 2
-	binary.BigEndian.PutUint16(b[21:], 0)
+	binary.BigEndian.PutUint16(b[21:], uint16(tb.codec))
 	binary.BigEndian.PutUint32(b[23:], uint32(n-1))
 	binary.BigEndian.PutUint64(b[27:], uint64(tb.ts))
 	binary.BigEndian.PutUint64(b[35:], uint64(tb.ts+int64(n-1)))

@@ -218,9 +218,8 @@ func cutOrFail(dst []byte, start, p int, s *segment, pos int64, err error) ([]by
 }
 
 // OffsetForTimestamp returns the first offset whose record timestamp is
-// >= ts and that timestamp (ListOffsets by time). For compressed batches
-// it answers at batch granularity: the batch's base offset and max
-// timestamp (records are not decompressed).
+// >= ts and that timestamp (ListOffsets by time), decompressing the one
+// batch that holds it when it is compressed.
 func (l *Log) OffsetForTimestamp(ts int64) (offset int64, timestamp int64, ok bool) {
 	l.truncMu.RLock()
 	defer l.truncMu.RUnlock()
@@ -280,9 +279,8 @@ func timeLookupPosition(v segmentView, ts, logStart int64) int64 {
 }
 
 // MaxTimestamp returns the offset and timestamp of the record with the
-// largest timestamp (ListOffsets MAX_TIMESTAMP), (-1, -1) for an empty log.
-// For compressed or log-append-time batches the offset is the batch's
-// last offset.
+// largest timestamp (ListOffsets MAX_TIMESTAMP): the first record carrying
+// it, looking inside compressed batches; (-1, -1) for an empty log.
 func (l *Log) MaxTimestamp() (offset int64, timestamp int64) {
 	l.truncMu.RLock()
 	defer l.truncMu.RUnlock()
@@ -312,25 +310,26 @@ func (l *Log) MaxTimestamp() (offset int64, timestamp int64) {
 	if _, err := v.seg.log.ReadAt(raw, pos); err != nil {
 		return at, ts
 	}
-	if h.Codec() != batch.CodecNone || h.LogAppendTimeType() {
-		return h.LastOffset(), ts
-	}
 	if off, rts := firstRecordAtOrAfter(raw, &h, ts, 0); rts == ts {
 		return off, ts
 	}
 	return h.LastOffset(), ts
 }
 
-// firstRecordAtOrAfter finds, in an uncompressed create-time batch, the
-// first record at or after minOffset with timestamp >= ts. Otherwise (or
-// if the records do not parse) it answers with the batch's first offset
-// at or after minOffset and its max timestamp.
+// firstRecordAtOrAfter finds the first record of a batch at or after
+// minOffset with timestamp >= ts, decompressing the records if needed. In
+// a log-append-time batch every record carries the batch's max timestamp.
+// If the records do not parse it answers at batch granularity: the
+// batch's first offset at or after minOffset and its max timestamp.
 func firstRecordAtOrAfter(raw []byte, h *batch.Header, ts, minOffset int64) (int64, int64) {
 	fallback := func() (int64, int64) { return max(h.BaseOffset, minOffset), h.MaxTimestamp }
-	if h.Codec() != batch.CodecNone || h.LogAppendTimeType() || len(raw) < batch.HeaderSize {
+	if h.LogAppendTimeType() {
 		return fallback()
 	}
-	b := raw[batch.HeaderSize:]
+	b, err := records(raw, h)
+	if err != nil {
+		return fallback()
+	}
 	for range h.NumRecords {
 		length, n := binary.Varint(b)
 		if n <= 0 || length < 0 || int64(len(b)-n) < length {
