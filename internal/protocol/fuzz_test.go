@@ -88,19 +88,20 @@ func FuzzConnection(f *testing.F) {
 		s := NewServer(cfg, &everyAPI{}, nil, m)
 		client, server := net.Pipe()
 		s.admit(server)
-		go func() {
-			client.SetWriteDeadline(time.Now().Add(2 * time.Second))
-			client.Write(in)
-		}()
-		// Drain responses until the server closes or goes quiet.
-		buf := make([]byte, 64<<10)
-		for {
-			client.SetReadDeadline(time.Now().Add(100 * time.Millisecond))
-			if _, err := client.Read(buf); err != nil {
-				break
+		drained := make(chan struct{})
+		go func() { // read responses until the server closes
+			defer close(drained)
+			buf := make([]byte, 64<<10)
+			for {
+				if _, err := client.Read(buf); err != nil {
+					return
+				}
 			}
-		}
+		}()
+		client.SetWriteDeadline(time.Now().Add(2 * time.Second))
+		client.Write(in) // returns once the server read it all or closed
 		client.Close()
+		<-drained
 		s.Shutdown(context.Background())
 		if p := testutil.ToFloat64(m.Panics); p != 0 {
 			t.Fatalf("%v panics", p)
