@@ -47,9 +47,11 @@ func (b *Broker) handleProduce(_ context.Context, r *protocol.Request) kmsg.Resp
 			case topicErr != nil:
 				sp.ErrorCode = errorCode(topicErr)
 			default:
-				if sp.ErrorCode = b.checkTxnProduce(req.TransactionID, rt.Topic, &rp); sp.ErrorCode == 0 {
+				code, release := b.checkTxnProduce(req.TransactionID, rt.Topic, &rp)
+				if sp.ErrorCode = code; code == 0 {
 					b.producePartition(t, rp, &sp)
 				}
+				release()
 			}
 			if sp.ErrorCode != 0 {
 				b.metrics.ProduceErrors.WithLabelValues(kerr.ErrorForCode(sp.ErrorCode).Error()).Inc()

@@ -37,8 +37,6 @@ func (b *Broker) handleTxnOffsetCommit(_ context.Context, r *protocol.Request) k
 		all = kerr.InvalidRequest.Code
 	case groups == nil:
 		all = kerr.CoordinatorNotAvailable.Code
-	default:
-		all = errorCode(b.txns.CheckTxnOffsetCommit(req.TransactionalID, req.ProducerID, req.ProducerEpoch, req.Group))
 	}
 	codes := map[coordinator.TopicPartition]int16{}
 	offsets := map[coordinator.TopicPartition]coordinator.OffsetAndMetadata{}
@@ -57,8 +55,13 @@ func (b *Broker) handleTxnOffsetCommit(_ context.Context, r *protocol.Request) k
 			offsets[tp] = coordinator.OffsetAndMetadata{Offset: rp.Offset, LeaderEpoch: rp.LeaderEpoch, Metadata: md, CommitTimestamp: now}
 		}
 	}
-	if all == 0 && len(offsets) > 0 {
-		all = errorCode(groups.StageTxnOffsets(req.Group, req.ProducerID, req.ProducerEpoch, offsets))
+	if all == 0 {
+		all = errorCode(b.txns.TxnOffsetCommit(req.TransactionalID, req.ProducerID, req.ProducerEpoch, req.Group, func() error {
+			if len(offsets) == 0 {
+				return nil
+			}
+			return groups.StageTxnOffsets(req.Group, req.ProducerID, req.ProducerEpoch, offsets)
+		}))
 	}
 	for _, rt := range req.Topics {
 		st := kmsg.NewTxnOffsetCommitResponseTopic()

@@ -81,18 +81,21 @@ func txnErrorCode(err error, version, fencedSince int16) int16 {
 // batch from a producer whose epoch the coordinator moved past gets
 // INVALID_PRODUCER_EPOCH; a partition not added, or no open transaction,
 // INVALID_TXN_STATE. Transactional records without a transactional id get
-// TRANSACTIONAL_ID_AUTHORIZATION_FAILED, as Kafka answers.
-func (b *Broker) checkTxnProduce(txnID *string, topic string, rp *kmsg.ProduceRequestTopicPartition) int16 {
+// TRANSACTIONAL_ID_AUTHORIZATION_FAILED, as Kafka answers. The caller
+// calls release after the append: until then the transaction cannot be
+// decided, so its marker always follows its data.
+func (b *Broker) checkTxnProduce(txnID *string, topic string, rp *kmsg.ProduceRequestTopicPartition) (code int16, release func()) {
+	none := func() {}
 	h, err := batch.ParseHeader(rp.Records)
 	if err != nil || !h.IsTransactional() || h.IsControl() {
-		return 0 // malformed batches are the append path's to refuse
+		return 0, none // malformed batches are the append path's to refuse
 	}
 	if txnID == nil {
-		return kerr.TransactionalIDAuthorizationFailed.Code
+		return kerr.TransactionalIDAuthorizationFailed.Code, none
 	}
-	err = b.txns.CheckProduce(*txnID, h.ProducerID, h.ProducerEpoch, coordinator.TopicPartition{Topic: topic, Partition: rp.Partition})
+	release, err = b.txns.VerifyProduce(*txnID, h.ProducerID, h.ProducerEpoch, coordinator.TopicPartition{Topic: topic, Partition: rp.Partition})
 	if errors.Is(err, coordinator.ErrInvalidProducerIDMapping) {
-		return kerr.InvalidTxnState.Code
+		return kerr.InvalidTxnState.Code, release
 	}
-	return errorCode(err)
+	return errorCode(err), release
 }

@@ -59,6 +59,13 @@ type Transactions struct {
 	logger  *zap.Logger
 	metrics *TxnMetrics
 
+	// decideMu orders transactional appends before the decisions that
+	// end their transaction: a Produce holds it shared from its check to
+	// the end of its append (VerifyProduce), and a commit or abort is
+	// decided holding it exclusively. So no data of a transaction can land
+	// after its marker (a hanging transaction). Taken before mu.
+	decideMu sync.RWMutex
+
 	mu       sync.Mutex // guards the fields below
 	machine  *TxnMachine
 	log      *txnLog
@@ -272,10 +279,12 @@ func (t *Transactions) writeMarkers(job *MarkerJob, progress *markerProgress) er
 // the abort's markers are written before CONCURRENT_TRANSACTIONS is
 // returned, so the client's retry succeeds at once.
 func (t *Transactions) InitProducerID(txnID string, timeoutMs int32, expectedPID int64, expectedEpoch int16) (InitResult, error) {
+	t.decideMu.Lock()
 	t.mu.Lock()
 	res, job, err := t.machine.InitProducerID(txnID, timeoutMs, expectedPID, expectedEpoch, t.nowMs())
 	claimed := t.claimLocked(job)
 	t.mu.Unlock()
+	t.decideMu.Unlock()
 	if claimed && t.runJob(job) != nil {
 		t.poke()
 	}
@@ -308,10 +317,12 @@ func (t *Transactions) AddOffsets(txnID string, pid int64, epoch int16, group st
 // soon as the producer does. If a marker cannot be written the decision
 // stands (the answer is success, as in Kafka) and the goroutine retries.
 func (t *Transactions) EndTxn(txnID string, pid int64, epoch int16, commit bool) error {
+	t.decideMu.Lock()
 	t.mu.Lock()
 	job, err := t.machine.EndTxn(txnID, pid, epoch, commit, t.nowMs())
 	claimed := t.claimLocked(job)
 	t.mu.Unlock()
+	t.decideMu.Unlock()
 	if err != nil {
 		return err
 	}
@@ -321,18 +332,35 @@ func (t *Transactions) EndTxn(txnID string, pid int64, epoch int16, commit bool)
 	return nil
 }
 
-// CheckTxnOffsetCommit checks a TxnOffsetCommit against the transaction.
-func (t *Transactions) CheckTxnOffsetCommit(txnID string, pid int64, epoch int16, group string) error {
+// TxnOffsetCommit checks a TxnOffsetCommit against the transaction and,
+// if it passes, runs stage (the group coordinator's StageTxnOffsets)
+// before the transaction can be decided, so the offsets are always
+// completed with it.
+func (t *Transactions) TxnOffsetCommit(txnID string, pid int64, epoch int16, group string, stage func() error) error {
+	t.decideMu.RLock()
+	defer t.decideMu.RUnlock()
 	t.mu.Lock()
-	defer t.mu.Unlock()
-	return t.machine.CheckTxnOffsetCommit(txnID, pid, epoch, group)
+	err := t.machine.CheckTxnOffsetCommit(txnID, pid, epoch, group)
+	t.mu.Unlock()
+	if err != nil {
+		return err
+	}
+	return stage()
 }
 
-// CheckProduce checks a transactional Produce against the transaction.
-func (t *Transactions) CheckProduce(txnID string, pid int64, epoch int16, tp TopicPartition) error {
+// VerifyProduce checks a transactional Produce against the transaction.
+// On success the caller must call release once its append is done (or
+// failed): until then the transaction cannot be decided.
+func (t *Transactions) VerifyProduce(txnID string, pid int64, epoch int16, tp TopicPartition) (release func(), err error) {
+	t.decideMu.RLock()
 	t.mu.Lock()
-	defer t.mu.Unlock()
-	return t.machine.CheckProduce(txnID, pid, epoch, tp)
+	err = t.machine.CheckProduce(txnID, pid, epoch, tp)
+	t.mu.Unlock()
+	if err != nil {
+		t.decideMu.RUnlock()
+		return func() {}, err
+	}
+	return t.decideMu.RUnlock, nil
 }
 
 // Describe returns a transactional id's state.
@@ -373,6 +401,7 @@ func (t *Transactions) run() {
 func (t *Transactions) tick() time.Duration {
 	now := t.nowMs()
 	var jobs []*MarkerJob
+	t.decideMu.Lock()
 	t.mu.Lock()
 	for _, id := range t.machine.TimedOut(now) {
 		job, err := t.machine.AbortTimedOut(id, now)
@@ -407,6 +436,7 @@ func (t *Transactions) tick() time.Duration {
 	}
 	deadline, hasDeadline := t.machine.NextDeadline()
 	t.mu.Unlock()
+	t.decideMu.Unlock()
 
 	failed := false
 	for _, job := range jobs {

@@ -440,3 +440,30 @@ func TestTransactionsLostCompleteRecordRedoesMarkers(t *testing.T) {
 		t.Fatalf("markers: %s", got)
 	}
 }
+
+// A verified Produce holds off the decision of its transaction until its
+// append is done, so the marker always follows the data.
+func TestTransactionsDecisionWaitsForVerifiedAppend(t *testing.T) {
+	h := newTxnHarness(t, vfs.Default, t.TempDir())
+	tx := h.open()
+	defer tx.Close()
+	tx.InitProducerID("t", 10_000, -1, -1)
+	must(t, tx.AddPartitions("t", 0, 0, []TopicPartition{{"a", 0}}))
+	release, err := tx.VerifyProduce("t", 0, 0, TopicPartition{"a", 0})
+	must(t, err)
+	ended := make(chan error, 1)
+	go func() { ended <- tx.EndTxn("t", 0, 0, true) }()
+	select {
+	case err := <-ended:
+		t.Fatalf("EndTxn finished during a verified append: %v", err)
+	case <-time.After(50 * time.Millisecond):
+	}
+	release()
+	must(t, <-ended)
+	if _, err := tx.VerifyProduce("t", 0, 0, TopicPartition{"a", 0}); !errors.Is(err, ErrInvalidTxnState) {
+		t.Fatalf("produce after the commit: %v", err)
+	}
+	if _, err := tx.VerifyProduce("t", 0, 0, TopicPartition{"b", 0}); !errors.Is(err, ErrInvalidTxnState) {
+		t.Fatalf("produce to a partition never added: %v", err)
+	}
+}
