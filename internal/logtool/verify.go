@@ -344,6 +344,9 @@ func GroupPaths(paths []string) ([]Partition, error) {
 			if err != nil {
 				return nil, err
 			}
+			if len(segs) == 0 {
+				return nil, fmt.Errorf("%s: no .log segment: not a partition directory", p)
+			}
 			part := Partition{Name: p}
 			for _, s := range segs {
 				part.Segments = append(part.Segments, s.Path)

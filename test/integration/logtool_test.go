@@ -212,6 +212,7 @@ func TestLogToolsCLI(t *testing.T) {
 		{"verify-log"},
 		{"verify-log", filepath.Join(dir, "missing")},
 		{"verify-log", filepath.Join(dir, "leader-epoch-checkpoint")},
+		{"verify-log", c.DataDir()}, // the data directory, not a partition
 	} {
 		_, errOut, code := runTool(t, args...)
 		want := 2
