@@ -2,8 +2,10 @@ package broker
 
 // EndTxn, v0–v3.
 //
-// Commits or aborts the producer's open transaction: the decision is
-// fsynced to the transaction log (PrepareCommit/PrepareAbort), a COMMIT or
+// Commits or aborts the producer's open transaction: once the
+// transactional appends already verified are done (so no data of the
+// transaction can follow its marker), the decision is fsynced to the
+// transaction log (PrepareCommit/PrepareAbort), a COMMIT or
 // ABORT marker is appended to every partition of the transaction (origin
 // COORDINATOR, this incarnation's coordinator epoch), the groups' staged
 // offsets are completed, and the transaction is recorded complete — all
