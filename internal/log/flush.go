@@ -3,6 +3,7 @@ package log
 import (
 	"errors"
 	"fmt"
+	"runtime"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -105,6 +106,9 @@ func (l *Log) WaitFlushed(offset int64) error {
 		}
 		l.committing = true
 		l.mu.Unlock()
+		// Let appenders that were just released by the previous commit
+		// (runnable, about to append) join this one.
+		runtime.Gosched()
 		err := l.flush(false)
 		l.mu.Lock()
 		l.committing = false
