@@ -82,7 +82,7 @@ func startExpiring(t *testing.T, expireMs string, skipBarrier bool) *rawCluster 
 // id restarting its sequence in one epoch, and a mirror of B with the
 // default expiration (seed scenario 1) would take both as one producer.
 // It returns B's partition directory.
-func failoverWithExpiry(t *testing.T, withBarrier bool) string {
+func failoverWithExpiry(t *testing.T, withBarrier bool) (string, *rawCluster) {
 	a := minibrokertest.Start(t, minibrokertest.Topic("orders", 1))
 	produceSerially(t, idempotentProducer(t, a.Addr()), "orders", 0, "a", 5)
 	b := startExpiring(t, "1000", !withBarrier)
@@ -113,14 +113,22 @@ func failoverWithExpiry(t *testing.T, withBarrier bool) string {
 	}
 	produceSerially(t, idempotentProducer(t, b.Addr()), "orders", 0, "b", 5)
 	assertValues(t, b, "orders", 0, concat(values("a", 5), values("b", 5)))
-	return filepath.Join(b.cfg.DataDir, "orders-0")
+	return filepath.Join(b.cfg.DataDir, "orders-0"), b
 }
 
 func TestVerifyLogFailoverWithoutBarrier(t *testing.T) {
-	dir := failoverWithExpiry(t, false)
-	out, _, code := runTool(t, "verify-log", dir)
-	if code != 1 || !strings.Contains(out, "offset 5 producerId 0: sequence_restart [impossible]: epoch 0: sequence 0 after sequence 4") {
-		t.Fatalf("exit %d, want 1 with the restart at offset 5:\n%s", code, out)
+	dir, b := failoverWithExpiry(t, false)
+	// The chain goes on: C mirrors B (default expiration) and receives
+	// the same bytes, the seed's scenario 1 at C. verify-log finds the
+	// collision in both logs.
+	c := minibrokertest.Start(t)
+	c.Mirror("from-b", b.Addr()).Start("orders")
+	waitMirrored(t, b, c, "orders", 1)
+	for _, d := range []string{dir, filepath.Join(c.DataDir(), "orders-0")} {
+		out, _, code := runTool(t, "verify-log", d)
+		if code != 1 || !strings.Contains(out, "offset 5 producerId 0: sequence_restart [impossible]: epoch 0: sequence 0 after sequence 4") {
+			t.Fatalf("%s: exit %d, want 1 with the restart at offset 5:\n%s", d, code, out)
+		}
 	}
 	// Judged with B's own expiration, the history is one a broker
 	// accepts: the producer was forgotten before id 0 came back.
@@ -148,10 +156,15 @@ func TestVerifyLogFailoverWithoutBarrier(t *testing.T) {
 }
 
 func TestVerifyLogFailoverWithBarrier(t *testing.T) {
-	dir := failoverWithExpiry(t, true)
-	out, _, code := runTool(t, "verify-log", dir)
-	if code != 0 || !strings.Contains(out, "1 MIRROR_PID_RESET barriers: clean") {
-		t.Fatalf("exit %d, want 0:\n%s", code, out)
+	dir, b := failoverWithExpiry(t, true)
+	c := minibrokertest.Start(t)
+	c.Mirror("from-b", b.Addr()).Start("orders")
+	waitMirrored(t, b, c, "orders", 1)
+	for _, d := range []string{dir, filepath.Join(c.DataDir(), "orders-0")} {
+		out, _, code := runTool(t, "verify-log", d)
+		if code != 0 || !strings.Contains(out, "1 MIRROR_PID_RESET barriers: clean") {
+			t.Fatalf("%s: exit %d, want 0:\n%s", d, code, out)
+		}
 	}
 }
 
