@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"sync"
 
 	"github.com/klauspost/compress/gzip"
 	"github.com/klauspost/compress/s2"
@@ -38,12 +39,10 @@ func decompress(codec int8, src []byte, max int) ([]byte, error) {
 	case batch.CodecLZ4:
 		return readLimited(lz4.NewReader(bytes.NewReader(src)), max, "lz4")
 	case batch.CodecZstd:
-		dec, err := zstd.NewReader(nil, zstd.WithDecoderConcurrency(1), zstd.WithDecoderLowmem(true),
-			zstd.WithDecoderMaxMemory(uint64(max)))
+		dec, err := zstdDecoder(max)
 		if err != nil {
 			return nil, fmt.Errorf("zstd: %w", err)
 		}
-		defer dec.Close()
 		out, err := dec.DecodeAll(src, nil)
 		if err != nil {
 			return nil, fmt.Errorf("zstd: %w", err)
@@ -51,6 +50,32 @@ func decompress(codec int8, src []byte, max int) ([]byte, error) {
 		return out, nil
 	}
 	return nil, fmt.Errorf("unknown codec %d", codec)
+}
+
+// zstdDecoders holds one decoder per output bound: building a decoder
+// costs far more than decoding a batch, and DecodeAll is safe for
+// concurrent use.
+var zstdDecoders struct {
+	sync.Mutex
+	byMax map[int]*zstd.Decoder
+}
+
+func zstdDecoder(max int) (*zstd.Decoder, error) {
+	zstdDecoders.Lock()
+	defer zstdDecoders.Unlock()
+	if d, ok := zstdDecoders.byMax[max]; ok {
+		return d, nil
+	}
+	d, err := zstd.NewReader(nil, zstd.WithDecoderConcurrency(1), zstd.WithDecoderLowmem(true),
+		zstd.WithDecoderMaxMemory(uint64(max)))
+	if err != nil {
+		return nil, err
+	}
+	if zstdDecoders.byMax == nil {
+		zstdDecoders.byMax = make(map[int]*zstd.Decoder)
+	}
+	zstdDecoders.byMax[max] = d
+	return d, nil
 }
 
 func readLimited(r io.Reader, max int, name string) ([]byte, error) {
