@@ -209,6 +209,7 @@ func (b *Broker) Serve() {
 	}
 	b.bg.Add(1)
 	go func() { defer b.bg.Done(); b.retentionLoop() }()
+	b.startStaticMirrors()
 	b.txns.Start()
 	b.logger.Info("serving", zap.String("kafka", b.kafkaLn.Addr().String()), zap.String("advertised", b.Addr()),
 		zap.Stringer("http", addrOrNil(b.httpLn)))

@@ -26,6 +26,19 @@ type Config struct {
 	LogLevel           string            `yaml:"log-level"`
 	LogFormat          string            `yaml:"log-format"`
 	Kafka              map[string]string `yaml:"-"` // read from the file's kafka: section
+	// Mirrors are declared statically: created at start-up if missing,
+	// and their topics started once the source answers.
+	Mirrors []StaticMirror `yaml:"mirrors"`
+}
+
+// StaticMirror is a mirror declared in the config file.
+type StaticMirror struct {
+	Name          string   `yaml:"name"`
+	Source        []string `yaml:"source"`
+	ClientID      string   `yaml:"client-id"`
+	Topics        []string `yaml:"topics"`
+	GroupsInclude []string `yaml:"groups-include"`
+	GroupsExclude []string `yaml:"groups-exclude"`
 }
 
 // Default returns the embedded defaults `make run` uses.

@@ -1,0 +1,62 @@
+package broker
+
+import (
+	"context"
+	"errors"
+	"time"
+
+	"go.uber.org/zap"
+
+	"github.com/minibroker/minibroker/internal/config"
+	"github.com/minibroker/minibroker/internal/mirror"
+)
+
+// startStaticMirrors creates the mirrors declared in the config file (if
+// missing) and starts their topics, retrying in the background until the
+// source answers. A topic already mirrored, stopped or failed over is left
+// as it is: the declaration never undoes an operator's failover.
+func (b *Broker) startStaticMirrors() {
+	for _, sm := range b.cfg.Mirrors {
+		err := b.mirrors.CreateWith(sm.Name, sm.Source, mirror.CreateOptions{ClientID: sm.ClientID,
+			GroupsInclude: sm.GroupsInclude, GroupsExclude: sm.GroupsExclude})
+		switch {
+		case errors.Is(err, mirror.ErrExists):
+			continue // known from mirrors.json: its state is authoritative
+		case err != nil:
+			b.logger.Error("static mirror", zap.String("mirror", sm.Name), zap.Error(err))
+			continue
+		}
+		b.bg.Add(1)
+		go func(sm config.StaticMirror) {
+			defer b.bg.Done()
+			b.startStaticTopics(sm)
+		}(sm)
+	}
+}
+
+func (b *Broker) startStaticTopics(sm config.StaticMirror) {
+	backoff := 200 * time.Millisecond
+	for {
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		go func() { // shutdown cancels the attempt
+			select {
+			case <-b.stop:
+				cancel()
+			case <-ctx.Done():
+			}
+		}()
+		err := b.mirrors.Start(ctx, sm.Name, sm.Topics)
+		cancel()
+		if err == nil {
+			b.logger.Info("static mirror started", zap.String("mirror", sm.Name), zap.Strings("topics", sm.Topics))
+			return
+		}
+		b.logger.Warn("static mirror not started yet", zap.String("mirror", sm.Name), zap.Error(err), zap.Duration("retry_in", backoff))
+		select {
+		case <-b.stop:
+			return
+		case <-time.After(backoff):
+		}
+		backoff = min(2*backoff, 10*time.Second)
+	}
+}
