@@ -3,6 +3,8 @@ package logtool
 import (
 	"encoding/binary"
 	"fmt"
+
+	"github.com/minibroker/minibroker/internal/batch"
 )
 
 // Index file layouts (internal/log/doc.go; Kafka's are the same, except that
@@ -190,7 +192,7 @@ func (m *segmentMap) checkTxnEntry(e TxnEntry) string {
 	if !ok || b.header.base != e.LastOffset {
 		return fmt.Sprintf("no batch at last offset %d", e.LastOffset)
 	}
-	if !b.header.isControl || b.header.producerID != e.ProducerID || b.control == nil || b.control.Type != 0 {
+	if !b.header.isControl || b.header.producerID != e.ProducerID || b.control == nil || b.control.Type != batch.ControlAbort {
 		return fmt.Sprintf("batch at %d is not an ABORT marker of producer %d", e.LastOffset, e.ProducerID)
 	}
 	if e.FirstOffset > e.LastOffset || e.LastStableOffset > e.LastOffset+1 {
