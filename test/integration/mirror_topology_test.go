@@ -95,6 +95,8 @@ func chain(t *testing.T, b, c node) {
 	}
 	waitMirrored(t, a, b, "orders", 1)
 	waitMirrored(t, b, c, "orders", 1)
+	assertIdentical(t, a, b, "orders", 0, 5)
+	assertIdentical(t, a, c, "orders", 0, 5)
 
 	if err := mirrorOn(b).Stop("from-a", nil); err != nil { // failover at B
 		t.Fatal(err)
@@ -178,6 +180,8 @@ func TestMirrorFanIn(t *testing.T) {
 	c.Mirror("from-b", b.Addr()).Start("b-orders")
 	waitMirrored(t, a, c, "a-orders", 1)
 	waitMirrored(t, b, c, "b-orders", 1)
+	assertIdentical(t, a, c, "a-orders", 0, 5)
+	assertIdentical(t, b, c, "b-orders", 0, 5)
 	c.Mirror("from-a").Stop()
 	c.Mirror("from-b").Stop()
 	pc := idempotentProducer(t, c.Addr())
