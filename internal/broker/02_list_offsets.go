@@ -25,19 +25,15 @@ func (b *Broker) handleListOffsets(_ context.Context, r *protocol.Request) kmsg.
 	for _, rt := range req.Topics {
 		st := kmsg.NewListOffsetsResponseTopic()
 		st.Topic = rt.Topic
-		t, ok := b.Topic(rt.Topic)
-		var parts []*partition.Partition
-		if ok {
-			parts = b.partitions(t)
-		}
+		parts := b.partitionsOf(rt.Topic)
 		for _, rp := range rt.Partitions {
 			sp := kmsg.NewListOffsetsResponseTopicPartition()
 			sp.Partition = rp.Partition
 			sp.Timestamp, sp.Offset, sp.LeaderEpoch = -1, -1, -1
-			if rp.Partition < 0 || int(rp.Partition) >= len(parts) {
+			if p := parts.at(rp.Partition); p == nil {
 				sp.ErrorCode = kerr.UnknownTopicOrPartition.Code
 			} else {
-				listOffset(parts[rp.Partition], rp, req.IsolationLevel == 1, &sp)
+				listOffset(p, rp, req.IsolationLevel == 1, &sp)
 			}
 			st.Partitions = append(st.Partitions, sp)
 		}

@@ -13,7 +13,6 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
-	"github.com/minibroker/minibroker/internal/partition"
 	"github.com/minibroker/minibroker/internal/protocol"
 )
 
@@ -23,19 +22,15 @@ func (b *Broker) handleDeleteRecords(_ context.Context, r *protocol.Request) kms
 	for _, rt := range req.Topics {
 		st := kmsg.NewDeleteRecordsResponseTopic()
 		st.Topic = rt.Topic
-		t, ok := b.Topic(rt.Topic)
-		var parts []*partition.Partition
-		if ok {
-			parts = b.partitions(t)
-		}
+		parts := b.partitionsOf(rt.Topic)
 		for _, rp := range rt.Partitions {
 			sp := kmsg.NewDeleteRecordsResponseTopicPartition()
 			sp.Partition = rp.Partition
 			sp.LowWatermark = -1
-			if rp.Partition < 0 || int(rp.Partition) >= len(parts) {
+			if p := parts.at(rp.Partition); p == nil {
 				sp.ErrorCode = kerr.UnknownTopicOrPartition.Code
 			} else {
-				low, err := parts[rp.Partition].DeleteRecordsBefore(rp.Offset)
+				low, err := p.DeleteRecordsBefore(rp.Offset)
 				sp.LowWatermark, sp.ErrorCode = low, errorCode(err)
 				if err != nil {
 					sp.LowWatermark = -1

@@ -14,7 +14,6 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
-	"github.com/minibroker/minibroker/internal/partition"
 	"github.com/minibroker/minibroker/internal/protocol"
 )
 
@@ -24,21 +23,17 @@ func (b *Broker) handleOffsetForLeaderEpoch(_ context.Context, r *protocol.Reque
 	for _, rt := range req.Topics {
 		st := kmsg.NewOffsetForLeaderEpochResponseTopic()
 		st.Topic = rt.Topic
-		t, ok := b.Topic(rt.Topic)
-		var parts []*partition.Partition
-		if ok {
-			parts = b.partitions(t)
-		}
+		parts := b.partitionsOf(rt.Topic)
 		for _, rp := range rt.Partitions {
 			sp := kmsg.NewOffsetForLeaderEpochResponseTopicPartition()
 			sp.Partition = rp.Partition
 			sp.LeaderEpoch, sp.EndOffset = -1, -1
-			if rp.Partition < 0 || int(rp.Partition) >= len(parts) {
+			p := parts.at(rp.Partition)
+			if p == nil {
 				sp.ErrorCode = kerr.UnknownTopicOrPartition.Code
 				st.Partitions = append(st.Partitions, sp)
 				continue
 			}
-			p := parts[rp.Partition]
 			cur := p.LeaderEpoch()
 			switch e := rp.CurrentLeaderEpoch; {
 			case e >= 0 && e < cur:

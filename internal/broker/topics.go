@@ -388,3 +388,25 @@ func (b *Broker) partitions(t *Topic) []*partition.Partition {
 	defer b.mu.RUnlock()
 	return t.Partitions
 }
+
+// partitionsOf returns a topic's partitions by name, nil when unknown.
+func (b *Broker) partitionsOf(topic string) partitionList {
+	b.mu.RLock()
+	defer b.mu.RUnlock()
+	if t, ok := b.topics[topic]; ok {
+		return t.Partitions
+	}
+	return nil
+}
+
+// partitionList is a topic's partitions, indexable safely by a client's
+// partition number.
+type partitionList []*partition.Partition
+
+// at returns partition i, or nil when there is no such partition.
+func (ps partitionList) at(i int32) *partition.Partition {
+	if i < 0 || int(i) >= len(ps) {
+		return nil
+	}
+	return ps[i]
+}
