@@ -318,7 +318,9 @@ func (l *Log) resetLocked(offset int64) error {
 	l.segments = []*segment{s}
 	l.leo, l.logStart = offset, offset
 	l.flushed = min(l.flushed, offset)
-	l.recoveryPoint = min(l.recoveryPoint, offset)
+	if err := l.lowerRecoveryPointLocked(offset); err != nil {
+		return l.failLocked(err)
+	}
 	l.releaseWaitersLocked()
 	if err := writeOffsetFile(l.fs, l.dir, logStartOffsetName, offset); err != nil {
 		return l.failLocked(err)

@@ -20,6 +20,7 @@ import (
 const (
 	cleanShutdownName  = "clean-shutdown"
 	logStartOffsetName = "log-start-offset"
+	recoveryPointName  = "recovery-point"
 	checkpointVersion  = 0
 )
 

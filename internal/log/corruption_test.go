@@ -59,11 +59,13 @@ func sortSearch(bases []int64, off int64) int {
 
 func (lo layout) path(i int) string { return segmentFileName(lo.dir, lo.seg[i], logSuffix) }
 
-// unclean removes the clean-shutdown marker, as a crash would leave it.
+// unclean removes the clean-shutdown marker and the recovery point, as a
+// crash before any flush would leave them: the open scans everything.
 func (lo layout) unclean(t *testing.T) {
 	if err := os.Remove(filepath.Join(lo.dir, cleanShutdownName)); err != nil {
 		t.Fatal(err)
 	}
+	os.Remove(filepath.Join(lo.dir, recoveryPointName))
 }
 
 // expectCut reopens and checks that exactly batches[:n] survive, the
@@ -191,13 +193,18 @@ func flip(t *testing.T, path string, pos int64, mask byte) {
 // open, or data below the recovery point) is reported by Read as a
 // CorruptionError, never served.
 func TestCorruptionNotServed(t *testing.T) {
-	for _, mode := range []string{"clean", "below recovery point"} {
+	for _, mode := range []string{"clean", "below recovery point", "below persisted recovery point"} {
 		t.Run(mode, func(t *testing.T) {
 			lo := writeLayout(t)
 			opts := Options{}
-			if mode != "clean" {
+			switch mode {
+			case "below recovery point":
 				lo.unclean(t)
 				opts.RecoveryPoint = lo.seg[len(lo.batches)-1]
+			case "below persisted recovery point": // the Log's own file
+				if err := os.Remove(filepath.Join(lo.dir, cleanShutdownName)); err != nil {
+					t.Fatal(err)
+				}
 			}
 			flip(t, lo.path(2), lo.pos[2]+70, 0x01)
 			l := openTest(t, lo.dir, testConfig(), opts)

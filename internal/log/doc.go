@@ -14,6 +14,7 @@
 //	<base>.txnindex             aborted transactions (created on first use)
 //	leader-epoch-checkpoint     leader-epoch cache
 //	log-start-offset            log start offset after DeleteRecords
+//	recovery-point              offset below which data and indexes are fsynced
 //	clean-shutdown              written by Close, removed by Open
 //
 // All integers are big endian. Every file is written through vfs.FS.
@@ -77,10 +78,10 @@
 //	0 0\n
 //	3 1200\n
 //
-// # log-start-offset and clean-shutdown (text)
+// # log-start-offset, recovery-point and clean-shutdown (text)
 //
 // Kafka keeps these per data directory; minibroker keeps them per
-// partition directory so a Log is self-contained. Both are a version line
+// partition directory so a Log is self-contained. Each is a version line
 // (0) and one offset line, written atomically:
 //
 //	0\n
@@ -88,11 +89,13 @@
 //
 // log-start-offset holds the log start offset set by DeleteRecordsBefore
 // (the effective start is the larger of it and the first segment's
-// base). clean-shutdown holds the log end offset at Close; Open removes
-// it, and opens without scanning only if it is present and agrees with the
-// log. Without it Open validates every batch (length, magic, CRC32C,
-// increasing offsets) from the segment holding Options.RecoveryPoint, cuts
-// the log at the first damaged byte and rebuilds the indexes.
+// base). recovery-point is rewritten after full flushes and lowered by
+// truncation before it returns. clean-shutdown holds the log end offset at
+// Close; Open removes it, and opens without scanning only if it is present
+// and agrees with the log. Without it Open validates every batch (length,
+// magic, CRC32C, increasing offsets) from the segment holding the recovery
+// point (the lower of recovery-point and Options.RecoveryPoint), cuts the
+// log at the first damaged byte and rebuilds the indexes.
 //
 // # Durability
 //

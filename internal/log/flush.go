@@ -58,7 +58,6 @@ func (l *Log) flush(withIndexes bool) error {
 	}
 
 	l.mu.Lock()
-	defer l.mu.Unlock()
 	if err != nil {
 		err = l.failLocked(err)
 	} else if leo > l.flushed && leo <= l.leo {
@@ -77,7 +76,38 @@ func (l *Log) flush(withIndexes bool) error {
 		l.recoveryPoint = max(l.recoveryPoint, rp)
 	}
 	l.releaseWaitersLocked()
+	rp, persisted := l.recoveryPoint, l.persistedRP
+	l.mu.Unlock()
+	if err == nil && withIndexes && rp > persisted {
+		// Persist it (full flushes only: rolls, log.flush.interval.ms,
+		// Flush, Close). Truncation, which lowers it, waits for truncMu,
+		// which this flush holds for reading.
+		if werr := writeOffsetFile(l.fs, l.dir, recoveryPointName, rp); werr != nil {
+			l.mu.Lock()
+			err = l.failLocked(werr)
+			l.mu.Unlock()
+			return err
+		}
+		l.mu.Lock()
+		l.persistedRP = max(l.persistedRP, rp)
+		l.mu.Unlock()
+	}
 	return err
+}
+
+// lowerRecoveryPointLocked makes the recovery point, in memory and on
+// disk, no higher than end (after truncation: a stale recovery point past
+// new, unsynced data would let an unclean open skip it).
+func (l *Log) lowerRecoveryPointLocked(end int64) error {
+	l.recoveryPoint = min(l.recoveryPoint, end)
+	if l.persistedRP <= l.recoveryPoint {
+		return nil
+	}
+	if err := writeOffsetFile(l.fs, l.dir, recoveryPointName, l.recoveryPoint); err != nil {
+		return err
+	}
+	l.persistedRP = l.recoveryPoint
+	return nil
 }
 
 // WaitFlushed blocks until everything below offset is fsynced (Kafka

@@ -35,6 +35,7 @@ func TestGoldenFormats(t *testing.T) {
 	files := []string{
 		"00000000000000000000.log", "00000000000000000000.index", "00000000000000000000.timeindex",
 		"00000000000000000000.txnindex", epochCheckpointName, logStartOffsetName, cleanShutdownName,
+		recoveryPointName,
 	}
 	update := os.Getenv("MINIBROKER_UPDATE_GOLDEN") == "1"
 	for _, name := range files {

@@ -44,6 +44,8 @@ type Log struct {
 	flushed  int64 // everything below is fsynced
 	// recoveryPoint: everything below is fsynced, indexes included.
 	recoveryPoint int64
+	// persistedRP is the value in the recovery-point file (-1: none).
+	persistedRP int64
 	epochs        epochCache
 	epochsChanged bool  // the cache changed during an Append, checkpoint pending
 	failed        error // first write/fsync failure; appends refused after it
@@ -163,16 +165,30 @@ func (l *Log) load() error {
 	}
 	l.epochs.entries = entries
 
+	persistedRP, havePersisted, err := readOffsetFile(l.fs, l.dir, recoveryPointName)
+	if err != nil {
+		return err
+	}
+	l.persistedRP = -1
+	if havePersisted {
+		l.persistedRP = persistedRP
+	}
 	var recoverFrom int
 	afterCrash := !clean
 	if clean {
 		recoverFrom = l.openClean(cleanLEO)
 	} else {
-		recoverFrom = l.segmentIndex(l.opts.RecoveryPoint)
+		// The lower of the broker's and our own recovery point: both only
+		// ever name offsets whose data and indexes were fsynced.
+		rp := l.opts.RecoveryPoint
+		if havePersisted && (rp <= 0 || persistedRP < rp) {
+			rp = persistedRP
+		}
+		recoverFrom = l.segmentIndex(rp)
 		if bad := l.checkIndexes(recoverFrom); bad >= 0 {
 			recoverFrom = bad
 		}
-		l.logger.Info("unclean shutdown: recovering", zap.Int64("recoveryPoint", l.opts.RecoveryPoint),
+		l.logger.Info("unclean shutdown: recovering", zap.Int64("recoveryPoint", rp),
 			zap.Int64("fromSegment", l.segments[recoverFrom].base))
 	}
 	if recoverFrom >= 0 {
@@ -286,8 +302,11 @@ func (l *Log) checkIndexes(n int) int {
 }
 
 // RecoveryPoint is the offset below which the log data and its indexes
-// are fsynced (Kafka's recovery point): the broker may persist it and pass
-// it back in Options.RecoveryPoint so that an unclean open scans less.
+// are fsynced (Kafka's recovery point). The Log persists it itself (the
+// recovery-point file, rewritten on full flushes and lowered by
+// truncation) so that an unclean open scans only from there; a broker
+// that keeps Kafka's per-data-dir checkpoint may pass its value back in
+// Options.RecoveryPoint, and the lower of the two is used.
 // Group commit fsyncs only the data, so it can lag FlushedOffset by the
 // active segment until the next full flush (roll, log.flush.interval.ms,
 // Flush, Close).

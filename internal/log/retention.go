@@ -103,7 +103,9 @@ func (l *Log) TruncateTo(offset int64) error {
 		l.dirDirty = false
 	}
 	l.flushed = min(l.flushed, l.leo)
-	l.recoveryPoint = min(l.recoveryPoint, l.leo)
+	if err := l.lowerRecoveryPointLocked(l.leo); err != nil {
+		return fail(err)
+	}
 	l.releaseWaitersLocked()
 	if l.epochs.truncateFromEnd(l.leo) {
 		if err := l.writeEpochsLocked(); err != nil {
