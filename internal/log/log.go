@@ -45,7 +45,7 @@ type Log struct {
 	// recoveryPoint: everything below is fsynced, indexes included.
 	recoveryPoint int64
 	// persistedRP is the value in the recovery-point file (-1: none).
-	persistedRP int64
+	persistedRP   int64
 	epochs        epochCache
 	epochsChanged bool  // the cache changed during an Append, checkpoint pending
 	failed        error // first write/fsync failure; appends refused after it
