@@ -26,7 +26,7 @@ func saramaConfig(version sarama.KafkaVersion) *sarama.Config {
 	cfg.Net.DialTimeout = 5 * time.Second
 	cfg.Metadata.Retry.Backoff = 50 * time.Millisecond
 	cfg.Consumer.Return.Errors = true
-	cfg.Consumer.MaxWaitTime = 100 * time.Millisecond
+	cfg.Consumer.MaxWaitTime = 20 * time.Millisecond // short long polls: the tests read to the end
 	return cfg
 }
 
