@@ -192,6 +192,7 @@ func BenchmarkRecoveryScan(b *testing.B) {
 	for range b.N {
 		b.StopTimer()
 		os.Remove(filepath.Join(dir, cleanShutdownName))
+		os.Remove(filepath.Join(dir, recoveryPointName)) // scan it all
 		b.StartTimer()
 		l, err := Open(dir, DefaultConfig(), Options{})
 		if err != nil {
