@@ -467,3 +467,68 @@ func TestTransactionsDecisionWaitsForVerifiedAppend(t *testing.T) {
 		t.Fatalf("produce to a partition never added: %v", err)
 	}
 }
+
+// Many producers at once, some fencing each other, with the goroutine
+// running: no deadlock, no race, and every transaction that reports a
+// commit got its markers.
+func TestTransactionsConcurrentProducers(t *testing.T) {
+	h := newTxnHarness(t, vfs.Default, t.TempDir())
+	tx := h.open()
+	defer tx.Close()
+	tx.Start()
+	var wg sync.WaitGroup
+	var mu sync.Mutex
+	committed := map[string]int{}
+	for w := 0; w < 8; w++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			id := fmt.Sprintf("t%d", w%4) // two sessions per id: they fence each other
+			var res InitResult
+			var err error
+			for {
+				if res, err = tx.InitProducerID(id, 60_000, -1, -1); !errors.Is(err, ErrConcurrentTransactions) {
+					break
+				}
+			}
+			if err != nil {
+				t.Errorf("init %s: %v", id, err)
+				return
+			}
+			tp := TopicPartition{Topic: "p", Partition: int32(w)}
+			for i := 0; i < 40; i++ {
+				if err := tx.AddPartitions(id, res.ProducerID, res.ProducerEpoch, []TopicPartition{tp}); err != nil {
+					return // fenced by the other session
+				}
+				release, err := tx.VerifyProduce(id, res.ProducerID, res.ProducerEpoch, tp)
+				release()
+				if err != nil {
+					return
+				}
+				if err := tx.EndTxn(id, res.ProducerID, res.ProducerEpoch, i%3 != 0); err != nil {
+					return
+				}
+				if i%3 != 0 {
+					mu.Lock()
+					committed[fmt.Sprintf("%s-%d commit pid=%d epoch=%d coord=0", tp.Topic, tp.Partition, res.ProducerID, res.ProducerEpoch)]++
+					mu.Unlock()
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	written := map[string]int{}
+	for _, m := range h.markers.take() {
+		written[m]++
+	}
+	for m, n := range committed {
+		if written[m] < n {
+			t.Errorf("%s: %d commits reported, %d markers written", m, n, written[m])
+		}
+	}
+	for _, md := range tx.List() {
+		if md.State == TxnPrepareCommit || md.State == TxnPrepareAbort {
+			t.Errorf("%s left in %s", md.TransactionalID, md.State)
+		}
+	}
+}
