@@ -10,7 +10,8 @@ import (
 //
 //	leader-epoch-checkpoint   version, count, then "epoch startOffset" lines
 //	log-start-offset,         version, then one offset (minibroker keeps
-//	clean-shutdown            these per partition)
+//	recovery-point,           these per partition)
+//	clean-shutdown
 //	recovery-point-offset-checkpoint, log-start-offset-checkpoint, …
 //	                          version, count, then "topic partition offset"
 //	                          lines (Kafka's per data directory files)

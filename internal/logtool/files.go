@@ -61,6 +61,7 @@ type File struct {
 var offsetCheckpointNames = map[string]bool{
 	"log-start-offset":                 true,
 	"clean-shutdown":                   true,
+	"recovery-point":                   true,
 	"recovery-point-offset-checkpoint": true,
 	"log-start-offset-checkpoint":      true,
 	"replication-offset-checkpoint":    true,
