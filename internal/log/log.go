@@ -196,10 +196,12 @@ func (l *Log) load() error {
 			return err
 		}
 		// What recovery kept may still be only in the page cache (after a
-		// process crash): fsync it before calling it flushed.
+		// process crash): fsync it before calling it flushed. The rebuilt
+		// indexes wait for the next full flush (the recovery point stays
+		// below them until then).
 		var targets []syncTarget
 		for _, s := range l.segments {
-			if targets, err = s.syncTargets(targets, true); err != nil {
+			if targets, err = s.syncTargets(targets, false); err != nil {
 				return err
 			}
 		}
@@ -214,6 +216,12 @@ func (l *Log) load() error {
 		l.logStart = l.leo
 	}
 	l.flushed, l.recoveryPoint = l.leo, l.leo
+	for _, s := range l.segments {
+		if s.idxDirty {
+			l.recoveryPoint = min(l.leo, s.base)
+			break
+		}
+	}
 
 	epochsChanged := false
 	if !haveEpochs && l.leo > l.segments[0].base {
