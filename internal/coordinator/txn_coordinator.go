@@ -50,7 +50,10 @@ type TxnOptions struct {
 }
 
 // Transactions is the transaction coordinator: the TxnMachine behind a
-// mutex, its durable log, the marker writer, and one goroutine (started by
+// mutex, its durable log (records are written under the mutex and fsynced
+// outside it, one fsync serving every request waiting at the time; no
+// request is answered, and no marker written, before what it rests on is
+// durable), the marker writer, and one goroutine (started by
 // Start, stopped and waited for by Close) that aborts timed-out
 // transactions, expires idle transactional ids and retries unfinished
 // markers — including those of transactions decided before a crash.
@@ -131,8 +134,28 @@ func (t *Transactions) persistLocked(md TxnMetadata) error {
 	if t.closed {
 		return errors.New("coordinator closed")
 	}
-	complete := md.State == TxnCompleteCommit || md.State == TxnCompleteAbort
-	return t.log.append(encodeTxnRecord(md), !complete)
+	_, err := t.log.append(encodeTxnRecord(md))
+	return err
+}
+
+// durable waits until the log is fsynced up to record after: what the
+// caller wrote, and anything written before that its answer may rest on
+// (an earlier, still unsynced request's state it read). Nothing to wait
+// for costs no fsync. Called without mu, so concurrent requests share an
+// fsync.
+func (t *Transactions) durable(after int64) error {
+	if err := t.log.waitSynced(after); err != nil {
+		return fmt.Errorf("%w: %v", ErrTxnLogUnavailable, err)
+	}
+	return nil
+}
+
+// release gives up a claimed job that must not run (its decision is not
+// durable).
+func (t *Transactions) release(job *MarkerJob) {
+	t.mu.Lock()
+	delete(t.inFlight, job.TransactionalID)
+	t.mu.Unlock()
 }
 
 // CoordinatorEpoch is this incarnation's coordinator epoch.
@@ -196,6 +219,12 @@ type markerProgress struct {
 // runJob writes a decided transaction's markers and completes its
 // offsets, then records it complete. The caller claimed the job.
 func (t *Transactions) runJob(job *MarkerJob) error {
+	if err := t.log.brokenErr(); err != nil {
+		// The decision may not be durable: writing its markers could
+		// contradict the state the next start recovers.
+		t.release(job)
+		return err
+	}
 	t.mu.Lock()
 	progress := t.written[job.TransactionalID]
 	if progress == nil || progress.producerID != job.ProducerID || progress.epoch != job.ProducerEpoch || progress.commit != job.Commit {
@@ -282,9 +311,16 @@ func (t *Transactions) InitProducerID(txnID string, timeoutMs int32, expectedPID
 	t.decideMu.Lock()
 	t.mu.Lock()
 	res, job, err := t.machine.InitProducerID(txnID, timeoutMs, expectedPID, expectedEpoch, t.nowMs())
+	after := t.log.seq.Load()
 	claimed := t.claimLocked(job)
 	t.mu.Unlock()
 	t.decideMu.Unlock()
+	if derr := t.durable(after); derr != nil {
+		if claimed {
+			t.release(job)
+		}
+		return InitResult{ProducerID: noProducerID, ProducerEpoch: noProducerEpoch}, derr
+	}
 	if claimed && t.runJob(job) != nil {
 		t.poke()
 	}
@@ -297,19 +333,27 @@ func (t *Transactions) InitProducerID(txnID string, timeoutMs int32, expectedPID
 // AddPartitions serves AddPartitionsToTxn.
 func (t *Transactions) AddPartitions(txnID string, pid int64, epoch int16, parts []TopicPartition) error {
 	t.mu.Lock()
-	defer t.mu.Unlock()
 	err := t.machine.AddPartitions(txnID, pid, epoch, parts, t.nowMs())
+	after := t.log.seq.Load()
+	t.mu.Unlock()
 	t.poke() // a new transaction's timeout may be the next deadline
-	return err
+	if err != nil {
+		return err
+	}
+	return t.durable(after)
 }
 
 // AddOffsets serves AddOffsetsToTxn.
 func (t *Transactions) AddOffsets(txnID string, pid int64, epoch int16, group string) error {
 	t.mu.Lock()
-	defer t.mu.Unlock()
 	err := t.machine.AddOffsets(txnID, pid, epoch, group, t.nowMs())
+	after := t.log.seq.Load()
+	t.mu.Unlock()
 	t.poke()
-	return err
+	if err != nil {
+		return err
+	}
+	return t.durable(after)
 }
 
 // EndTxn serves EndTxn. Once the decision is durable the markers are
@@ -320,10 +364,17 @@ func (t *Transactions) EndTxn(txnID string, pid int64, epoch int16, commit bool)
 	t.decideMu.Lock()
 	t.mu.Lock()
 	job, err := t.machine.EndTxn(txnID, pid, epoch, commit, t.nowMs())
+	after := t.log.seq.Load()
 	claimed := t.claimLocked(job)
 	t.mu.Unlock()
 	t.decideMu.Unlock()
 	if err != nil {
+		return err
+	}
+	if err := t.durable(after); err != nil {
+		if claimed {
+			t.release(job)
+		}
 		return err
 	}
 	if claimed && t.runJob(job) != nil {
@@ -435,8 +486,16 @@ func (t *Transactions) tick() time.Duration {
 		}
 	}
 	deadline, hasDeadline := t.machine.NextDeadline()
+	after := t.log.seq.Load()
 	t.mu.Unlock()
 	t.decideMu.Unlock()
+	if err := t.durable(after); err != nil {
+		t.logger.Warn("transaction log fsync failed", zap.Error(err))
+		for _, job := range jobs {
+			t.release(job)
+		}
+		jobs = nil
+	}
 
 	failed := false
 	for _, job := range jobs {

@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"sort"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -530,5 +531,65 @@ func TestTransactionsConcurrentProducers(t *testing.T) {
 		if md.State == TxnPrepareCommit || md.State == TxnPrepareAbort {
 			t.Errorf("%s left in %s", md.TransactionalID, md.State)
 		}
+	}
+}
+
+// syncCountingFS counts fsyncs of the transaction log.
+type syncCountingFS struct {
+	vfs.FS
+	syncs atomic.Int64
+}
+
+type syncCountingFile struct {
+	vfs.File
+	fs *syncCountingFS
+}
+
+func (c *syncCountingFS) OpenFile(name string, flag int, perm os.FileMode) (vfs.File, error) {
+	f, err := c.FS.OpenFile(name, flag, perm)
+	if err != nil || filepath.Base(name) != txnLogFile {
+		return f, err
+	}
+	return syncCountingFile{File: f, fs: c}, nil
+}
+
+func (f syncCountingFile) Sync() error {
+	f.fs.syncs.Add(1)
+	return f.File.Sync()
+}
+
+// Concurrent requests share transaction-log fsyncs (group commit), and
+// each is durable when answered.
+func TestTransactionsGroupCommit(t *testing.T) {
+	cfs := &syncCountingFS{FS: vfs.Default}
+	dir := t.TempDir()
+	h := newTxnHarness(t, cfs, dir)
+	tx := h.open()
+	const n = 64
+	start := cfs.syncs.Load()
+	var wg sync.WaitGroup
+	gate := make(chan struct{})
+	for i := 0; i < n; i++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			<-gate
+			if _, err := tx.InitProducerID(fmt.Sprint("g", i), 1000, -1, -1); err != nil {
+				t.Error(err)
+			}
+		}()
+	}
+	close(gate)
+	wg.Wait()
+	syncs := cfs.syncs.Load() - start
+	t.Logf("%d InitProducerId calls, %d fsyncs", n, syncs)
+	if syncs >= n {
+		t.Fatalf("%d fsyncs for %d concurrent requests: no group commit", syncs, n)
+	}
+	tx.Close()
+	tx = h.open()
+	defer tx.Close()
+	if got := len(tx.List()); got != n {
+		t.Fatalf("%d ids after reopen, want %d", got, n)
 	}
 }

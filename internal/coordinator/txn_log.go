@@ -9,6 +9,8 @@ import (
 	"os"
 	"path/filepath"
 	"sort"
+	"sync"
+	"sync/atomic"
 
 	"github.com/minibroker/minibroker/internal/vfs"
 )
@@ -16,10 +18,12 @@ import (
 // The transaction log: minibroker's __transaction_state. One append-only
 // file in the data directory; every transition of a transactional id is a
 // record holding the id's whole state (the last record for an id wins), and
-// each append is fsynced before the request that caused it is answered —
-// except the CompleteCommit/CompleteAbort record: losing it in a crash only
-// makes the next start write the transaction's markers again, which is
-// harmless, and the next fsynced record makes it durable anyway.
+// each append is fsynced before the request that caused it is answered, and
+// a decision before any of its markers is written (concurrent requests
+// share fsyncs) — except that nothing waits for the
+// CompleteCommit/CompleteAbort record: losing it in a crash only makes the
+// next start write the transaction's markers again, which is harmless, and
+// the next fsync makes it durable anyway.
 //
 // File:
 //
@@ -79,16 +83,43 @@ const (
 // ErrTxnLogCorrupt means the transaction log's header cannot be trusted.
 var ErrTxnLogCorrupt = errors.New("coordinator: transaction log corrupt")
 
-// txnLog is the open transaction log. Not safe for concurrent use.
+// txnLog is the open transaction log. Appends come from one writer at a
+// time (the coordinator holds its lock); waitSynced may be called by many
+// goroutines at once, and one fsync makes every record written before it
+// durable (group commit), so the coordinator's lock is never held across
+// an fsync.
 type txnLog struct {
 	fs   vfs.FS
 	dir  string
 	path string
-	f    vfs.File
 
-	size    int64 // bytes in the file
-	records int   // records in the file
-	broken  error // a failed append leaves the file unusable
+	// syncMu is held around fsyncs and file swaps (rewrite, close). The
+	// writer takes it only to swap the file.
+	syncMu sync.Mutex
+	f      vfs.File
+	synced int64 // records known durable (guarded by syncMu)
+
+	seq     atomic.Int64 // records appended since open (never decreases)
+	size    int64        // bytes in the file (writer only)
+	records int          // records in the file (writer only)
+
+	brokenMu sync.Mutex
+	broken   error // a failed write or fsync leaves the log unusable
+}
+
+func (l *txnLog) brokenErr() error {
+	l.brokenMu.Lock()
+	defer l.brokenMu.Unlock()
+	return l.broken
+}
+
+func (l *txnLog) setBroken(err error) error {
+	l.brokenMu.Lock()
+	defer l.brokenMu.Unlock()
+	if l.broken == nil {
+		l.broken = err
+	}
+	return l.broken
 }
 
 // openTxnLog replays the log in dir into states (one per live id) and
@@ -155,7 +186,11 @@ func openTxnLog(fs vfs.FS, dir string) (*txnLog, map[string]TxnMetadata, int32, 
 		if err := l.openAppend(int64(len(raw)), records); err != nil {
 			return nil, nil, 0, err
 		}
-		if err := l.append(encodeEpochRecord(epoch), true); err != nil {
+		seq, err := l.append(encodeEpochRecord(epoch))
+		if err == nil {
+			err = l.waitSynced(seq)
+		}
+		if err != nil {
 			l.close()
 			return nil, nil, 0, err
 		}
@@ -192,6 +227,8 @@ func (l *txnLog) rewrite(states map[string]TxnMetadata, epoch int32) error {
 	for _, md := range sortedStates(states) {
 		buf = append(buf, encodeTxnRecord(md)...)
 	}
+	l.syncMu.Lock()
+	defer l.syncMu.Unlock()
 	err := vfs.WriteFileAtomic(l.fs, l.dir, l.path, buf)
 	if l.f != nil {
 		l.f.Close()
@@ -201,46 +238,65 @@ func (l *txnLog) rewrite(states map[string]TxnMetadata, epoch int32) error {
 		err = fmt.Errorf("compact transaction log: %w", err)
 		size := l.fileSize()
 		if size < 0 {
-			l.broken = err
-			return err
+			return l.setBroken(err)
 		}
 		if oerr := l.openAppend(int64(size), l.records); oerr != nil {
-			l.broken = oerr
+			l.setBroken(oerr)
 		}
 		return err
 	}
+	// The new file holds every state, fsynced.
+	l.synced = l.seq.Load()
 	return l.openAppend(int64(len(buf)), len(states)+1)
 }
 
-// append writes one framed record, and fsyncs it when sync is set.
-func (l *txnLog) append(rec []byte, sync bool) error {
-	if l.broken != nil {
-		return l.broken
+// append writes one framed record (no fsync) and returns its sequence
+// number, for waitSynced.
+func (l *txnLog) append(rec []byte) (int64, error) {
+	if err := l.brokenErr(); err != nil {
+		return 0, err
+	}
+	if l.f == nil {
+		return 0, errors.New("transaction log closed")
+	}
+	if _, err := l.f.Write(rec); err != nil {
+		return 0, l.setBroken(fmt.Errorf("transaction log append: %w", err))
+	}
+	l.size += int64(len(rec))
+	l.records++
+	return l.seq.Add(1), nil
+}
+
+// waitSynced returns once record seq (and every record before it) is
+// durable. Concurrent callers share one fsync.
+func (l *txnLog) waitSynced(seq int64) error {
+	l.syncMu.Lock()
+	defer l.syncMu.Unlock()
+	if err := l.brokenErr(); err != nil {
+		return err
+	}
+	if l.synced >= seq {
+		return nil
 	}
 	if l.f == nil {
 		return errors.New("transaction log closed")
 	}
-	if _, err := l.f.Write(rec); err != nil {
-		l.broken = fmt.Errorf("transaction log append: %w", err)
-		return l.broken
+	target := l.seq.Load() // every record whose write has returned
+	if err := l.f.Sync(); err != nil {
+		return l.setBroken(fmt.Errorf("transaction log fsync: %w", err))
 	}
-	if sync {
-		if err := l.f.Sync(); err != nil {
-			l.broken = fmt.Errorf("transaction log fsync: %w", err)
-			return l.broken
-		}
-	}
-	l.size += int64(len(rec))
-	l.records++
+	l.synced = target
 	return nil
 }
 
 // needsCompaction reports whether the file is large and mostly dead.
 func (l *txnLog) needsCompaction(live int) bool {
-	return l.broken == nil && l.size >= txnLogCompactBytes && l.records >= 2*(live+1)
+	return l.size >= txnLogCompactBytes && l.records >= 2*(live+1) && l.brokenErr() == nil
 }
 
 func (l *txnLog) close() error {
+	l.syncMu.Lock()
+	defer l.syncMu.Unlock()
 	if l.f == nil {
 		return nil
 	}
