@@ -8,6 +8,7 @@ import (
 	"io"
 	"net"
 	"runtime/debug"
+	"slices"
 	"strconv"
 	"sync"
 	"time"
@@ -233,19 +234,13 @@ func (c *conn) write() {
 		if broken {
 			continue
 		}
-		api := apiName(in.req.Key)
-		c.s.metrics.Requests.WithLabelValues(api).Inc()
-		c.s.metrics.Latency.WithLabelValues(api).Observe(time.Since(in.start).Seconds())
+		api := c.s.metrics.forAPI(in.req.Key)
+		api.requests.Inc()
+		api.latency.Observe(time.Since(in.start).Seconds())
 		if in.noReply {
 			continue
 		}
-		buf = append(buf[:0], 0, 0, 0, 0)
-		buf = kbin.AppendInt32(buf, in.req.CorrelationID)
-		if in.resp.IsFlexible() && in.resp.Key() != apiVersionsKey {
-			buf = append(buf, 0) // response header v1: empty tagged fields
-		}
-		buf = in.resp.AppendTo(buf)
-		binary.BigEndian.PutUint32(buf, uint32(len(buf)-4))
+		buf = appendResponse(buf[:0], in.req.CorrelationID, in.resp)
 		c.nc.SetWriteDeadline(time.Now().Add(writeTimeout(c.s.cfg)))
 		if _, err := bw.Write(buf); err != nil {
 			broken = true
@@ -266,6 +261,32 @@ func (c *conn) write() {
 	if !broken {
 		bw.Flush()
 	}
+}
+
+// appendResponse appends a response frame (size, header, body) to buf.
+// A Fetch response is mostly record bytes: buf is grown once to hold them
+// all instead of doubling while kmsg copies them in.
+func appendResponse(buf []byte, corr int32, resp kmsg.Response) []byte {
+	if f, ok := resp.(*kmsg.FetchResponse); ok {
+		need := 64
+		for i := range f.Topics {
+			t := &f.Topics[i]
+			need += 64 + len(t.Topic) + len(t.Partitions)*64
+			for j := range t.Partitions {
+				need += len(t.Partitions[j].RecordBatches) + 16*len(t.Partitions[j].AbortedTransactions)
+			}
+		}
+		buf = slices.Grow(buf, need)
+	}
+	start := len(buf)
+	buf = append(buf, 0, 0, 0, 0)
+	buf = kbin.AppendInt32(buf, corr)
+	if resp.IsFlexible() && resp.Key() != apiVersionsKey {
+		buf = append(buf, 0) // response header v1: empty tagged fields
+	}
+	buf = resp.AppendTo(buf)
+	binary.BigEndian.PutUint32(buf[start:], uint32(len(buf)-start-4))
+	return buf
 }
 
 // writeTimeout bounds how long a client that does not read its responses

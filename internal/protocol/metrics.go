@@ -1,6 +1,10 @@
 package protocol
 
-import "github.com/prometheus/client_golang/prometheus"
+import (
+	"sync"
+
+	"github.com/prometheus/client_golang/prometheus"
+)
 
 // Metrics are the front end's Prometheus series.
 type Metrics struct {
@@ -12,6 +16,24 @@ type Metrics struct {
 	ConnectionsRejected      prometheus.Counter
 	ConnectionsClosedOnError *prometheus.CounterVec
 	Panics                   prometheus.Counter
+
+	// byKey caches the labelled series of each API key, so a request does
+	// not hash its label value (WithLabelValues) twice.
+	byKey sync.Map // int16 → *apiSeries
+}
+
+type apiSeries struct {
+	requests prometheus.Counter
+	latency  prometheus.Observer
+}
+
+func (m *Metrics) forAPI(key int16) *apiSeries {
+	if s, ok := m.byKey.Load(key); ok {
+		return s.(*apiSeries)
+	}
+	name := apiName(key)
+	s, _ := m.byKey.LoadOrStore(key, &apiSeries{requests: m.Requests.WithLabelValues(name), latency: m.Latency.WithLabelValues(name)})
+	return s.(*apiSeries)
 }
 
 // NewMetrics creates the series and registers them with reg (nil: not

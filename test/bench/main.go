@@ -15,6 +15,9 @@ import (
 	"fmt"
 	"os"
 	"runtime"
+	"runtime/pprof"
+	"runtime/trace"
+	"strings"
 	"time"
 )
 
@@ -29,6 +32,11 @@ type options struct {
 	mirrorBench bool
 	mirrorMB    int
 	only        string
+	workload    string
+	cpuProfile  string
+	memProfile  string
+	blockProf   string
+	traceFile   string
 }
 
 func main() {
@@ -43,7 +51,45 @@ func main() {
 	flag.BoolVar(&o.mirrorBench, "mirror", true, "also run the mirror benchmarks (go test ./test/integration)")
 	flag.IntVar(&o.mirrorMB, "mirror-backlog-mb", 64, "MINIBROKER_BENCH_BACKLOG_MB for the mirror catch-up benchmark")
 	flag.StringVar(&o.only, "only", "", "run only the sections whose name contains this (limits, produce, consume, startup, rss, gobench, mirror)")
+	flag.StringVar(&o.workload, "workload", "", "run only the produce and consume workloads whose name contains this")
+	flag.StringVar(&o.cpuProfile, "cpuprofile", "", "write a CPU profile of the whole run (client and in-process brokers)")
+	flag.StringVar(&o.memProfile, "memprofile", "", "write an allocation profile at the end")
+	flag.StringVar(&o.blockProf, "blockprofile", "", "write a block (off-CPU waits) profile at the end")
+	flag.StringVar(&o.traceFile, "trace", "", "write an execution trace of the whole run (keep the run short)")
 	flag.Parse()
+	if o.traceFile != "" {
+		if f, err := os.Create(o.traceFile); err == nil {
+			trace.Start(f)
+			defer trace.Stop()
+		}
+	}
+	if o.blockProf != "" {
+		runtime.SetBlockProfileRate(10000) // one sample per 10 µs blocked
+		defer func() {
+			if f, err := os.Create(o.blockProf); err == nil {
+				pprof.Lookup("block").WriteTo(f, 0)
+				f.Close()
+			}
+		}()
+	}
+	if o.cpuProfile != "" {
+		f, err := os.Create(o.cpuProfile)
+		if err != nil {
+			fmt.Fprintln(os.Stderr, "bench:", err)
+			os.Exit(1)
+		}
+		pprof.StartCPUProfile(f)
+		defer pprof.StopCPUProfile()
+	}
+	if o.memProfile != "" {
+		runtime.MemProfileRate = 64 << 10
+		defer func() {
+			if f, err := os.Create(o.memProfile); err == nil {
+				pprof.Lookup("allocs").WriteTo(f, 0)
+				f.Close()
+			}
+		}()
+	}
 	start := time.Now()
 	r := &report{opts: o, machine: describeMachine()}
 	r.machine.loadBefore = loadAvg()
@@ -76,9 +122,16 @@ func main() {
 	r.took = time.Since(start)
 	if err := r.write(o.out); err != nil {
 		fmt.Fprintln(os.Stderr, "bench:", err)
+		pprof.StopCPUProfile()
+		trace.Stop()
 		os.Exit(1)
 	}
 	logf("wrote %s in %s (GOMAXPROCS %d)", o.out, r.took.Round(time.Second), runtime.GOMAXPROCS(0))
+}
+
+// selected reports whether a workload runs under -workload.
+func (o options) selected(name string) bool {
+	return o.workload == "" || strings.Contains(name, o.workload)
 }
 
 func contains(list, name string) bool {

@@ -108,7 +108,7 @@ func (r *report) render(b *strings.Builder) {
 				fmtNum(med(rw.mbps["minibroker"])), fmtNum(med(rw.mbps["kfake"])),
 				fmtNum(med(rw.p99["minibroker"])), fmtNum(med(rw.p99["kfake"])), cell(sn), ratio(med(mb), med(sn)))
 		}
-		if len(r.produce) >= 4 {
+		if len(r.produce) == len(produceWorkloads) {
 			plain, idem := r.produce[0], r.produce[3]
 			p("\nIdempotent vs plain (100 B, 1 partition): minibroker %s, kfake %s (idempotent records/s ÷ plain records/s).\n",
 				ratio(med(idem.samples["minibroker"]), med(plain.samples["minibroker"])),
@@ -181,7 +181,7 @@ func (r *report) render(b *strings.Builder) {
 			}
 		}
 		p("\nThe client shares the two cores with the broker, so the store-nothing broker, not loopback TCP or the disk, is the bound for produce through kgo: ")
-		if len(r.limits) == 2 && len(r.produce) > 2 {
+		if len(r.limits) == 2 && len(r.produce) == len(produceWorkloads) {
 			p("minibroker's best produce here (%s MB/s, 10 KiB records) is %s of loopback TCP and %s of the sequential disk write.\n\n",
 				fmtNum(med(r.produce[2].mbps["minibroker"])),
 				ratio(med(r.produce[2].mbps["minibroker"]), med(r.limits[0].samples["limit"])),

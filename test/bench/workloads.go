@@ -84,6 +84,9 @@ func started(ts []target, fn func(addrs []string) error) error {
 func runProduce(r *report) error {
 	ctx := context.Background()
 	for _, w := range produceWorkloads {
+		if !r.opts.selected(w.name) {
+			continue
+		}
 		ts := []target{minibroker, kfakeT}
 		if w.bound {
 			ts = append(ts, storeNothing)
@@ -133,6 +136,9 @@ func runConsume(r *report) error {
 	ctx := context.Background()
 	ts := []target{minibroker, kfakeT}
 	for _, w := range consumeWorkloads {
+		if !r.opts.selected(w.name) {
+			continue
+		}
 		records := int64(r.opts.consumeMB) << 20 / int64(w.size)
 		rw := newRow(w.name, "records/s", true)
 		fill := perf.Config{Topic: "c", Partitions: w.partitions, Records: records, RecordSize: w.size, Acks: "all",

@@ -1,0 +1,111 @@
+package broker
+
+import (
+	"context"
+	"encoding/binary"
+	"fmt"
+	"hash/crc32"
+	"testing"
+
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/minibroker/minibroker/internal/config"
+	"github.com/minibroker/minibroker/internal/protocol"
+)
+
+// benchBatch is a v2 batch of n records of size bytes each.
+func benchBatch(n, size int) []byte {
+	var recs []byte
+	val := make([]byte, size)
+	for i := range n {
+		r := kmsg.Record{OffsetDelta: int32(i), Value: val}
+		r.Length = int32(len(r.AppendTo(nil)) - 1)
+		recs = r.AppendTo(recs)
+	}
+	rb := kmsg.RecordBatch{Magic: 2, LastOffsetDelta: int32(n - 1), FirstTimestamp: 1000, MaxTimestamp: 1000,
+		ProducerID: -1, ProducerEpoch: -1, FirstSequence: -1, NumRecords: int32(n), Records: recs}
+	rb.Length = int32(61 - 12 + len(recs))
+	raw := rb.AppendTo(nil)
+	binary.BigEndian.PutUint32(raw[17:], crc32.Checksum(raw[21:], crc32.MakeTable(crc32.Castagnoli)))
+	return raw
+}
+
+func benchBroker(b *testing.B) *Broker {
+	cfg := config.Default()
+	cfg.DataDir, cfg.Listen, cfg.HTTPListen = b.TempDir(), "127.0.0.1:0", ""
+	br, err := New(Options{Config: cfg})
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { br.Close(context.Background()) })
+	if _, err := br.CreateTopic("t", 1, nil, [16]byte{}, false); err != nil {
+		b.Fatal(err)
+	}
+	return br
+}
+
+// BenchmarkProduceHandler is a whole Produce request (one partition, one
+// batch of n 100-byte records) through the broker's handler: validation,
+// producer state, append, response. Allocations must not grow with n.
+func BenchmarkProduceHandler(b *testing.B) {
+	for _, n := range []int{1, 100, 5000} {
+		b.Run(fmt.Sprintf("records=%d", n), func(b *testing.B) {
+			br := benchBroker(b)
+			raw := benchBatch(n, 100)
+			req := kmsg.NewPtrProduceRequest()
+			req.Version, req.Acks, req.TimeoutMillis = 9, -1, 5000
+			rt := kmsg.NewProduceRequestTopic()
+			rt.Topic = "t"
+			rp := kmsg.NewProduceRequestTopicPartition()
+			rp.Records = raw
+			rt.Partitions = append(rt.Partitions, rp)
+			req.Topics = append(req.Topics, rt)
+			r := &protocol.Request{Key: 0, Version: 9, Body: req}
+			ctx := context.Background()
+			b.SetBytes(int64(len(raw)))
+			b.ReportAllocs()
+			for b.Loop() {
+				resp := br.Handle(ctx, r).(*kmsg.ProduceResponse)
+				if c := resp.Topics[0].Partitions[0].ErrorCode; c != 0 {
+					b.Fatalf("error %d", c)
+				}
+			}
+		})
+	}
+}
+
+// BenchmarkFetchHandler reads maxBytes from a warm partition through the
+// Fetch handler (offset 0, no wait). The record bytes are the log's read
+// buffer; allocations must not grow with the bytes read.
+func BenchmarkFetchHandler(b *testing.B) {
+	for _, maxBytes := range []int32{16 << 10, 1 << 20, 8 << 20} {
+		b.Run(fmt.Sprintf("bytes=%d", maxBytes), func(b *testing.B) {
+			br := benchBroker(b)
+			t, _ := br.Topic("t")
+			p := br.partitions(t)[0]
+			raw := benchBatch(100, 100) // ~10 KiB batches
+			for range (16 << 20) / len(raw) {
+				if _, err := p.AppendAsLeader(raw); err != nil {
+					b.Fatal(err)
+				}
+			}
+			req := kmsg.NewPtrFetchRequest()
+			req.Version, req.MaxBytes, req.MinBytes, req.SessionEpoch, req.ReplicaID = 12, maxBytes, 1, -1, -1
+			rt := kmsg.NewFetchRequestTopic()
+			rt.Topic = "t"
+			rp := kmsg.NewFetchRequestTopicPartition()
+			rp.PartitionMaxBytes, rp.CurrentLeaderEpoch = maxBytes, -1
+			rt.Partitions = append(rt.Partitions, rp)
+			req.Topics = append(req.Topics, rt)
+			r := &protocol.Request{Key: 1, Version: 12, Body: req}
+			ctx := context.Background()
+			var n int
+			b.ReportAllocs()
+			for b.Loop() {
+				resp := br.Handle(ctx, r).(*kmsg.FetchResponse)
+				n = len(resp.Topics[0].Partitions[0].RecordBatches)
+			}
+			b.SetBytes(int64(n))
+		})
+	}
+}

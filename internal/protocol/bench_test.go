@@ -1,0 +1,127 @@
+package protocol
+
+import (
+	"fmt"
+	"net"
+	"testing"
+
+	"github.com/twmb/franz-go/pkg/kmsg"
+)
+
+// produceFrame is a Produce v9 request frame (without the size prefix) of
+// one partition holding a batch of n 100-byte records.
+func produceFrame(n int) []byte {
+	var recs []byte
+	val := make([]byte, 100)
+	for i := range n {
+		r := kmsg.Record{OffsetDelta: int32(i), Value: val}
+		r.Length = int32(len(r.AppendTo(nil)) - 1)
+		recs = r.AppendTo(recs)
+	}
+	rb := kmsg.RecordBatch{Magic: 2, LastOffsetDelta: int32(n - 1), NumRecords: int32(n), ProducerID: -1,
+		ProducerEpoch: -1, FirstSequence: -1, Records: recs}
+	req := kmsg.NewPtrProduceRequest()
+	req.Version, req.Acks, req.TimeoutMillis = 9, -1, 5000
+	rt := kmsg.NewProduceRequestTopic()
+	rt.Topic = "orders"
+	rp := kmsg.NewProduceRequestTopicPartition()
+	rp.Records = rb.AppendTo(nil)
+	rt.Partitions = append(rt.Partitions, rp)
+	req.Topics = append(req.Topics, rt)
+	frame := []byte{0, 0, 0, 9, 0, 0, 0, 1, 0, 3, 'c', 'l', 'i', 0} // key, version, correlation id, client id, tags
+	return req.AppendTo(frame)
+}
+
+type produceHandler struct{ testHandler }
+
+func (*produceHandler) VersionRange(key int16) (int16, int16, bool) {
+	if key == 0 {
+		return 3, 11, true
+	}
+	return 0, 0, false
+}
+
+// BenchmarkDecodeProduce decodes a request header and a Produce body with
+// kmsg; the records alias the frame, so allocations do not grow with the
+// batch.
+func BenchmarkDecodeProduce(b *testing.B) {
+	for _, n := range []int{1, 100, 5000} {
+		b.Run(fmt.Sprintf("records=%d", n), func(b *testing.B) {
+			frame := produceFrame(n)
+			s := NewServer(DefaultConfig(), &produceHandler{}, nil, nil)
+			c1, c2 := net.Pipe()
+			defer c1.Close()
+			defer c2.Close()
+			c := &conn{s: s, nc: c1}
+			b.SetBytes(int64(len(frame)))
+			b.ReportAllocs()
+			for b.Loop() {
+				in, err := c.decode(frame)
+				if err != nil {
+					b.Fatal(err)
+				}
+				if len(in.req.Body.(*kmsg.ProduceRequest).Topics[0].Partitions[0].Records) == 0 {
+					b.Fatal("no records")
+				}
+			}
+		})
+	}
+}
+
+// BenchmarkAppendFetchResponse encodes a Fetch response whose records are
+// bytes long into a reused buffer, as the connection writer does (the
+// writer drops a buffer over 1 MiB after each response, so large responses
+// start from an empty one: reuse=false).
+func BenchmarkAppendFetchResponse(b *testing.B) {
+	for _, size := range []int{16 << 10, 1 << 20, 8 << 20} {
+		for _, reuse := range []bool{true, false} {
+			if reuse && size > 1<<20 {
+				continue
+			}
+			b.Run(fmt.Sprintf("bytes=%d/reuse=%v", size, reuse), func(b *testing.B) {
+				resp := kmsg.NewPtrFetchResponse()
+				resp.Version = 12
+				for p := range 8 {
+					t := kmsg.NewFetchResponseTopic()
+					t.Topic = "orders"
+					sp := kmsg.NewFetchResponseTopicPartition()
+					sp.Partition = int32(p)
+					sp.RecordBatches = make([]byte, size/8)
+					t.Partitions = append(t.Partitions, sp)
+					resp.Topics = append(resp.Topics, t)
+				}
+				var buf []byte
+				b.SetBytes(int64(size))
+				b.ReportAllocs()
+				for b.Loop() {
+					if !reuse {
+						buf = nil
+					}
+					buf = appendResponse(buf[:0], 1, resp)
+				}
+			})
+		}
+	}
+}
+
+// BenchmarkRequestMetrics is the per-request metrics update of the
+// connection writer: cached series, and the label lookups it replaced.
+func BenchmarkRequestMetrics(b *testing.B) {
+	m := NewMetrics(nil)
+	b.Run("cached", func(b *testing.B) {
+		b.ReportAllocs()
+		for b.Loop() {
+			api := m.forAPI(0)
+			api.requests.Inc()
+			api.latency.Observe(0.001)
+		}
+	})
+	b.Run("WithLabelValues", func(b *testing.B) {
+		b.ReportAllocs()
+		for b.Loop() {
+			api := apiName(0)
+			m.Requests.WithLabelValues(api).Inc()
+			m.Latency.WithLabelValues(api).Observe(0.001)
+		}
+	})
+}
