@@ -22,8 +22,10 @@ func BenchmarkKfakeStartToFirstProduce(b *testing.B) {
 		if err := cl.ProduceSync(context.Background(), &kgo.Record{Value: []byte("x")}).FirstErr(); err != nil {
 			b.Fatal(err)
 		}
+		b.StopTimer()
 		cl.Close()
 		c.Close()
+		b.StartTimer()
 	}
 }
 
