@@ -77,8 +77,9 @@ type Transactions struct {
 	// written remembers, per id, the partitions whose marker is written
 	// for a job not yet complete, so a retry does not repeat them. Only
 	// the job's claimant touches its entry.
-	written map[string]*markerProgress
-	closed  bool
+	written  map[string]*markerProgress
+	stopping bool // Close has begun
+	closed   bool
 
 	kick    chan struct{}
 	stop    chan struct{}
@@ -178,10 +179,11 @@ func (t *Transactions) Start() {
 // Close stops the goroutine, waits for it, and closes the log.
 func (t *Transactions) Close() error {
 	t.mu.Lock()
-	if t.closed {
+	if t.closed || t.stopping {
 		t.mu.Unlock()
 		return nil
 	}
+	t.stopping = true
 	close(t.stop)
 	t.mu.Unlock()
 	t.wg.Wait()
