@@ -429,7 +429,7 @@ func (b *Broker) Kill() {
 			b.mirrors.Close()
 		}
 		if b.txns != nil {
-			b.txns.Close() // its log is fsynced on every write: nothing to lose
+			b.txns.Close() // all it acknowledged is fsynced already
 		}
 		if b.groups != nil {
 			b.groups.Kill()
