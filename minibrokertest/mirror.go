@@ -84,7 +84,7 @@ func (m *Mirror) Status() MirrorStatus {
 }
 
 // WaitCaughtUp waits until every partition of the mirror is MIRRORING
-// with its local log end at the source's last stable offset (the mirror
+// with its local high watermark at the source's last stable offset (the mirror
 // reads with read_committed, so an open transaction at the source holds it
 // there).
 func (m *Mirror) WaitCaughtUp(timeout time.Duration) {
@@ -129,8 +129,8 @@ func lagging(st MirrorStatus, lso kadm.ListedOffsets) string {
 			return fmt.Sprintf("%s-%d: source offset unknown", p.Topic, p.Partition)
 		case p.State != mirror.Mirroring:
 			return fmt.Sprintf("%s-%d is %s", p.Topic, p.Partition, p.State)
-		case p.LocalLogEndOffset < o.Offset:
-			return fmt.Sprintf("%s-%d at %d, source at %d", p.Topic, p.Partition, p.LocalLogEndOffset, o.Offset)
+		case p.LocalHighWatermark < o.Offset:
+			return fmt.Sprintf("%s-%d at %d, source at %d", p.Topic, p.Partition, p.LocalHighWatermark, o.Offset)
 		}
 	}
 	return ""

@@ -7,15 +7,18 @@ import (
 
 // PartitionStatus is one mirrored partition as `mirror describe` shows it.
 type PartitionStatus struct {
-	Topic              string `json:"topic"`
-	Partition          int32  `json:"partition"`
-	State              State  `json:"state"`
-	LocalLogEndOffset  int64  `json:"local_log_end_offset"`
-	SourceHighWater    int64  `json:"source_high_watermark"`
-	LagRecords         int64  `json:"lag_records"`
-	LagMillis          int64  `json:"lag_ms"`
-	LastMirroredOffset int64  `json:"last_mirrored_offset"`
-	BarrierOffset      int64  `json:"barrier_offset"`
+	Topic             string `json:"topic"`
+	Partition         int32  `json:"partition"`
+	State             State  `json:"state"`
+	LocalLogEndOffset int64  `json:"local_log_end_offset"`
+	// LocalHighWatermark is what local consumers can read (it trails the
+	// log end only while an append is being applied).
+	LocalHighWatermark int64 `json:"local_high_watermark"`
+	SourceHighWater    int64 `json:"source_high_watermark"`
+	LagRecords         int64 `json:"lag_records"`
+	LagMillis          int64 `json:"lag_ms"`
+	LastMirroredOffset int64 `json:"last_mirrored_offset"`
+	BarrierOffset      int64 `json:"barrier_offset"`
 	// LostAtFailover counts the offsets past the local LSO that STOPPING
 	// truncated (asynchronous replication loses them by design).
 	LostAtFailover int64  `json:"lost_at_failover"`
@@ -58,9 +61,10 @@ func (m *Manager) Describe(name string) (Status, error) {
 		ps := PartitionStatus{Topic: it.k.topic, Partition: it.k.partition, State: it.rec.State,
 			LastMirroredOffset: it.rec.LastMirroredOffset, BarrierOffset: it.rec.BarrierOffset, Reason: it.rec.Reason,
 			LostAtFailover:  it.rec.LostAtFailover,
-			SourceHighWater: -1, LocalLogEndOffset: -1}
+			SourceHighWater: -1, LocalLogEndOffset: -1, LocalHighWatermark: -1}
 		if parts := m.local.Partitions(it.k.topic); int(it.k.partition) < len(parts) {
-			ps.LocalLogEndOffset = parts[it.k.partition].Offsets().LogEnd
+			o := parts[it.k.partition].Offsets()
+			ps.LocalLogEndOffset, ps.LocalHighWatermark = o.LogEnd, o.HighWatermark
 		}
 		if f := it.f; f != nil {
 			ps.SourceHighWater = f.sourceHW.Load()

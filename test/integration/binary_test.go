@@ -125,6 +125,7 @@ func (p *brokerProc) stop(t *testing.T, sig syscall.Signal) error {
 // The built binary serves a real client, shuts down cleanly on SIGTERM
 // (exit 0), and has every record after a restart.
 func TestBinaryServeSigtermRestart(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	p := startBinary(t, dir, "--set", "num.partitions=3", "--cluster-id", "test-cluster-1")
 	cl := newClient(t, p.addr, kgo.DefaultProduceTopic("bin"), kgo.AllowAutoTopicCreation())
@@ -165,6 +166,7 @@ func TestBinaryServeSigtermRestart(t *testing.T) {
 
 // A --cluster-id that contradicts meta.properties is refused.
 func TestBinaryClusterIDMismatch(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	p := startBinary(t, dir, "--cluster-id", "first")
 	p.stop(t, syscall.SIGTERM)
@@ -183,6 +185,7 @@ func TestBinaryClusterIDMismatch(t *testing.T) {
 }
 
 func TestBinaryVersionAndBadFlags(t *testing.T) {
+	t.Parallel()
 	out, err := exec.Command(minibrokerBinary(t), "version").CombinedOutput()
 	if err != nil || !strings.HasPrefix(string(out), "minibroker ") {
 		t.Fatalf("version: %v %s", err, out)

@@ -17,6 +17,7 @@ import (
 // default flush policy (the page cache survives a process kill) and with
 // log.flush.interval.messages=1.
 func TestBinaryKill9KeepsAcknowledgedRecords(t *testing.T) {
+	t.Parallel()
 	for _, policy := range [][]string{nil, {"--set", "log.flush.interval.messages=1"}} {
 		t.Run(fmt.Sprint(policy), func(t *testing.T) {
 			dir := t.TempDir()
@@ -48,7 +49,16 @@ func TestBinaryKill9KeepsAcknowledgedRecords(t *testing.T) {
 					}
 				}
 			}()
-			time.Sleep(700 * time.Millisecond)
+			// Kill once a good number of records were acknowledged (the
+			// machine may be slow), while production goes on.
+			for deadline := time.Now().Add(20 * time.Second); ; time.Sleep(20 * time.Millisecond) {
+				mu.Lock()
+				n := len(acked)
+				mu.Unlock()
+				if n >= 2000 || time.Now().After(deadline) {
+					break
+				}
+			}
 			p.stop(t, syscall.SIGKILL)
 			cancel()
 			wg.Wait()

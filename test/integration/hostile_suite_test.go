@@ -38,7 +38,8 @@ func peakRSSKiB(t *testing.T, pid int) int {
 // 10,000 connections opened and dropped, 1 GiB size prefixes, byte-at-a-time
 // requests, every API key 0..100 at versions -1..20 with garbage bodies —
 // while a well-behaved kgo client produces throughout. The broker never
-// dies, the good client is served, and peak RSS stays bounded.
+// dies, the good client is served, and peak RSS stays bounded. Not
+// parallel: it runs alone so its load is its own.
 func TestHostileClientSuite(t *testing.T) {
 	p := startBinary(t, t.TempDir(), "--set", "num.partitions=1")
 	addr := p.addr

@@ -109,6 +109,7 @@ func stillServes(t *testing.T, addr string) {
 }
 
 func TestHostileInputAtTheSocket(t *testing.T) {
+	t.Parallel()
 	c := minibrokertest.Start(t)
 	addr := c.Addr()
 	cases := []struct {
@@ -142,6 +143,7 @@ func TestHostileInputAtTheSocket(t *testing.T) {
 // ApiVersions at a version above the supported range is answered with
 // UNSUPPORTED_VERSION and the supported ranges in a v0 body, as Kafka does.
 func TestApiVersionsUnsupportedVersion(t *testing.T) {
+	t.Parallel()
 	c := minibrokertest.Start(t)
 	rc := dialRaw(t, c.Addr())
 	rc.write(frame(18, 99, 7, false, []byte{0xde, 0xad}))
@@ -179,6 +181,7 @@ func TestApiVersionsUnsupportedVersion(t *testing.T) {
 // A produce whose batch CRC is wrong is answered CORRUPT_MESSAGE and
 // nothing is written; pipelined requests are answered in order.
 func TestProduceCorruptCRCAndPipelining(t *testing.T) {
+	t.Parallel()
 	c := minibrokertest.Start(t, minibrokertest.Topic("crc", 1))
 	rc := dialRaw(t, c.Addr())
 	good := recordBatch([]byte("hello"))

@@ -44,6 +44,7 @@ func consumeAll(t *testing.T, addr, topic string, n int, opts ...kgo.Opt) []*kgo
 // several partitions, consumed back in order per partition, then again
 // after a clean restart and after a crash.
 func TestKgoIdempotentProduceConsumeRestart(t *testing.T) {
+	t.Parallel()
 	c := minibrokertest.Start(t, minibrokertest.Set("log.segment.bytes", "65536"))
 	const topic, parts, n = "orders", 4, 12000
 	adm := kadm.NewClient(newClient(t, c.Addr()))

@@ -22,6 +22,7 @@ func runCLI(t *testing.T, args ...string) (string, error) {
 // TestMirrorCLIFailover drives a failover between two built binaries with
 // the operator's commands: create, start, describe, stop, list, delete.
 func TestMirrorCLIFailover(t *testing.T) {
+	t.Parallel()
 	a := startBinary(t, t.TempDir())
 	b := startBinary(t, t.TempDir())
 	pa := idempotentProducer(t, a.addr, kgo.AllowAutoTopicCreation())

@@ -19,6 +19,7 @@ import (
 // shutdown) while the source is being written and mirrored; after restart
 // the mirror resumes where its log ends and ends byte-identical.
 func TestMirrorCrashWhileMirroring(t *testing.T) {
+	t.Parallel()
 	a := minibrokertest.Start(t, minibrokertest.Topic("orders", 2))
 	b := minibrokertest.Start(t, minibrokertest.Set("log.segment.bytes", "16384"))
 	b.Mirror("from-a", a.Addr()).Start("orders")
@@ -71,6 +72,7 @@ var errCrash = errors.New("simulated crash")
 // resumed on restart, ends STOPPED and writable with exactly one barrier,
 // and the colliding producer after it loses nothing.
 func TestMirrorCrashAtEachStoppingStep(t *testing.T) {
+	t.Parallel()
 	for _, step := range []mirror.StopStep{mirror.StepStopFetcher, mirror.StepTruncate, mirror.StepBarrier, mirror.StepStopped} {
 		t.Run(string(step), func(t *testing.T) {
 			a := minibrokertest.Start(t, minibrokertest.Topic("orders", 1))

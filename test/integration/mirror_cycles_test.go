@@ -12,6 +12,7 @@ import (
 // with the other cluster's; nothing is lost, the logs stay byte-identical
 // up to each failover, and each failover adds exactly one barrier.
 func TestMirrorFailoverFailbackCycles(t *testing.T) {
+	t.Parallel()
 	a := minibrokertest.Start(t, minibrokertest.Topic("orders", 2))
 	b := minibrokertest.Start(t)
 	var want [2][]string

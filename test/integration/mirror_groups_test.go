@@ -17,6 +17,7 @@ import (
 // for included groups, never over a group active locally), so a consumer
 // that fails over resumes where it was.
 func TestMirrorSyncsGroupOffsets(t *testing.T) {
+	t.Parallel()
 	a := minibrokertest.Start(t, minibrokertest.Topic("orders", 1))
 	b := minibrokertest.Start(t)
 	produceSerially(t, idempotentProducer(t, a.Addr()), "orders", 0, "o", 10)

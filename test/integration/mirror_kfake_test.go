@@ -41,6 +41,7 @@ func recordsByPartition(t *testing.T, addrs []string, topic string, total int) m
 // kfake), follows a partition leader that moves between its brokers, and
 // fails over with a barrier naming the source cluster.
 func TestMirrorFromKfakeCluster(t *testing.T) {
+	t.Parallel()
 	src, err := kfake.NewCluster(kfake.NumBrokers(3), kfake.SeedTopics(3, "orders"), kfake.ClusterID("kfake-src"))
 	if err != nil {
 		t.Fatal(err)

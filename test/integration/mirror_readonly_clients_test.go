@@ -19,6 +19,7 @@ import (
 // retrying until their delivery timeout. (kgo is checked in
 // TestMirrorActivePassive.)
 func TestMirroredTopicRefusesEveryClientFast(t *testing.T) {
+	t.Parallel()
 	a := minibrokertest.Start(t, minibrokertest.Topic("ro", 1))
 	produceSerially(t, idempotentProducer(t, a.Addr()), "ro", 0, "a", 2)
 	b := minibrokertest.Start(t)

@@ -37,6 +37,7 @@ func metricSum(t *testing.T, reg prometheus.Gatherer, name string) float64 {
 // partition count, topic id and topic-level overrides; mirror metrics are
 // exported.
 func TestMirrorCopiesTopicIdentity(t *testing.T) {
+	t.Parallel()
 	a := minibrokertest.Start(t, minibrokertest.TopicWithConfigs("orders", 3, map[string]string{"retention.ms": "3600000"}))
 	produceSerially(t, idempotentProducer(t, a.Addr()), "orders", 1, "a", 3)
 	b := minibrokertest.Start(t)
@@ -50,8 +51,12 @@ func TestMirrorCopiesTopicIdentity(t *testing.T) {
 	if n, err := testutil.GatherAndCount(reg, "minibroker_mirror_partition_state"); err != nil || n != 3 {
 		t.Fatalf("state series: %d, %v", n, err)
 	}
-	if got := metricSum(t, reg, "minibroker_mirror_bytes_total"); got <= 0 {
-		t.Fatalf("bytes mirrored metric %v", got)
+	// The byte count is added just after the append the wait above saw.
+	for deadline := time.Now().Add(5 * time.Second); metricSum(t, reg, "minibroker_mirror_bytes_total") <= 0; {
+		if time.Now().After(deadline) {
+			t.Fatal("bytes mirrored metric stays 0")
+		}
+		time.Sleep(10 * time.Millisecond)
 	}
 	b.Mirror("from-a").Stop()
 	if got := metricSum(t, reg, "minibroker_mirror_barriers_written_total"); got != 3 {
@@ -64,6 +69,7 @@ func TestMirrorCopiesTopicIdentity(t *testing.T) {
 // restarts at the source's log start (the gap cannot be filled) and
 // continues.
 func TestMirrorSourceLogStartMovedPast(t *testing.T) {
+	t.Parallel()
 	a := minibrokertest.Start(t, minibrokertest.Topic("orders", 1))
 	pa := idempotentProducer(t, a.Addr())
 	produceSerially(t, pa, "orders", 0, "early", 3)
@@ -95,6 +101,7 @@ func TestMirrorSourceLogStartMovedPast(t *testing.T) {
 // with SIGKILL while the source is written; restarted, it resumes from its
 // log end and ends byte-identical.
 func TestMirrorBinaryKill9WhileMirroring(t *testing.T) {
+	t.Parallel()
 	a := minibrokertest.Start(t, minibrokertest.Topic("orders", 2))
 	dir := t.TempDir()
 	b := startBinary(t, dir)

@@ -23,7 +23,7 @@ func waitMirrored(t *testing.T, src, dst node, topic string, parts int32) {
 		sp, _ := src.Broker().Partition(topic, p)
 		for {
 			dp, ok := dst.Broker().Partition(topic, p)
-			if ok && dp.Offsets().LogEnd >= sp.Offsets().LastStable {
+			if ok && dp.Offsets().HighWatermark >= sp.Offsets().LastStable {
 				break
 			}
 			if time.Now().After(deadline) {
@@ -39,6 +39,7 @@ func waitMirrored(t *testing.T, src, dst node, topic string, parts int32) {
 // producer on B that draws A's producer id (both clusters start at 0)
 // loses nothing.
 func TestMirrorActivePassive(t *testing.T) {
+	t.Parallel()
 	a := minibrokertest.Start(t, minibrokertest.Topic("orders", 2))
 	b := minibrokertest.Start(t)
 
@@ -96,6 +97,7 @@ func TestMirrorActivePassive(t *testing.T) {
 // producer id, is answered as a duplicate of A's batches and its records
 // are silently dropped — the seed's failover corruption.
 func TestMirrorActivePassiveWithoutBarrier(t *testing.T) {
+	t.Parallel()
 	a := minibrokertest.Start(t, minibrokertest.Topic("orders", 1))
 	b := startNoBarrier(t)
 

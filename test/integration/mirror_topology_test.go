@@ -43,6 +43,7 @@ func logEnd(n node, topic string, p int32) int64 {
 // point (leader-epoch divergence), receives B's barrier (clearing A's
 // producer state), and fails back with a barrier of its own.
 func TestMirrorFailback(t *testing.T) {
+	t.Parallel()
 	a := minibrokertest.Start(t, minibrokertest.Topic("orders", 1))
 	b := minibrokertest.Start(t)
 	pa := idempotentProducer(t, a.Addr())
@@ -117,6 +118,7 @@ func chain(t *testing.T, b, c node) {
 // failover clears producer state, so the producers that draw id 0 on B and
 // on C lose nothing.
 func TestMirrorChain(t *testing.T) {
+	t.Parallel()
 	b, c := minibrokertest.Start(t), minibrokertest.Start(t)
 	chain(t, b, c)
 	assertValues(t, c, "orders", 0, concat(values("a", 5), values("b", 5), values("c", 5)))
@@ -133,6 +135,7 @@ func TestMirrorChain(t *testing.T) {
 // producer id, is swallowed as duplicates at B; C's likewise at C. Every
 // produce call reported success.
 func TestMirrorChainWithoutBarrier(t *testing.T) {
+	t.Parallel()
 	b, c := startNoBarrier(t), startNoBarrier(t)
 	chain(t, b, c)
 	assertValues(t, c, "orders", 0, values("a", 5))
@@ -144,6 +147,7 @@ func TestMirrorChainWithoutBarrier(t *testing.T) {
 // TestMirrorFanOut: A→B and A→C independently; each fails over with its
 // own barrier and its colliding producer loses nothing.
 func TestMirrorFanOut(t *testing.T) {
+	t.Parallel()
 	a := minibrokertest.Start(t, minibrokertest.Topic("orders", 2))
 	pa := idempotentProducer(t, a.Addr())
 	for p := int32(0); p < 2; p++ {
@@ -171,6 +175,7 @@ func TestMirrorFanOut(t *testing.T) {
 // TestMirrorFanIn: A→C (topic a-orders) and B→C (topic b-orders), two
 // mirrors on C with independent partitions and barriers.
 func TestMirrorFanIn(t *testing.T) {
+	t.Parallel()
 	a := minibrokertest.Start(t, minibrokertest.Topic("a-orders", 1))
 	b := minibrokertest.Start(t, minibrokertest.Topic("b-orders", 1))
 	c := minibrokertest.Start(t)

@@ -40,6 +40,7 @@ func mirrorTxn(t *testing.T, cl *kgo.Client, topic string, p int32, vals []strin
 // at 0). read_committed consumers on B see every committed record once and
 // no aborted one.
 func TestMirrorTransactionalCollision(t *testing.T) {
+	t.Parallel()
 	a := minibrokertest.Start(t, minibrokertest.Topic("ledger", 1))
 	b := minibrokertest.Start(t)
 	pa := mirrorTxnProducer(t, a.Addr(), "ledger-writer")
@@ -68,6 +69,7 @@ func TestMirrorTransactionalCollision(t *testing.T) {
 // open there) is still open on the mirror at failover. STOPPING cuts it at
 // the local LSO, reports what it cut, and leaves no open transaction.
 func TestMirrorFailoverTruncatesToLocalLSO(t *testing.T) {
+	t.Parallel()
 	a := minibrokertest.Start(t, minibrokertest.Topic("ledger", 1))
 	b := minibrokertest.Start(t)
 	p2 := mirrorTxnProducer(t, a.Addr(), "t2")

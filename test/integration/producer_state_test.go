@@ -78,6 +78,7 @@ func (p *rawProducer) produce(t *testing.T, topic string, records []byte) (int16
 // OUT_OF_ORDER_SEQUENCE_NUMBER (45), an older epoch INVALID_PRODUCER_EPOCH
 // (47), and the dedup state survives a clean restart and a crash.
 func TestProducerStateThroughTheBroker(t *testing.T) {
+	t.Parallel()
 	c := minibrokertest.Start(t, minibrokertest.Topic("psm", 1))
 	p := &rawProducer{rc: dialRaw(t, c.Addr())}
 	pid, epoch := p.initProducerID(t)
@@ -113,6 +114,7 @@ func TestProducerStateThroughTheBroker(t *testing.T) {
 // write, the broker forgets a producer (Kafka's periodic expiration), so
 // the same batch is no longer recognised as a retry.
 func TestIdleProducersExpire(t *testing.T) {
+	t.Parallel()
 	c := minibrokertest.Start(t, minibrokertest.Topic("psm", 1),
 		minibrokertest.Set("producer.id.expiration.ms", "200"),
 		minibrokertest.Set("producer.id.expiration.check.interval.ms", "50"))

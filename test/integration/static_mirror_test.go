@@ -18,6 +18,7 @@ import (
 // created and started by the broker; after a failover, a restart with the
 // same file does not restart it.
 func TestStaticMirrorFromConfig(t *testing.T) {
+	t.Parallel()
 	a := minibrokertest.Start(t, minibrokertest.Topic("orders", 1))
 	produceSerially(t, idempotentProducer(t, a.Addr()), "orders", 0, "a", 3)
 	dir := t.TempDir()

@@ -13,6 +13,7 @@ import (
 // the committed offsets of it, so a topic recreated under the same name is
 // not read from stale positions.
 func TestDeletedTopicTakesItsOffsets(t *testing.T) {
+	t.Parallel()
 	c := minibrokertest.Start(t, minibrokertest.Topic("orders", 1), minibrokertest.Topic("other", 1))
 	adm := kadm.NewClient(newClient(t, c.Addr()))
 	ctx := context.Background()

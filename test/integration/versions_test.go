@@ -14,6 +14,7 @@ import (
 // and decodes the response at that version: nothing advertised is left
 // unserved, and every answer is well formed.
 func TestEveryAdvertisedVersionRoundTrips(t *testing.T) {
+	t.Parallel()
 	c := minibrokertest.Start(t, minibrokertest.Topic("v", 1))
 	rc := dialRaw(t, c.Addr())
 	av := kmsg.NewPtrApiVersionsRequest()
