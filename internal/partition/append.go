@@ -109,7 +109,8 @@ func (p *Partition) applyLocked(pend *psm.Pending) {
 // could take back.
 func (p *Partition) advanceHighWatermark(upTo int64) error {
 	if p.cfg.Log.FlushIntervalMessages == 1 {
-		if err := p.log.Flush(); err != nil { // TODO(group commit): WaitFlushed(upTo)
+		// Concurrent producers share one fsync (group commit).
+		if err := p.log.WaitFlushed(upTo); err != nil {
 			return fmt.Errorf("flush: %w", err)
 		}
 	}
