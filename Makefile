@@ -41,9 +41,10 @@ BENCH_RUNS       ?= 5
 BENCH_DURATION   ?= 3s
 BENCH_STARTUP_MB ?= 1024
 BENCH_MIRROR_MB  ?= 32
+BENCH_CONSUME_MB ?= 256
 bench: build
 	$(GO) run ./test/bench -runs $(BENCH_RUNS) -duration $(BENCH_DURATION) -startup-mb $(BENCH_STARTUP_MB) \
-		-mirror-backlog-mb $(BENCH_MIRROR_MB) -out docs/PERFORMANCE.md
+		-consume-mb $(BENCH_CONSUME_MB) -mirror-backlog-mb $(BENCH_MIRROR_MB) -out docs/PERFORMANCE.md
 
 ## bench-micro: the hot-path Go benchmarks with allocation counts
 bench-micro:

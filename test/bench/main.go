@@ -45,7 +45,7 @@ func main() {
 	flag.DurationVar(&o.duration, "duration", 3*time.Second, "length of each produce run")
 	flag.IntVar(&o.startupMB, "startup-mb", 1024, "data held by the broker in the start-up-with-data measurement, MiB")
 	flag.IntVar(&o.diskMB, "disk-mb", 256, "size of the sequential disk write, MiB")
-	flag.IntVar(&o.consumeMB, "consume-mb", 100, "data consumed per consume run, MiB")
+	flag.IntVar(&o.consumeMB, "consume-mb", 256, "data consumed per consume run, MiB")
 	flag.StringVar(&o.out, "out", "docs/PERFORMANCE.md", "report to write")
 	flag.BoolVar(&o.goBench, "gobench", true, "also run the minibrokertest start-up and cycle benchmarks (go test)")
 	flag.BoolVar(&o.mirrorBench, "mirror", true, "also run the mirror benchmarks (go test ./test/integration)")
