@@ -185,7 +185,21 @@ func setLogAppendTime(raw []byte, now int64) {
 // Batches wholly below the log end (a refetch) are skipped.
 func (p *Partition) AppendAsMirror(records []byte) (appended int, err error) {
 	p.appendMu.Lock()
-	defer p.appendMu.Unlock()
+	res, n, err := p.appendMirroredLocked(records)
+	p.appendMu.Unlock()
+	if err != nil || n == 0 {
+		return 0, err
+	}
+	// As for client appends: with log.flush.interval.messages=1 the high
+	// watermark waits for the fsync.
+	if err := p.advanceHighWatermark(res.LogEndOffset); err != nil {
+		return 0, err
+	}
+	return n, nil
+}
+
+// appendMirroredLocked appends the batches past the log end; appendMu held.
+func (p *Partition) appendMirroredLocked(records []byte) (mlog.AppendResult, int, error) {
 	leo := p.log.LogEndOffset()
 	var batches []psm.PreparedBatch
 	start, end := -1, 0
@@ -195,11 +209,11 @@ func (p *Partition) AppendAsMirror(records []byte) (appended int, err error) {
 			continue
 		}
 		if _, err := batch.Validate(raw); err != nil {
-			return 0, fmt.Errorf("%w: mirrored batch at %d: %v", ErrCorrupt, h.BaseOffset, err)
+			return mlog.AppendResult{}, 0, fmt.Errorf("%w: mirrored batch at %d: %v", ErrCorrupt, h.BaseOffset, err)
 		}
 		if start < 0 {
 			if h.BaseOffset < leo {
-				return 0, fmt.Errorf("%w: batch %d..%d straddles log end %d", ErrOffsetMismatch, h.BaseOffset, h.LastOffset(), leo)
+				return mlog.AppendResult{}, 0, fmt.Errorf("%w: batch %d..%d straddles log end %d", ErrOffsetMismatch, h.BaseOffset, h.LastOffset(), leo)
 			}
 			start = it.Pos() - len(raw)
 		}
@@ -207,29 +221,26 @@ func (p *Partition) AppendAsMirror(records []byte) (appended int, err error) {
 		batches = append(batches, psm.PreparedBatch{Header: h, Raw: raw})
 	}
 	if it.Err() != nil {
-		return 0, fmt.Errorf("%w: %v", ErrCorrupt, it.Err())
+		return mlog.AppendResult{}, 0, fmt.Errorf("%w: %v", ErrCorrupt, it.Err())
 	}
 	if len(batches) == 0 {
-		return 0, nil
+		return mlog.AppendResult{}, 0, nil
 	}
 	pend, err := p.psm.Prepare(psm.OriginReplication, batches, p.now().UnixMilli())
 	if err != nil {
-		return 0, err
+		return mlog.AppendResult{}, 0, err
 	}
 	res, err := p.log.Append(records[start:end])
 	if err != nil {
-		return 0, fmt.Errorf("mirror append: %w", err)
+		return mlog.AppendResult{}, 0, fmt.Errorf("mirror append: %w", err)
 	}
 	p.applyLocked(pend)
 	p.mu.Lock()
 	if e, ok := p.log.LatestEpoch(); ok && e > p.leaderEpoch {
 		p.leaderEpoch = e
 	}
-	p.highWatermark = res.LogEndOffset
-	p.updateLastStableLocked()
-	p.signalLocked()
 	p.mu.Unlock()
-	return len(batches), nil
+	return res, len(batches), nil
 }
 
 // WriteMarker appends a COMMIT or ABORT marker for a producer (origin

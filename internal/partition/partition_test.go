@@ -285,3 +285,24 @@ func TestTransactionsLSOAndAborted(t *testing.T) {
 		t.Fatalf("aborted txns: %+v %v", r.Aborted, err)
 	}
 }
+
+// With log.flush.interval.messages=1 the high watermark never passes
+// fsynced data, for mirrored appends as for client ones.
+func TestHighWatermarkWaitsForFsyncWhenDurable(t *testing.T) {
+	cfg := Config{Log: mlog.DefaultConfig(), MessageMaxBytes: 1 << 20}
+	cfg.Log.FlushIntervalMessages = 1
+	p, err := Open(t.TempDir(), "t", 0, cfg, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer p.Close()
+	if _, err := p.AppendAsMirror(at(encode(5, 0, 0, 3, false), 0, 0)); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := p.AppendAsLeader(encode(-1, -1, -1, 2, false)); err != nil {
+		t.Fatal(err)
+	}
+	if hw, flushed := p.Offsets().HighWatermark, p.log.FlushedOffset(); hw != 5 || flushed < hw {
+		t.Fatalf("high watermark %d, flushed %d", hw, flushed)
+	}
+}
