@@ -254,13 +254,27 @@ func (c *conn) write() {
 				c.fail("write", zap.Error(err))
 			}
 		}
-		if cap(buf) > 1<<20 {
-			buf = nil // do not pin a large fetch response's buffer
-		}
+		buf = releaseLarge(buf)
 	}
 	if !broken {
 		bw.Flush()
 	}
+}
+
+// largeBuffers keeps response buffers over 1 MiB between responses, shared
+// by the connections: a connection does not pin one while idle, and a
+// consumer's next Fetch does not allocate and zero a new one.
+var largeBuffers sync.Pool // *[]byte
+
+// releaseLarge hands a large buffer to largeBuffers (nil is returned) and
+// keeps a small one for the next response. The buffer must be written out.
+func releaseLarge(buf []byte) []byte {
+	if cap(buf) > 1<<20 {
+		large := buf[:0]
+		largeBuffers.Put(&large)
+		return nil
+	}
+	return buf
 }
 
 // appendResponse appends a response frame (size, header, body) to buf.
@@ -274,6 +288,11 @@ func appendResponse(buf []byte, corr int32, resp kmsg.Response) []byte {
 			need += 64 + len(t.Topic) + len(t.Partitions)*64
 			for j := range t.Partitions {
 				need += len(t.Partitions[j].RecordBatches) + 16*len(t.Partitions[j].AbortedTransactions)
+			}
+		}
+		if len(buf) == 0 && cap(buf) < need {
+			if p, _ := largeBuffers.Get().(*[]byte); p != nil && cap(*p) >= need {
+				buf = (*p)[:0]
 			}
 		}
 		buf = slices.Grow(buf, need)
