@@ -37,7 +37,11 @@ type Options struct {
 	FS       vfs.FS
 	Logger   *zap.Logger
 	Registry prometheus.Registerer
-	// FetchMaxWait is the long-poll time of a fetch (default 500ms).
+	// FetchMaxWait is the long-poll time of a fetch (default 100ms; Kafka's
+	// replica.fetch.wait.max.ms is 500ms). A partition that joins a broker
+	// loop waits for the poll in flight, and a source serves one request per
+	// connection at a time, so this bounds how long a new or resumed
+	// partition waits before its first fetch.
 	FetchMaxWait time.Duration
 	// FetchMaxBytes bounds one fetch (default 8 MiB).
 	FetchMaxBytes int32
@@ -117,7 +121,7 @@ func Open(local Local, dataDir string, opts Options) (*Manager, error) {
 		opts.Logger = zap.NewNop()
 	}
 	if opts.FetchMaxWait <= 0 {
-		opts.FetchMaxWait = 500 * time.Millisecond
+		opts.FetchMaxWait = 100 * time.Millisecond
 	}
 	if opts.FetchMaxBytes <= 0 {
 		opts.FetchMaxBytes = 8 << 20
