@@ -147,23 +147,10 @@ func (l *Log) appendFramed(data []byte, hs []framed) (res AppendResult, rolled [
 	}
 	res.LogEndOffset = l.leo
 	needFlush = l.leo-l.flushed >= l.cfg.FlushIntervalMessages
-	var checkpoint []byte
-	if l.epochsChanged {
-		l.epochsChanged = false
-		checkpoint = encodeEpochCheckpoint(l.epochs.entries)
-	}
+	// A new leader epoch is not written to leader-epoch-checkpoint here:
+	// the next full flush writes it before the recovery point passes it
+	// (see epochsChangedLocked).
 	l.mu.Unlock()
-	if checkpoint != nil {
-		// A new leader epoch: persist the cache (temp file, fsync, rename,
-		// dir fsync) without holding mu; appendMu keeps other writers of
-		// the cache out.
-		if err := l.writeEpochFile(checkpoint); err != nil {
-			l.mu.Lock()
-			err = l.failLocked(err)
-			l.mu.Unlock()
-			return res, nil, false, err
-		}
-	}
 	return res, rolled, needFlush, nil
 }
 
@@ -219,22 +206,16 @@ func (l *Log) writeRunLocked(seg *segment, data []byte, hs []framed) error {
 	l.leo = hs[len(hs)-1].h.LastOffset() + 1
 	for k := range hs {
 		if l.epochs.assign(hs[k].h.PartitionLeaderEpoch, hs[k].h.BaseOffset) {
-			l.epochsChanged = true
+			l.epochsChangedLocked(hs[k].h.BaseOffset)
 		}
 	}
 	return nil
 }
 
 // abortAppendLocked ends a failed Append: runs already written stay (the
-// log end offset covers them) and their leader epochs are recorded if the
-// checkpoint can still be written. It unlocks mu.
+// log end offset covers them) and their leader epochs stay in the cache,
+// pending for the next full flush like any other. It unlocks mu.
 func (l *Log) abortAppendLocked(err error) error {
-	if l.epochsChanged {
-		l.epochsChanged = false
-		if werr := l.writeEpochsLocked(); werr != nil {
-			l.logger.Error("cannot record leader epochs after a failed append", zap.Error(werr))
-		}
-	}
 	l.mu.Unlock()
 	return err
 }

@@ -56,7 +56,10 @@ func randomCrash(t *testing.T, seed uint64) {
 					base += int64(rng.IntN(5)) // a gap, as compacted data has
 				}
 				recs := 1 + rng.IntN(4)
-				b := testBatch{base: base, records: recs, epoch: int32(rng.IntN(3)), ts: int64(base), valueSize: rng.IntN(400)}.build()
+				// Epochs mostly rise (new cache entries), sometimes fall back
+				// (ignored by the cache).
+				epoch := int32(len(model)/4 + rng.IntN(3))
+				b := testBatch{base: base, records: recs, epoch: epoch, ts: int64(base), valueSize: rng.IntN(400)}.build()
 				data = append(data, b...)
 				model = append(model, b)
 				modelLast = append(modelLast, base+int64(recs)-1)
@@ -89,6 +92,7 @@ func randomCrash(t *testing.T, seed uint64) {
 		}
 	}
 	flushed := l.FlushedOffset()
+	checkRecoveryPointCovered(t, l, mem)
 	var crashed *errorfs.MemFS
 	if rng.IntN(2) == 0 {
 		crashed = mem.TornCrashClone(rng)
@@ -108,6 +112,9 @@ func randomCrash(t *testing.T, seed uint64) {
 	}
 	if l2.LogEndOffset() < min(flushed, l.LogEndOffset()) {
 		t.Fatalf("recovered up to %d, but %d was flushed", l2.LogEndOffset(), flushed)
+	}
+	if got, want := l2.EpochEntries(), scannedEpochs(t, l2); !slices.Equal(got, want) {
+		t.Fatalf("epoch cache %v after the crash, a scan of the surviving log gives %v", got, want)
 	}
 	if _, err := l2.Append(testBatch{base: l2.LogEndOffset(), records: 1}.build()); err != nil {
 		t.Fatalf("Append after recovery: %v", err)
@@ -185,7 +192,7 @@ func randomFault(t *testing.T, seed uint64) {
 		switch r := rng.IntN(10); {
 		case r < 6:
 			base := l.LogEndOffset()
-			b := testBatch{base: base, records: 1 + rng.IntN(3), epoch: int32(step / 20), ts: base, valueSize: rng.IntN(300)}.build()
+			b := testBatch{base: base, records: 1 + rng.IntN(3), epoch: int32(step / 6), ts: base, valueSize: rng.IntN(300)}.build()
 			attempted = append(attempted, b...)
 			res, err := l.Append(b)
 			if err == nil && cfg.FlushIntervalMessages == 1 {
@@ -230,6 +237,9 @@ func randomFault(t *testing.T, seed uint64) {
 		}
 		if l2.LogEndOffset() < flushed {
 			t.Fatalf("recovered up to %d, but %d was flushed (injected %v)", l2.LogEndOffset(), flushed, efs.Injected())
+		}
+		if got, want := l2.EpochEntries(), scannedEpochs(t, l2); !slices.Equal(got, want) {
+			t.Fatalf("epoch cache %v after restart, a scan of the log gives %v (injected %v)", got, want, efs.Injected())
 		}
 		if _, err := l2.Append(testBatch{base: l2.LogEndOffset(), records: 1}.build()); err != nil {
 			t.Fatalf("Append after restart: %v", err)

@@ -71,7 +71,14 @@
 // Kafka's checkpoint format: a version line (0), a count line, then one
 // "epoch startOffset" line per entry, epochs and offsets strictly
 // increasing. Rewritten atomically (temp file, fsync, rename, dir fsync)
-// whenever the cache changes.
+// by truncation and retention before they return, and, for new epochs
+// seen by Append, by the next full flush (roll, log.flush.interval.ms,
+// Flush, Close) before the recovery point moves past them. So entries
+// below the recovery point are always in the file, and an unclean Open,
+// which scans from the recovery point, keeps the file's entries below
+// the segment it scans from and reassigns the rest from the batches'
+// partition leader epochs: after any crash the cache is exactly what a
+// scan of the surviving log gives.
 //
 //	0\n
 //	2\n

@@ -3,6 +3,7 @@ package log
 import (
 	"errors"
 	"fmt"
+	"math"
 	"runtime"
 	"sync"
 	"sync/atomic"
@@ -48,6 +49,17 @@ func (l *Log) flush(withIndexes bool) error {
 	}
 	syncDir := l.dirDirty
 	l.dirDirty = false
+	// A full flush also writes the leader-epoch cache if it changed, so
+	// that the recovery point can pass its new entries. Every entry added
+	// after this snapshot starts at or after leo, which the recovery point
+	// computed below does not pass. Truncation and retention, the other
+	// writers of the file, wait for truncMu, held here for reading.
+	var epochFile []byte
+	epochsFrom := l.epochsUnsavedFrom
+	if withIndexes && l.epochFileStale {
+		epochFile = encodeEpochCheckpoint(l.epochs.entries)
+		l.epochFileStale, l.epochsUnsavedFrom = false, math.MaxInt64
+	}
 	l.mu.Unlock()
 
 	err := syncAll(targets)
@@ -56,17 +68,24 @@ func (l *Log) flush(withIndexes bool) error {
 			err = storageErr("fsync", l.dir, derr)
 		}
 	}
+	if err == nil && epochFile != nil {
+		err = l.writeEpochFile(epochFile)
+	}
 
 	l.mu.Lock()
 	if err != nil {
+		if epochFile != nil {
+			l.epochsChangedLocked(epochsFrom)
+		}
 		err = l.failLocked(err)
 	} else if leo > l.flushed && leo <= l.leo {
 		l.flushed = leo
 	}
 	if err == nil {
 		// The recovery point also needs durable indexes: it stops at the
-		// first segment whose indexes are not fsynced yet.
-		rp := min(leo, l.leo)
+		// first segment whose indexes are not fsynced yet, and at the
+		// first leader epoch not in the checkpoint file.
+		rp := min(leo, l.leo, l.epochsUnsavedFrom)
 		for _, s := range l.segments {
 			if s.idxDirty {
 				rp = min(rp, s.base)

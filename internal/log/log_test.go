@@ -3,6 +3,7 @@ package log
 import (
 	"bytes"
 	"errors"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"slices"
@@ -362,6 +363,13 @@ func TestEpochCache(t *testing.T) {
 		if e != c.epoch || o != c.endOffs {
 			t.Errorf("EndOffsetForEpoch(%d) = %d,%d want %d,%d", c.req, e, o, c.epoch, c.endOffs)
 		}
+	}
+	// New epochs are written by the next full flush, not by Append.
+	if _, err := os.Stat(filepath.Join(dir, epochCheckpointName)); !errors.Is(err, fs.ErrNotExist) {
+		t.Fatalf("checkpoint written on the append path: %v", err)
+	}
+	if err := l.Flush(); err != nil {
+		t.Fatal(err)
 	}
 	data, err := os.ReadFile(filepath.Join(dir, epochCheckpointName))
 	if err != nil || string(data) != "0\n3\n0 0\n2 10\n5 22\n" {
