@@ -154,7 +154,16 @@ func (l *Log) load() error {
 		}
 		l.segments = append(l.segments, s)
 	}
-	if len(l.segments) == 0 {
+	// A new partition (or one whose segments were all deleted) has no
+	// data to recover or fsync. Its new files are not fsynced here, as in
+	// Kafka, whose LogManager.getOrCreateLog creates the directory
+	// (Files.createDirectories) and whose LogLoader opens the first
+	// segment without a flush: dirDirty makes the first flush (group
+	// commit included) fsync the directory before any data in it counts
+	// as durable. A crash before that leaves no segment, i.e. a new
+	// partition again.
+	fresh := len(l.segments) == 0
+	if fresh {
 		s, err := openSegment(l.fs, l.dir, max(logStart, 0), true, now)
 		if err != nil {
 			return err
@@ -182,9 +191,13 @@ func (l *Log) load() error {
 	}
 	var recoverFrom int
 	afterCrash := !clean
-	if clean {
+	switch {
+	case clean:
 		recoverFrom = l.openClean(cleanLEO)
-	} else {
+	case fresh:
+		recoverFrom = -1
+		l.epochs.truncateFromEnd(l.segments[0].base) // no batches, no epochs
+	default:
 		// The lower of the broker's and our own recovery point: both only
 		// ever name offsets whose data and indexes were fsynced.
 		rp := l.opts.RecoveryPoint
@@ -220,6 +233,9 @@ func (l *Log) load() error {
 		if err := syncAll(targets); err != nil {
 			return err
 		}
+		// The files' directory entries too: a new log's open left them
+		// to the first flush, which a crash may have preempted.
+		l.dirDirty = true
 	}
 	active := l.segments[len(l.segments)-1]
 	l.leo = active.nextOffset
@@ -266,7 +282,7 @@ func (l *Log) load() error {
 		}
 		l.dirDirty = true
 	}
-	if l.dirDirty {
+	if l.dirDirty && !(fresh && !clean) {
 		if err := l.fs.SyncDir(l.dir); err != nil {
 			return storageErr("fsync", l.dir, err)
 		}
