@@ -1,6 +1,7 @@
 package log
 
 import (
+	"fmt"
 	"os"
 	"path/filepath"
 	"runtime"
@@ -296,4 +297,25 @@ func rssBytes() int64 {
 		}
 	}
 	return 0
+}
+
+// BenchmarkNewPartition is what a new topic costs per partition before
+// its first produce is acknowledged (acks=all without fsync per produce,
+// the default): open a log in a new directory and append one batch.
+func BenchmarkNewPartition(b *testing.B) {
+	dir := b.TempDir()
+	raw := testBatch{records: 1, valueSize: 100}.build()
+	b.ResetTimer()
+	for i := range b.N {
+		l, err := Open(filepath.Join(dir, fmt.Sprintf("t-%d", i)), DefaultConfig(), Options{})
+		if err != nil {
+			b.Fatal(err)
+		}
+		if _, err := l.Append(raw); err != nil {
+			b.Fatal(err)
+		}
+		b.StopTimer()
+		l.Abandon()
+		b.StartTimer()
+	}
 }
