@@ -111,9 +111,12 @@
 // log.flush.interval.messages=1 a producer is acknowledged after
 // WaitFlushed(end offset), which shares one fsync among concurrent
 // waiters (group commit) and fsyncs only segment data. RecoveryPoint is
-// the offset below which the indexes are durable too (full flushes: on
-// roll, every log.flush.interval.ms, Flush, Close); an unclean Open given
-// it rebuilds the indexes from there. TruncateTo fsyncs the cut before it
+// the offset below which the indexes and the leader-epoch entries are
+// durable too (full flushes: on roll, every log.flush.interval.ms, Flush,
+// Close); an unclean Open given it rebuilds the indexes and reassigns the
+// epochs from there. Opening a new log (no segment yet) fsyncs nothing,
+// as Kafka's log creation: the first flush fsyncs the directory before
+// anything in it counts as durable. TruncateTo fsyncs the cut before it
 // returns, so truncated batches never reappear after a power loss. After a
 // failed write or fsync the log refuses writes (ErrStorage) and serves
 // only data below FlushedOffset; a restart recovers it.
