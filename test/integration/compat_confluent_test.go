@@ -1,0 +1,243 @@
+package integration
+
+import (
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/confluentinc/confluent-kafka-go/v2/kafka"
+
+	"github.com/minibroker/minibroker/internal/batch"
+	"github.com/minibroker/minibroker/minibrokertest"
+)
+
+// confluent-kafka-go with the librdkafka it bundles: Producer (plain,
+// idempotent, transactional), Consumer (assign and group) and AdminClient.
+
+func confluentCompatVersion(t *testing.T) string {
+	_, lib := kafka.LibraryVersion()
+	return "confluent-kafka-go " + moduleVersion(t, "github.com/confluentinc/confluent-kafka-go/v2") + " (librdkafka " + lib + ")"
+}
+
+func confluentCompat(t *testing.T, m *compatMatrix) {
+	const client = "confluent"
+	c := minibrokertest.Start(t)
+	compatProduceRows(t, m, client, c, nil, func(t *testing.T, topic string, values []string, spec produceSpec) string {
+		cfg := kafka.ConfigMap{"acks": spec.acks, "linger.ms": 5,
+			"compression.codec": map[int8]string{batch.CodecNone: "none", batch.CodecGzip: "gzip", batch.CodecSnappy: "snappy",
+				batch.CodecLZ4: "lz4", batch.CodecZstd: "zstd"}[spec.codec]}
+		if spec.idempotent {
+			cfg["enable.idempotence"] = true
+		}
+		p := newConfluentProducer(t, c.Addr(), cfg)
+		offsets := confluentSend(t, p, topic, values)
+		if spec.acks != "0" {
+			for i, o := range offsets {
+				if o != int64(i) {
+					t.Fatalf("message %d delivered at offset %d", i, o)
+				}
+			}
+		}
+		return ""
+	}, func(t *testing.T, topic string, n int) []compatRecord {
+		return confluentRead(t, c.Addr(), topic, false, n)
+	})
+
+	compatTxnRow(t, m, client, c, func(t *testing.T, topic string, commit bool, values []string) {
+		p := newConfluentProducer(t, c.Addr(), kafka.ConfigMap{"transactional.id": "confluent-compat"})
+		ctx := compatCtx(t)
+		if err := p.InitTransactions(ctx); err != nil {
+			t.Fatal(err)
+		}
+		if err := p.BeginTransaction(); err != nil {
+			t.Fatal(err)
+		}
+		confluentSend(t, p, topic, values)
+		var err error
+		if commit {
+			err = p.CommitTransaction(ctx)
+		} else {
+			err = p.AbortTransaction(ctx)
+		}
+		if err != nil {
+			t.Fatalf("end transaction (commit %v): %v", commit, err)
+		}
+	}, func(t *testing.T, topic string, committed bool, n int) []compatRecord {
+		return confluentRead(t, c.Addr(), topic, committed, n)
+	})
+	compatControlRow(t, m, client, c, func(t *testing.T, topic string, committed bool, n int) []compatRecord {
+		return confluentRead(t, c.Addr(), topic, committed, n)
+	})
+	compatGroupRow(t, m, client, c, func(t *testing.T, group, topic string) compatMember {
+		return startConfluentMember(t, c.Addr(), group, topic)
+	})
+
+	admin := func(t *testing.T) *kafka.AdminClient {
+		adm, err := kafka.NewAdminClient(&kafka.ConfigMap{"bootstrap.servers": c.Addr()})
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(adm.Close)
+		return adm
+	}
+	listOffset := func(t *testing.T, topic string, spec kafka.OffsetSpec) int64 {
+		res, err := admin(t).ListOffsets(compatCtx(t), map[kafka.TopicPartition]kafka.OffsetSpec{
+			{Topic: &topic, Partition: 0}: spec})
+		if err != nil || len(res.ResultInfos) != 1 {
+			t.Fatalf("ListOffsets: %v %+v", err, res)
+		}
+		for _, info := range res.ResultInfos {
+			if info.Error.Code() != kafka.ErrNoError {
+				t.Fatalf("ListOffsets: %v", info.Error)
+			}
+			return int64(info.Offset)
+		}
+		return -1
+	}
+	compatAdminRows(t, m, client, c, adminOps{
+		create: func(t *testing.T, topic string, parts int32, configs map[string]string) {
+			res, err := admin(t).CreateTopics(compatCtx(t), []kafka.TopicSpecification{{Topic: topic, NumPartitions: int(parts),
+				ReplicationFactor: 1, Config: configs}})
+			if err != nil || len(res) != 1 || res[0].Error.Code() != kafka.ErrNoError {
+				t.Fatalf("CreateTopics: %v %v", err, res)
+			}
+		},
+		delete: func(t *testing.T, topic string) {
+			res, err := admin(t).DeleteTopics(compatCtx(t), []string{topic})
+			if err != nil || len(res) != 1 || res[0].Error.Code() != kafka.ErrNoError {
+				t.Fatalf("DeleteTopics: %v %v", err, res)
+			}
+		},
+		describe: func(t *testing.T, topic string) map[string]string {
+			res, err := admin(t).DescribeConfigs(compatCtx(t), []kafka.ConfigResource{{Type: kafka.ResourceTopic, Name: topic}})
+			if err != nil || len(res) != 1 || res[0].Error.Code() != kafka.ErrNoError {
+				t.Fatalf("DescribeConfigs: %v %v", err, res)
+			}
+			out := map[string]string{}
+			for k, e := range res[0].Config {
+				out[k] = e.Value
+			}
+			return out
+		},
+		listEnds: func(t *testing.T, topic string) (int64, int64) {
+			return listOffset(t, topic, kafka.EarliestOffsetSpec), listOffset(t, topic, kafka.LatestOffsetSpec)
+		},
+		listTime: func(t *testing.T, topic string, ts time.Time) int64 {
+			return listOffset(t, topic, kafka.NewOffsetSpecForTimestamp(ts.UnixMilli()))
+		},
+	})
+}
+
+// confluentSend produces values to partition 0 and waits for every
+// delivery report; it returns the offsets reported.
+func confluentSend(t *testing.T, p *kafka.Producer, topic string, values []string) []int64 {
+	t.Helper()
+	reports := make(chan kafka.Event, len(values))
+	for _, v := range values {
+		if err := p.Produce(&kafka.Message{TopicPartition: kafka.TopicPartition{Topic: &topic, Partition: 0}, Value: []byte(v)}, reports); err != nil {
+			t.Fatal(err)
+		}
+	}
+	var offsets []int64
+	for range values {
+		select {
+		case ev := <-reports:
+			msg := ev.(*kafka.Message)
+			if msg.TopicPartition.Error != nil {
+				t.Fatalf("delivery: %v", msg.TopicPartition.Error)
+			}
+			offsets = append(offsets, int64(msg.TopicPartition.Offset))
+		case <-time.After(30 * time.Second):
+			t.Fatalf("%d of %d deliveries", len(offsets), len(values))
+		}
+	}
+	return offsets
+}
+
+// confluentRead reads n messages of partition 0 from the beginning with an
+// assigned (group-less) consumer.
+func confluentRead(t *testing.T, addr, topic string, committed bool, n int) []compatRecord {
+	t.Helper()
+	iso := "read_uncommitted"
+	if committed {
+		iso = "read_committed"
+	}
+	cons, err := kafka.NewConsumer(&kafka.ConfigMap{"bootstrap.servers": addr, "group.id": "unused",
+		"enable.auto.commit": false, "isolation.level": iso, "fetch.wait.max.ms": 100})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cons.Close()
+	if err := cons.Assign([]kafka.TopicPartition{{Topic: &topic, Partition: 0, Offset: kafka.OffsetBeginning}}); err != nil {
+		t.Fatal(err)
+	}
+	var out []compatRecord
+	deadline := time.Now().Add(30 * time.Second)
+	for len(out) < n && time.Now().Before(deadline) {
+		msg, err := cons.ReadMessage(200 * time.Millisecond)
+		if err != nil {
+			if kerr, ok := err.(kafka.Error); ok && kerr.IsTimeout() {
+				continue
+			}
+			t.Fatalf("read %s: %v", topic, err)
+		}
+		out = append(out, compatRecord{Partition: msg.TopicPartition.Partition, Offset: int64(msg.TopicPartition.Offset),
+			Key: msg.Key, Value: string(msg.Value)})
+	}
+	if len(out) < n {
+		t.Fatalf("read %d of %d messages of %s", len(out), n, topic)
+	}
+	return out
+}
+
+// confluentMember is a subscribed consumer committing each message
+// synchronously.
+type confluentMember struct {
+	recordLog
+	cons *kafka.Consumer
+	stop chan struct{}
+	done chan struct{}
+	once sync.Once
+}
+
+func startConfluentMember(t *testing.T, addr, group, topic string) compatMember {
+	cons, err := kafka.NewConsumer(&kafka.ConfigMap{"bootstrap.servers": addr, "group.id": group,
+		"auto.offset.reset": "earliest", "enable.auto.commit": false, "session.timeout.ms": 6000,
+		"heartbeat.interval.ms": 200, "fetch.wait.max.ms": 100})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cons.Subscribe(topic, nil); err != nil {
+		t.Fatal(err)
+	}
+	m := &confluentMember{cons: cons, stop: make(chan struct{}), done: make(chan struct{})}
+	go func() {
+		defer close(m.done)
+		for {
+			select {
+			case <-m.stop:
+				return
+			default:
+			}
+			msg, err := cons.ReadMessage(100 * time.Millisecond)
+			if err != nil {
+				continue
+			}
+			m.add(compatRecord{Partition: msg.TopicPartition.Partition, Offset: int64(msg.TopicPartition.Offset),
+				Key: msg.Key, Value: string(msg.Value)})
+			cons.CommitMessage(msg)
+		}
+	}()
+	t.Cleanup(func() { m.close(t) })
+	return m
+}
+
+func (m *confluentMember) close(t *testing.T) {
+	m.once.Do(func() {
+		close(m.stop)
+		<-m.done
+		if err := m.cons.Close(); err != nil {
+			t.Errorf("consumer close: %v", err)
+		}
+	})
+}

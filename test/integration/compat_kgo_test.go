@@ -1,0 +1,190 @@
+package integration
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/minibroker/minibroker/internal/batch"
+	"github.com/minibroker/minibroker/minibrokertest"
+)
+
+// franz-go's kgo, with kadm for the admin rows.
+
+func kgoCompatVersion(t *testing.T) string {
+	return "franz-go " + moduleVersion(t, "github.com/twmb/franz-go") + " (kadm " + moduleVersion(t, "github.com/twmb/franz-go/pkg/kadm") + ")"
+}
+
+func kgoCodec(codec int8) kgo.CompressionCodec {
+	return map[int8]kgo.CompressionCodec{batch.CodecNone: kgo.NoCompression(), batch.CodecGzip: kgo.GzipCompression(),
+		batch.CodecSnappy: kgo.SnappyCompression(), batch.CodecLZ4: kgo.Lz4Compression(), batch.CodecZstd: kgo.ZstdCompression()}[codec]
+}
+
+func kgoCompat(t *testing.T, m *compatMatrix) {
+	const client = "kgo"
+	c := minibrokertest.Start(t)
+	compatProduceRows(t, m, client, c, nil, func(t *testing.T, topic string, values []string, spec produceSpec) string {
+		opts := []kgo.Opt{kgo.DefaultProduceTopic(topic), kgo.ProducerBatchCompression(kgoCodec(spec.codec)),
+			kgo.ProducerLinger(5 * time.Millisecond)}
+		switch spec.acks {
+		case "0":
+			opts = append(opts, kgo.RequiredAcks(kgo.NoAck()), kgo.DisableIdempotentWrite())
+		case "1":
+			opts = append(opts, kgo.RequiredAcks(kgo.LeaderAck()), kgo.DisableIdempotentWrite())
+		default:
+			opts = append(opts, kgo.RequiredAcks(kgo.AllISRAcks()))
+			if !spec.idempotent {
+				opts = append(opts, kgo.DisableIdempotentWrite())
+			}
+		}
+		cl := newClient(t, c.Addr(), opts...)
+		defer cl.Close()
+		recs := make([]*kgo.Record, len(values))
+		for i, v := range values {
+			recs[i] = &kgo.Record{Value: []byte(v)}
+		}
+		if err := cl.ProduceSync(compatCtx(t), recs...).FirstErr(); err != nil {
+			t.Fatal(err)
+		}
+		if spec.acks != "0" {
+			for i, r := range recs {
+				if r.Offset != int64(i) {
+					t.Fatalf("record %d acknowledged at offset %d", i, r.Offset)
+				}
+			}
+		}
+		return ""
+	}, func(t *testing.T, topic string, n int) []compatRecord {
+		return kgoCompatRead(t, c.Addr(), topic, false, n)
+	})
+
+	compatTxnRow(t, m, client, c, func(t *testing.T, topic string, commit bool, values []string) {
+		cl := txnClient(t, c.Addr(), "kgo-compat", topic)
+		defer cl.Close()
+		produceTxn(t, cl, commit, values...)
+	}, func(t *testing.T, topic string, committed bool, n int) []compatRecord {
+		return kgoCompatRead(t, c.Addr(), topic, committed, n)
+	})
+	compatControlRow(t, m, client, c, func(t *testing.T, topic string, committed bool, n int) []compatRecord {
+		return kgoCompatRead(t, c.Addr(), topic, committed, n)
+	})
+	compatGroupRow(t, m, client, c, func(t *testing.T, group, topic string) compatMember {
+		return startKgoMember(t, c.Addr(), group, topic)
+	})
+
+	ctx := func(t *testing.T) context.Context { return compatCtx(t) }
+	adm := func(t *testing.T) *kadm.Client { return kadmClient(t, c.Addr()) }
+	compatAdminRows(t, m, client, c, adminOps{
+		create: func(t *testing.T, topic string, parts int32, configs map[string]string) {
+			cfg := map[string]*string{}
+			for k, v := range configs {
+				cfg[k] = kadm.StringPtr(v)
+			}
+			resp, err := adm(t).CreateTopics(ctx(t), parts, 1, cfg, topic)
+			if err == nil {
+				err = resp[topic].Err
+			}
+			if err != nil {
+				t.Fatalf("CreateTopics: %v", err)
+			}
+		},
+		delete: func(t *testing.T, topic string) {
+			resp, err := adm(t).DeleteTopics(ctx(t), topic)
+			if err == nil {
+				err = resp[topic].Err
+			}
+			if err != nil {
+				t.Fatalf("DeleteTopics: %v", err)
+			}
+		},
+		describe: func(t *testing.T, topic string) map[string]string {
+			rcs, err := adm(t).DescribeTopicConfigs(ctx(t), topic)
+			if err != nil || len(rcs) != 1 || rcs[0].Err != nil {
+				t.Fatalf("DescribeTopicConfigs: %v %v", err, rcs)
+			}
+			out := map[string]string{}
+			for _, cfg := range rcs[0].Configs {
+				out[cfg.Key] = cfg.MaybeValue()
+			}
+			return out
+		},
+		listEnds: func(t *testing.T, topic string) (int64, int64) {
+			start, err := adm(t).ListStartOffsets(ctx(t), topic)
+			if err != nil {
+				t.Fatal(err)
+			}
+			end, err := adm(t).ListEndOffsets(ctx(t), topic)
+			if err != nil {
+				t.Fatal(err)
+			}
+			s, _ := start.Lookup(topic, 0)
+			e, _ := end.Lookup(topic, 0)
+			if s.Err != nil || e.Err != nil {
+				t.Fatalf("list offsets: %v %v", s.Err, e.Err)
+			}
+			return s.Offset, e.Offset
+		},
+		listTime: func(t *testing.T, topic string, ts time.Time) int64 {
+			l, err := adm(t).ListOffsetsAfterMilli(ctx(t), ts.UnixMilli(), topic)
+			if err != nil {
+				t.Fatal(err)
+			}
+			o, _ := l.Lookup(topic, 0)
+			if o.Err != nil {
+				t.Fatal(o.Err)
+			}
+			return o.Offset
+		},
+	})
+}
+
+// kgoCompatRead reads n records of partition 0 with kgo.
+func kgoCompatRead(t *testing.T, addr, topic string, committed bool, n int) []compatRecord {
+	var out []compatRecord
+	for _, r := range kgoReadPartition(t, addr, topic, 0, n, committed) {
+		out = append(out, compatRecord{Partition: r.Partition, Offset: r.Offset, Key: r.Key, Value: string(r.Value)})
+	}
+	return out
+}
+
+// kgoMember is a kgo group member committing after every poll.
+type kgoMember struct {
+	recordLog
+	cl   *kgo.Client
+	done chan struct{}
+	stop context.CancelFunc
+}
+
+func startKgoMember(t *testing.T, addr, group, topic string) compatMember {
+	m := &kgoMember{done: make(chan struct{})}
+	m.cl = newClient(t, addr, kgo.ConsumerGroup(group), kgo.ConsumeTopics(topic),
+		kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()), kgo.DisableAutoCommit(),
+		kgo.SessionTimeout(6*time.Second), kgo.HeartbeatInterval(100*time.Millisecond),
+		kgo.RebalanceTimeout(5*time.Second), kgo.FetchMaxWait(100*time.Millisecond),
+		kgo.OnPartitionsRevoked(func(ctx context.Context, cl *kgo.Client, _ map[string][]int32) {
+			cl.CommitUncommittedOffsets(ctx)
+		}))
+	ctx, cancel := context.WithCancel(context.Background())
+	m.stop = cancel
+	go func() {
+		defer close(m.done)
+		for ctx.Err() == nil {
+			fs := m.cl.PollFetches(ctx)
+			fs.EachRecord(func(r *kgo.Record) {
+				m.add(compatRecord{Partition: r.Partition, Offset: r.Offset, Key: r.Key, Value: string(r.Value)})
+			})
+			m.cl.CommitUncommittedOffsets(ctx)
+		}
+	}()
+	t.Cleanup(func() { m.stop(); <-m.done })
+	return m
+}
+
+func (m *kgoMember) close(t *testing.T) {
+	m.stop()
+	<-m.done
+	m.cl.Close() // leaves the group
+}

@@ -1,0 +1,627 @@
+package integration
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/minibroker/minibroker/internal/batch"
+	"github.com/minibroker/minibroker/minibrokertest"
+)
+
+// The rows every client runs the same way: the drivers below create the
+// topics, call the client through a few small functions and check the
+// result against the broker's log and what the client reads back.
+
+// compatRecord is a record as a client handed it to the application.
+type compatRecord struct {
+	Partition int32
+	Offset    int64
+	Key       []byte
+	Value     string
+}
+
+// compatValue is the i-th value with prefix: about 1.1 KiB that compresses
+// well (librdkafka sends a batch uncompressed when compression does not
+// shrink it), starting with a short readable name.
+func compatValue(prefix string, i int) string {
+	return fmt.Sprintf("%s-%03d|%s", prefix, i, strings.Repeat("minibroker ", 100))
+}
+
+func compatValues(prefix string, n int) []string {
+	out := make([]string, n)
+	for i := range out {
+		out[i] = compatValue(prefix, i)
+	}
+	return out
+}
+
+// short is a value's readable name, for messages.
+func short(v string) string {
+	name, _, _ := strings.Cut(v, "|")
+	return name
+}
+
+func shorts(vs []string) []string {
+	out := make([]string, len(vs))
+	for i, v := range vs {
+		out[i] = short(v)
+	}
+	return out
+}
+
+func recordValues(rs []compatRecord) []string {
+	out := make([]string, len(rs))
+	for i, r := range rs {
+		out[i] = r.Value
+	}
+	return out
+}
+
+func compatCtx(t *testing.T) context.Context {
+	ctx, cancel := context.WithTimeout(context.Background(), 45*time.Second)
+	t.Cleanup(cancel)
+	return ctx
+}
+
+// createCompatTopic creates a topic with kadm.
+func createCompatTopic(t *testing.T, c *minibrokertest.Cluster, topic string, parts int32) {
+	t.Helper()
+	resp, err := kadmClient(t, c.Addr()).CreateTopics(compatCtx(t), parts, 1, nil, topic)
+	if err == nil {
+		err = resp[topic].Err
+	}
+	if err != nil {
+		t.Fatalf("create %s: %v", topic, err)
+	}
+}
+
+// waitLogEnd waits until a partition's high watermark reaches n (acks=0
+// producers learn nothing of it).
+func waitLogEnd(t *testing.T, c node, topic string, p int32, n int64) {
+	t.Helper()
+	waitFor(t, fmt.Sprintf("%s-%d to reach offset %d", topic, p, n), func() bool {
+		part, ok := c.Broker().Partition(topic, p)
+		return ok && part.Offsets().HighWatermark >= n
+	})
+}
+
+// kgoReadPartition reads n records of a partition from offset 0 with kgo.
+func kgoReadPartition(t *testing.T, addr, topic string, p int32, n int, committed bool) []*kgo.Record {
+	t.Helper()
+	opts := []kgo.Opt{kgo.ConsumePartitions(map[string]map[int32]kgo.Offset{topic: {p: kgo.NewOffset().At(0)}}),
+		kgo.FetchMaxWait(100 * time.Millisecond)}
+	if committed {
+		opts = append(opts, kgo.FetchIsolationLevel(kgo.ReadCommitted()))
+	}
+	cl := newClient(t, addr, opts...)
+	defer cl.Close()
+	ctx := compatCtx(t)
+	var out []*kgo.Record
+	for len(out) < n {
+		fs := cl.PollFetches(ctx)
+		if ctx.Err() != nil {
+			t.Fatalf("kgo read %d of %d records of %s-%d", len(out), n, topic, p)
+		}
+		fs.EachError(func(_ string, _ int32, err error) { t.Fatalf("kgo fetch %s-%d: %v", topic, p, err) })
+		out = append(out, fs.Records()...)
+	}
+	return out
+}
+
+// storedCheck says what the stored batches must carry.
+type storedCheck struct {
+	codec    int8 // batch.Codec*
+	producer int  // 1: producer id and sequences; -1: no producer id; 0: either
+}
+
+// checkStored compares a partition with want (offsets 0…, exact values,
+// read back with kgo) and checks the batch headers. A codec other than
+// the one asked for is a quirk, described in the result; anything else
+// wrong fails the test.
+func checkStored(t *testing.T, c *minibrokertest.Cluster, topic string, want []string, sc storedCheck) (quirk string) {
+	t.Helper()
+	waitLogEnd(t, c, topic, 0, int64(len(want)))
+	got := kgoReadPartition(t, c.Addr(), topic, 0, len(want), false)
+	for i, r := range got {
+		if i >= len(want) || r.Offset != int64(i) || string(r.Value) != want[i] {
+			t.Fatalf("%s record %d: %s at offset %d, want %s at %d", topic, i, short(string(r.Value)), r.Offset, short(want[min(i, len(want)-1)]), i)
+		}
+	}
+	if hw := logEnd(c, topic, 0); hw != int64(len(want)) {
+		t.Fatalf("%s holds %d offsets, want %d", topic, hw, len(want))
+	}
+	hs, _ := batchesOf(t, c, topic, 0, 0, int64(len(want)))
+	codecs := map[int8]int{}
+	nextSeq := int32(0)
+	var pid int64 = -2
+	for _, h := range hs {
+		codecs[h.Codec()]++
+		switch {
+		case sc.producer < 0 && h.HasProducer():
+			t.Fatalf("%s batch at %d: producer id %d, want none", topic, h.BaseOffset, h.ProducerID)
+		case sc.producer > 0 && !h.HasProducer():
+			t.Fatalf("%s batch at %d: no producer id, want an idempotent batch", topic, h.BaseOffset)
+		case sc.producer > 0:
+			if pid != -2 && h.ProducerID != pid {
+				t.Fatalf("%s batch at %d: producer id %d, earlier %d", topic, h.BaseOffset, h.ProducerID, pid)
+			}
+			pid = h.ProducerID
+			if h.BaseSequence != nextSeq {
+				t.Fatalf("%s batch at %d: base sequence %d, want %d", topic, h.BaseOffset, h.BaseSequence, nextSeq)
+			}
+			nextSeq += h.NumRecords
+		}
+	}
+	if len(codecs) == 1 && codecs[sc.codec] > 0 {
+		return ""
+	}
+	var seen []string
+	for _, codec := range []int8{batch.CodecNone, batch.CodecGzip, batch.CodecSnappy, batch.CodecLZ4, batch.CodecZstd} {
+		if codecs[codec] > 0 {
+			seen = append(seen, codecName(codec))
+		}
+	}
+	return fmt.Sprintf("The stored batches carry %s, not the codec asked for.", strings.Join(seen, " and "))
+}
+
+func codecName(c int8) string {
+	return map[int8]string{batch.CodecNone: "no compression", batch.CodecGzip: "gzip", batch.CodecSnappy: "snappy",
+		batch.CodecLZ4: "lz4", batch.CodecZstd: "zstd"}[c]
+}
+
+// produceSpec is how a produce row asks a client to produce.
+type produceSpec struct {
+	acks       string // "0", "1", "all"
+	codec      int8   // batch.Codec*
+	idempotent bool
+}
+
+// compatProduceRows runs the produce rows: produce writes values to
+// partition 0 of a one-partition topic; readBack reads n values from the
+// start with the client's own consumer (acks=all row).
+func compatProduceRows(t *testing.T, m *compatMatrix, client string, c *minibrokertest.Cluster, lacks map[compatRow]string,
+	produce func(t *testing.T, topic string, values []string, spec produceSpec) (quirk string),
+	readBack func(t *testing.T, topic string, n int) []compatRecord) {
+	const n = 20
+	for _, tc := range []struct {
+		row  compatRow
+		spec produceSpec
+		sc   storedCheck
+	}{
+		{rowAcks0, produceSpec{acks: "0"}, storedCheck{producer: -1}},
+		{rowAcks1, produceSpec{acks: "1"}, storedCheck{producer: -1}},
+		{rowAcksAll, produceSpec{acks: "all"}, storedCheck{}},
+		{rowGzip, produceSpec{acks: "all", codec: batch.CodecGzip}, storedCheck{codec: batch.CodecGzip}},
+		{rowSnappy, produceSpec{acks: "all", codec: batch.CodecSnappy}, storedCheck{codec: batch.CodecSnappy}},
+		{rowLz4, produceSpec{acks: "all", codec: batch.CodecLZ4}, storedCheck{codec: batch.CodecLZ4}},
+		{rowZstd, produceSpec{acks: "all", codec: batch.CodecZstd}, storedCheck{codec: batch.CodecZstd}},
+		{rowIdempotent, produceSpec{acks: "all", idempotent: true}, storedCheck{producer: 1}},
+	} {
+		if reason, ok := lacks[tc.row]; ok {
+			m.lacks(t, client, tc.row, reason)
+			continue
+		}
+		m.cell(t, client, tc.row, func(t *testing.T) string {
+			topic := "p-" + strings.ReplaceAll(tc.row.id, "=", "")
+			createCompatTopic(t, c, topic, 1)
+			want := compatValues(topic, n)
+			quirk := produce(t, topic, want, tc.spec)
+			if q := checkStored(t, c, topic, want, tc.sc); q != "" {
+				quirk = strings.TrimSpace(q + " " + quirk)
+			}
+			if tc.row == rowAcksAll {
+				got := readBack(t, topic, n)
+				for i, r := range got {
+					if r.Offset != int64(i) || r.Value != want[i] {
+						t.Fatalf("%s read back %d: %s at %d, want %s at %d", client, i, short(r.Value), r.Offset, short(want[i]), i)
+					}
+				}
+				if len(got) != n {
+					t.Fatalf("%s read back %d records, want %d", client, len(got), n)
+				}
+			}
+			return quirk
+		})
+	}
+}
+
+// compatTxnRow: three transactions by the client on one partition —
+// committed, aborted, committed — read back by the client with
+// read_committed (the committed records at their offsets, the markers
+// leaving gaps) and read_uncommitted (all six).
+func compatTxnRow(t *testing.T, m *compatMatrix, client string, c *minibrokertest.Cluster,
+	txn func(t *testing.T, topic string, commit bool, values []string),
+	read func(t *testing.T, topic string, committed bool, n int) []compatRecord) {
+	m.cell(t, client, rowTxn, func(t *testing.T) string {
+		const topic = "txn"
+		createCompatTopic(t, c, topic, 1)
+		a, x, b := compatValues("committed-a", 2), compatValues("aborted", 2), compatValues("committed-b", 2)
+		txn(t, topic, true, a)
+		txn(t, topic, false, x)
+		txn(t, topic, true, b)
+		// a@0,1 COMMIT@2 x@3,4 ABORT@5 b@6,7 COMMIT@8
+		waitFor(t, "last stable offset 9", func() bool {
+			p, _ := c.Broker().Partition(topic, 0)
+			return p.Offsets().LastStable == 9
+		})
+		checkRecords(t, client+" read_committed", read(t, topic, true, 4), concat(a, b), []int64{0, 1, 6, 7})
+		checkRecords(t, client+" read_uncommitted", read(t, topic, false, 6), concat(a, x, b), []int64{0, 1, 3, 4, 6, 7})
+		return ""
+	})
+}
+
+// checkRecords fails unless got holds exactly the values at the offsets.
+func checkRecords(t *testing.T, who string, got []compatRecord, values []string, offsets []int64) {
+	t.Helper()
+	var g, w []string
+	for _, r := range got {
+		g = append(g, fmt.Sprintf("%s@%d", short(r.Value), r.Offset))
+	}
+	for i, v := range values {
+		w = append(w, fmt.Sprintf("%s@%d", short(v), offsets[i]))
+	}
+	if !slices.Equal(g, w) || !slices.Equal(recordValues(got), values) {
+		t.Fatalf("%s: got %v, want %v", who, g, w)
+	}
+}
+
+// barrierPartition builds, on c, partition ctl-0 holding transaction
+// markers and a MIRROR_PID_RESET barrier, the way a failover leaves it: a
+// source broker gets kgo transactions (one committed, one aborted) and a
+// plain record, c mirrors it and fails over (writing the barrier), then a
+// kgo transaction and a plain record are written on c.
+//
+//	0 t-0  1 t-1  2 COMMIT  3 x-0  4 ABORT  5 p-0  6 MIRROR_PID_RESET
+//	7 u-0  8 COMMIT  9 p-1
+//
+// It returns the values in offset order, by name.
+func barrierPartition(t *testing.T, c *minibrokertest.Cluster) (sourceClusterID string, vals map[string]string) {
+	t.Helper()
+	const topic = "ctl"
+	src := minibrokertest.Start(t, minibrokertest.Topic(topic, 1))
+	vals = map[string]string{}
+	for _, name := range []string{"t-0", "t-1", "x-0", "p-0", "u-0", "p-1"} {
+		vals[name] = compatValue(name, 0)
+	}
+	txn := mirrorTxnProducer(t, src.Addr(), "ctl-writer")
+	mirrorTxn(t, txn, topic, 0, []string{vals["t-0"], vals["t-1"]}, true)
+	mirrorTxn(t, txn, topic, 0, []string{vals["x-0"]}, false)
+	plain := idempotentProducer(t, src.Addr())
+	if err := plain.ProduceSync(compatCtx(t), &kgo.Record{Topic: topic, Value: []byte(vals["p-0"])}).FirstErr(); err != nil {
+		t.Fatal(err)
+	}
+	mr := c.Mirror("ctl-from-src", src.Addr()).Start(topic)
+	mr.WaitCaughtUp(timeout)
+	mr.Stop()
+	if got := barriers(t, c, topic, 0); !slices.Equal(got, []int64{6}) {
+		t.Fatalf("barriers at %v, want [6]", got)
+	}
+	txn2 := mirrorTxnProducer(t, c.Addr(), "ctl-writer-2")
+	mirrorTxn(t, txn2, topic, 0, []string{vals["u-0"]}, true)
+	plain2 := idempotentProducer(t, c.Addr())
+	if err := plain2.ProduceSync(compatCtx(t), &kgo.Record{Topic: topic, Value: []byte(vals["p-1"])}).FirstErr(); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, "ctl-0 stable at 10", func() bool {
+		p, _ := c.Broker().Partition(topic, 0)
+		return p.Offsets().LastStable == 10
+	})
+	// Everything is where the diagram says.
+	hs, bs := batchesOf(t, c, topic, 0, 0, 10)
+	var layout []string
+	for i, h := range hs {
+		if h.IsControl() {
+			cr, err := batch.ReadControl(bs[i])
+			if err != nil {
+				t.Fatal(err)
+			}
+			layout = append(layout, fmt.Sprintf("%d:%s", h.BaseOffset, cr.Type))
+			continue
+		}
+		layout = append(layout, fmt.Sprintf("%d-%d:data", h.BaseOffset, h.LastOffset()))
+	}
+	t.Logf("ctl-0 batches: %v", layout)
+	return src.ClusterID(), vals
+}
+
+// compatControlRow reads the barrier partition with the client, read_committed
+// and read_uncommitted: a client that skips control batches hands out the
+// data records only, at their offsets.
+func compatControlRow(t *testing.T, m *compatMatrix, client string, c *minibrokertest.Cluster,
+	read func(t *testing.T, topic string, committed bool, n int) []compatRecord) {
+	m.cell(t, client, rowControl, func(t *testing.T) string {
+		_, v := barrierPartition(t, c)
+		checkRecords(t, client+" read_committed", read(t, "ctl", true, 5),
+			[]string{v["t-0"], v["t-1"], v["p-0"], v["u-0"], v["p-1"]}, []int64{0, 1, 5, 7, 9})
+		checkRecords(t, client+" read_uncommitted", read(t, "ctl", false, 6),
+			[]string{v["t-0"], v["t-1"], v["x-0"], v["p-0"], v["u-0"], v["p-1"]}, []int64{0, 1, 3, 5, 7, 9})
+		return ""
+	})
+}
+
+// compatMember is one consumer-group member run by a client: it consumes
+// in the background, committing what it handed to the application.
+type compatMember interface {
+	records() []compatRecord
+	close(t *testing.T) // leaves the group
+}
+
+// recordLog is a concurrency-safe list of consumed records for members.
+type recordLog struct {
+	mu   sync.Mutex
+	recs []compatRecord
+}
+
+func (l *recordLog) add(r compatRecord) {
+	l.mu.Lock()
+	l.recs = append(l.recs, r)
+	l.mu.Unlock()
+}
+
+func (l *recordLog) records() []compatRecord {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return slices.Clone(l.recs)
+}
+
+// compatGroupRow: two members of a group split a four-partition topic;
+// both commit what they read; one leaves; the survivor takes every
+// partition and resumes from the committed offsets: exactly the new
+// records, none lost, none again.
+func compatGroupRow(t *testing.T, m *compatMatrix, client string, c *minibrokertest.Cluster,
+	join func(t *testing.T, group, topic string) compatMember) {
+	m.cell(t, client, rowGroup, func(t *testing.T) string {
+		const topic, group, parts = "grp", "compat-group", 4
+		createCompatTopic(t, c, topic, parts)
+		adm := kadmClient(t, c.Addr())
+		m1 := join(t, group, topic)
+		m2 := join(t, group, topic)
+		owners := waitGroupAssignment(t, adm, group, topic, 2)
+		produce := func(prefix string, perPartition int) map[string]int32 {
+			cl := newClient(t, c.Addr(), kgo.DefaultProduceTopic(topic), kgo.RecordPartitioner(kgo.ManualPartitioner()))
+			defer cl.Close()
+			where := map[string]int32{}
+			var recs []*kgo.Record
+			for p := range int32(parts) {
+				for i := range perPartition {
+					v := compatValue(fmt.Sprintf("%s-p%d", prefix, p), i)
+					where[v] = p
+					recs = append(recs, &kgo.Record{Partition: p, Value: []byte(v)})
+				}
+			}
+			if err := cl.ProduceSync(compatCtx(t), recs...).FirstErr(); err != nil {
+				t.Fatal(err)
+			}
+			return where
+		}
+		first := produce("a", 10)
+		waitFor(t, "the two members to read the 40 records", func() bool {
+			return len(m1.records())+len(m2.records()) >= len(first)
+		})
+		// Each member read only its own partitions; together everything once.
+		seen := map[string]bool{}
+		members := map[string]compatMember{"m1": m1, "m2": m2}
+		var ownersOf []map[int32]bool
+		for _, name := range []string{"m1", "m2"} {
+			mine := map[int32]bool{}
+			for _, r := range members[name].records() {
+				if seen[r.Value] || first[r.Value] != r.Partition {
+					t.Fatalf("%s read %s from partition %d (duplicate %v)", name, short(r.Value), r.Partition, seen[r.Value])
+				}
+				seen[r.Value] = true
+				mine[r.Partition] = true
+			}
+			ownersOf = append(ownersOf, mine)
+		}
+		if len(seen) != len(first) || len(ownersOf[0]) == 0 || len(ownersOf[1]) == 0 {
+			t.Fatalf("members read %d of %d records; partitions %v and %v (assignment %v)", len(seen), len(first), ownersOf[0], ownersOf[1], owners)
+		}
+		waitCommitted(t, adm, group, topic, parts, 10)
+
+		n1 := len(m1.records())
+		m2.close(t)
+		waitGroupAssignment(t, adm, group, topic, 1)
+		second := produce("b", 5)
+		waitFor(t, "the survivor to read the 20 new records", func() bool { return len(m1.records()) >= n1+len(second) })
+		got := map[string]bool{}
+		for _, r := range m1.records()[n1:] {
+			if _, ok := second[r.Value]; !ok || got[r.Value] || second[r.Value] != r.Partition {
+				t.Fatalf("survivor read %s from partition %d after the rebalance (resumed before the committed offset?)", short(r.Value), r.Partition)
+			}
+			got[r.Value] = true
+		}
+		waitCommitted(t, adm, group, topic, parts, 15)
+		m1.close(t)
+		return ""
+	})
+}
+
+// waitGroupAssignment waits until the group is Stable with members
+// members, each assigned at least one partition of topic, all partitions
+// assigned; it returns member id → partitions.
+func waitGroupAssignment(t *testing.T, adm *kadm.Client, group, topic string, members int) map[string][]int32 {
+	t.Helper()
+	var last string
+	deadline := time.Now().Add(45 * time.Second)
+	for time.Now().Before(deadline) {
+		dg, err := adm.DescribeGroups(compatCtx(t), group)
+		if err != nil {
+			last = err.Error()
+			time.Sleep(50 * time.Millisecond)
+			continue
+		}
+		g := dg[group]
+		out := map[string][]int32{}
+		total := 0
+		for _, mem := range g.Members {
+			if a, ok := mem.Assigned.AsConsumer(); ok {
+				for _, tp := range a.Topics {
+					if tp.Topic == topic {
+						out[mem.MemberID] = append(out[mem.MemberID], tp.Partitions...)
+						total += len(tp.Partitions)
+					}
+				}
+			}
+		}
+		last = fmt.Sprintf("state %s, %d members, assignment %v", g.State, len(g.Members), out)
+		if g.State == "Stable" && len(g.Members) == members && len(out) == members && total == 4 {
+			return out
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	t.Fatalf("group %s never Stable with %d members owning the 4 partitions: %s", group, members, last)
+	return nil
+}
+
+// waitCommitted waits until the group committed offset want on every
+// partition of topic.
+func waitCommitted(t *testing.T, adm *kadm.Client, group, topic string, parts int32, want int64) {
+	t.Helper()
+	var last string
+	waitFor(t, fmt.Sprintf("group %s to commit offset %d on every partition", group, want), func() bool {
+		offs, err := adm.FetchOffsets(compatCtx(t), group)
+		if err != nil {
+			last = err.Error()
+			return false
+		}
+		var got []int64
+		for p := range parts {
+			o, ok := offs.Lookup(topic, p)
+			if !ok || o.Err != nil {
+				got = append(got, -1)
+				continue
+			}
+			got = append(got, o.At)
+		}
+		last = fmt.Sprint(got)
+		for _, o := range got {
+			if o != want {
+				return false
+			}
+		}
+		return true
+	})
+	_ = last
+}
+
+// listOffsetsFixture: partition 0 of topic holds ten records
+// stamped base+0s … base+9s, one batch each, and DeleteRecords moved its
+// log start to 2. Earliest is 2, latest 10, and base+4.5s finds offset 5.
+func listOffsetsFixture(t *testing.T, c *minibrokertest.Cluster, topic string) (base time.Time) {
+	t.Helper()
+	createCompatTopic(t, c, topic, 1)
+	base = time.Now().Add(-time.Hour).Truncate(time.Second)
+	cl := newClient(t, c.Addr(), kgo.DefaultProduceTopic(topic))
+	for i := range 10 {
+		r := &kgo.Record{Timestamp: base.Add(time.Duration(i) * time.Second), Value: []byte(fmt.Sprint(i))}
+		if err := cl.ProduceSync(compatCtx(t), r).FirstErr(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	del := make(kadm.Offsets)
+	del.Add(kadm.Offset{Topic: topic, Partition: 0, At: 2})
+	if dr, err := kadm.NewClient(cl).DeleteRecords(compatCtx(t), del); err != nil || dr[topic][0].Err != nil {
+		t.Fatalf("delete records: %v %v", err, dr)
+	}
+	return base
+}
+
+// adminOps are a client's admin calls; a nil one is a capability the
+// client lacks, explained in lacks.
+type adminOps struct {
+	create   func(t *testing.T, topic string, parts int32, configs map[string]string)
+	delete   func(t *testing.T, topic string)
+	describe func(t *testing.T, topic string) map[string]string // config name → value
+	listEnds func(t *testing.T, topic string) (earliest, latest int64)
+	listTime func(t *testing.T, topic string, ts time.Time) int64
+	lacks    map[compatRow]string
+}
+
+// compatAdminRows runs the admin and list-offsets rows; results are
+// checked against the broker and with kadm.
+func compatAdminRows(t *testing.T, m *compatMatrix, client string, c *minibrokertest.Cluster, ops adminOps) {
+	run := func(row compatRow, available bool, f func(t *testing.T)) {
+		if !available {
+			m.lacks(t, client, row, ops.lacks[row])
+			return
+		}
+		m.cell(t, client, row, func(t *testing.T) string { f(t); return "" })
+	}
+	run(rowCreate, ops.create != nil, func(t *testing.T) {
+		ops.create(t, "adm-create", 3, map[string]string{"retention.ms": "3600000"})
+		tp, ok := c.Broker().Topic("adm-create")
+		if !ok || len(tp.Partitions) != 3 {
+			t.Fatalf("adm-create: exists %v, want 3 partitions", ok)
+		}
+		if got := kadmTopicConfig(t, c, "adm-create", "retention.ms"); got != "3600000" {
+			t.Fatalf("adm-create retention.ms %q, want 3600000", got)
+		}
+	})
+	run(rowDelete, ops.delete != nil, func(t *testing.T) {
+		createCompatTopic(t, c, "adm-delete", 2)
+		cl := newClient(t, c.Addr(), kgo.DefaultProduceTopic("adm-delete"))
+		if err := cl.ProduceSync(compatCtx(t), &kgo.Record{Value: []byte("doomed")}).FirstErr(); err != nil {
+			t.Fatal(err)
+		}
+		ops.delete(t, "adm-delete")
+		if _, ok := c.Broker().Topic("adm-delete"); ok {
+			t.Fatal("adm-delete still exists")
+		}
+		if md := kadmMetadata(t, c.Addr(), "adm-delete"); md.Topics["adm-delete"].Err == nil {
+			t.Fatal("metadata still lists adm-delete")
+		}
+	})
+	run(rowConfigs, ops.describe != nil, func(t *testing.T) {
+		resp, err := kadmClient(t, c.Addr()).CreateTopics(compatCtx(t), 1, 1,
+			map[string]*string{"retention.ms": kadm.StringPtr("3600000")}, "adm-configs")
+		if err != nil || resp["adm-configs"].Err != nil {
+			t.Fatalf("create adm-configs: %v %v", err, resp)
+		}
+		got := ops.describe(t, "adm-configs")
+		for k, want := range map[string]string{"retention.ms": "3600000", "segment.bytes": "1073741824", "cleanup.policy": "delete"} {
+			if got[k] != want {
+				t.Fatalf("%s = %q, want %q (of %d configs)", k, got[k], want, len(got))
+			}
+		}
+	})
+	run(rowListEnds, ops.listEnds != nil, func(t *testing.T) {
+		listOffsetsFixture(t, c, "times-ends")
+		if first, last := ops.listEnds(t, "times-ends"); first != 2 || last != 10 {
+			t.Fatalf("earliest %d latest %d, want 2 and 10", first, last)
+		}
+	})
+	run(rowListTime, ops.listTime != nil, func(t *testing.T) {
+		base := listOffsetsFixture(t, c, "times-ts")
+		for _, tc := range []struct {
+			at   time.Duration
+			want int64
+		}{{4500 * time.Millisecond, 5}, {9 * time.Second, 9}, {0, 2}} {
+			if got := ops.listTime(t, "times-ts", base.Add(tc.at)); got != tc.want {
+				t.Fatalf("offset at base+%v: %d, want %d", tc.at, got, tc.want)
+			}
+		}
+	})
+}
+
+// kadmTopicConfig is one config value of a topic, as kadm describes it.
+func kadmTopicConfig(t *testing.T, c *minibrokertest.Cluster, topic, key string) string {
+	t.Helper()
+	rcs, err := kadmClient(t, c.Addr()).DescribeTopicConfigs(compatCtx(t), topic)
+	if err != nil || len(rcs) != 1 || rcs[0].Err != nil {
+		t.Fatalf("describe %s: %v %v", topic, err, rcs)
+	}
+	for _, cfg := range rcs[0].Configs {
+		if cfg.Key == key {
+			return cfg.MaybeValue()
+		}
+	}
+	return ""
+}
