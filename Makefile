@@ -6,7 +6,7 @@ PKGS_RACE := ./internal/... ./minibrokertest/...
 FUZZTIME ?= 5s
 VERSION := $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
 
-.PHONY: all build run test test-unit test-race test-integration fuzz-smoke deps tools vet fmt bench bench-micro soak clean
+.PHONY: all build run test test-unit test-race test-integration fuzz-smoke deps tools vet fmt bench bench-micro soak compat clean
 
 all: build
 
@@ -34,6 +34,12 @@ fmt:
 test: deps fmt vet build
 	$(GO) test -count=1 -parallel 4 -timeout 15m ./...
 	$(GO) test -count=1 -race -timeout 10m $(PKGS_RACE)
+
+## compat: the client compatibility matrix (kgo, sarama, kafka-go, confluent-kafka-go, kcat); rewrites
+## its table in README.md. `make test` runs the same test and fails when the README's table differs.
+compat: deps
+	MINIBROKER_UPDATE_COMPAT=1 $(GO) test -count=1 -run '^TestCompatMatrix$$' ./test/integration/
+	@git diff --stat -- README.md
 
 ## bench: minibroker beside kfake on this machine (< 15 min), regenerates docs/PERFORMANCE.md.
 ## BENCH_STARTUP_MB sets the data held in the start-up-with-data measurement.
