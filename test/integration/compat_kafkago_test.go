@@ -101,6 +101,7 @@ func kafkagoCompat(t *testing.T, m *compatMatrix) {
 		return startKafkagoMember(t, c.Addr(), group, topic)
 	})
 
+	kafkagoConnCreateTopics(t, m, c, kc)
 	compatAdminRows(t, m, client, c, adminOps{
 		create: func(t *testing.T, topic string, parts int32, configs map[string]string) {
 			var entries []kafka.ConfigEntry
@@ -254,7 +255,9 @@ func (m *kafkagoMember) close(t *testing.T) {
 // was created fails with UNKNOWN_TOPIC_OR_PARTITION instead of refreshing.
 func kafkagoStaleMetadata(t *testing.T, m *compatMatrix, c *minibrokertest.Cluster) {
 	t.Run("stale-metadata", func(t *testing.T) {
-		transport := &kafka.Transport{DialTimeout: 5 * time.Second}
+		// MetadataTTL is set so that the test does not depend on how long
+		// the two writes take; the default is 6 s.
+		transport := &kafka.Transport{DialTimeout: 5 * time.Second, MetadataTTL: time.Hour}
 		defer transport.CloseIdleConnections()
 		write := func(topic string) error {
 			w := &kafka.Writer{Addr: kafka.TCP(c.Addr()), Topic: topic, RequiredAcks: kafka.RequireAll,
@@ -276,5 +279,35 @@ func kafkagoStaleMetadata(t *testing.T, m *compatMatrix, c *minibrokertest.Clust
 			return
 		}
 		t.Logf("write to a topic created after the Transport cached metadata: %v", err)
+	})
+}
+
+// kafkagoConnCreateTopics: Conn.CreateTopics drops TOPIC_ALREADY_EXISTS
+// (creating an existing topic, with another partition count, is no error
+// and changes nothing); kafka.Client.CreateTopics reports it.
+func kafkagoConnCreateTopics(t *testing.T, m *compatMatrix, c *minibrokertest.Cluster, kc *kafka.Client) {
+	t.Run("conn-create-topics", func(t *testing.T) {
+		createCompatTopic(t, c, "conn-exists", 1)
+		conn, err := kafka.DialContext(compatCtx(t), "tcp", c.Addr())
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer conn.Close()
+		connErr := conn.CreateTopics(kafka.TopicConfig{Topic: "conn-exists", NumPartitions: 3, ReplicationFactor: 1})
+		resp, err := kc.CreateTopics(compatCtx(t), &kafka.CreateTopicsRequest{Topics: []kafka.TopicConfig{
+			{Topic: "conn-exists", NumPartitions: 3, ReplicationFactor: 1}}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		tp, _ := c.Broker().Topic("conn-exists")
+		if len(tp.Partitions) != 1 {
+			t.Fatalf("conn-exists has %d partitions after the second create, want 1", len(tp.Partitions))
+		}
+		if connErr == nil && errors.Is(resp.Errors["conn-exists"], kafka.TopicAlreadyExists) {
+			m.quirk("kafka-go", "`Conn.CreateTopics` drops TOPIC_ALREADY_EXISTS: creating an existing topic (with "+
+				"another partition count) returns nil and changes nothing; `kafka.Client.CreateTopics` reports the error.")
+			return
+		}
+		t.Logf("Conn.CreateTopics on an existing topic: %v; Client.CreateTopics: %v", connErr, resp.Errors["conn-exists"])
 	})
 }
