@@ -43,12 +43,17 @@ func confluentCompat(t *testing.T, m *compatMatrix) {
 		return confluentRead(t, c.Addr(), topic, false, n)
 	})
 
+	// One producer runs the row's three transactions.
+	var txnProducer *kafka.Producer
 	compatTxnRow(t, m, client, c, func(t *testing.T, topic string, commit bool, values []string) {
-		p := newConfluentProducer(t, c.Addr(), kafka.ConfigMap{"transactional.id": "confluent-compat"})
 		ctx := compatCtx(t)
-		if err := p.InitTransactions(ctx); err != nil {
-			t.Fatal(err)
+		if txnProducer == nil {
+			txnProducer = newConfluentProducer(t, c.Addr(), kafka.ConfigMap{"transactional.id": "confluent-compat"})
+			if err := txnProducer.InitTransactions(ctx); err != nil {
+				t.Fatal(err)
+			}
 		}
+		p := txnProducer
 		if err := p.BeginTransaction(); err != nil {
 			t.Fatal(err)
 		}
@@ -126,6 +131,20 @@ func confluentCompat(t *testing.T, m *compatMatrix) {
 			return listOffset(t, topic, kafka.NewOffsetSpecForTimestamp(ts.UnixMilli()))
 		},
 	})
+}
+
+func newConfluentProducer(t *testing.T, addr string, extra kafka.ConfigMap) *kafka.Producer {
+	t.Helper()
+	cfg := kafka.ConfigMap{"bootstrap.servers": addr, "linger.ms": 0}
+	for k, v := range extra {
+		cfg[k] = v
+	}
+	p, err := kafka.NewProducer(&cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(p.Close)
+	return p
 }
 
 // confluentSend produces values to partition 0 and waits for every
