@@ -218,10 +218,7 @@ func kcatTransactions(t *testing.T, c *minibrokertest.Cluster) string {
 	}()
 	// -T echoes each value as kcat produces it (without delimiter).
 	var echoed atomicCounter
-	go func() {
-		n, _ := io.Copy(&echoed, stdout)
-		_ = n
-	}()
+	go io.Copy(&echoed, stdout)
 	waitFor(t, "kcat to produce part of its input", func() bool { return echoed.n()/len(x[0]) >= 50 })
 	produced := int64(echoed.n() / len(x[0]))
 	waitFor(t, "the produced records in the log", func() bool { return part.Offsets().LogEnd >= 3+produced })

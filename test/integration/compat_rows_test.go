@@ -440,6 +440,9 @@ func compatGroupRow(t *testing.T, m *compatMatrix, client string, c *minibrokert
 		}
 		waitCommitted(t, adm, group, topic, parts, 15)
 		m1.close(t)
+		if n := len(m1.records()) - n1; n != len(second) {
+			t.Fatalf("survivor read %d records after the rebalance, want %d", n, len(second))
+		}
 		return ""
 	})
 }
@@ -486,30 +489,32 @@ func waitGroupAssignment(t *testing.T, adm *kadm.Client, group, topic string, me
 func waitCommitted(t *testing.T, adm *kadm.Client, group, topic string, parts int32, want int64) {
 	t.Helper()
 	var last string
-	waitFor(t, fmt.Sprintf("group %s to commit offset %d on every partition", group, want), func() bool {
+	deadline := time.Now().Add(45 * time.Second)
+	for time.Now().Before(deadline) {
 		offs, err := adm.FetchOffsets(compatCtx(t), group)
 		if err != nil {
 			last = err.Error()
-			return false
+			time.Sleep(50 * time.Millisecond)
+			continue
 		}
+		done := true
 		var got []int64
 		for p := range parts {
 			o, ok := offs.Lookup(topic, p)
-			if !ok || o.Err != nil {
-				got = append(got, -1)
-				continue
+			at := int64(-1)
+			if ok && o.Err == nil {
+				at = o.At
 			}
-			got = append(got, o.At)
+			got = append(got, at)
+			done = done && at == want
+		}
+		if done {
+			return
 		}
 		last = fmt.Sprint(got)
-		for _, o := range got {
-			if o != want {
-				return false
-			}
-		}
-		return true
-	})
-	_ = last
+		time.Sleep(50 * time.Millisecond)
+	}
+	t.Fatalf("group %s never committed offset %d on every partition of %s: last %s", group, want, topic, last)
 }
 
 // listOffsetsFixture: partition 0 of topic holds ten records
