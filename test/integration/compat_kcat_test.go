@@ -189,7 +189,7 @@ func kcatTransactions(t *testing.T, c *minibrokertest.Cluster) string {
 	const topic = "txn"
 	createCompatTopic(t, c, topic, 1)
 	args := []string{"-P", "-b", c.Addr(), "-t", topic, "-p", "0", "-X", "transactional.id=kcat-compat", "-T", "-u",
-		"-X", "transaction.timeout.ms=5000"}
+		"-X", "transaction.timeout.ms=10000"}
 	a := compatValues("committed-a", 2)
 	runKcat(t, strings.Join(a, "\n")+"\n", args...) // a@0,1 COMMIT@2
 	part, _ := c.Broker().Partition(topic, 0)
@@ -257,7 +257,7 @@ func kcatTransactions(t *testing.T, c *minibrokertest.Cluster) string {
 		"when stdin closes (checked with read_committed). Its help says a signal aborts it, but kcat 1.7.1 " +
 		"exits on SIGINT (with an error, or killed by the signal, depending on where it was) without ending the " +
 		"transaction, which stays open until the coordinator aborts it at " +
-		"`transaction.timeout.ms` (checked with 5 s: ABORT marker written, the records hidden from read_committed " +
+		"`transaction.timeout.ms` (checked with 10 s: ABORT marker written, the records hidden from read_committed " +
 		"and shown to read_uncommitted). Also, kcat reads stdin in large blocks: it produces nothing until a block " +
 		"fills or stdin closes."
 }
