@@ -11,6 +11,7 @@ import (
 	"slices"
 	"strconv"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kbin"
@@ -31,8 +32,11 @@ type conn struct {
 	handlerCtx context.Context
 	stopDrain  func() bool // unregisters the drain hook
 
-	reqs  chan *inflight // decoded, waiting for the processor
-	resps chan *inflight // handled, waiting for the writer
+	reqs   chan *inflight // decoded, waiting for the processor
+	resps  chan *inflight // handled, waiting for the writer
+	budget *pipelineBudget
+	// processing counts requests queued for or in the processor.
+	processing atomic.Int32
 
 	stopOnce sync.Once
 	stopped  chan struct{} // closed: read no further requests
@@ -44,6 +48,9 @@ type inflight struct {
 	start   time.Time
 	noReply bool
 	token   bool // holds a queued.max.requests token
+	// reserved is what the request holds in the connection's budget: its
+	// frame until handled, then its response until written.
+	reserved int64
 }
 
 func newConn(s *Server, nc net.Conn, ip string) *conn {
@@ -54,6 +61,7 @@ func newConn(s *Server, nc net.Conn, ip string) *conn {
 		s: s, nc: nc, ip: ip, ctx: ctx, cancel: cancel, handlerCtx: hctx, stopDrain: stopDrain,
 		reqs:    make(chan *inflight, s.cfg.PipelineDepth),
 		resps:   make(chan *inflight, s.cfg.PipelineDepth),
+		budget:  newPipelineBudget(s.cfg.PipelineDepth, s.cfg.pipelineBytes),
 		stopped: make(chan struct{}),
 	}
 }
@@ -110,11 +118,14 @@ func (c *conn) read() {
 		if c.s.cfg.IdleTimeout > 0 {
 			c.nc.SetReadDeadline(time.Now().Add(c.s.cfg.IdleTimeout))
 		}
-		if _, err := io.ReadFull(br, sizeBuf[:]); err != nil {
-			if !errors.Is(err, io.EOF) && !isClosed(err) {
-				select {
-				case <-c.stopped:
-				default:
+		if n, err := io.ReadFull(br, sizeBuf[:]); err != nil {
+			select {
+			case <-c.stopped:
+			default:
+				switch {
+				case n > 0: // half-open: part of a size prefix, then silence
+					c.fail("short frame", zap.Error(err))
+				case !errors.Is(err, io.EOF) && !isClosed(err):
 					c.fail("read", zap.Error(err))
 				}
 			}
@@ -125,8 +136,18 @@ func (c *conn) read() {
 			c.fail("size", zap.Int32("size", size))
 			return
 		}
-		// A frame, once started, must arrive within the idle timeout too;
-		// the deadline set above still holds.
+		// Read no further while the requests and responses this
+		// connection holds are over budget (Kafka mutes the channel): a
+		// client that never reads its responses stops being read, and
+		// holds no queued.max.requests slot.
+		if !c.budget.admit(c.ctx, c.stopped, int64(size)) {
+			return
+		}
+		// A frame, once started, must arrive within the idle timeout: a
+		// half-open connection that sent part of one is closed.
+		if c.s.cfg.IdleTimeout > 0 {
+			c.nc.SetReadDeadline(time.Now().Add(c.s.cfg.IdleTimeout))
+		}
 		frame := make([]byte, size)
 		if _, err := io.ReadFull(br, frame); err != nil {
 			c.fail("short frame", zap.Error(err))
@@ -138,17 +159,33 @@ func (c *conn) read() {
 			c.fail("decode", zap.Error(err))
 			return
 		}
-		// queued.max.requests: wait for a slot before queueing.
-		select {
-		case c.s.queue <- struct{}{}:
-			in.token = true
-		case <-c.ctx.Done():
-			return
+		in.reserved = int64(size)
+		if in.resp == nil {
+			// A Fetch that may answer with more than the budget is the
+			// last request read until it is answered.
+			est := responseEstimate(in.req.Body)
+			c.budget.grow(est)
+			in.reserved += est
 		}
+		// queued.max.requests bounds requests waiting for a busy
+		// processor, across connections (Kafka's request queue, which
+		// holds requests waiting for a handler thread). A request the
+		// idle processor takes at once does not wait in it, so one
+		// connection's pipeline cannot hold back another's first request.
+		if c.processing.Add(1) > 1 {
+			select {
+			case c.s.queue <- struct{}{}:
+				in.token = true
+				c.s.metrics.RequestQueue.Inc()
+			case <-c.ctx.Done():
+				return
+			}
+		}
+		// Never blocks: the budget admits at most PipelineDepth requests.
 		select {
 		case c.reqs <- in:
 		case <-c.ctx.Done():
-			<-c.s.queue
+			c.release(in)
 			return
 		}
 	}
@@ -183,10 +220,18 @@ func unsupportedApiVersions(h Handler) kmsg.Response {
 func (c *conn) process() {
 	defer close(c.resps)
 	for in := range c.reqs {
+		c.release(in) // out of the queue: being processed
 		if in.resp == nil {
 			in.resp = c.handle(in.req)
 			in.noReply = in.resp == nil
 		}
+		// The frame is no longer needed (the response does not alias
+		// it); from here the request holds its response's size.
+		in.req.Body = nil
+		c.processing.Add(-1)
+		size := responseSize(in.resp)
+		c.budget.grow(size - in.reserved)
+		in.reserved = size
 		select {
 		case c.resps <- in:
 		case <-c.ctx.Done():
@@ -199,10 +244,12 @@ func (c *conn) process() {
 	}
 }
 
+// release gives back a request's queued.max.requests slot.
 func (c *conn) release(in *inflight) {
 	if in.token {
 		in.token = false
 		<-c.s.queue
+		c.s.metrics.RequestQueue.Dec()
 	}
 }
 
@@ -230,23 +277,26 @@ func (c *conn) write() {
 	var buf []byte
 	broken := false
 	for in := range c.resps {
-		c.release(in)
 		if broken {
+			c.budget.done(in.reserved)
 			continue
 		}
 		api := c.s.metrics.forAPI(in.req.Key)
 		api.requests.Inc()
 		api.latency.Observe(time.Since(in.start).Seconds())
 		if in.noReply {
+			c.budget.done(in.reserved)
 			continue
 		}
 		buf = appendResponse(buf[:0], in.req.CorrelationID, in.resp)
-		c.nc.SetWriteDeadline(time.Now().Add(writeTimeout(c.s.cfg)))
-		if _, err := bw.Write(buf); err != nil {
+		in.resp = nil // its record batches are copied into buf
+		if err := c.writeFrame(bw, buf); err != nil {
 			broken = true
-			c.fail("write", zap.Error(err))
+			c.fail("write", zap.Error(err)) // before the reader is let go
+			c.budget.done(in.reserved)
 			continue
 		}
+		c.budget.done(in.reserved)
 		c.s.metrics.BytesOut.Add(float64(len(buf)))
 		if len(c.resps) == 0 {
 			if err := bw.Flush(); err != nil {
@@ -259,6 +309,25 @@ func (c *conn) write() {
 	if !broken {
 		bw.Flush()
 	}
+}
+
+// writeChunk is how much of a response is written under one write
+// deadline: a client that reads a large response slowly but steadily is
+// not cut off, one that stops reading is (Kafka closes a connection with
+// no activity for connections.max.idle.ms).
+const writeChunk = 1 << 20
+
+// writeFrame writes one encoded response, each chunk within writeTimeout.
+func (c *conn) writeFrame(bw *bufio.Writer, buf []byte) error {
+	for len(buf) > 0 {
+		n := min(len(buf), writeChunk)
+		c.nc.SetWriteDeadline(time.Now().Add(writeTimeout(c.s.cfg)))
+		if _, err := bw.Write(buf[:n]); err != nil {
+			return err
+		}
+		buf = buf[n:]
+	}
+	return nil
 }
 
 // largeBuffers keeps response buffers over 1 MiB between responses, shared
@@ -282,14 +351,7 @@ func releaseLarge(buf []byte) []byte {
 // all instead of doubling while kmsg copies them in.
 func appendResponse(buf []byte, corr int32, resp kmsg.Response) []byte {
 	if f, ok := resp.(*kmsg.FetchResponse); ok {
-		need := 64
-		for i := range f.Topics {
-			t := &f.Topics[i]
-			need += 64 + len(t.Topic) + len(t.Partitions)*64
-			for j := range t.Partitions {
-				need += len(t.Partitions[j].RecordBatches) + 16*len(t.Partitions[j].AbortedTransactions)
-			}
-		}
+		need := fetchResponseSize(f)
 		if len(buf) == 0 && cap(buf) < need {
 			if p, _ := largeBuffers.Get().(*[]byte); p != nil && cap(*p) >= need {
 				buf = (*p)[:0]

@@ -16,6 +16,9 @@ type Metrics struct {
 	ConnectionsRejected      prometheus.Counter
 	ConnectionsClosedOnError *prometheus.CounterVec
 	Panics                   prometheus.Counter
+	// RequestQueue is Kafka's RequestQueueSize: requests decoded and
+	// waiting to be processed, at most queued.max.requests.
+	RequestQueue prometheus.Gauge
 
 	// byKey caches the labelled series of each API key, so a request does
 	// not hash its label value (WithLabelValues) twice.
@@ -53,10 +56,12 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 		ConnectionsClosedOnError: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "minibroker_connections_closed_on_error_total", Help: "Connections closed for a protocol violation or I/O error, by reason."}, []string{"reason"}),
 		Panics: prometheus.NewCounter(prometheus.CounterOpts{Name: "minibroker_request_panics_total", Help: "Panics recovered while reading or handling a request."}),
+		RequestQueue: prometheus.NewGauge(prometheus.GaugeOpts{Name: "minibroker_request_queue_size",
+			Help: "Requests decoded and waiting to be processed (at most queued.max.requests)."}),
 	}
 	if reg != nil {
 		reg.MustRegister(m.Requests, m.Latency, m.BytesIn, m.BytesOut, m.Connections, m.ConnectionsTotal,
-			m.ConnectionsRejected, m.ConnectionsClosedOnError, m.Panics)
+			m.ConnectionsRejected, m.ConnectionsClosedOnError, m.Panics, m.RequestQueue)
 	}
 	return m
 }

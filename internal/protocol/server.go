@@ -7,7 +7,17 @@
 // decodes requests ahead (pipelining) into a small queue, one processor
 // runs them strictly in order, and a writer sends responses; so a client's
 // responses always come back in the order it sent the requests, as Kafka
-// guarantees.
+// guarantees. Those three goroutines are all a connection ever has.
+//
+// Limits, as Kafka's socket server has them: socket.request.max.bytes per
+// frame; max.connections, max.connections.per.ip and its overrides (a
+// connection over a limit is closed at once); connections.max.idle.ms for
+// idle and half-open connections and for a write that makes no progress;
+// queued.max.requests for requests waiting behind a busy processor across
+// connections. Where Kafka mutes a connection until its one request is
+// answered, minibroker reads ahead within a per-connection budget (see
+// defaultPipelineBytes), so a client that never reads its responses holds
+// one response at most and stops being read.
 package protocol
 
 import (
@@ -27,17 +37,33 @@ type Config struct {
 	MaxRequestSize int32
 	// MaxConnections is max.connections (0 = unlimited).
 	MaxConnections int
-	// MaxConnectionsPerIP is max.connections.per.ip (0 = unlimited).
+	// MaxConnectionsPerIP is max.connections.per.ip (0 = unlimited;
+	// NoConnections = none, except from the overrides' addresses, which
+	// is what Kafka's max.connections.per.ip=0 means).
 	MaxConnectionsPerIP int
+	// MaxConnectionsPerIPOverrides is max.connections.per.ip.overrides:
+	// per client IP (net.IP.String form), a limit that replaces
+	// MaxConnectionsPerIP.
+	MaxConnectionsPerIPOverrides map[string]int
 	// IdleTimeout is connections.max.idle.ms.
 	IdleTimeout time.Duration
 	// QueuedMaxRequests is queued.max.requests: decoded requests waiting
-	// for processing across all connections.
+	// for a busy processor, across all connections (a request its idle
+	// processor takes at once does not wait in the queue).
 	QueuedMaxRequests int
-	// PipelineDepth is how many requests one connection may have decoded
-	// ahead of the one being processed.
+	// PipelineDepth is how many requests one connection may have read
+	// and not yet answered.
 	PipelineDepth int
+
+	// pipelineBytes is the per-connection byte budget (see
+	// defaultPipelineBytes); 0 is the default, negative is unbounded: the
+	// seam for the negative control in the slow-reader test.
+	pipelineBytes int64
 }
+
+// NoConnections as MaxConnectionsPerIP admits no client whose address has
+// no override.
+const NoConnections = -1
 
 // DefaultConfig returns Kafka's defaults.
 func DefaultConfig() Config {
@@ -88,6 +114,9 @@ func NewServer(cfg Config, h Handler, logger *zap.Logger, metrics *Metrics) *Ser
 	}
 	if cfg.PipelineDepth <= 0 {
 		cfg.PipelineDepth = DefaultConfig().PipelineDepth
+	}
+	if cfg.pipelineBytes == 0 {
+		cfg.pipelineBytes = defaultPipelineBytes
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	drain, cancelDrain := context.WithCancel(ctx)
@@ -150,15 +179,19 @@ func (s *Server) Serve(ln net.Listener) error {
 
 var errTemporary = errors.New("temporary")
 
-// admit applies max.connections limits and starts serving nc.
+// admit applies max.connections limits and starts serving nc. Like
+// Kafka's acceptor (ConnectionQuotas.inc throwing
+// TooManyConnectionsException), a connection over a limit is closed at
+// once, before anything is read from it.
 func (s *Server) admit(nc net.Conn) {
 	ip := remoteIP(nc)
 	s.mu.Lock()
 	if s.closed ||
 		(s.cfg.MaxConnections > 0 && len(s.conns) >= s.cfg.MaxConnections) ||
-		(s.cfg.MaxConnectionsPerIP > 0 && s.perIP[ip] >= s.cfg.MaxConnectionsPerIP) {
+		s.overIPLimitLocked(ip) {
 		s.mu.Unlock()
 		s.metrics.ConnectionsRejected.Inc()
+		s.logger.Debug("connection rejected", zap.String("remote", nc.RemoteAddr().String()))
 		nc.Close()
 		return
 	}
@@ -180,6 +213,22 @@ func (s *Server) admit(nc net.Conn) {
 		s.mu.Unlock()
 		s.metrics.Connections.Dec()
 	}()
+}
+
+// overIPLimitLocked reports whether ip already has as many connections
+// as its limit: its override, else max.connections.per.ip.
+func (s *Server) overIPLimitLocked(ip string) bool {
+	limit, ok := s.cfg.MaxConnectionsPerIPOverrides[ip]
+	if !ok {
+		limit = s.cfg.MaxConnectionsPerIP
+	}
+	switch {
+	case limit == 0:
+		return false
+	case limit < 0:
+		return true
+	}
+	return s.perIP[ip] >= limit
 }
 
 func remoteIP(nc net.Conn) string {
