@@ -6,8 +6,8 @@ package broker
 // Reads stop at the high watermark, or at the last stable offset for
 // read_committed (IsolationLevel 1), which also gets the aborted
 // transactions overlapping the returned range. MaxWaitMillis/MinBytes long
-// polls wait for appends; MaxBytes and PartitionMaxBytes bound the
-// response, except that the first batch of the first non-empty partition is
+// polls wait for appends; MaxBytes (lowered to fetch.max.bytes) and
+// PartitionMaxBytes bound the response, except that the first batch of the first non-empty partition is
 // always returned whole (KIP-74). Topics are named by ID from v13.
 //
 // Fetch sessions (KIP-227) are declined: every response carries session id
@@ -69,6 +69,9 @@ func (b *Broker) fetchOnce(req *kmsg.FetchRequest, resp *kmsg.FetchResponse) (in
 	if req.Version < 3 || maxBytes <= 0 {
 		maxBytes = int(^uint32(0) >> 1)
 	}
+	// Kafka lowers MaxBytes to fetch.max.bytes; it also bounds what a
+	// connection holds for a client that does not read its responses.
+	maxBytes = min(maxBytes, int(b.cfg.Int32("fetch.max.bytes")))
 	committed := req.IsolationLevel == 1
 	var waitOn []<-chan struct{}
 	hadError := false

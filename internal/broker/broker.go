@@ -162,15 +162,58 @@ func New(opts Options) (*Broker, error) {
 		}
 	}
 	pc := protocol.Config{
-		MaxRequestSize:      cfg.Int32("socket.request.max.bytes"),
-		MaxConnections:      int(cfg.Int32("max.connections")),
-		MaxConnectionsPerIP: int(cfg.Int32("max.connections.per.ip")),
-		IdleTimeout:         time.Duration(cfg.Int64("connections.max.idle.ms")) * time.Millisecond,
-		QueuedMaxRequests:   int(cfg.Int32("queued.max.requests")),
+		MaxRequestSize:    cfg.Int32("socket.request.max.bytes"),
+		MaxConnections:    int(cfg.Int32("max.connections")),
+		IdleTimeout:       time.Duration(cfg.Int64("connections.max.idle.ms")) * time.Millisecond,
+		QueuedMaxRequests: int(cfg.Int32("queued.max.requests")),
+	}
+	if pc.MaxConnectionsPerIP, pc.MaxConnectionsPerIPOverrides, err = connectionLimits(cfg); err != nil {
+		b.kafkaLn.Close()
+		if b.httpLn != nil {
+			b.httpLn.Close()
+		}
+		return nil, err
 	}
 	b.server = protocol.NewServer(pc, b, b.logger.Named("protocol"), protocol.NewMetrics(opts.Registry))
 	ok = true
 	return b, nil
+}
+
+// connectionLimits turns max.connections.per.ip and its overrides into
+// the listener's limits. As Kafka (ConnectionQuotas), an override's host
+// name is resolved once, at start-up; minibroker applies it to every
+// address the name resolves to where Kafka takes the first. A limit of 0
+// admits none (Kafka requires overrides then).
+func connectionLimits(cfg config.Config) (int, map[string]int, error) {
+	perIP := int(cfg.Int32("max.connections.per.ip"))
+	raw, err := config.ParseConnectionOverrides(cfg.String("max.connections.per.ip.overrides"))
+	if err != nil {
+		return 0, nil, fmt.Errorf("max.connections.per.ip.overrides: %w", err)
+	}
+	if perIP == 0 {
+		if len(raw) == 0 {
+			return 0, nil, errors.New("max.connections.per.ip can be 0 only if max.connections.per.ip.overrides is set")
+		}
+		perIP = protocol.NoConnections
+	}
+	overrides := map[string]int{}
+	for host, n := range raw {
+		if n <= 0 {
+			n = protocol.NoConnections
+		}
+		if ip := net.ParseIP(host); ip != nil {
+			overrides[ip.String()] = n
+			continue
+		}
+		ips, err := net.LookupIP(host)
+		if err != nil {
+			return 0, nil, fmt.Errorf("max.connections.per.ip.overrides: %w", err)
+		}
+		for _, ip := range ips {
+			overrides[ip.String()] = n
+		}
+	}
+	return perIP, overrides, nil
 }
 
 func (b *Broker) setAdvertised() error {

@@ -57,3 +57,33 @@ func TestLoadFileRejectsUnknownKeys(t *testing.T) {
 		t.Fatalf("load: %v", err)
 	}
 }
+
+// max.connections.per.ip.overrides is parsed as Kafka's Csv.parseCsvMap:
+// commas between entries, the last colon splits host from count.
+func TestParseConnectionOverrides(t *testing.T) {
+	got, err := ParseConnectionOverrides(" localhost:7 , 127.0.0.2:0,::1:3,fe80::1:5")
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := map[string]int{"localhost": 7, "127.0.0.2": 0, "::1": 3, "fe80::1": 5}
+	if len(got) != len(want) {
+		t.Fatalf("got %v, want %v", got, want)
+	}
+	for k, v := range want {
+		if got[k] != v {
+			t.Fatalf("got %v, want %v", got, want)
+		}
+	}
+	if m, err := ParseConnectionOverrides(""); err != nil || len(m) != 0 {
+		t.Fatalf("empty: %v %v", m, err)
+	}
+	c := Default()
+	for _, bad := range []string{"127.0.0.1", "127.0.0.1:not_a_number", ":3", "a:1,b"} {
+		if err := c.Set("max.connections.per.ip.overrides", bad); err == nil {
+			t.Errorf("%q accepted", bad)
+		}
+	}
+	if err := c.Set("max.connections.per.ip", "0"); err != nil {
+		t.Fatalf("Kafka allows max.connections.per.ip=0: %v", err)
+	}
+}

@@ -3,6 +3,7 @@ package config
 import (
 	"fmt"
 	"strconv"
+	"strings"
 )
 
 // Kind is a setting's value type.
@@ -24,6 +25,8 @@ type Setting struct {
 	// Topic is the topic-level name that this broker setting is the
 	// default for (as Kafka's log.retention.ms → retention.ms), if any.
 	Topic string
+	// Check validates a value beyond its kind, if set.
+	Check func(string) error
 }
 
 func (s Setting) check(v string) error {
@@ -41,7 +44,41 @@ func (s Setting) check(v string) error {
 			return fmt.Errorf("not true or false")
 		}
 	}
+	if s.Check != nil {
+		return s.Check(v)
+	}
 	return nil
+}
+
+func checkConnectionOverrides(v string) error {
+	_, err := ParseConnectionOverrides(v)
+	return err
+}
+
+// ParseConnectionOverrides parses max.connections.per.ip.overrides as
+// Kafka's Csv.parseCsvMap does: entries split at commas (spaces around
+// them ignored), each split at its last colon (so an IPv6 address may be
+// a key), key and count trimmed; the count must be an integer. The keys
+// are host names or IP addresses, resolved by the caller.
+func ParseConnectionOverrides(v string) (map[string]int, error) {
+	out := map[string]int{}
+	if strings.TrimSpace(v) == "" {
+		return out, nil
+	}
+	for _, entry := range strings.Split(v, ",") {
+		entry = strings.TrimSpace(entry)
+		i := strings.LastIndex(entry, ":")
+		if i < 0 {
+			return nil, fmt.Errorf("override %q: want host:count", entry)
+		}
+		host := strings.TrimSpace(entry[:i])
+		n, err := strconv.ParseInt(strings.TrimSpace(entry[i+1:]), 10, 32)
+		if err != nil || host == "" {
+			return nil, fmt.Errorf("override %q: want host:count", entry)
+		}
+		out[host] = int(n)
+	}
+	return out, nil
 }
 
 const maxLong = "9223372036854775807"
@@ -66,9 +103,11 @@ var settings = []Setting{
 	{Name: "log.message.timestamp.type", Kind: KindString, Default: "CreateTime", Doc: "CreateTime or LogAppendTime.", Topic: "message.timestamp.type"},
 	{Name: "socket.request.max.bytes", Kind: KindInt, Default: "104857600", Min: 1, Doc: "Largest request frame; larger closes the connection."},
 	{Name: "max.connections", Kind: KindInt, Default: "2147483647", Min: 1, Doc: "Open client connections at most."},
-	{Name: "max.connections.per.ip", Kind: KindInt, Default: "2147483647", Min: 1, Doc: "Open client connections per client IP at most."},
-	{Name: "connections.max.idle.ms", Kind: KindInt, Default: "600000", Min: 1, Doc: "Close connections idle this long."},
+	{Name: "max.connections.per.ip", Kind: KindInt, Default: "2147483647", Min: 0, Doc: "Open client connections per client IP at most (0: none, except the overrides', which must then be set); a connection over it is closed at once."},
+	{Name: "max.connections.per.ip.overrides", Kind: KindString, Default: "", Check: checkConnectionOverrides, Doc: "Per-host or per-IP limits replacing max.connections.per.ip, as \"host:count,ip:count\"."},
+	{Name: "connections.max.idle.ms", Kind: KindInt, Default: "600000", Min: 1, Doc: "Close connections idle, half-open (part of a request, then silence) or not reading their responses this long."},
 	{Name: "queued.max.requests", Kind: KindInt, Default: "500", Min: 1, Doc: "Decoded requests waiting to be processed, across connections."},
+	{Name: "fetch.max.bytes", Kind: KindInt, Default: "57671680", Min: 1024, Doc: "Largest Fetch response; a request's MaxBytes above it is lowered to it."},
 	{Name: "producer.id.expiration.ms", Kind: KindInt, Default: "86400000", Min: 1, Doc: "Forget an idle producer's state after this long."},
 	{Name: "producer.id.expiration.check.interval.ms", Kind: KindInt, Default: "600000", Min: 1, Doc: "How often idle producers are expired."},
 	{Name: "transactional.id.expiration.ms", Kind: KindInt, Default: "604800000", Min: 1, Doc: "Forget an idle transactional id after this long."},
