@@ -1,6 +1,6 @@
 package broker
 
-// Fetch, v4–v16.
+// Fetch, v4–v18.
 //
 // Raw batches go from the log to the response without decoding records.
 // Reads stop at the high watermark, or at the last stable offset for
@@ -13,7 +13,9 @@ package broker
 // Fetch sessions (KIP-227) are declined: every response carries session id
 // 0, so clients send full fetches, which Kafka allows. A request naming a
 // session id answers FETCH_SESSION_ID_NOT_FOUND. The CurrentLeaderEpoch of
-// v9+ is checked (FENCED_LEADER_EPOCH / UNKNOWN_LEADER_EPOCH).
+// v9+ is checked (FENCED_LEADER_EPOCH / UNKNOWN_LEADER_EPOCH). v17 and v18
+// add only follower tagged fields (ReplicaDirectoryId, KIP-853; the
+// replica's HighWatermark, KIP-1166) and leave the response as v16.
 
 import (
 	"context"

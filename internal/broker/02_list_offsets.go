@@ -1,12 +1,15 @@
 package broker
 
-// ListOffsets, v1–v8.
+// ListOffsets, v1–v10.
 //
 // -1 latest (the high watermark, or the last stable offset for
 // read_committed), -2 earliest (log start), -3 the offset of the largest
 // timestamp (v7+), -4 earliest local (v8; no tiered storage, so the log
-// start), a timestamp ≥ 0 the first offset at or after it (-1/-1 when
-// none). The leader epoch answered is the epoch of the batch holding the
+// start), -5 latest tiered (v9, KIP-1005: no tiered storage, so offset -1
+// with epoch -1, as Kafka's UnifiedLog answers when remote storage is off),
+// a timestamp ≥ 0 the first offset at or after it (-1/-1 when none). v10's
+// TimeoutMs (KIP-1075) bounds remote-storage lookups; there are none. v11
+// (-6, earliest pending upload) is not served. The leader epoch answered is the epoch of the batch holding the
 // offset. CurrentLeaderEpoch (v4+) is checked as in Fetch.
 
 import (
@@ -62,6 +65,8 @@ func listOffset(p *partition.Partition, rp kmsg.ListOffsetsRequestTopicPartition
 	case ts == -2 || ts == -4:
 		sp.Offset = o.LogStart
 		sp.LeaderEpoch = epochAt(p, o.LogStart)
+	case ts == -5:
+		// Already -1/-1/-1: nothing is tiered.
 	case ts == -3:
 		off, maxTs := p.Log().MaxTimestamp()
 		if off >= 0 && off < o.HighWatermark {

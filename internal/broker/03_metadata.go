@@ -1,12 +1,14 @@
 package broker
 
-// Metadata, v0–v12.
+// Metadata, v0–v13.
 //
 // One broker (this node) leads every partition, with itself as the only
 // replica and ISR member. Topic IDs are returned from v10. Unknown topics
 // are created when the request allows it (v4+, always for v0–v3) and
 // auto.create.topics.enable is on, as Kafka does. A request by topic ID
-// for an unknown ID answers UNKNOWN_TOPIC_ID.
+// for an unknown ID answers UNKNOWN_TOPIC_ID. v13's top-level ErrorCode
+// (KIP-1102: REBOOTSTRAP_REQUIRED) is always NONE: one broker never asks
+// a client to rebootstrap.
 
 import (
 	"context"

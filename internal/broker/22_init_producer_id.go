@@ -1,6 +1,6 @@
 package broker
 
-// InitProducerId, v0–v4.
+// InitProducerId, v0–v5.
 //
 // Idempotent producers (no transactional id) get a fresh producer id at
 // epoch 0 every time, including a KIP-360 re-init naming their current id
@@ -19,8 +19,9 @@ package broker
 // INVALID_TRANSACTION_TIMEOUT; an empty transactional id INVALID_REQUEST.
 // PRODUCER_FENCED is INVALID_PRODUCER_EPOCH before v4, as in Kafka.
 //
-// Deviation: v5 (KIP-890 part 2) and v6 (KIP-939, two-phase commit) are not
-// served.
+// v5 only lets the broker answer TRANSACTION_ABORTABLE (KIP-890, per
+// Kafka's InitProducerIdRequest.json); minibroker never does, so v5 is
+// served as v4. Deviation: v6 (KIP-939, two-phase commit) is not served.
 
 import (
 	"context"

@@ -1,12 +1,14 @@
 package broker
 
-// AddOffsetsToTxn, v0–v3.
+// AddOffsetsToTxn, v0–v4.
 //
 // Adds a consumer group to the producer's transaction (Kafka adds the
 // group's __consumer_offsets partition), so TxnOffsetCommit may stage
 // offsets for it and EndTxn completes them. Fsynced before the answer.
 // PRODUCER_FENCED is INVALID_PRODUCER_EPOCH before v2. Without a group
-// coordinator the answer is COORDINATOR_NOT_AVAILABLE.
+// coordinator the answer is COORDINATOR_NOT_AVAILABLE. v4 only lets the
+// broker answer TRANSACTION_ABORTABLE (KIP-890), which minibroker never
+// does: it is served as v3.
 
 import (
 	"context"

@@ -1,6 +1,6 @@
 package broker
 
-// EndTxn, v0–v3.
+// EndTxn, v0–v4.
 //
 // Commits or aborts the producer's open transaction: once the
 // transactional appends already verified are done (so no data of the
@@ -17,8 +17,9 @@ package broker
 // next start. A retried EndTxn for a completed transaction succeeds.
 // PRODUCER_FENCED is INVALID_PRODUCER_EPOCH before v2.
 //
-// Deviation: v4 (TRANSACTION_ABORTABLE) and v5 (KIP-890 part 2: an epoch
-// bump per transaction) are not served.
+// v4 only lets the broker answer TRANSACTION_ABORTABLE (KIP-890), which
+// minibroker never does: it is served as v3. Deviation: v5 (KIP-890 part
+// 2: an epoch bump per transaction, transaction.version 2) is not served.
 
 import (
 	"context"

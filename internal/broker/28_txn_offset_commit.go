@@ -1,6 +1,6 @@
 package broker
 
-// TxnOffsetCommit, v0–v3.
+// TxnOffsetCommit, v0–v4.
 //
 // Stages a transactional producer's offsets for a group with the group
 // coordinator (durable, invisible to OffsetFetch until the COMMIT marker;
@@ -13,8 +13,12 @@ package broker
 // accepted the offsets and left them pending). Partitions of unknown
 // topics get UNKNOWN_TOPIC_OR_PARTITION.
 //
+// v4 only lets the broker answer TRANSACTION_ABORTABLE (KIP-890), which
+// minibroker never does: it is served as v3.
+//
 // Deviation: the v3 generation, member id and instance id are not checked
-// against the group.
+// against the group. v5+ (KIP-890 part 2: the group joins the transaction
+// implicitly) is not served.
 
 import (
 	"context"

@@ -1,10 +1,11 @@
 package broker
 
-// DescribeCluster, v0–v1.
+// DescribeCluster, v0–v2.
 //
 // One broker, which is also the controller. v1 asks for an endpoint type:
 // brokers (1) is served; controllers (2) answer UNSUPPORTED_ENDPOINT_TYPE,
-// as a Kafka broker does.
+// as a Kafka broker does. v2 (KIP-1073) may ask for fenced brokers too and
+// marks each broker IsFenced: the one broker is never fenced.
 
 import (
 	"context"
