@@ -1,9 +1,10 @@
 package broker
 
-// DescribeGroups, v0–v5.
+// DescribeGroups, v0–v6.
 //
 // An unknown group is described as Dead with no members and error NONE,
-// as Kafka's classic coordinator does before v6. Member metadata and
+// as Kafka's classic coordinator does before v6; from v6 (KIP-1043) it
+// also carries GROUP_ID_NOT_FOUND and an error message, as Kafka 4.0's. Member metadata and
 // assignments, and the protocol, are shown only for a Stable group (as
 // Kafka). Authorized operations (v3+) are not computed: minibroker has no
 // ACLs, so the field is Kafka's "not requested" value.
@@ -12,8 +13,10 @@ import (
 	"context"
 	"math"
 
+	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/minibroker/minibroker/internal/coordinator"
 	"github.com/minibroker/minibroker/internal/protocol"
 )
 
@@ -25,6 +28,10 @@ func (b *Broker) handleDescribeGroups(_ context.Context, r *protocol.Request) km
 		rg := kmsg.NewDescribeGroupsResponseGroup()
 		rg.Group, rg.State, rg.ProtocolType, rg.Protocol = id, d.State.String(), d.ProtocolType, d.Protocol
 		rg.AuthorizedOperations = math.MinInt32
+		if req.Version >= 6 && d.State == coordinator.StateDead {
+			rg.ErrorCode = kerr.GroupIDNotFound.Code
+			rg.ErrorMessage = kmsg.StringPtr("Group " + id + " not found.")
+		}
 		for _, m := range d.Members {
 			rm := kmsg.NewDescribeGroupsResponseGroupMember()
 			rm.MemberID, rm.ClientID, rm.ClientHost = m.MemberID, m.ClientID, m.ClientHost

@@ -1,10 +1,10 @@
 package broker
 
-// DeleteGroups, v0–v2.
+// DeleteGroups, v0–v3.
 //
 // Deletes Empty groups with their committed offsets (durably, before the
 // response). A group with members answers NON_EMPTY_GROUP, an unknown one
-// GROUP_ID_NOT_FOUND.
+// GROUP_ID_NOT_FOUND. v3 adds a per-group ErrorMessage, left null.
 
 import (
 	"context"
