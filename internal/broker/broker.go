@@ -269,6 +269,10 @@ func addrOrNil(l net.Listener) fmt.Stringer {
 	return l.Addr()
 }
 
+// ListenAddr is the address the Kafka listener is bound to; Addr is the
+// one advertised to clients (they differ behind a proxy).
+func (b *Broker) ListenAddr() string { return b.kafkaLn.Addr().String() }
+
 // Addr is the advertised Kafka address, host:port.
 func (b *Broker) Addr() string { return net.JoinHostPort(b.advHost, strconv.Itoa(int(b.advPort))) }
 

@@ -1,0 +1,274 @@
+package integration
+
+import (
+	"context"
+	"fmt"
+	"testing"
+	"time"
+
+	"github.com/IBM/sarama"
+	"github.com/confluentinc/confluent-kafka-go/v2/kafka"
+	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/kmsg"
+)
+
+// The workloads of the client-versions tests: what an application does
+// with each client, every call expected to succeed.
+
+func must(t *testing.T, what string, err error) {
+	t.Helper()
+	if err != nil {
+		t.Fatalf("%s: %v", what, err)
+	}
+}
+
+func kgoWorkload(t *testing.T, addr string) {
+	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
+	defer cancel()
+	adm := kadm.NewClient(newClient(t, addr))
+	created, err := adm.CreateTopics(ctx, 2, 1, nil, "cv", "cv-out", "cv-del")
+	must(t, "create topics", err)
+	must(t, "create topics", created.Error())
+	_, err = adm.CreatePartitions(ctx, 1, "cv-del")
+	must(t, "create partitions", err)
+	_, err = adm.DescribeTopicConfigs(ctx, "cv")
+	must(t, "describe configs", err)
+
+	// Idempotent (kgo's default) and acks=1 produce.
+	p := newClient(t, addr, kgo.DefaultProduceTopic("cv"))
+	for i := range 10 {
+		must(t, "produce", p.ProduceSync(ctx, &kgo.Record{Value: fmt.Appendf(nil, "v%d", i)}).FirstErr())
+	}
+	p1 := newClient(t, addr, kgo.DefaultProduceTopic("cv"), kgo.DisableIdempotentWrite(), kgo.RequiredAcks(kgo.LeaderAck()))
+	must(t, "produce acks=1", p1.ProduceSync(ctx, &kgo.Record{Value: []byte("acks1")}).FirstErr())
+
+	// A transaction.
+	tx := newClient(t, addr, kgo.DefaultProduceTopic("cv"), kgo.TransactionalID("cv-txn"))
+	must(t, "begin", tx.BeginTransaction())
+	must(t, "produce in txn", tx.ProduceSync(ctx, &kgo.Record{Value: []byte("txn")}).FirstErr())
+	must(t, "commit", tx.EndTransaction(ctx, kgo.TryCommit))
+
+	// Consume-transform-produce: offsets committed in a transaction.
+	sess, err := kgo.NewGroupTransactSession(kgo.SeedBrokers(addr), kgo.TransactionalID("cv-gts"),
+		kgo.ConsumerGroup("cv-gts"), kgo.ConsumeTopics("cv"), kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()),
+		kgo.FetchIsolationLevel(kgo.ReadCommitted()), kgo.DefaultProduceTopic("cv-out"))
+	must(t, "group transact session", err)
+	defer sess.Close()
+	for seen := 0; seen < 12; {
+		fs := sess.PollFetches(ctx)
+		must(t, "poll in session", ctx.Err())
+		must(t, "begin in session", sess.Begin())
+		fs.EachRecord(func(r *kgo.Record) {
+			seen++
+			sess.Produce(ctx, &kgo.Record{Value: r.Value}, nil)
+		})
+		committed, err := sess.End(ctx, kgo.TryCommit)
+		must(t, "end session", err)
+		if !committed {
+			t.Fatal("session did not commit")
+		}
+	}
+
+	// A consumer group that commits.
+	g := newClient(t, addr, kgo.ConsumerGroup("cv-g"), kgo.ConsumeTopics("cv"),
+		kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()), kgo.DisableAutoCommit())
+	for n := 0; n < 12; {
+		fs := g.PollFetches(ctx)
+		must(t, "group poll", ctx.Err())
+		n += fs.NumRecords()
+	}
+	must(t, "group commit", g.CommitUncommittedOffsets(ctx))
+	g.Close() // LeaveGroup
+
+	// Admin reads and deletes.
+	_, err = adm.ListStartOffsets(ctx, "cv")
+	must(t, "list start offsets", err)
+	_, err = adm.ListEndOffsets(ctx, "cv")
+	must(t, "list end offsets", err)
+	_, err = adm.ListGroups(ctx)
+	must(t, "list groups", err)
+	_, err = adm.DescribeGroups(ctx, "cv-g", "cv-gts")
+	must(t, "describe groups", err)
+	_, err = adm.FetchOffsets(ctx, "cv-g")
+	must(t, "fetch offsets", err)
+	var del kadm.TopicsSet = map[string]map[int32]struct{}{"cv": {0: {}}}
+	_, err = adm.DeleteOffsets(ctx, "cv-g", del)
+	must(t, "delete offsets", err)
+	var recs kadm.Offsets
+	recs.Add(kadm.Offset{Topic: "cv-del", Partition: 0, At: 0})
+	_, err = adm.DeleteRecords(ctx, recs)
+	must(t, "delete records", err)
+	_, err = adm.DescribeProducers(ctx, map[string]map[int32]struct{}{"cv": {0: {}, 1: {}}})
+	must(t, "describe producers", err)
+	_, err = adm.DescribeTransactions(ctx, "cv-txn")
+	must(t, "describe transactions", err)
+	_, err = adm.ListTransactions(ctx, nil, nil)
+	must(t, "list transactions", err)
+	ofle := kmsg.NewPtrOffsetForLeaderEpochRequest()
+	ofle.ReplicaID = -1
+	ot := kmsg.NewOffsetForLeaderEpochRequestTopic()
+	ot.Topic = "cv"
+	op := kmsg.NewOffsetForLeaderEpochRequestTopicPartition()
+	op.LeaderEpoch = 0
+	ot.Partitions = append(ot.Partitions, op)
+	ofle.Topics = append(ofle.Topics, ot)
+	_, err = ofle.RequestWith(ctx, p)
+	must(t, "offset for leader epoch", err)
+	dc := kmsg.NewPtrDescribeClusterRequest()
+	dc.EndpointType = 1
+	_, err = dc.RequestWith(ctx, p)
+	must(t, "describe cluster", err)
+	_, err = adm.DeleteGroups(ctx, "cv-g")
+	must(t, "delete groups", err)
+	_, err = adm.DeleteTopics(ctx, "cv-del")
+	must(t, "delete topics", err)
+}
+
+func saramaWorkload(t *testing.T, addr string) {
+	cfg := sarama.NewConfig()
+	cfg.Version = sarama.MaxVersion
+	cfg.Metadata.Retry.Backoff = 50 * time.Millisecond
+	admin, err := sarama.NewClusterAdmin([]string{addr}, cfg)
+	must(t, "cluster admin", err)
+	defer admin.Close()
+	for _, topic := range []string{"cv", "cv-del"} {
+		must(t, "create topic", admin.CreateTopic(topic, &sarama.TopicDetail{NumPartitions: 1, ReplicationFactor: 1}, false))
+	}
+	must(t, "create partitions", admin.CreatePartitions("cv-del", 2, nil, false))
+	_, err = admin.DescribeConfig(sarama.ConfigResource{Type: sarama.TopicResource, Name: "cv"})
+	must(t, "describe config", err)
+	_, _, err = admin.DescribeCluster()
+	must(t, "describe cluster", err)
+	_, err = admin.DescribeTopics([]string{"cv"})
+	must(t, "describe topics", err)
+
+	// Idempotent produce.
+	pcfg := sarama.NewConfig()
+	pcfg.Version = sarama.MaxVersion
+	pcfg.Producer.Idempotent = true
+	pcfg.Producer.RequiredAcks = sarama.WaitForAll
+	pcfg.Producer.Return.Successes = true
+	pcfg.Net.MaxOpenRequests = 1
+	pcfg.Metadata.Retry.Backoff = 50 * time.Millisecond
+	p, err := sarama.NewSyncProducer([]string{addr}, pcfg)
+	must(t, "producer", err)
+	for i := range 5 {
+		_, _, err := p.SendMessage(&sarama.ProducerMessage{Topic: "cv", Value: sarama.StringEncoder(fmt.Sprint("v", i))})
+		must(t, "send", err)
+	}
+	must(t, "close producer", p.Close())
+
+	// A transaction with offsets.
+	tcfg := *pcfg
+	tcfg.Producer.Transaction.ID = "cv-sarama-txn"
+	tcfg.Producer.Transaction.Retry.Backoff = 20 * time.Millisecond
+	tp, err := sarama.NewSyncProducer([]string{addr}, &tcfg)
+	must(t, "transactional producer", err)
+	must(t, "begin", tp.BeginTxn())
+	_, _, err = tp.SendMessage(&sarama.ProducerMessage{Topic: "cv", Value: sarama.StringEncoder("txn")})
+	must(t, "send in txn", err)
+	must(t, "offsets in txn", tp.AddOffsetsToTxn(map[string][]*sarama.PartitionOffsetMetadata{"cv": {{Partition: 0, Offset: 1}}}, "cv-sarama-txn-group"))
+	must(t, "commit", tp.CommitTxn())
+	must(t, "close transactional producer", tp.Close())
+
+	// A consumer group that commits, at sarama's newest version.
+	if got := saramaGroupConsume(t, addr, "cv-g", "cv", sarama.MaxVersion, 6); len(got) < 6 {
+		t.Fatalf("sarama group read %d records", len(got))
+	}
+
+	client, err := sarama.NewClient([]string{addr}, cfg)
+	must(t, "client", err)
+	defer client.Close()
+	_, err = client.GetOffset("cv", 0, sarama.OffsetNewest)
+	must(t, "get offset", err)
+	_, err = admin.ListConsumerGroups()
+	must(t, "list groups", err)
+	_, err = admin.DescribeConsumerGroups([]string{"cv-g"})
+	must(t, "describe groups", err)
+	_, err = admin.ListConsumerGroupOffsets("cv-g", map[string][]int32{"cv": {0}})
+	must(t, "list group offsets", err)
+	must(t, "delete group offset", admin.DeleteConsumerGroupOffset("cv-g", "cv", 0))
+	must(t, "delete records", admin.DeleteRecords("cv-del", map[int32]int64{0: 0}))
+	must(t, "delete group", admin.DeleteConsumerGroup("cv-g"))
+	must(t, "delete topic", admin.DeleteTopic("cv-del"))
+}
+
+func confluentWorkload(t *testing.T, addr string) {
+	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
+	defer cancel()
+	adm, err := kafka.NewAdminClient(&kafka.ConfigMap{"bootstrap.servers": addr})
+	must(t, "admin client", err)
+	defer adm.Close()
+	res, err := adm.CreateTopics(ctx, []kafka.TopicSpecification{{Topic: "cv", NumPartitions: 1, ReplicationFactor: 1},
+		{Topic: "cv-del", NumPartitions: 1, ReplicationFactor: 1}})
+	must(t, "create topics", err)
+	for _, r := range res {
+		if r.Error.Code() != kafka.ErrNoError {
+			t.Fatalf("create %s: %v", r.Topic, r.Error)
+		}
+	}
+	_, err = adm.CreatePartitions(ctx, []kafka.PartitionsSpecification{{Topic: "cv-del", IncreaseTo: 2}})
+	must(t, "create partitions", err)
+	_, err = adm.DescribeConfigs(ctx, []kafka.ConfigResource{{Type: kafka.ResourceTopic, Name: "cv"}})
+	must(t, "describe configs", err)
+	_, err = adm.DescribeCluster(ctx)
+	must(t, "describe cluster", err)
+	_, err = adm.DescribeTopics(ctx, kafka.NewTopicCollectionOfTopicNames([]string{"cv"}))
+	must(t, "describe topics", err)
+
+	confluentProduce(t, newConfluentProducer(t, addr, kafka.ConfigMap{"enable.idempotence": true}), "cv", 0, "idem", 5)
+	confluentProduce(t, newConfluentProducer(t, addr, kafka.ConfigMap{"acks": "1"}), "cv", 0, "acks1", 1)
+
+	// A transaction with offsets.
+	tp := newConfluentProducer(t, addr, kafka.ConfigMap{"transactional.id": "cv-cf-txn"})
+	must(t, "init transactions", tp.InitTransactions(ctx))
+	must(t, "begin", tp.BeginTransaction())
+	confluentProduce(t, tp, "cv", 0, "txn", 1)
+	cgm, err := kafka.NewTestConsumerGroupMetadata("cv-cf-txn-group")
+	must(t, "group metadata", err)
+	topic := "cv"
+	must(t, "offsets in txn", tp.SendOffsetsToTransaction(ctx, []kafka.TopicPartition{{Topic: &topic, Partition: 0, Offset: 1}}, cgm))
+	must(t, "commit", tp.CommitTransaction(ctx))
+
+	// A consumer group that commits.
+	cons, err := kafka.NewConsumer(&kafka.ConfigMap{"bootstrap.servers": addr, "group.id": "cv-g",
+		"auto.offset.reset": "earliest", "enable.auto.commit": false, "isolation.level": "read_committed"})
+	must(t, "consumer", err)
+	must(t, "subscribe", cons.Subscribe("cv", nil))
+	for n := 0; n < 7; {
+		if _, err := cons.ReadMessage(500 * time.Millisecond); err == nil {
+			n++
+		}
+		must(t, "consume", ctx.Err())
+	}
+	_, err = cons.Commit()
+	must(t, "commit offsets", err)
+	must(t, "close consumer", cons.Close())
+
+	_, err = adm.ListOffsets(ctx, map[kafka.TopicPartition]kafka.OffsetSpec{{Topic: &topic, Partition: 0}: kafka.LatestOffsetSpec}, nil)
+	must(t, "list offsets", err)
+	_, err = adm.ListConsumerGroups(ctx)
+	must(t, "list groups", err)
+	_, err = adm.DescribeConsumerGroups(ctx, []string{"cv-g"})
+	must(t, "describe groups", err)
+	_, err = adm.ListConsumerGroupOffsets(ctx, []kafka.ConsumerGroupTopicPartitions{{Group: "cv-g"}})
+	must(t, "list group offsets", err)
+	delTopic := "cv-del"
+	_, err = adm.DeleteRecords(ctx, []kafka.TopicPartition{{Topic: &delTopic, Partition: 0, Offset: 0}})
+	must(t, "delete records", err)
+	_, err = adm.DeleteConsumerGroups(ctx, []string{"cv-g"})
+	must(t, "delete groups", err)
+	_, err = adm.DeleteTopics(ctx, []string{"cv-del"})
+	must(t, "delete topics", err)
+}
+
+func kcatWorkload(t *testing.T, addr string) {
+	runKcat(t, "", "-L", "-b", addr)
+	runKcat(t, "k1:a\nk2:b\nk3:c\n", "-P", "-b", addr, "-t", "cv", "-K:", "-X", "enable.idempotence=true")
+	runKcat(t, "", "-C", "-b", addr, "-t", "cv", "-o", "beginning", "-e")
+	// A balanced consumer: the group protocol, offsets committed.
+	runKcat(t, "", "-b", addr, "-G", "cv-g", "-o", "beginning", "-c", "3", "-X", "enable.auto.commit=true",
+		"-X", "auto.commit.interval.ms=100", "cv")
+	runKcat(t, "", "-Q", "-b", addr, "-t", "cv:0:-1")
+}
