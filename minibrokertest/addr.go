@@ -6,3 +6,5 @@ import (
 )
 
 func isAddrInUse(err error) bool { return errors.Is(err, syscall.EADDRINUSE) }
+
+func isLockBusy(err error) bool { return errors.Is(err, syscall.EWOULDBLOCK) }

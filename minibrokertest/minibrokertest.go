@@ -219,11 +219,14 @@ func (c *Cluster) Revive() {
 
 func (c *Cluster) restart() {
 	var err error
-	for i := 0; i < 50; i++ { // the port may linger briefly after close
+	// The port may linger briefly after close, and so may the data-dir
+	// lock: a process forked by another test (kcat, go build) holds a copy
+	// of the lock's descriptor until it execs.
+	for i := 0; i < 50; i++ {
 		if err = c.start(); err == nil {
 			return
 		}
-		if _, ok := err.(*net.OpError); !ok && !isAddrInUse(err) {
+		if _, ok := err.(*net.OpError); !ok && !isAddrInUse(err) && !isLockBusy(err) {
 			break
 		}
 		time.Sleep(20 * time.Millisecond)
