@@ -217,14 +217,14 @@ func confluentWorkload(t *testing.T, addr string) {
 	_, err = adm.DescribeTopics(ctx, kafka.NewTopicCollectionOfTopicNames([]string{"cv"}))
 	must(t, "describe topics", err)
 
-	confluentProduce(t, newConfluentProducer(t, addr, kafka.ConfigMap{"enable.idempotence": true}), "cv", 0, "idem", 5)
-	confluentProduce(t, newConfluentProducer(t, addr, kafka.ConfigMap{"acks": "1"}), "cv", 0, "acks1", 1)
+	deliver(t, newConfluentProducer(t, addr, kafka.ConfigMap{"enable.idempotence": true}), "cv", 5)
+	deliver(t, newConfluentProducer(t, addr, kafka.ConfigMap{"acks": "1"}), "cv", 1)
 
 	// A transaction with offsets.
 	tp := newConfluentProducer(t, addr, kafka.ConfigMap{"transactional.id": "cv-cf-txn"})
 	must(t, "init transactions", tp.InitTransactions(ctx))
 	must(t, "begin", tp.BeginTransaction())
-	confluentProduce(t, tp, "cv", 0, "txn", 1)
+	deliver(t, tp, "cv", 1)
 	cgm, err := kafka.NewTestConsumerGroupMetadata("cv-cf-txn-group")
 	must(t, "group metadata", err)
 	topic := "cv"
@@ -261,6 +261,25 @@ func confluentWorkload(t *testing.T, addr string) {
 	must(t, "delete groups", err)
 	_, err = adm.DeleteTopics(ctx, []string{"cv-del"})
 	must(t, "delete topics", err)
+}
+
+// deliver produces n records to topic's partition 0 and waits for their
+// delivery reports.
+func deliver(t *testing.T, p *kafka.Producer, topic string, n int) {
+	t.Helper()
+	reports := make(chan kafka.Event, n)
+	for i := range n {
+		must(t, "produce", p.Produce(&kafka.Message{TopicPartition: kafka.TopicPartition{Topic: &topic, Partition: 0},
+			Value: fmt.Appendf(nil, "v%d", i)}, reports))
+	}
+	for range n {
+		select {
+		case ev := <-reports:
+			must(t, "delivery", ev.(*kafka.Message).TopicPartition.Error)
+		case <-time.After(30 * time.Second):
+			t.Fatal("no delivery report")
+		}
+	}
 }
 
 func kcatWorkload(t *testing.T, addr string) {
