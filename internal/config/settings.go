@@ -102,7 +102,7 @@ var settings = []Setting{
 	{Name: "message.max.bytes", Kind: KindInt, Default: "1048588", Min: 0, Doc: "Largest record batch a producer may send.", Topic: "max.message.bytes"},
 	{Name: "log.message.timestamp.type", Kind: KindString, Default: "CreateTime", Doc: "CreateTime or LogAppendTime.", Topic: "message.timestamp.type"},
 	{Name: "socket.request.max.bytes", Kind: KindInt, Default: "104857600", Min: 1, Doc: "Largest request frame; larger closes the connection."},
-	{Name: "max.connections", Kind: KindInt, Default: "2147483647", Min: 1, Doc: "Open client connections at most."},
+	{Name: "max.connections", Kind: KindInt, Default: "2147483647", Min: 1, Doc: "Open client connections at most; past it, a new connection waits, accepted but unread, until one closes (as Kafka)."},
 	{Name: "max.connections.per.ip", Kind: KindInt, Default: "2147483647", Min: 0, Doc: "Open client connections per client IP at most (0: none, except the overrides', which must then be set); a connection over it is closed at once."},
 	{Name: "max.connections.per.ip.overrides", Kind: KindString, Default: "", Check: checkConnectionOverrides, Doc: "Per-host or per-IP limits replacing max.connections.per.ip, as \"host:count,ip:count\"."},
 	{Name: "connections.max.idle.ms", Kind: KindInt, Default: "600000", Min: 1, Doc: "Close connections idle, half-open (part of a request, then silence) or not reading their responses this long."},

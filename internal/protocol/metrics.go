@@ -52,7 +52,7 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 		BytesOut:            prometheus.NewCounter(prometheus.CounterOpts{Name: "minibroker_network_bytes_out_total", Help: "Response bytes written."}),
 		Connections:         prometheus.NewGauge(prometheus.GaugeOpts{Name: "minibroker_connections", Help: "Open client connections."}),
 		ConnectionsTotal:    prometheus.NewCounter(prometheus.CounterOpts{Name: "minibroker_connections_accepted_total", Help: "Connections accepted."}),
-		ConnectionsRejected: prometheus.NewCounter(prometheus.CounterOpts{Name: "minibroker_connections_rejected_total", Help: "Connections refused by max.connections limits."}),
+		ConnectionsRejected: prometheus.NewCounter(prometheus.CounterOpts{Name: "minibroker_connections_rejected_total", Help: "Connections closed at accept by max.connections.per.ip limits."}),
 		ConnectionsClosedOnError: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "minibroker_connections_closed_on_error_total", Help: "Connections closed for a protocol violation or I/O error, by reason."}, []string{"reason"}),
 		Panics: prometheus.NewCounter(prometheus.CounterOpts{Name: "minibroker_request_panics_total", Help: "Panics recovered while reading or handling a request."}),

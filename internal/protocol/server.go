@@ -10,8 +10,9 @@
 // guarantees. Those three goroutines are all a connection ever has.
 //
 // Limits, as Kafka's socket server has them: socket.request.max.bytes per
-// frame; max.connections, max.connections.per.ip and its overrides (a
-// connection over a limit is closed at once); connections.max.idle.ms for
+// frame; max.connections (at the limit, the accept loop holds the next
+// connection until one closes); max.connections.per.ip and its overrides
+// (a connection over them is closed at once); connections.max.idle.ms for
 // idle and half-open connections and for a write that makes no progress;
 // queued.max.requests for requests waiting behind a busy processor across
 // connections. Where Kafka mutes a connection until its one request is
@@ -35,7 +36,9 @@ type Config struct {
 	// MaxRequestSize is socket.request.max.bytes: a larger frame closes the
 	// connection before anything is allocated for it.
 	MaxRequestSize int32
-	// MaxConnections is max.connections (0 = unlimited).
+	// MaxConnections is max.connections (0 = unlimited). As Kafka's
+	// acceptor (ConnectionQuotas.waitForConnectionSlot), a connection past
+	// it is accepted and held, unread, until another closes.
 	MaxConnections int
 	// MaxConnectionsPerIP is max.connections.per.ip (0 = unlimited;
 	// NoConnections = none, except from the overrides' addresses, which
@@ -95,6 +98,7 @@ type Server struct {
 	conns     map[*conn]struct{}
 	perIP     map[string]int
 	closed    bool
+	slotFreed chan struct{}  // closed and replaced when a connection ends
 	wg        sync.WaitGroup // accept loops and connections
 }
 
@@ -125,7 +129,7 @@ func NewServer(cfg Config, h Handler, logger *zap.Logger, metrics *Metrics) *Ser
 		cfg: cfg, handler: h, logger: logger, metrics: metrics,
 		queue: make(chan struct{}, cfg.QueuedMaxRequests),
 		ctx:   ctx, cancel: cancel,
-		conns: make(map[*conn]struct{}), perIP: make(map[string]int),
+		conns: make(map[*conn]struct{}), perIP: make(map[string]int), slotFreed: make(chan struct{}),
 	}
 }
 
@@ -179,16 +183,32 @@ func (s *Server) Serve(ln net.Listener) error {
 
 var errTemporary = errors.New("temporary")
 
-// admit applies max.connections limits and starts serving nc. Like
-// Kafka's acceptor (ConnectionQuotas.inc throwing
-// TooManyConnectionsException), a connection over a limit is closed at
-// once, before anything is read from it.
+// admit applies the connection limits and starts serving nc, as Kafka's
+// ConnectionQuotas.inc: first wait for a max.connections slot (the accept
+// loop blocks; later connections wait in the listen backlog), then a
+// connection over its address's limit is closed at once, before anything
+// is read from it (TooManyConnectionsException).
 func (s *Server) admit(nc net.Conn) {
 	ip := remoteIP(nc)
 	s.mu.Lock()
-	if s.closed ||
-		(s.cfg.MaxConnections > 0 && len(s.conns) >= s.cfg.MaxConnections) ||
-		s.overIPLimitLocked(ip) {
+	for !s.closed && s.cfg.MaxConnections > 0 && len(s.conns) >= s.cfg.MaxConnections {
+		freed := s.slotFreed
+		s.mu.Unlock()
+		select {
+		case <-freed:
+		case <-s.ctx.Done():
+		}
+		s.mu.Lock()
+		if s.ctx.Err() != nil {
+			break
+		}
+	}
+	if s.closed || s.ctx.Err() != nil {
+		s.mu.Unlock()
+		nc.Close()
+		return
+	}
+	if s.overIPLimitLocked(ip) {
 		s.mu.Unlock()
 		s.metrics.ConnectionsRejected.Inc()
 		s.logger.Debug("connection rejected", zap.String("remote", nc.RemoteAddr().String()))
@@ -210,6 +230,8 @@ func (s *Server) admit(nc net.Conn) {
 		if s.perIP[ip]--; s.perIP[ip] <= 0 {
 			delete(s.perIP, ip)
 		}
+		close(s.slotFreed)
+		s.slotFreed = make(chan struct{})
 		s.mu.Unlock()
 		s.metrics.Connections.Dec()
 	}()
@@ -247,6 +269,8 @@ func remoteIP(nc net.Conn) string {
 func (s *Server) Shutdown(ctx context.Context) error {
 	s.mu.Lock()
 	s.closed = true
+	close(s.slotFreed) // an accept loop waiting for a slot gives up
+	s.slotFreed = make(chan struct{})
 	for _, ln := range s.listeners {
 		ln.Close()
 	}
