@@ -97,6 +97,7 @@ func runProduce(r *report) error {
 			for run := range r.opts.runs {
 				for k := range ts {
 					i := (k + run) % len(ts) // alternate who goes first
+					cpu0 := cpuTime()
 					res, err := perf.Produce(ctx, produceConfig(addrs[i], fmt.Sprintf("p%d", run), w, r.opts.duration))
 					if err != nil {
 						return fmt.Errorf("%s on %s: %w", w.name, ts[i].name, err)
@@ -104,7 +105,7 @@ func runProduce(r *report) error {
 					if res.Errors > 0 {
 						return fmt.Errorf("%s on %s: %d errors, first %s", w.name, ts[i].name, res.Errors, res.FirstError)
 					}
-					logf("%s %s run %d: %s", w.name, ts[i].name, run, res)
+					logf("%s %s run %d: %s; %s", w.name, ts[i].name, run, res, cpuPerMB(cpuTime()-cpu0, res.Bytes))
 					rw.samples[ts[i].name] = append(rw.samples[ts[i].name], res.RecordsPerSec)
 					rw.mbps[ts[i].name] = append(rw.mbps[ts[i].name], res.MBPerSec)
 					rw.p99[ts[i].name] = append(rw.p99[ts[i].name], res.Latency.P99)
@@ -158,6 +159,7 @@ func runConsume(r *report) error {
 				for k := range ts {
 					i := (k + run) % len(ts)
 					read.Brokers = []string{addrs[i]}
+					cpu0 := cpuTime()
 					res, err := perf.Consume(ctx, read)
 					if err != nil {
 						return fmt.Errorf("%s on %s: %w", w.name, ts[i].name, err)
@@ -165,7 +167,7 @@ func runConsume(r *report) error {
 					if res.Records < read.Records {
 						return fmt.Errorf("%s on %s: read %d of %d records", w.name, ts[i].name, res.Records, read.Records)
 					}
-					logf("%s %s run %d: %s", w.name, ts[i].name, run, res)
+					logf("%s %s run %d: %s; %s", w.name, ts[i].name, run, res, cpuPerMB(cpuTime()-cpu0, res.Bytes))
 					rw.samples[ts[i].name] = append(rw.samples[ts[i].name], res.RecordsPerSec)
 					rw.mbps[ts[i].name] = append(rw.mbps[ts[i].name], res.MBPerSec)
 				}
