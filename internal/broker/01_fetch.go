@@ -41,7 +41,8 @@ func (b *Broker) handleFetch(ctx context.Context, r *protocol.Request) kmsg.Resp
 	deadline := time.Now().Add(time.Duration(max(req.MaxWaitMillis, 0)) * time.Millisecond)
 	for {
 		resp.Topics = resp.Topics[:0]
-		total, waitOn, hadError := b.fetchOnce(req, resp)
+		r.Release() // the buffers of a previous try
+		total, waitOn, hadError := b.fetchOnce(r, req, resp)
 		if total >= int(req.MinBytes) || hadError || req.MaxWaitMillis <= 0 || len(waitOn) == 0 {
 			return resp
 		}
@@ -52,7 +53,8 @@ func (b *Broker) handleFetch(ctx context.Context, r *protocol.Request) kmsg.Resp
 		if !waitForAny(ctx, waitOn, wait) {
 			// Deadline or shutdown: answer with what there is now.
 			resp.Topics = resp.Topics[:0]
-			b.fetchOnce(req, resp)
+			r.Release()
+			b.fetchOnce(r, req, resp)
 			return resp
 		}
 	}
@@ -62,10 +64,12 @@ func (b *Broker) handleFetch(ctx context.Context, r *protocol.Request) kmsg.Resp
 // nothing to return. It is never written to.
 var noRecords = []byte{}
 
-// fetchOnce fills resp from the logs. It returns the record bytes
-// gathered, the partitions' change channels (for a long poll), and whether
-// any partition answered with an error.
-func (b *Broker) fetchOnce(req *kmsg.FetchRequest, resp *kmsg.FetchResponse) (int, []<-chan struct{}, bool) {
+// fetchOnce fills resp from the logs, reading the record bytes into
+// buffers from r.Buffer (released by the server once the response is
+// encoded). It returns the record bytes gathered, the partitions' change
+// channels (for a long poll), and whether any partition answered with an
+// error.
+func (b *Broker) fetchOnce(r *protocol.Request, req *kmsg.FetchRequest, resp *kmsg.FetchResponse) (int, []<-chan struct{}, bool) {
 	total := 0
 	maxBytes := int(req.MaxBytes)
 	if req.Version < 3 || maxBytes <= 0 {
@@ -106,7 +110,7 @@ func (b *Broker) fetchOnce(req *kmsg.FetchRequest, resp *kmsg.FetchResponse) (in
 				p := parts[rp.Partition]
 				waitOn = append(waitOn, p.Changed())
 				limit := min(int(rp.PartitionMaxBytes), maxBytes-total)
-				n := b.fetchPartition(p, rp, &sp, limit, total == 0, committed)
+				n := b.fetchPartition(r, p, rp, &sp, limit, total == 0, committed)
 				total += n
 				if n > 0 {
 					b.metrics.BytesOutTopic.WithLabelValues(t.Name).Add(float64(n))
@@ -129,7 +133,7 @@ func (b *Broker) fetchOnce(req *kmsg.FetchRequest, resp *kmsg.FetchResponse) (in
 	return total, waitOn, hadError
 }
 
-func (b *Broker) fetchPartition(p *partition.Partition, rp kmsg.FetchRequestTopicPartition, sp *kmsg.FetchResponseTopicPartition,
+func (b *Broker) fetchPartition(r *protocol.Request, p *partition.Partition, rp kmsg.FetchRequestTopicPartition, sp *kmsg.FetchResponseTopicPartition,
 	limit int, first, committed bool) int {
 	if e := rp.CurrentLeaderEpoch; e >= 0 {
 		switch cur := p.LeaderEpoch(); {
@@ -141,7 +145,7 @@ func (b *Broker) fetchPartition(p *partition.Partition, rp kmsg.FetchRequestTopi
 			return 0
 		}
 	}
-	res, err := p.Read(rp.FetchOffset, max(limit, 0), first, committed)
+	res, err := p.ReadInto(r.Buffer, rp.FetchOffset, max(limit, 0), first, committed)
 	sp.HighWatermark, sp.LastStableOffset, sp.LogStartOffset = res.HighWatermark, res.LastStable, res.LogStart
 	if err != nil {
 		sp.ErrorCode = errorCode(err)

@@ -43,6 +43,26 @@ func (l *Log) ReadUpTo(offset, maxOffset int64, maxBytes int, minOneBatch bool) 
 // bytes come from the segment file with one pread(2), unparsed beyond
 // batch headers and CRCs.
 func (l *Log) ReadAppend(dst []byte, offset, maxOffset int64, maxBytes int, minOneBatch bool) ([]byte, error) {
+	return l.read(dst, slices.Grow[[]byte], offset, maxOffset, maxBytes, minOneBatch)
+}
+
+// ReadInto is ReadUpTo reading into a buffer from get, which is called
+// (at most once, but for a retry after a damaged index) with the number of
+// bytes the read needs and must return an empty slice with at least that
+// capacity: callers pool their buffers and size them to the read. When
+// there is nothing to read, get is not called and nil is returned.
+func (l *Log) ReadInto(get func(n int) []byte, offset, maxOffset int64, maxBytes int, minOneBatch bool) ([]byte, error) {
+	grow := func(dst []byte, n int) []byte {
+		if cap(dst)-len(dst) >= n {
+			return dst
+		}
+		return append(get(len(dst)+n), dst...)
+	}
+	return l.read(nil, grow, offset, maxOffset, maxBytes, minOneBatch)
+}
+
+// read is ReadAppend with grow making room for n more bytes in dst.
+func (l *Log) read(dst []byte, grow func(dst []byte, n int) []byte, offset, maxOffset int64, maxBytes int, minOneBatch bool) ([]byte, error) {
 	l.truncMu.RLock()
 	defer l.truncMu.RUnlock()
 	v, limit, ok, err := l.firstView(offset)
@@ -51,11 +71,11 @@ func (l *Log) ReadAppend(dst []byte, offset, maxOffset int64, maxBytes int, minO
 	}
 	maxOffset = min(maxOffset, limit)
 	for ok {
-		out, found, err := readFrom(dst, v, offset, maxOffset, maxBytes, minOneBatch, true)
+		out, found, err := readFrom(dst, grow, v, offset, maxOffset, maxBytes, minOneBatch, true)
 		if err != nil {
 			// A damaged index must not make good data unreadable or skip
 			// it: look again from the segment start before reporting.
-			out, found, err = readFrom(dst, v, offset, maxOffset, maxBytes, minOneBatch, false)
+			out, found, err = readFrom(out, grow, v, offset, maxOffset, maxBytes, minOneBatch, false)
 		}
 		if err != nil || found {
 			return out, err
@@ -66,12 +86,12 @@ func (l *Log) ReadAppend(dst []byte, offset, maxOffset int64, maxBytes int, minO
 	return dst, nil
 }
 
-func readFrom(dst []byte, v segmentView, offset, maxOffset int64, maxBytes int, minOne, useIndex bool) ([]byte, bool, error) {
+func readFrom(dst []byte, grow func([]byte, int) []byte, v segmentView, offset, maxOffset int64, maxBytes int, minOne, useIndex bool) ([]byte, bool, error) {
 	h, pos, found, err := findBatch(v, offset, useIndex)
 	if err != nil || !found {
 		return dst, found, err
 	}
-	out, err := readBatches(dst, v, h, pos, maxOffset, maxBytes, minOne)
+	out, err := readBatches(dst, grow, v, h, pos, maxOffset, maxBytes, minOne)
 	return out, true, err
 }
 
@@ -162,7 +182,7 @@ func readErr(s *segment, err error) error {
 
 // readBatches appends to dst the whole batches from pos (where the batch
 // with header first starts), checking each.
-func readBatches(dst []byte, v segmentView, first batch.Header, pos, maxOffset int64, maxBytes int, minOne bool) ([]byte, error) {
+func readBatches(dst []byte, grow func([]byte, int) []byte, v segmentView, first batch.Header, pos, maxOffset int64, maxBytes int, minOne bool) ([]byte, error) {
 	if first.BaseOffset >= maxOffset {
 		return dst, nil
 	}
@@ -174,7 +194,7 @@ func readBatches(dst []byte, v segmentView, first batch.Header, pos, maxOffset i
 		want = int64(first.Size())
 	}
 	start := len(dst)
-	dst = slices.Grow(dst, int(want))[:start+int(want)]
+	dst = grow(dst, int(want))[:start+int(want)]
 	buf := dst[start:]
 	if n, err := v.seg.log.ReadAt(buf, pos); n < len(buf) {
 		if err == nil {

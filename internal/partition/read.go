@@ -15,6 +15,13 @@ type ReadResult struct {
 // whole batch when minOneBatch), never past the high watermark, or past the
 // last stable offset when committedOnly (read_committed).
 func (p *Partition) Read(offset int64, maxBytes int, minOneBatch, committedOnly bool) (ReadResult, error) {
+	return p.ReadInto(nil, offset, maxBytes, minOneBatch, committedOnly)
+}
+
+// ReadInto is Read with the record bytes read into a buffer from get
+// (see log.ReadInto), so that the caller can pool it; get is called only
+// when there is something to read. A nil get allocates.
+func (p *Partition) ReadInto(get func(n int) []byte, offset int64, maxBytes int, minOneBatch, committedOnly bool) (ReadResult, error) {
 	o := p.Offsets()
 	res := ReadResult{Offsets: o}
 	if offset < o.LogStart || offset > o.LogEnd {
@@ -27,7 +34,13 @@ func (p *Partition) Read(offset int64, maxBytes int, minOneBatch, committedOnly 
 	if offset >= upper {
 		return res, nil
 	}
-	raw, err := p.log.ReadUpTo(offset, upper, maxBytes, minOneBatch)
+	var raw []byte
+	var err error
+	if get == nil {
+		raw, err = p.log.ReadUpTo(offset, upper, maxBytes, minOneBatch)
+	} else {
+		raw, err = p.log.ReadInto(get, offset, upper, maxBytes, minOneBatch)
+	}
 	if err != nil {
 		return res, err
 	}

@@ -289,7 +289,8 @@ func (c *conn) write() {
 			continue
 		}
 		buf = appendResponse(buf[:0], in.req.CorrelationID, in.resp)
-		in.resp = nil // its record batches are copied into buf
+		in.req.Release() // the frame holds a copy of what the response aliased
+		in.resp = nil    // its record batches are copied into buf
 		if err := c.writeFrame(bw, buf); err != nil {
 			broken = true
 			c.fail("write", zap.Error(err)) // before the reader is let go
@@ -330,17 +331,13 @@ func (c *conn) writeFrame(bw *bufio.Writer, buf []byte) error {
 	return nil
 }
 
-// largeBuffers keeps response buffers over 1 MiB between responses, shared
-// by the connections: a connection does not pin one while idle, and a
-// consumer's next Fetch does not allocate and zero a new one.
-var largeBuffers sync.Pool // *[]byte
-
-// releaseLarge hands a large buffer to largeBuffers (nil is returned) and
-// keeps a small one for the next response. The buffer must be written out.
+// releaseLarge hands a buffer over 1 MiB to the shared pool (nil is
+// returned) and keeps a smaller one for the next response: a connection
+// does not pin a large buffer while idle, and a consumer's next Fetch does
+// not allocate and zero a new one. The buffer must be written out.
 func releaseLarge(buf []byte) []byte {
 	if cap(buf) > 1<<20 {
-		large := buf[:0]
-		largeBuffers.Put(&large)
+		putBuffer(buf)
 		return nil
 	}
 	return buf
@@ -353,9 +350,7 @@ func appendResponse(buf []byte, corr int32, resp kmsg.Response) []byte {
 	if f, ok := resp.(*kmsg.FetchResponse); ok {
 		need := fetchResponseSize(f)
 		if len(buf) == 0 && cap(buf) < need {
-			if p, _ := largeBuffers.Get().(*[]byte); p != nil && cap(*p) >= need {
-				buf = (*p)[:0]
-			}
+			buf = getBuffer(need)
 		}
 		buf = slices.Grow(buf, need)
 	}

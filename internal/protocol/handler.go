@@ -15,6 +15,35 @@ type Request struct {
 	ClientID      string
 	Body          kmsg.Request
 	Remote        net.Addr
+
+	// buffers are the pooled buffers handed out by Buffer, returned to
+	// the pool by Release.
+	buffers [][]byte
+}
+
+// Buffer returns an empty byte slice with capacity >= n for bytes the
+// response will alias (a Fetch's record batches), taken from a pool shared
+// by all connections. It stays valid until Release: the server calls
+// Release once the response is encoded, so the handler must not keep the
+// response, or the buffer, past the response's write.
+func (r *Request) Buffer(n int) []byte {
+	b := getBuffer(n)
+	if cap(b) > 1<<minPooledShift {
+		r.buffers = append(r.buffers, b)
+	}
+	return b
+}
+
+// Release returns the buffers taken with Buffer to the pool. The server
+// calls it after encoding the response; a caller of Handler.Handle outside
+// a Server may call it when done with the response, or leave the buffers
+// to the GC.
+func (r *Request) Release() {
+	for i, b := range r.buffers {
+		putBuffer(b)
+		r.buffers[i] = nil
+	}
+	r.buffers = r.buffers[:0]
 }
 
 // Handler serves decoded requests. The broker implements it.
