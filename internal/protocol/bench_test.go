@@ -1,7 +1,10 @@
 package protocol
 
 import (
+	"context"
+	"encoding/binary"
 	"fmt"
+	"io"
 	"net"
 	"testing"
 
@@ -124,4 +127,42 @@ func BenchmarkRequestMetrics(b *testing.B) {
 			m.Latency.WithLabelValues(api).Observe(0.001)
 		}
 	})
+}
+
+// BenchmarkRoundTrip is one small request answered at a time over
+// loopback TCP (a client with one request in flight, as kgo's
+// non-idempotent producer): read, decode, handle, encode, write.
+func BenchmarkRoundTrip(b *testing.B) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		b.Fatal(err)
+	}
+	s := NewServer(DefaultConfig(), &testHandler{}, nil, NewMetrics(nil))
+	done := make(chan struct{})
+	go func() { s.Serve(ln); close(done) }()
+	defer func() {
+		s.Shutdown(context.Background())
+		<-done
+	}()
+	nc, err := net.Dial("tcp", ln.Addr().String())
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer nc.Close()
+	frame := metadataFrame(1, "t")
+	var size [4]byte
+	body := make([]byte, 0, 1024)
+	b.ReportAllocs()
+	for b.Loop() {
+		if _, err := nc.Write(frame); err != nil {
+			b.Fatal(err)
+		}
+		if _, err := io.ReadFull(nc, size[:]); err != nil {
+			b.Fatal(err)
+		}
+		body = body[:binary.BigEndian.Uint32(size[:])]
+		if _, err := io.ReadFull(nc, body); err != nil {
+			b.Fatal(err)
+		}
+	}
 }

@@ -132,6 +132,44 @@ func TestPipelinedResponsesInOrder(t *testing.T) {
 	}
 }
 
+// Responses stay in order across bursts of pipelined requests with pauses
+// between them (the queues between reader, processor and writer fill and
+// drain).
+func TestResponsesInOrderInBursts(t *testing.T) {
+	_, _, addr := startServer(t, DefaultConfig())
+	nc, err := net.Dial("tcp", addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer nc.Close()
+	const n = 300
+	go func() {
+		for i := 0; i < n; {
+			var frames []byte
+			for burst := i % 7; burst >= 0 && i < n; burst-- {
+				topic := "t"
+				if i%5 == 0 {
+					topic = "sleep-1"
+				}
+				frames = append(frames, metadataFrame(int32(i), topic)...)
+				i++
+			}
+			if _, err := nc.Write(frames); err != nil {
+				return
+			}
+			if i%3 == 0 {
+				time.Sleep(time.Millisecond)
+			}
+		}
+	}()
+	for i := range n {
+		corr, err := readCorr(t, nc)
+		if err != nil || corr != int32(i) {
+			t.Fatalf("response %d: corr %d err %v", i, corr, err)
+		}
+	}
+}
+
 // A handler panic closes that connection only, is counted, and the server
 // keeps serving.
 func TestPanicClosesOnlyThatConnection(t *testing.T) {
