@@ -2,6 +2,7 @@ package protocol
 
 import (
 	"math/bits"
+	"runtime"
 	"sync"
 )
 
@@ -9,16 +10,113 @@ import (
 // size class so that a consumer's next Fetch neither allocates nor zeroes
 // (page-faults) tens of MiB. Classes are quarter octaves from 64 KiB to
 // 128 MiB: class c holds buffers whose capacity is at least classSize(c),
-// so a buffer is at most 25 % larger than asked for. The pools are
-// sync.Pools: nothing is pinned while the load is idle, the GC frees them.
+// so a buffer is at most 25 % larger than asked for.
+//
+// Each class keeps released buffers in a spare list first (up to
+// spareBudget bytes over all classes), then in a sync.Pool. A sync.Pool is
+// emptied after two GCs, and a consumer's own allocations (kgo's response
+// buffers, its records) trigger a GC every response or two, so most large
+// buffers were lost between two Fetches. Spare lists survive GCs while
+// they are used: at each GC a class not used since the previous one drops
+// its spares, so an idle broker pins nothing after two GCs (the runtime
+// forces one every two minutes).
 const (
 	minPooledShift = 16 // 64 KiB: smaller buffers are allocated
 	maxPooledShift = 27 // 128 MiB: larger ones are not kept
 	classesPerOct  = 4
 	numClasses     = (maxPooledShift-minPooledShift)*classesPerOct + 1
+	spareBudget    = 256 << 20
 )
 
-var bufferPools [numClasses]sync.Pool // *[]byte
+var (
+	bufferPools [numClasses]sync.Pool // *[]byte
+	spares      [numClasses]spareList
+
+	spareMu    sync.Mutex // guards spareBytes
+	spareBytes int
+)
+
+// spareList is one class's spare buffers, newest last.
+type spareList struct {
+	mu   sync.Mutex // guards the fields below
+	bufs [][]byte
+	used bool // taken from or added to since the last GC
+}
+
+func (l *spareList) pop() []byte {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.used = true
+	n := len(l.bufs)
+	if n == 0 {
+		return nil
+	}
+	b := l.bufs[n-1]
+	l.bufs[n-1] = nil
+	l.bufs = l.bufs[:n-1]
+	releaseSpareBytes(cap(b))
+	return b
+}
+
+// push keeps b unless the budget is spent (false).
+func (l *spareList) push(b []byte) bool {
+	if !reserveSpareBytes(cap(b)) {
+		return false
+	}
+	l.mu.Lock()
+	l.bufs = append(l.bufs, b)
+	l.used = true
+	l.mu.Unlock()
+	return true
+}
+
+// trim drops the spares of a class not used since the last call.
+func (l *spareList) trim() {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.used {
+		l.used = false
+		return
+	}
+	for i, b := range l.bufs {
+		releaseSpareBytes(cap(b))
+		l.bufs[i] = nil
+	}
+	l.bufs = nil
+}
+
+func reserveSpareBytes(n int) bool {
+	spareMu.Lock()
+	defer spareMu.Unlock()
+	if spareBytes+n > spareBudget {
+		return false
+	}
+	spareBytes += n
+	return true
+}
+
+func releaseSpareBytes(n int) {
+	spareMu.Lock()
+	spareBytes -= n
+	spareMu.Unlock()
+}
+
+// gcSentinel is allocated once per GC cycle; its cleanup, run after the GC
+// that finds it unreachable, trims the spare lists and arms the next one.
+// It holds a pointer so that it is not a tiny allocation (whose cleanup
+// may never run).
+type gcSentinel struct{ _ *byte }
+
+func init() { armSpareTrim() }
+
+func armSpareTrim() {
+	runtime.AddCleanup(&gcSentinel{}, func(struct{}) {
+		for i := range spares {
+			spares[i].trim()
+		}
+		armSpareTrim()
+	}, struct{}{})
+}
 
 // classSize is the capacity of the buffers class c hands out.
 func classSize(c int) int {
@@ -55,6 +153,9 @@ func getBuffer(n int) []byte {
 		return make([]byte, 0, n)
 	}
 	c := classAtLeast(n)
+	if b := spares[c].pop(); b != nil {
+		return b[:0]
+	}
 	if p, _ := bufferPools[c].Get().(*[]byte); p != nil {
 		return (*p)[:0]
 	}
@@ -68,5 +169,9 @@ func putBuffer(buf []byte) {
 		return
 	}
 	buf = buf[:0]
-	bufferPools[classAtMost(cap(buf))].Put(&buf)
+	c := classAtMost(cap(buf))
+	if spares[c].push(buf) {
+		return
+	}
+	bufferPools[c].Put(&buf)
 }

@@ -1,6 +1,10 @@
 package protocol
 
-import "testing"
+import (
+	"runtime"
+	"testing"
+	"time"
+)
 
 func TestBufferClasses(t *testing.T) {
 	for c := range numClasses {
@@ -51,4 +55,55 @@ func TestRequestBuffers(t *testing.T) {
 		t.Fatalf("%d kept after Release", len(r.buffers))
 	}
 	r.Release() // twice is harmless
+}
+
+// A released large buffer survives a GC as a spare (a sync.Pool alone
+// would lose it after two), and the spares of a class nobody uses are
+// dropped after GCs: an idle broker pins nothing.
+func TestSpareBuffersAcrossGCs(t *testing.T) {
+	const n = 3 << 20
+	c := classAtLeast(n)
+	b := getBuffer(n)
+	b = append(b, 7)
+	putBuffer(b)
+	runtime.GC()
+	if got := getBuffer(n); cap(got) < n || &got[:1][0] != &b[0] {
+		t.Fatalf("the spare was not kept across a GC")
+	}
+	putBuffer(b)
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		runtime.GC()
+		spares[c].mu.Lock()
+		left := len(spares[c].bufs)
+		spares[c].mu.Unlock()
+		if left == 0 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%d spares still held after GCs with no use", left)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+// The spares never hold more than spareBudget bytes.
+func TestSpareBudget(t *testing.T) {
+	const n = 100 << 20
+	var bufs [][]byte
+	for range 4 {
+		bufs = append(bufs, getBuffer(n))
+	}
+	for _, b := range bufs {
+		putBuffer(b)
+	}
+	spareMu.Lock()
+	held := spareBytes
+	spareMu.Unlock()
+	if held > spareBudget {
+		t.Fatalf("%d bytes held, budget %d", held, spareBudget)
+	}
+	for range 4 {
+		getBuffer(n) // empty the class for the other tests
+	}
 }
