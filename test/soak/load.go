@@ -74,6 +74,18 @@ func plainConsumer(ctx context.Context, addr, name string, led *ledger) {
 	}
 	defer cl.Close()
 	next := map[int32]int64{}
+	pollRecords(ctx, cl, name, led, func(r *kgo.Record) {
+		led.plainConsumed.Add(1)
+		if want := next[r.Partition]; r.Offset != want {
+			led.violation("%s: %s/%d: offset %d after %d (want %d)", name, r.Topic, r.Partition, r.Offset, want-1, want)
+		}
+		next[r.Partition] = r.Offset + 1
+	})
+}
+
+// pollRecords polls cl until ctx ends, noting fetch errors other than the
+// context's own and handing every record to each.
+func pollRecords(ctx context.Context, cl *kgo.Client, name string, led *ledger, each func(*kgo.Record)) {
 	for ctx.Err() == nil {
 		fs := cl.PollFetches(ctx)
 		fs.EachError(func(t string, p int32, err error) {
@@ -81,13 +93,7 @@ func plainConsumer(ctx context.Context, addr, name string, led *ledger) {
 				led.note(name+" fetch", err)
 			}
 		})
-		fs.EachRecord(func(r *kgo.Record) {
-			led.plainConsumed.Add(1)
-			if want := next[r.Partition]; r.Offset != want {
-				led.violation("%s: %s/%d: offset %d after %d (want %d)", name, r.Topic, r.Partition, r.Offset, want-1, want)
-			}
-			next[r.Partition] = r.Offset + 1
-		})
+		fs.EachRecord(each)
 	}
 }
 
@@ -104,22 +110,14 @@ func committedReader(ctx context.Context, addr, name string, led *ledger) {
 	}
 	defer cl.Close()
 	last := map[int32]int64{}
-	for ctx.Err() == nil {
-		fs := cl.PollFetches(ctx)
-		fs.EachError(func(t string, p int32, err error) {
-			if !errors.Is(err, context.Canceled) && !errors.Is(err, context.DeadlineExceeded) {
-				led.note(name+" fetch", err)
-			}
-		})
-		fs.EachRecord(func(r *kgo.Record) {
-			led.liveTxnRead.Add(1)
-			if prev, ok := last[r.Partition]; ok && r.Offset <= prev {
-				led.violation("%s: %s/%d: offset %d after %d", name, r.Topic, r.Partition, r.Offset, prev)
-			}
-			last[r.Partition] = r.Offset
-			led.liveTxnRecord(string(r.Key))
-		})
-	}
+	pollRecords(ctx, cl, name, led, func(r *kgo.Record) {
+		led.liveTxnRead.Add(1)
+		if prev, ok := last[r.Partition]; ok && r.Offset <= prev {
+			led.violation("%s: %s/%d: offset %d after %d", name, r.Topic, r.Partition, r.Offset, prev)
+		}
+		last[r.Partition] = r.Offset
+		led.liveTxnRecord(string(r.Key))
+	})
 }
 
 // transactionalProducer runs transactions of 5–20 records spread over the
