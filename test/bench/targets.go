@@ -2,6 +2,7 @@ package main
 
 import (
 	"github.com/twmb/franz-go/pkg/kfake"
+	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/minibroker/minibroker/minibrokertest"
 )
@@ -33,3 +34,18 @@ var (
 		return kfakeT.start(append(extra, kfake.BlackholeProduce())...)
 	}}
 )
+
+// cannedName is the consume bound: a broker that stores nothing and answers
+// every Fetch with copies of one record batch held in memory.
+const cannedName = "serve-canned"
+
+// serveCanned is kfake with SyntheticFetch: each Fetch is answered with
+// copies of one uncompressed batch of size-byte values (1 MiB of them), so
+// its records/s is the most any broker could give this consumer on this
+// machine.
+func serveCanned(size int) target {
+	return target{cannedName, func(extra ...kfake.Opt) (string, func(), error) {
+		batch := kfake.SyntheticBatch{RecordBytes: size, Compression: kgo.NoCompression()}
+		return kfakeT.start(append(extra, kfake.BlackholeProduce(), kfake.SyntheticFetch(batch))...)
+	}}
+}
