@@ -5,6 +5,7 @@ import (
 	"encoding/binary"
 	"fmt"
 	"hash/crc32"
+	"sync/atomic"
 	"testing"
 
 	"github.com/twmb/franz-go/pkg/kmsg"
@@ -108,6 +109,58 @@ func BenchmarkFetchHandler(b *testing.B) {
 				r.Release() // as the server does once the response is encoded
 			}
 			b.SetBytes(int64(n))
+		})
+	}
+}
+
+// BenchmarkProduceHandlerParallel runs whole Produce requests (one batch of
+// 100 records of 100 bytes) from GOMAXPROCS goroutines at once, each
+// through the broker's handler as one connection's processor would. With
+// "own partition" every goroutine writes its own partition, with "shared
+// partition" all write partition 0. Run with -cpu 1,2: own-partition
+// throughput should scale with the CPUs (no lock shared across
+// partitions on the produce path), while a shared partition serialises on
+// its append lock, as Kafka's Partition does.
+func BenchmarkProduceHandlerParallel(b *testing.B) {
+	for _, shared := range []bool{false, true} {
+		name := "own partition"
+		if shared {
+			name = "shared partition"
+		}
+		b.Run(name, func(b *testing.B) {
+			br := benchBroker(b)
+			if _, err := br.CreateTopic("p", 64, nil, [16]byte{}, false); err != nil {
+				b.Fatal(err)
+			}
+			raw := benchBatch(100, 100)
+			var next atomic.Int32
+			b.SetBytes(int64(len(raw)))
+			b.ReportAllocs()
+			b.RunParallel(func(pb *testing.PB) {
+				part := int32(0)
+				if !shared {
+					part = next.Add(1) - 1
+				}
+				req := kmsg.NewPtrProduceRequest()
+				req.Version, req.Acks, req.TimeoutMillis = 9, -1, 5000
+				rt := kmsg.NewProduceRequestTopic()
+				rt.Topic = "p"
+				rp := kmsg.NewProduceRequestTopicPartition()
+				// The leader writes offsets into the batch in place: each
+				// goroutine owns its copy, as each connection owns its frame.
+				rp.Partition, rp.Records = part, append([]byte(nil), raw...)
+				rt.Partitions = append(rt.Partitions, rp)
+				req.Topics = append(req.Topics, rt)
+				r := &protocol.Request{Key: 0, Version: 9, Body: req}
+				ctx := context.Background()
+				for pb.Next() {
+					resp := br.Handle(ctx, r).(*kmsg.ProduceResponse)
+					if c := resp.Topics[0].Partitions[0].ErrorCode; c != 0 {
+						b.Errorf("error %d", c)
+						return
+					}
+				}
+			})
 		})
 	}
 }
