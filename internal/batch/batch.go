@@ -153,6 +153,20 @@ func ParseHeader(b []byte) (Header, error) {
 // Validate checks a whole batch: length field against the slice, header
 // sanity, and the CRC. b must hold exactly one batch.
 func Validate(b []byte) (Header, error) {
+	h, err := ValidateFraming(b)
+	if err != nil {
+		return h, err
+	}
+	if crc32.Checksum(b[attrOffset:], crc32cTable) != h.CRC {
+		return h, ErrCRC
+	}
+	return h, nil
+}
+
+// ValidateFraming is Validate without the CRC: the length field against
+// the slice and header sanity. It is for bytes whose CRC was checked
+// before (internal/log serves bytes it has verified once this way).
+func ValidateFraming(b []byte) (Header, error) {
 	h, err := ParseHeader(b)
 	if err != nil {
 		return h, err
@@ -168,9 +182,6 @@ func Validate(b []byte) (Header, error) {
 	}
 	if h.Codec() > CodecZstd {
 		return h, fmt.Errorf("%w: codec %d", ErrInvalid, h.Codec())
-	}
-	if crc32.Checksum(b[attrOffset:], crc32cTable) != h.CRC {
-		return h, ErrCRC
 	}
 	return h, nil
 }
