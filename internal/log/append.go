@@ -64,13 +64,32 @@ func parseFraming(data []byte, hs []framed) ([]framed, error) {
 // log.flush.interval.messages is reached it wakes the background flusher,
 // and callers that must not acknowledge before the data is durable call
 // WaitFlushed(res.LogEndOffset) outside their own locks.
+//
+// The bytes Append writes count as unverified: the first read that
+// returns them checks their CRCs. Callers that have checked them use
+// AppendVerified.
 func (l *Log) Append(data []byte) (AppendResult, error) {
+	return l.append(data, false)
+}
+
+// AppendVerified is Append for batches whose CRCs the caller has checked
+// (batch.Validate), or computed itself, and not changed since in the
+// bytes the CRC covers (base offset and partition leader epoch lie
+// outside it). Their bytes count as verified: reads serve them without a
+// CRC pass for the rest of the process lifetime (see doc.go, "Reads").
+// Calling it with batches that were not checked lets damage in them reach
+// consumers unreported.
+func (l *Log) AppendVerified(data []byte) (AppendResult, error) {
+	return l.append(data, true)
+}
+
+func (l *Log) append(data []byte, checked bool) (AppendResult, error) {
 	var stack [8]framed
 	hs, err := parseFraming(data, stack[:0])
 	if err != nil {
 		return AppendResult{}, err
 	}
-	res, rolled, needFlush, err := l.appendFramed(data, hs)
+	res, rolled, needFlush, err := l.appendFramed(data, hs, checked)
 	if err != nil {
 		return res, err
 	}
@@ -88,8 +107,9 @@ func (l *Log) Append(data []byte) (AppendResult, error) {
 }
 
 // appendFramed writes the parsed batches under appendMu and returns the
-// bases of the segments it rolled to and whether a flush is due.
-func (l *Log) appendFramed(data []byte, hs []framed) (res AppendResult, rolled []int64, needFlush bool, err error) {
+// bases of the segments it rolled to and whether a flush is due. checked:
+// the caller checked the batches' CRCs (AppendVerified).
+func (l *Log) appendFramed(data []byte, hs []framed, checked bool) (res AppendResult, rolled []int64, needFlush bool, err error) {
 	first, last := &hs[0].h, &hs[len(hs)-1].h
 	l.appendMu.Lock()
 	defer l.appendMu.Unlock()
@@ -132,7 +152,7 @@ func (l *Log) appendFramed(data []byte, hs []framed) (res AppendResult, rolled [
 		if seg.fits(runBytes, int64(f.end-f.start), f.h.LastOffset(), &l.cfg) && !seg.timeToRoll(&f.h, now, &l.cfg) {
 			continue
 		}
-		if err := l.writeRunLocked(seg, data, hs[runFirst:k]); err != nil {
+		if err := l.writeRunLocked(seg, data, hs[runFirst:k], checked); err != nil {
 			return AppendResult{}, nil, false, l.abortAppendLocked(err)
 		}
 		seg, err = l.rollLocked(f.h.BaseOffset, now)
@@ -142,7 +162,7 @@ func (l *Log) appendFramed(data []byte, hs []framed) (res AppendResult, rolled [
 		rolled = append(rolled, f.h.BaseOffset)
 		runFirst = k
 	}
-	if err := l.writeRunLocked(seg, data, hs[runFirst:]); err != nil {
+	if err := l.writeRunLocked(seg, data, hs[runFirst:], checked); err != nil {
 		return AppendResult{}, nil, false, l.abortAppendLocked(err)
 	}
 	res.LogEndOffset = l.leo
@@ -157,8 +177,9 @@ func (l *Log) appendFramed(data []byte, hs []framed) (res AppendResult, rolled [
 // writeRunLocked writes hs (contiguous in data) to seg with one write and
 // indexes them. Called with appendMu and mu held; mu is released during
 // the write. On failure the segment is cut back to its committed size
-// (best effort) and the log goes offline for writes.
-func (l *Log) writeRunLocked(seg *segment, data []byte, hs []framed) error {
+// (best effort) and the log goes offline for writes. With checked the
+// written bytes count as verified (AppendVerified).
+func (l *Log) writeRunLocked(seg *segment, data []byte, hs []framed, checked bool) error {
 	if len(hs) == 0 {
 		return nil
 	}
@@ -199,6 +220,9 @@ func (l *Log) writeRunLocked(seg *segment, data []byte, hs []framed) error {
 		}
 		pos += int64(hs[k].end - hs[k].start)
 	}
+	// Only now, once the write has succeeded: the undo above leaves the
+	// verification untouched.
+	seg.verified.appended(seg.size, pos, checked)
 	seg.size = pos
 	seg.dirty, seg.idxDirty = true, true
 	// The run is in the log: it counts even if a later run of the same

@@ -25,9 +25,10 @@ const headerReadahead = 8 << 10
 // maxBytes of them (and at most 64 MiB); with minOneBatch the first batch
 // is returned whole even when larger. Reading at the log end returns nothing; below the log
 // start or past the end returns ErrOffsetOutOfRange. Every batch returned
-// has been checked (framing and CRC): damaged data yields a
-// *CorruptionError instead of being served. The result is a fresh slice
-// owned by the caller.
+// has had its framing checked, and its CRC checked once in this process
+// lifetime (by recovery, the appender or an earlier read; otherwise by
+// this read): damage not seen before yields a *CorruptionError instead of
+// being served. The result is a fresh slice owned by the caller.
 func (l *Log) Read(offset int64, maxBytes int, minOneBatch bool) ([]byte, error) {
 	return l.ReadAppend(nil, offset, math.MaxInt64, maxBytes, minOneBatch)
 }
@@ -41,7 +42,7 @@ func (l *Log) ReadUpTo(offset, maxOffset int64, maxBytes int, minOneBatch bool) 
 // ReadAppend is ReadUpTo that appends the batches to dst and returns the
 // extended slice, so that callers can reuse (pool) their buffers. The
 // bytes come from the segment file with one pread(2), unparsed beyond
-// batch headers and CRCs.
+// batch headers and the CRCs of batches not yet verified.
 func (l *Log) ReadAppend(dst []byte, offset, maxOffset int64, maxBytes int, minOneBatch bool) ([]byte, error) {
 	return l.read(dst, slices.Grow[[]byte], offset, maxOffset, maxBytes, minOneBatch)
 }
@@ -71,11 +72,11 @@ func (l *Log) read(dst []byte, grow func(dst []byte, n int) []byte, offset, maxO
 	}
 	maxOffset = min(maxOffset, limit)
 	for ok {
-		out, found, err := readFrom(dst, grow, v, offset, maxOffset, maxBytes, minOneBatch, true)
+		out, found, err := l.readFrom(dst, grow, v, offset, maxOffset, maxBytes, minOneBatch, true)
 		if err != nil {
 			// A damaged index must not make good data unreadable or skip
 			// it: look again from the segment start before reporting.
-			out, found, err = readFrom(out, grow, v, offset, maxOffset, maxBytes, minOneBatch, false)
+			out, found, err = l.readFrom(out, grow, v, offset, maxOffset, maxBytes, minOneBatch, false)
 		}
 		if err != nil || found {
 			return out, err
@@ -86,12 +87,20 @@ func (l *Log) read(dst []byte, grow func(dst []byte, n int) []byte, offset, maxO
 	return dst, nil
 }
 
-func readFrom(dst []byte, grow func([]byte, int) []byte, v segmentView, offset, maxOffset int64, maxBytes int, minOne, useIndex bool) ([]byte, bool, error) {
+func (l *Log) readFrom(dst []byte, grow func([]byte, int) []byte, v segmentView, offset, maxOffset int64, maxBytes int, minOne, useIndex bool) ([]byte, bool, error) {
 	h, pos, found, err := findBatch(v, offset, useIndex)
 	if err != nil || !found {
 		return dst, found, err
 	}
-	out, err := readBatches(dst, grow, v, h, pos, maxOffset, maxBytes, minOne)
+	start := len(dst)
+	out, checkedCRC, err := readBatches(dst, grow, v, h, pos, maxOffset, maxBytes, minOne)
+	if checkedCRC && len(out) > start {
+		// Every batch served passed its check: record it (only after the
+		// check, and while truncMu still keeps these bytes in place).
+		l.mu.Lock()
+		v.seg.verified.checked(pos, pos+int64(len(out)-start), v.seg.size)
+		l.mu.Unlock()
+	}
 	return out, true, err
 }
 
@@ -181,15 +190,17 @@ func readErr(s *segment, err error) error {
 }
 
 // readBatches appends to dst the whole batches from pos (where the batch
-// with header first starts), checking each.
-func readBatches(dst []byte, grow func([]byte, int) []byte, v segmentView, first batch.Header, pos, maxOffset int64, maxBytes int, minOne bool) ([]byte, error) {
+// with header first starts), checking the framing of each and the CRC of
+// each that v does not count as verified. checkedCRC reports whether it
+// checked a CRC (the batches it returns are then newly verified).
+func readBatches(dst []byte, grow func([]byte, int) []byte, v segmentView, first batch.Header, pos, maxOffset int64, maxBytes int, minOne bool) (out []byte, checkedCRC bool, err error) {
 	if first.BaseOffset >= maxOffset {
-		return dst, nil
+		return dst, false, nil
 	}
 	want := min(int64(max(maxBytes, 0)), v.size-pos, maxReadBytes)
 	if int64(first.Size()) > want {
 		if !minOne {
-			return dst, nil
+			return dst, false, nil
 		}
 		want = int64(first.Size())
 	}
@@ -200,7 +211,7 @@ func readBatches(dst []byte, grow func([]byte, int) []byte, v segmentView, first
 		if err == nil {
 			err = io.ErrUnexpectedEOF
 		}
-		return dst[:start], storageErr("read", v.seg.logPath, err)
+		return dst[:start], false, storageErr("read", v.seg.logPath, err)
 	}
 	p := 0
 	next := int64(-1)
@@ -208,16 +219,26 @@ func readBatches(dst []byte, grow func([]byte, int) []byte, v segmentView, first
 		size := int(int32(binary.BigEndian.Uint32(buf[p+batch.LengthOffset:]))) + batch.LogOverhead
 		if size < batch.HeaderSize || size > len(buf)-p {
 			if p == 0 || size < batch.HeaderSize {
-				return cutOrFail(dst, start, p, v.seg, pos, fmt.Errorf("%w: batch length %d", batch.ErrInvalid, size-batch.LogOverhead))
+				out, err := cutOrFail(dst, start, p, v.seg, pos, fmt.Errorf("%w: batch length %d", batch.ErrInvalid, size-batch.LogOverhead))
+				return out, checkedCRC, err
 			}
 			break // the next batch does not fit in maxBytes
 		}
-		h, err := batch.Validate(buf[p : p+size])
+		var h batch.Header
+		var err error
+		at := pos + int64(p)
+		if v.verified.covers(at, at+int64(size)) {
+			h, err = batch.ValidateFraming(buf[p : p+size])
+		} else {
+			h, err = batch.Validate(buf[p : p+size])
+			checkedCRC = true
+		}
 		if err == nil && h.BaseOffset < next {
 			err = fmt.Errorf("offset %d after %d", h.BaseOffset, next-1)
 		}
 		if err != nil {
-			return cutOrFail(dst, start, p, v.seg, pos, err)
+			out, err := cutOrFail(dst, start, p, v.seg, pos, err)
+			return out, checkedCRC, err
 		}
 		if h.BaseOffset >= maxOffset {
 			break
@@ -225,7 +246,7 @@ func readBatches(dst []byte, grow func([]byte, int) []byte, v segmentView, first
 		next = h.LastOffset() + 1
 		p += size
 	}
-	return dst[:start+p], nil
+	return dst[:start+p], checkedCRC, nil
 }
 
 // cutOrFail serves the good batches (dst[start:start+p]) before a damaged

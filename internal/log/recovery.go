@@ -143,16 +143,22 @@ func (l *Log) recoverSegment(s *segment, expected int64) (cut error, err error) 
 		return nil, err
 	}
 	s.markDirty()
+	// Every batch below the cut (the whole file without one) had its CRC
+	// checked just now; the caller truncates the file at the cut.
+	checkedTo := s.size
+	if ce := (*CorruptionError)(nil); errors.As(cut, &ce) {
+		checkedTo = min(checkedTo, ce.Offset)
+	}
+	s.verified = verification{prefixEnd: checkedTo, suffixStart: s.size}
 	return cut, nil
 }
 
 // truncateSegmentFile cuts s's log file at pos (whose indexes were
 // rebuilt only up to pos already) and fsyncs it.
 func (l *Log) truncateSegmentFile(s *segment, pos int64) error {
-	if err := s.log.Truncate(pos); err != nil {
-		return storageErr("truncate", s.logPath, err)
+	if err := s.truncateFile(pos); err != nil {
+		return err
 	}
-	s.size = pos
 	if err := s.log.Sync(); err != nil {
 		return storageErr("fsync", s.logPath, err)
 	}

@@ -134,10 +134,9 @@ func (l *Log) truncateSegmentLocked(s *segment, offset int64) error {
 	if !found {
 		return nil
 	}
-	if err := s.log.Truncate(pos); err != nil {
-		return storageErr("truncate", s.logPath, err)
+	if err := s.truncateFile(pos); err != nil {
+		return err
 	}
-	s.size = pos
 	s.markDirty()
 	if err := s.offIdx.truncateToPosition(pos); err != nil {
 		return err

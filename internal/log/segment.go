@@ -39,6 +39,9 @@ type segment struct {
 
 	size       int64 // committed bytes; readers never look past it
 	nextOffset int64 // last offset in the segment + 1 (base when empty)
+	// verified: the bytes whose CRCs were checked in this process
+	// lifetime; reads skip the CRC pass for them (verify.go).
+	verified verification
 
 	bytesSinceIndex int64
 	maxTs           int64 // largest batch MaxTimestamp, -1 if none
@@ -71,6 +74,7 @@ func openSegment(fsys vfs.FS, dir string, base int64, create bool, now time.Time
 		return nil, storageErr("stat", s.logPath, err)
 	}
 	s.size = st.Size()
+	s.verified = unverified(s.size) // until recovery or a read checks it
 	if !create && st.ModTime().Before(now) {
 		s.created = st.ModTime()
 	}
@@ -311,13 +315,27 @@ func (s *segment) verifyLastEntries() error {
 
 // view is a reader's snapshot of a segment.
 type segmentView struct {
-	seg   *segment
-	size  int64
-	next  int64
-	off   indexView
-	times indexView
+	seg      *segment
+	size     int64
+	next     int64
+	off      indexView
+	times    indexView
+	verified verification
 }
 
 func (s *segment) view() segmentView {
-	return segmentView{seg: s, size: s.size, next: s.nextOffset, off: s.offIdx.view(), times: s.timeIdx.view()}
+	return segmentView{seg: s, size: s.size, next: s.nextOffset, off: s.offIdx.view(), times: s.timeIdx.view(),
+		verified: s.verified}
+}
+
+// truncateFile cuts the log file to pos (a batch boundary) and forgets
+// that bytes past it were verified. Called with truncMu held for writing
+// (or during Open) and mu held.
+func (s *segment) truncateFile(pos int64) error {
+	if err := s.log.Truncate(pos); err != nil {
+		return storageErr("truncate", s.logPath, err)
+	}
+	s.size = pos
+	s.verified.truncated(pos)
+	return nil
 }
