@@ -3,6 +3,10 @@ package broker
 // Fetch, v4–v18.
 //
 // Raw batches go from the log to the response without decoding records.
+// The log checks a batch's CRC-32C only if this process has not verified
+// it yet (first read after a clean open); damage found then answers
+// KAFKA_STORAGE_ERROR. Kafka checks none when serving (internal/log,
+// doc.go "Reads").
 // Reads stop at the high watermark, or at the last stable offset for
 // read_committed (IsolationLevel 1), which also gets the aborted
 // transactions overlapping the returned range. MaxWaitMillis/MinBytes long

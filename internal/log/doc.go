@@ -134,11 +134,37 @@
 // Read, ReadUpTo and ReadAppend locate the batch with the offset index
 // (entries are checked against the batch they name, and a scan from the
 // segment start replaces an index that disagrees), then pread whole
-// batches into the caller's buffer. Each batch served is checked (length,
-// magic, CRC32C, increasing offsets), so damage the open did not scan
-// surfaces as a *CorruptionError, never as bytes. Truncation, retention
+// batches into the caller's buffer. The framing of each batch served is
+// checked (length, magic, header sanity, increasing offsets); its CRC32C
+// is checked at most once per process lifetime. Truncation, retention
 // and Close wait for readers in flight (truncMu), so a reader never sees
 // freed or reused bytes.
+//
+// Each segment keeps which of its bytes are verified, i.e. had their CRCs
+// checked in this process: a prefix from the segment start and a suffix
+// up to its end (verify.go). Verified are the batches recovery validated
+// (every segment from the one holding the recovery point, after an
+// unclean shutdown), the batches written with AppendVerified (whose
+// callers checked or computed the CRCs: the partition's produce, mirror
+// and control-batch paths), and batches a read checked and found good,
+// when they extend the prefix or the suffix. A read checks the CRC of
+// every batch outside the two, exactly as before, and counts the batches
+// verified only after they pass; truncation lowers both to the cut. A
+// clean open verifies nothing, so damage that appeared while the broker
+// was down surfaces as a *CorruptionError (KAFKA_STORAGE_ERROR at the
+// broker) on the first read after open, never as bytes; bytes written
+// with Append count as unverified too.
+//
+// The trade-off, accepted as Kafka accepts it: damage that appears on
+// disk after a batch was verified in this process (a disk corrupting
+// data at rest, once the page cache has dropped it) is served to clients
+// as it is, and only their CRC check (Kafka clients check by default:
+// check.crcs) or the next restart reports it. Apache Kafka never checks
+// CRCs when serving a Fetch: LogSegment.read hands out a slice of the
+// file, sent with sendfile; it validates batches when appending
+// (LogValidator) and in recovery (LogSegment.recover, ensureValid) only.
+// minibroker still checks once per lifetime what neither its own
+// recovery nor an append in this process checked.
 //
 // # Differences from Kafka
 //
@@ -153,4 +179,7 @@
 //     log end offset becomes that batch's base offset.
 //   - An empty log adopts the first appended batch's base offset as its
 //     log start offset (a mirror starting at the source's log start).
+//   - Reads check the CRC of a batch that neither recovery nor a checked
+//     append verified in this process, once (see Reads); Kafka never
+//     checks CRCs when serving a Fetch.
 package log
