@@ -11,6 +11,7 @@ import (
 	"testing"
 
 	"github.com/minibroker/minibroker/internal/batch"
+	"github.com/minibroker/minibroker/internal/vfs/errorfs"
 )
 
 // TestVerificationTable: the two verified parts of a segment (verify.go)
@@ -485,5 +486,38 @@ func TestVerifiedConcurrent(t *testing.T) {
 		if !bounds[v.prefixEnd] || !bounds[v.suffixStart] {
 			t.Fatalf("segment %d: %+v not on batch boundaries", s.base, v)
 		}
+	}
+}
+
+// TestVerifiedFailedWrite: a checked append whose write is torn (and
+// whose undo fails, leaving the torn bytes in the file) verifies nothing
+// past the committed size; the restart's recovery validates the segment
+// and cuts the torn bytes.
+func TestVerifiedFailedWrite(t *testing.T) {
+	l, e, mem := faultLog(t, testConfig())
+	for i := range 4 {
+		if _, err := l.AppendVerified(testBatch{base: int64(i * 2), records: 2, valueSize: 30}.build()); err != nil {
+			t.Fatal(err)
+		}
+	}
+	s := l.active()
+	sizeBefore := s.size
+	e.Inject(errorfs.Rule{Op: errorfs.OpWrite, PathContains: logSuffix, Count: 1, ShortBytes: 30})
+	e.Inject(errorfs.Rule{Op: errorfs.OpTruncate, PathContains: logSuffix, Count: 1})
+	if _, err := l.AppendVerified(testBatch{base: 8, records: 2, valueSize: 30}.build()); !errors.Is(err, ErrStorage) {
+		t.Fatalf("torn write: %v", err)
+	}
+	if got := fileSize(t, mem, 0); got != sizeBefore+30 {
+		t.Fatalf("file %d bytes, want the torn 30 bytes left after %d", got, sizeBefore)
+	}
+	if s.size != sizeBefore || s.verified != (verification{prefixEnd: sizeBefore, suffixStart: 0}) {
+		t.Fatalf("after the failed write: size %d, %+v; want %d and the old state", s.size, s.verified, sizeBefore)
+	}
+	l.Close()
+	l2 := openTest(t, faultDir, testConfig(), Options{FS: mem})
+	defer l2.Close()
+	s = l2.active()
+	if s.size != sizeBefore || !s.verified.covers(0, s.size) {
+		t.Fatalf("after recovery: size %d, %+v; want %d bytes, all verified", s.size, s.verified, sizeBefore)
 	}
 }
