@@ -80,6 +80,8 @@ func newPerfRunCmd(name, short string, run func(context.Context, perf.Config) (*
 		fs.DurationVar(&cfg.Linger, "linger", 0, "producer linger")
 	} else {
 		cfg.Acks = "all"
+		fs.Int32Var(&cfg.FetchSize, "fetch-size", perf.DefaultFetchSize,
+			"bytes per partition per fetch (max.partition.fetch.bytes), as kafka-consumer-perf-test.sh's --fetch-size")
 	}
 	return cmd
 }

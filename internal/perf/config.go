@@ -27,12 +27,18 @@ type Config struct {
 	Idempotent  bool
 	Compression string // none, gzip, snappy, lz4, zstd
 	Linger      time.Duration
-	Concurrency int // producer or consumer clients
+	Concurrency int   // producer or consumer clients
+	FetchSize   int32 // consume: bytes per partition per fetch; 0 means DefaultFetchSize
 
 	// Progress, when set, receives a line every ProgressInterval.
 	Progress         io.Writer
 	ProgressInterval time.Duration
 }
+
+// DefaultFetchSize is kafka-consumer-perf-test.sh's --fetch-size default
+// (1 MiB), which it sets as the consumer's max.partition.fetch.bytes; it is
+// also that setting's default in the Java consumer and in kgo.
+const DefaultFetchSize = 1 << 20
 
 // Validate checks the flags' combinations.
 func (c *Config) Validate() error {
@@ -49,6 +55,8 @@ func (c *Config) Validate() error {
 		return errors.New("--concurrency must be ≥ 1")
 	case c.Partitions < 1:
 		return errors.New("--partitions must be ≥ 1")
+	case c.FetchSize < 0:
+		return errors.New("negative --fetch-size")
 	}
 	if _, err := c.acks(); err != nil {
 		return err

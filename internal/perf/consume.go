@@ -30,11 +30,16 @@ func Consume(ctx context.Context, cfg Config) (*Result, error) {
 		}
 		assign[int(p)%n][p] = kgo.NewOffset().AtStart()
 	}
+	fetchSize := cfg.FetchSize
+	if fetchSize == 0 {
+		fetchSize = DefaultFetchSize
+	}
+	// fetch.max.bytes stays at the client's default (50 MiB, as Kafka's).
 	clients := make([]*kgo.Client, n)
 	for i := range clients {
 		clients[i], err = kgo.NewClient(kgo.SeedBrokers(cfg.Brokers...),
 			kgo.ConsumePartitions(map[string]map[int32]kgo.Offset{cfg.Topic: assign[i]}),
-			kgo.FetchMaxBytes(64<<20), kgo.FetchMaxPartitionBytes(16<<20))
+			kgo.FetchMaxPartitionBytes(fetchSize))
 		if err != nil {
 			for _, c := range clients[:i] {
 				c.Close()
