@@ -7,6 +7,7 @@ import (
 	"hash/crc32"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/twmb/franz-go/pkg/kmsg"
 
@@ -163,4 +164,71 @@ func BenchmarkProduceHandlerParallel(b *testing.B) {
 			})
 		})
 	}
+}
+
+// BenchmarkCloseOpen1000Partitions measures issue #9 on real files: a
+// broker holding one topic of 1,000 partitions with one record each is
+// closed (close-ms), opened again after that clean shutdown (open-ms),
+// given one more record per partition, killed, and opened again, which
+// recovers every log (recover-ms). The other metrics are per iteration;
+// ns/op includes the setup. Run with -benchtime=1x -count=N and compare
+// medians: the numbers are dominated by fsync and the disk is shared.
+func BenchmarkCloseOpen1000Partitions(b *testing.B) {
+	benchCloseOpen(b, 1000)
+}
+
+func benchCloseOpen(b *testing.B, partitions int32, sets ...string) {
+	cfg := config.Default()
+	cfg.Listen, cfg.HTTPListen = "127.0.0.1:0", ""
+	for _, kv := range sets {
+		if err := cfg.SetPair(kv); err != nil {
+			b.Fatal(err)
+		}
+	}
+	open := func() (*Broker, time.Duration) {
+		start := time.Now()
+		br, err := New(Options{Config: cfg})
+		if err != nil {
+			b.Fatal(err)
+		}
+		return br, time.Since(start)
+	}
+	closeTimed := func(br *Broker) time.Duration {
+		start := time.Now()
+		if err := br.Close(context.Background()); err != nil {
+			b.Fatal(err)
+		}
+		return time.Since(start)
+	}
+	appendOne := func(br *Broker) {
+		t, _ := br.Topic("t")
+		for _, p := range br.partitions(t) {
+			if _, err := p.AppendAsLeader(benchBatch(1, 100)); err != nil {
+				b.Fatal(err)
+			}
+		}
+	}
+	var closing, opening, recovering time.Duration
+	for b.Loop() {
+		cfg.DataDir = b.TempDir()
+		br, _ := open()
+		if _, err := br.CreateTopic("t", partitions, nil, [16]byte{}, false); err != nil {
+			b.Fatal(err)
+		}
+		appendOne(br)
+		closing += closeTimed(br)
+		br, took := open()
+		opening += took
+		appendOne(br)
+		br.Kill()
+		br, took = open()
+		recovering += took
+		if err := br.Close(context.Background()); err != nil {
+			b.Fatal(err)
+		}
+	}
+	ms := func(d time.Duration) float64 { return float64(d.Milliseconds()) / float64(b.N) }
+	b.ReportMetric(ms(closing), "close-ms")
+	b.ReportMetric(ms(opening), "open-ms")
+	b.ReportMetric(ms(recovering), "recover-ms")
 }
