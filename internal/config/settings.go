@@ -99,6 +99,7 @@ var settings = []Setting{
 	{Name: "log.index.size.max.bytes", Kind: KindInt, Default: "10485760", Min: 4, Doc: "Largest offset index per segment.", Topic: "segment.index.bytes"},
 	{Name: "log.flush.interval.messages", Kind: KindInt, Default: maxLong, Min: 1, Doc: "fsync after this many messages; 1 = acknowledge acks=all only once fsynced.", Topic: "flush.messages"},
 	{Name: "log.flush.interval.ms", Kind: KindInt, Default: "-1", Min: -1, Doc: "fsync at least this often (-1: left to the OS, as Kafka's default).", Topic: "flush.ms"},
+	{Name: "num.recovery.threads.per.data.dir", Kind: KindInt, Default: "2", Min: 1, Doc: "Partitions opened (recovering their logs) at start-up and flushed and closed at shutdown at once (Kafka 4.0's default, KIP-1030)."},
 	{Name: "message.max.bytes", Kind: KindInt, Default: "1048588", Min: 0, Doc: "Largest record batch a producer may send.", Topic: "max.message.bytes"},
 	{Name: "log.message.timestamp.type", Kind: KindString, Default: "CreateTime", Doc: "CreateTime or LogAppendTime.", Topic: "message.timestamp.type"},
 	{Name: "socket.request.max.bytes", Kind: KindInt, Default: "104857600", Min: 1, Doc: "Largest request frame; larger closes the connection."},
