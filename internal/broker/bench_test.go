@@ -173,8 +173,14 @@ func BenchmarkProduceHandlerParallel(b *testing.B) {
 // recovers every log (recover-ms). The other metrics are per iteration;
 // ns/op includes the setup. Run with -benchtime=1x -count=N and compare
 // medians: the numbers are dominated by fsync and the disk is shared.
+// threads is num.recovery.threads.per.data.dir (2 is the default; 1 is
+// how minibroker worked before it).
 func BenchmarkCloseOpen1000Partitions(b *testing.B) {
-	benchCloseOpen(b, 1000)
+	for _, threads := range []int{1, 2, 8} {
+		b.Run(fmt.Sprintf("threads=%d", threads), func(b *testing.B) {
+			benchCloseOpen(b, 1000, fmt.Sprintf("num.recovery.threads.per.data.dir=%d", threads))
+		})
+	}
 }
 
 func benchCloseOpen(b *testing.B, partitions int32, sets ...string) {

@@ -10,6 +10,7 @@ import (
 	"regexp"
 	"sort"
 	"strconv"
+	"sync/atomic"
 
 	"go.uber.org/zap"
 
@@ -162,7 +163,12 @@ func newTopicID() [16]byte {
 	return id
 }
 
-// loadTopics opens every topic listed in topics.json.
+// loadTopics opens every topic listed in topics.json. The partitions,
+// independent of one another, are opened (recovered, after a crash)
+// num.recovery.threads.per.data.dir at a time, as Kafka's LogManager.loadLogs
+// does; the topics are registered only once all are open, and New returns
+// (the broker serves) only after that. On a failure no partition is opened
+// after it, those opened are closed, and the errors are returned.
 func (b *Broker) loadTopics() error {
 	raw, err := vfs.ReadFile(b.fs, filepath.Join(b.dataDir, topicsFile))
 	if errors.Is(err, os.ErrNotExist) {
@@ -175,7 +181,20 @@ func (b *Broker) loadTopics() error {
 	if err := json.Unmarshal(raw, &doc); err != nil {
 		return fmt.Errorf("parse %s: %w", topicsFile, err)
 	}
+	type toOpen struct {
+		topic *Topic
+		cfg   partition.Config
+		index int32
+	}
+	var topics []*Topic
+	var jobs []toOpen
+	seen := map[string]bool{}
 	for _, tj := range doc.Topics {
+		// Two entries would open the same directories at once.
+		if seen[tj.Name] {
+			return fmt.Errorf("%s: topic %s listed twice", topicsFile, tj.Name)
+		}
+		seen[tj.Name] = true
 		t := &Topic{Name: tj.Name, Configs: tj.Configs}
 		if _, err := fmt.Sscanf(tj.ID, "%x", &t.ID); err != nil {
 			var id []byte
@@ -184,23 +203,60 @@ func (b *Broker) loadTopics() error {
 			}
 			copy(t.ID[:], id)
 		}
-		if err := b.openPartitions(t, 0, int32(tj.Partitions)); err != nil {
+		t.Partitions = make([]*partition.Partition, tj.Partitions)
+		pc := b.partitionConfig(t)
+		for i := range int32(tj.Partitions) {
+			jobs = append(jobs, toOpen{topic: t, cfg: pc, index: i})
+		}
+		topics = append(topics, t)
+	}
+	var failed atomic.Bool
+	errs := forEachBounded(b.recoveryThreads(), len(jobs), func(k int) error {
+		if failed.Load() {
+			return nil
+		}
+		j := jobs[k]
+		p, err := b.openPartition(j.topic, j.index, j.cfg)
+		if err != nil {
+			failed.Store(true)
 			return err
 		}
+		j.topic.Partitions[j.index] = p // each job its own slot
+		return nil
+	})
+	if err := errors.Join(errs...); err != nil {
+		var opened []*partition.Partition
+		for _, t := range topics {
+			for _, p := range t.Partitions {
+				if p != nil {
+					opened = append(opened, p)
+				}
+			}
+		}
+		forEachBounded(b.recoveryThreads(), len(opened), func(i int) error { return opened[i].Close() })
+		return err
+	}
+	for _, t := range topics {
 		b.topics[t.Name] = t
 		b.topicsByID[t.ID] = t
 	}
 	return nil
 }
 
+func (b *Broker) openPartition(t *Topic, index int32, pc partition.Config) (*partition.Partition, error) {
+	return partition.Open(partitionDir(b.dataDir, t.Name, index), t.Name, index, pc, partition.Options{
+		FS: b.fs, Logger: b.logger, PSMMetrics: b.psmMetrics,
+	})
+}
+
+// openPartitions opens (creating) partitions [from, to) of t one by one,
+// for CreateTopic and AddPartitions.
 func (b *Broker) openPartitions(t *Topic, from, to int32) error {
 	pc := b.partitionConfig(t)
 	parts := append([]*partition.Partition(nil), t.Partitions...)
 	defer func() { t.Partitions = parts }()
 	for i := from; i < to; i++ {
-		p, err := partition.Open(partitionDir(b.dataDir, t.Name, i), t.Name, i, pc, partition.Options{
-			FS: b.fs, Logger: b.logger, PSMMetrics: b.psmMetrics,
-		})
+		p, err := b.openPartition(t, i, pc)
 		if err != nil {
 			for _, opened := range parts[from:] {
 				opened.Close()
