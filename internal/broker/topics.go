@@ -203,6 +203,9 @@ func (b *Broker) loadTopics() error {
 			}
 			copy(t.ID[:], id)
 		}
+		if tj.Partitions < 0 {
+			return fmt.Errorf("%s: topic %s: %d partitions", topicsFile, tj.Name, tj.Partitions)
+		}
 		t.Partitions = make([]*partition.Partition, tj.Partitions)
 		pc := b.partitionConfig(t)
 		for i := range int32(tj.Partitions) {
