@@ -160,8 +160,10 @@ func (x *txnIndex) truncateTo(off int64) error {
 	return nil
 }
 
+// close closes the file if open. x may be nil: openSegment closes a
+// segment whose transaction index failed to open (EMFILE reading it).
 func (x *txnIndex) close() error {
-	if x.f == nil {
+	if x == nil || x.f == nil {
 		return nil
 	}
 	return x.f.Close()
