@@ -253,7 +253,12 @@ func (b *Broker) openPartition(t *Topic, index int32, pc partition.Config) (*par
 }
 
 // openPartitions opens (creating) partitions [from, to) of t one by one,
-// for CreateTopic and AddPartitions.
+// for CreateTopic and AddPartitions; b.mu held, and t's partitions from
+// `from` on are registered nowhere. On a failure (typically EMFILE: too
+// many partitions for the process's file limit) it deletes what it
+// created, the directory of the partition that failed included, so
+// nothing is left on disk for a later topic or CreatePartitions of the
+// same name to pick up, and returns the error.
 func (b *Broker) openPartitions(t *Topic, from, to int32) error {
 	pc := b.partitionConfig(t)
 	parts := append([]*partition.Partition(nil), t.Partitions...)
@@ -261,8 +266,11 @@ func (b *Broker) openPartitions(t *Topic, from, to int32) error {
 	for i := from; i < to; i++ {
 		p, err := b.openPartition(t, i, pc)
 		if err != nil {
-			for _, opened := range parts[from:] {
-				opened.Close()
+			b.logger.Warn("creating partitions failed: removing those created", zap.String("topic", t.Name),
+				zap.Int32("from", from), zap.Int32("to", to), zap.Int32("failed", i), zap.Error(err))
+			b.deletePartitions(parts[from:])
+			if err := b.fs.RemoveAll(partitionDir(b.dataDir, t.Name, i)); err != nil {
+				b.logger.Warn("removing partition files", zap.String("dir", partitionDir(b.dataDir, t.Name, i)), zap.Error(err))
 			}
 			parts = parts[:from]
 			return err
@@ -270,6 +278,16 @@ func (b *Broker) openPartitions(t *Topic, from, to int32) error {
 		parts = append(parts, p)
 	}
 	return nil
+}
+
+// deletePartitions closes partitions and removes their files, logging
+// failures (files left behind hold no data anyone can reach).
+func (b *Broker) deletePartitions(parts []*partition.Partition) {
+	for _, p := range parts {
+		if err := p.Delete(); err != nil {
+			b.logger.Warn("deleting partition files", zap.String("dir", p.Dir()), zap.Error(err))
+		}
+	}
 }
 
 // saveTopicsLocked rewrites topics.json; b.mu held.
@@ -284,7 +302,10 @@ func (b *Broker) saveTopicsLocked() error {
 	if err != nil {
 		return err
 	}
-	return vfs.WriteFileAtomic(b.fs, b.dataDir, filepath.Join(b.dataDir, topicsFile), raw)
+	if err := vfs.WriteFileAtomic(b.fs, b.dataDir, filepath.Join(b.dataDir, topicsFile), raw); err != nil {
+		return fmt.Errorf("%w: write %s: %w", mlog.ErrStorage, topicsFile, err)
+	}
+	return nil
 }
 
 // Topic returns a topic by name.
@@ -351,9 +372,7 @@ func (b *Broker) CreateTopic(name string, partitions int32, configs map[string]s
 	if err := b.saveTopicsLocked(); err != nil {
 		delete(b.topics, name)
 		delete(b.topicsByID, id)
-		for _, p := range t.Partitions {
-			p.Delete()
-		}
+		b.deletePartitions(t.Partitions)
 		return nil, err
 	}
 	b.metrics.Partitions.Add(float64(partitions))
@@ -408,11 +427,21 @@ func (b *Broker) AddPartitions(name string, count int32, validateOnly bool) erro
 	if validateOnly {
 		return nil
 	}
+	old := t.Partitions
 	if err := b.openPartitions(t, have, count); err != nil {
 		return err
 	}
+	// Until topics.json lists them, the new partitions would not survive
+	// a restart (their records would be lost): no one may see them (b.mu
+	// is held) before it does.
+	if err := b.saveTopicsLocked(); err != nil {
+		added := t.Partitions[have:]
+		t.Partitions = old
+		b.deletePartitions(added)
+		return err
+	}
 	b.metrics.Partitions.Add(float64(count - have))
-	return b.saveTopicsLocked()
+	return nil
 }
 
 // autoCreate creates name with defaults when auto.create.topics.enable.
