@@ -115,6 +115,7 @@ func (p *brokerProc) stop(t *testing.T, sig syscall.Signal) error {
 	p.cmd.Process.Signal(sig)
 	select {
 	case err := <-p.exited:
+		p.exited <- err // for the cleanup, which waits for the exit too
 		return err
 	case <-time.After(20 * time.Second):
 		t.Fatalf("broker did not exit on %v\n%s", sig, p.output())
