@@ -149,7 +149,16 @@ func (s *Server) Serve(ln net.Listener) error {
 	s.mu.Unlock()
 	defer s.wg.Done()
 
-	var backoff time.Duration
+	// A failing accept (EMFILE when the process is out of descriptors:
+	// the connection stays in the backlog and the listener stays ready)
+	// is retried with a backoff doubling to a second, as net/http does;
+	// it is logged once, then once a minute while it lasts, not on every
+	// attempt.
+	var (
+		backoff  time.Duration
+		failures int
+		loggedAt time.Time
+	)
 	for {
 		nc, err := ln.Accept()
 		if err != nil {
@@ -159,29 +168,30 @@ func (s *Server) Serve(ln net.Listener) error {
 			if closed {
 				return ErrServerClosed
 			}
-			var ne net.Error
-			if errors.As(err, &ne) && ne.Timeout() || errors.Is(err, errTemporary) {
-				backoff = min(max(2*backoff, 5*time.Millisecond), time.Second)
-				select {
-				case <-time.After(backoff):
-				case <-s.ctx.Done():
-				}
-				continue
+			failures++
+			if time.Since(loggedAt) >= acceptLogInterval {
+				s.logger.Warn("accept failed", zap.Error(err), zap.Int("failures", failures))
+				loggedAt = time.Now()
 			}
-			s.logger.Warn("accept failed", zap.Error(err))
+			backoff = min(max(2*backoff, 5*time.Millisecond), time.Second)
 			select {
-			case <-time.After(50 * time.Millisecond):
+			case <-time.After(backoff):
 				continue
 			case <-s.ctx.Done():
 				return ErrServerClosed
 			}
+		}
+		if failures > 0 {
+			s.logger.Info("accepting again", zap.Int("failures", failures))
+			failures, loggedAt = 0, time.Time{}
 		}
 		backoff = 0
 		s.admit(nc)
 	}
 }
 
-var errTemporary = errors.New("temporary")
+// acceptLogInterval is how often a lasting accept failure is logged.
+const acceptLogInterval = time.Minute
 
 // admit applies the connection limits and starts serving nc, as Kafka's
 // ConnectionQuotas.inc: first wait for a max.connections slot (the accept
