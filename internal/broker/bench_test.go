@@ -5,6 +5,7 @@ import (
 	"encoding/binary"
 	"fmt"
 	"hash/crc32"
+	"os"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -237,4 +238,39 @@ func benchCloseOpen(b *testing.B, partitions int32, sets ...string) {
 	b.ReportMetric(ms(closing), "close-ms")
 	b.ReportMetric(ms(opening), "open-ms")
 	b.ReportMetric(ms(recovering), "recover-ms")
+}
+
+// BenchmarkCreateTopic1000Partitions times CreateTopic of one topic of
+// 1,000 partitions in a running broker and reports the file descriptors
+// each new partition holds (/proc/self/fd; issue #9).
+func BenchmarkCreateTopic1000Partitions(b *testing.B) {
+	cfg := config.Default()
+	cfg.Listen, cfg.HTTPListen = "127.0.0.1:0", ""
+	for b.Loop() {
+		cfg.DataDir = b.TempDir()
+		br, err := New(Options{Config: cfg})
+		if err != nil {
+			b.Fatal(err)
+		}
+		fds := openFDs()
+		start := time.Now()
+		if _, err := br.CreateTopic("t", 1000, nil, [16]byte{}, false); err != nil {
+			b.Fatal(err)
+		}
+		b.ReportMetric(float64(time.Since(start).Microseconds())/1000, "create-ms")
+		b.ReportMetric(float64(openFDs()-fds)/1000, "fds/partition")
+		if err := br.Close(context.Background()); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+// openFDs counts this process's open file descriptors (-1 where
+// /proc/self/fd is unavailable).
+func openFDs() int {
+	entries, err := os.ReadDir("/proc/self/fd")
+	if err != nil {
+		return -1
+	}
+	return len(entries)
 }
