@@ -265,7 +265,7 @@ func (l *Log) rollLocked(base int64, now time.Time) (*segment, error) {
 		return nil, l.failLocked(err)
 	}
 	l.mu.Unlock()
-	err = syncAll([]syncTarget{seal})
+	err = syncAll(seal)
 	l.mu.Lock()
 	if err != nil {
 		return nil, l.failLocked(err)

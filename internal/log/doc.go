@@ -9,8 +9,8 @@
 // # Files in a partition directory
 //
 //	<base>.log                  record batches, base = 20-digit first offset
-//	<base>.index                offset index
-//	<base>.timeindex            time index
+//	<base>.index                offset index (created when it gets entries)
+//	<base>.timeindex            time index (created when it gets entries)
 //	<base>.txnindex             aborted transactions (created on first use)
 //	leader-epoch-checkpoint     leader-epoch cache
 //	log-start-offset            log start offset after DeleteRecords
@@ -37,6 +37,22 @@
 // of a batch and the byte position where that batch starts. Entries
 // increase in both fields. The file holds exactly its entries (no
 // preallocation); a torn trailing entry is dropped on open.
+//
+// Both index files are lazy (Kafka's LazyIndex): a new segment has none.
+// A file is created when entries are first written to it: 4 KiB of
+// entries have gathered in memory, or a full flush (roll, Flush,
+// log.flush.interval.ms, Close) makes the index durable; the time index
+// file is then created, empty if need be, as soon as the offset index has
+// entries. An existing segment's index is opened at start-up only to
+// read its length and last entry, and again when a lookup needs an
+// entry before the last one, or when it is written or truncated. A
+// missing file is an empty index: an open after a clean shutdown (or
+// below the recovery point) treats it as damage, and rebuilds the
+// segment's indexes, only where one must exist: the offset index of a
+// sealed non-empty segment (the roll wrote its sealing entry), the time
+// index of a segment whose offset index has entries, and the offset index
+// of an active segment holding more than log.index.interval.bytes before
+// its last batch.
 //
 //	0      4       8
 //	+------+-------+
@@ -171,6 +187,13 @@
 //   - Index files are not preallocated or memory-mapped; new entries are
 //     buffered in memory (4 KiB) and the file length is the entry count.
 //     At roll the offset index gets an extra entry for the last batch.
+//   - Kafka creates and maps the active segment's index files when it
+//     loads a log (LogLoader: resizeIndexes) and, having mapped them,
+//     keeps no file descriptor. minibroker reads indexes with pread, so
+//     an open index costs a descriptor: it creates an index file only
+//     when it has entries to write and opens one only when a lookup, a
+//     write or a truncation needs it. A new partition holds one
+//     descriptor, its .log.
 //   - The time index stores the base offset of the batch that carried the
 //     timestamp. OffsetForTimestamp and MaxTimestamp decompress the one
 //     batch that holds the answer (gzip, snappy raw or xerial, lz4, zstd;

@@ -337,7 +337,7 @@ func TestFaultLostTailBeforeLaterSegment(t *testing.T) {
 	l.flusher.stop() // no background flush: the test decides what is durable
 	durable := slices.Concat(appendN(t, l, 2, 2, 0, 0, 100)...)
 	l.mu.Lock()
-	targets, _ := l.segments[0].syncTargets(nil, true) // first two batches durable
+	targets, _, _ := l.segments[0].syncTargets(nil, true) // first two batches durable
 	l.mu.Unlock()
 	syncAll(targets)
 	appendN(t, l, 6, 2, 0, 0, 100) // one more in segment 0, then rolls

@@ -41,7 +41,10 @@ func (l *Log) flush(withIndexes bool) error {
 	var targets []syncTarget
 	for i, s := range l.segments {
 		var err error
-		if targets, err = s.syncTargets(targets, withIndexes || i < len(l.segments)-1); err != nil {
+		var created bool
+		targets, created, err = s.syncTargets(targets, withIndexes || i < len(l.segments)-1)
+		l.dirDirty = l.dirDirty || created
+		if err != nil {
 			err = l.failLocked(err)
 			l.mu.Unlock()
 			return err

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io/fs"
 	"os"
+	"sync"
 
 	"github.com/minibroker/minibroker/internal/vfs"
 )
@@ -59,17 +60,34 @@ func appendTimeEntry(dst []byte, e timeEntry, base int64) []byte {
 // entries collect in memory (pending) and reach the file in one write when
 // pendingLimit bytes have gathered or the index is flushed, so appending
 // small batches does not cost a write(2) per index entry; readers see
-// pending entries through their view. Fields are guarded by Log.mu; the
-// file is only truncated under Log.truncMu held for writing.
+// pending entries through their view.
+//
+// The file is lazy (Kafka's LazyIndex): a new segment's index file is
+// created only when entries must be written to it (pendingLimit reached,
+// a full flush, a roll), and an existing one is opened only when its
+// entries are read past the cached last entry or it is written or
+// truncated. Until then the index holds no file descriptor, and an index
+// with no entries may have no file at all: a missing file is an empty
+// index (Log.checkIndexes says when a missing file means damage).
+//
+// Fields from n on are guarded by Log.mu; the file is only truncated
+// under Log.truncMu held for writing. fileMu guards f, which readers open
+// without Log.mu.
 type indexFile struct {
+	fsys      vfs.FS
 	path      string
-	f         vfs.File
 	base      int64
 	entrySize int
-	created   bool   // the file did not exist at open (missing index)
-	n         int64  // entries, in the file and pending
-	fileN     int64  // entries in the file
-	last      []byte // raw last entry, nil when n == 0
+
+	fileMu sync.Mutex
+	f      vfs.File // nil until first needed
+
+	onDisk  bool   // the file exists (f may still be nil)
+	newFile bool   // created since the directory was last synced for it
+	written bool   // written or truncated since its last fsync
+	n       int64  // entries, in the file and pending
+	fileN   int64  // entries in the file
+	last    []byte // raw last entry, nil when n == 0
 	// pending holds entries fileN..n-1. It is only appended to between
 	// writes and replaced by a new array after each, so a reader's view
 	// of it never changes under the reader.
@@ -79,24 +97,37 @@ type indexFile struct {
 // pendingLimit is how many bytes of entries wait before being written.
 const pendingLimit = 4 << 10
 
-func openIndexFile(fsys vfs.FS, path string, base int64, entrySize int) (*indexFile, error) {
-	_, serr := fsys.Stat(path)
-	f, err := fsys.OpenFile(path, os.O_RDWR|os.O_CREATE|os.O_APPEND, 0o644)
+// newIndexFile is the index of a new segment: no entries, no file yet.
+func newIndexFile(fsys vfs.FS, path string, base int64, entrySize int) *indexFile {
+	return &indexFile{fsys: fsys, path: path, base: base, entrySize: entrySize}
+}
+
+// loadIndexFile reads the entry count and the last entry of an existing
+// segment's index and closes the file again: it is reopened when first
+// needed. A missing file is an empty index with onDisk false.
+func loadIndexFile(fsys vfs.FS, path string, base int64, entrySize int) (*indexFile, error) {
+	x := newIndexFile(fsys, path, base, entrySize)
+	st, err := fsys.Stat(path)
+	if errors.Is(err, fs.ErrNotExist) {
+		return x, nil
+	}
+	if err != nil {
+		return nil, storageErr("stat", path, err)
+	}
+	x.onDisk = true
+	size := st.Size()
+	if size == 0 {
+		return x, nil
+	}
+	f, err := fsys.OpenFile(path, os.O_RDWR|os.O_APPEND, 0o644)
 	if err != nil {
 		return nil, storageErr("open", path, err)
 	}
-	x := &indexFile{path: path, f: f, base: base, entrySize: entrySize, created: errors.Is(serr, fs.ErrNotExist)}
-	st, err := f.Stat()
-	if err != nil {
-		f.Close()
-		return nil, storageErr("stat", path, err)
-	}
-	size := st.Size()
+	defer f.Close()
 	if size%int64(entrySize) != 0 {
 		// A torn entry: drop it. The caller's sanity check decides whether
 		// the rest can be trusted.
 		if err := f.Truncate(size - size%int64(entrySize)); err != nil {
-			f.Close()
 			return nil, storageErr("truncate", path, err)
 		}
 		size -= size % int64(entrySize)
@@ -106,11 +137,63 @@ func openIndexFile(fsys vfs.FS, path string, base int64, entrySize int) (*indexF
 	if x.n > 0 {
 		x.last = make([]byte, entrySize)
 		if _, err := f.ReadAt(x.last, (x.n-1)*int64(entrySize)); err != nil {
-			f.Close()
 			return nil, storageErr("read", path, err)
 		}
 	}
 	return x, nil
+}
+
+// file returns the open index file, opening (and, for a writer, creating)
+// it on first use. Readers call it without Log.mu, only for entries
+// already in the file; writers call it with Log.mu held.
+func (x *indexFile) file() (vfs.File, error) {
+	x.fileMu.Lock()
+	defer x.fileMu.Unlock()
+	if x.f == nil {
+		f, err := x.fsys.OpenFile(x.path, os.O_RDWR|os.O_CREATE|os.O_APPEND, 0o644)
+		if err != nil {
+			return nil, storageErr("open", x.path, err)
+		}
+		x.f = f
+	}
+	return x.f, nil
+}
+
+// fileForWrite is file for a writer (Log.mu held): it records that the
+// file was created, if it was, and that it needs an fsync.
+func (x *indexFile) fileForWrite() (vfs.File, error) {
+	f, err := x.file()
+	if err != nil {
+		return nil, err
+	}
+	if !x.onDisk {
+		x.onDisk, x.newFile = true, true
+	}
+	x.written = true
+	return f, nil
+}
+
+// materialize creates the file, empty, if it does not exist (Log.mu held).
+func (x *indexFile) materialize() error {
+	if x.onDisk {
+		return nil
+	}
+	_, err := x.fileForWrite()
+	return err
+}
+
+// syncTarget returns the file to fsync if it was written since its last
+// fsync, and whether it was created since (its directory entry needs a
+// directory fsync). Log.mu held.
+func (x *indexFile) syncTarget() (t syncTarget, ok, created bool) {
+	created, x.newFile = x.newFile, false
+	if !x.written {
+		return t, false, created
+	}
+	x.written = false
+	x.fileMu.Lock()
+	defer x.fileMu.Unlock()
+	return syncTarget{x.path, x.f}, true, created
 }
 
 // indexView is a reader's snapshot of an index: the entries it may read.
@@ -137,7 +220,11 @@ func (x *indexFile) entryAt(v *indexView, i int64, buf []byte) ([]byte, error) {
 		copy(b, v.pending[off:])
 		return b, nil
 	}
-	if _, err := x.f.ReadAt(b, i*int64(x.entrySize)); err != nil {
+	f, err := x.file()
+	if err != nil {
+		return nil, err
+	}
+	if _, err := f.ReadAt(b, i*int64(x.entrySize)); err != nil {
 		return nil, err
 	}
 	return b, nil
@@ -160,12 +247,17 @@ func (x *indexFile) appendRaw(b []byte) error {
 	return nil
 }
 
-// flushPending writes the pending entries to the file.
+// flushPending writes the pending entries to the file, creating it if
+// need be.
 func (x *indexFile) flushPending() error {
 	if len(x.pending) == 0 {
 		return nil
 	}
-	if _, err := x.f.Write(x.pending); err != nil {
+	f, err := x.fileForWrite()
+	if err != nil {
+		return err
+	}
+	if _, err := f.Write(x.pending); err != nil {
 		return storageErr("write", x.path, err)
 	}
 	x.fileN = x.n
@@ -173,12 +265,20 @@ func (x *indexFile) flushPending() error {
 	return nil
 }
 
-// startRebuild empties the index before recovery re-adds its entries.
+// startRebuild empties the index before recovery re-adds its entries
+// (an existing file is truncated; a missing one stays missing until
+// entries are written).
 func (x *indexFile) startRebuild() error {
-	if err := x.f.Truncate(0); err != nil {
-		return storageErr("truncate", x.path, err)
+	if x.onDisk {
+		f, err := x.fileForWrite()
+		if err != nil {
+			return err
+		}
+		if err := f.Truncate(0); err != nil {
+			return storageErr("truncate", x.path, err)
+		}
 	}
-	x.n, x.fileN, x.last, x.pending, x.created = 0, 0, nil, nil, false
+	x.n, x.fileN, x.last, x.pending = 0, 0, nil, nil
 	return nil
 }
 
@@ -191,7 +291,11 @@ func (x *indexFile) truncateEntries(n int64) error {
 	if n >= x.fileN {
 		x.pending = x.pending[:(n-x.fileN)*int64(x.entrySize)]
 	} else {
-		if err := x.f.Truncate(n * int64(x.entrySize)); err != nil {
+		f, err := x.fileForWrite()
+		if err != nil {
+			return err
+		}
+		if err := f.Truncate(n * int64(x.entrySize)); err != nil {
 			return storageErr("truncate", x.path, err)
 		}
 		x.fileN, x.pending = n, nil
@@ -233,7 +337,27 @@ func (x *indexFile) search(v *indexView, n int64, less func(b []byte) bool) int6
 	return ans
 }
 
-func (x *indexFile) close() error { return x.f.Close() }
+// release closes the file if it is open and holds nothing unsynced
+// (Open calls it once the checks that read entries are done): it is
+// reopened when next needed.
+func (x *indexFile) release() error {
+	if x.written {
+		return nil
+	}
+	return x.close()
+}
+
+// close closes the file if it is open. Called with no reader active.
+func (x *indexFile) close() error {
+	x.fileMu.Lock()
+	defer x.fileMu.Unlock()
+	if x.f == nil {
+		return nil
+	}
+	err := x.f.Close()
+	x.f = nil
+	return err
+}
 
 // offsetIndex maps offsets to byte positions in the segment.
 type offsetIndex struct{ *indexFile }
@@ -284,9 +408,6 @@ func (x offsetIndex) lastEntry() (offsetEntry, bool) {
 // sanityCheck verifies what can be checked cheaply (Kafka's
 // OffsetIndex.sanityCheck): the last entry lies inside the segment.
 func (x offsetIndex) sanityCheck(logSize int64) error {
-	if x.created && logSize > 0 {
-		return &CorruptionError{Segment: x.path, Err: errors.New("index file missing")}
-	}
 	e, ok := x.lastEntry()
 	if !ok {
 		return nil
@@ -337,10 +458,7 @@ func (x timeIndex) truncateToOffset(off int64) error {
 	return x.truncateEntries(i + 1)
 }
 
-func (x timeIndex) sanityCheck(logSize, nextOffset int64) error {
-	if x.created && logSize > 0 {
-		return &CorruptionError{Segment: x.path, Err: errors.New("index file missing")}
-	}
+func (x timeIndex) sanityCheck(nextOffset int64) error {
 	e, ok := x.lastEntry()
 	if !ok {
 		return nil

@@ -226,7 +226,7 @@ func (l *Log) load() error {
 		// below them until then).
 		var targets []syncTarget
 		for _, s := range l.segments {
-			if targets, err = s.syncTargets(targets, false); err != nil {
+			if targets, _, err = s.syncTargets(targets, false); err != nil {
 				return err
 			}
 		}
@@ -275,6 +275,13 @@ func (l *Log) load() error {
 			return err
 		}
 	}
+	// The checks above may have opened index files to read entries; a
+	// lookup reopens them when it needs them.
+	for _, s := range l.segments {
+		if err := errors.Join(s.offIdx.release(), s.timeIdx.release()); err != nil {
+			return storageErr("close", s.logPath, err)
+		}
+	}
 	if clean {
 		// From now on a crash must be treated as unclean.
 		if err := removeCleanShutdown(l.fs, l.dir); err != nil {
@@ -303,6 +310,14 @@ func (l *Log) openClean(cleanLEO int64) int {
 		l.logger.Warn("active segment damaged despite clean shutdown", zap.Error(err))
 		return last
 	}
+	if a := l.segments[last]; a.offIdx.n == 0 && a.lastBatchPos > int64(l.cfg.IndexIntervalBytes) {
+		// Appends would have given the batch at lastBatchPos an entry:
+		// the offset index file was lost (or log.index.interval.bytes was
+		// lowered). Rebuild it rather than scan this segment on every read.
+		l.logger.Warn("active segment's offset index lacks entries: rebuilding it",
+			zap.String("segment", a.logPath), zap.Int64("lastBatchPosition", a.lastBatchPos))
+		return last
+	}
 	if got := l.segments[last].nextOffset; got != cleanLEO {
 		l.logger.Warn("log end differs from the clean-shutdown marker",
 			zap.Int64("marker", cleanLEO), zap.Int64("found", got))
@@ -317,13 +332,17 @@ func (l *Log) openClean(cleanLEO int64) int {
 // whose indexes must be rebuilt, or -1.
 func (l *Log) checkIndexes(n int) int {
 	for i, s := range l.segments[:n] {
+		sealed := i < len(l.segments)-1
 		next := int64(-1) // unknown for the active segment until loadTail
-		if i < len(l.segments)-1 {
+		if sealed {
 			next = s.nextOffset
 		}
-		err := s.offIdx.sanityCheck(s.size)
+		err := s.checkIndexFiles(sealed)
 		if err == nil {
-			err = s.timeIdx.sanityCheck(s.size, next)
+			err = s.offIdx.sanityCheck(s.size)
+		}
+		if err == nil {
+			err = s.timeIdx.sanityCheck(next)
 		}
 		if err == nil {
 			err = s.verifyLastEntries()

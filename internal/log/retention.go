@@ -89,7 +89,10 @@ func (l *Log) TruncateTo(offset int64) error {
 	var targets []syncTarget
 	var err error
 	for _, seg := range l.segments {
-		if targets, err = seg.syncTargets(targets, true); err != nil {
+		var created bool
+		targets, created, err = seg.syncTargets(targets, true)
+		l.dirDirty = l.dirDirty || created
+		if err != nil {
 			return fail(err)
 		}
 	}

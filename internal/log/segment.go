@@ -78,16 +78,20 @@ func openSegment(fsys vfs.FS, dir string, base int64, create bool, now time.Time
 	if !create && st.ModTime().Before(now) {
 		s.created = st.ModTime()
 	}
-	oi, err := openIndexFile(fsys, segmentFileName(dir, base, indexSuffix), base, offsetEntrySize)
-	if err != nil {
-		f.Close()
-		return nil, err
-	}
-	ti, err := openIndexFile(fsys, segmentFileName(dir, base, timeIndexSuffix), base, timeEntrySize)
-	if err != nil {
-		f.Close()
-		oi.close()
-		return nil, err
+	oPath, tPath := segmentFileName(dir, base, indexSuffix), segmentFileName(dir, base, timeIndexSuffix)
+	var oi, ti *indexFile
+	if create {
+		// Lazy indexes: no file until entries are written (see indexFile).
+		oi, ti = newIndexFile(fsys, oPath, base, offsetEntrySize), newIndexFile(fsys, tPath, base, timeEntrySize)
+	} else {
+		if oi, err = loadIndexFile(fsys, oPath, base, offsetEntrySize); err != nil {
+			f.Close()
+			return nil, err
+		}
+		if ti, err = loadIndexFile(fsys, tPath, base, timeEntrySize); err != nil {
+			f.Close()
+			return nil, err
+		}
 	}
 	s.offIdx, s.timeIdx = offsetIndex{oi}, timeIndex{ti}
 	s.txn, err = openTxnIndex(fsys, segmentFileName(dir, base, txnIndexSuffix))
@@ -127,11 +131,15 @@ type syncTarget struct {
 }
 
 // syncTargets lists the segment's files written since their last fsync
-// and marks them clean (called under Log.mu). With withIndexes the
-// pending index entries are written first; without, the offset and time
+// and marks them clean (called under Log.mu); created reports that an
+// index file was created since the last call with withIndexes, so that
+// the directory needs an fsync too. With withIndexes the pending index
+// entries are written first, creating the index files that get entries
+// (and, once the offset index has entries, the time index file even if
+// it has none: see Log.checkIndexes); without, the offset and time
 // indexes stay dirty: they are not needed for durability, since recovery
 // rebuilds them (see Log.RecoveryPoint).
-func (s *segment) syncTargets(dst []syncTarget, withIndexes bool) ([]syncTarget, error) {
+func (s *segment) syncTargets(dst []syncTarget, withIndexes bool) (_ []syncTarget, created bool, err error) {
 	if s.dirty {
 		dst = append(dst, syncTarget{s.logPath, s.log})
 		s.dirty = false
@@ -142,15 +150,28 @@ func (s *segment) syncTargets(dst []syncTarget, withIndexes bool) ([]syncTarget,
 	}
 	if s.idxDirty && withIndexes {
 		if err := s.offIdx.flushPending(); err != nil {
-			return dst, err
+			return dst, false, err
 		}
 		if err := s.timeIdx.flushPending(); err != nil {
-			return dst, err
+			return dst, false, err
 		}
-		dst = append(dst, syncTarget{s.offIdx.path, s.offIdx.f}, syncTarget{s.timeIdx.path, s.timeIdx.f})
+		if s.offIdx.n > 0 {
+			if err := s.timeIdx.materialize(); err != nil {
+				return dst, false, err
+			}
+		}
 		s.idxDirty = false
 	}
-	return dst, nil
+	if withIndexes {
+		for _, x := range []*indexFile{s.offIdx.indexFile, s.timeIdx.indexFile} {
+			t, ok, c := x.syncTarget()
+			if ok {
+				dst = append(dst, t)
+			}
+			created = created || c
+		}
+	}
+	return dst, created, nil
 }
 
 // markDirty records that every file of the segment may need an fsync.
@@ -273,23 +294,61 @@ func (s *segment) loadTail() error {
 }
 
 // sealIndex gives the offset index an entry for the segment's last batch
-// (Kafka indexes only every log.index.interval.bytes) and returns the
-// index file to fsync. Done at roll, it records durably where the segment
+// (Kafka indexes only every log.index.interval.bytes), writes it (creating
+// the file if the index had none in it) and returns the index file to
+// fsync now. Done at roll, it records durably where the segment
 // ends before its data is fsynced, so that recovery can tell a segment
 // whose tail a power loss took from one that was complete (see recover).
-func (s *segment) sealIndex() (syncTarget, error) {
-	t := syncTarget{s.offIdx.path, s.offIdx.f}
+func (s *segment) sealIndex() ([]syncTarget, error) {
 	if s.lastBatchPos < 0 {
-		return t, nil
+		return nil, nil
 	}
 	if e, ok := s.offIdx.lastEntry(); !ok || e.Offset < s.lastBatchOffset {
 		var buf [offsetEntrySize]byte
 		e := offsetEntry{Offset: s.lastBatchOffset, Position: s.lastBatchPos}
 		if err := s.offIdx.appendRaw(appendOffsetEntry(buf[:0], e, s.base)); err != nil {
-			return t, err
+			return nil, err
 		}
 	}
-	return t, s.offIdx.flushPending()
+	if err := s.offIdx.flushPending(); err != nil {
+		return nil, err
+	}
+	if !s.offIdx.written {
+		return nil, nil // the entry was already in the file, fsynced
+	}
+	// The roll fsyncs the file now; a new file's directory entry still
+	// waits for the next directory fsync (the roll creates a segment too).
+	created := s.offIdx.newFile
+	t, _, _ := s.offIdx.syncTarget()
+	s.offIdx.newFile = created
+	return []syncTarget{t}, nil
+}
+
+// checkIndexFiles decides whether index files missing from a non-empty
+// segment are damage (an index with no entries may have no file, see
+// indexFile). At every full flush (roll, Flush, Close) a segment's index
+// files are created once they have entries, and the time index file once
+// the offset index has entries; so after a clean shutdown, and below the
+// recovery point after a crash:
+//   - a sealed segment has an offset index file: the roll wrote an entry
+//     for its last batch (sealIndex);
+//   - a segment whose offset index has entries has a time index file.
+//
+// The active segment may lack both when it holds less than
+// log.index.interval.bytes before its last batch: loadTail then scans it
+// from the start, which rebuilds its maximum timestamp, and openClean
+// rejects an empty offset index that should have had entries.
+func (s *segment) checkIndexFiles(sealed bool) error {
+	if s.size == 0 {
+		return nil
+	}
+	if sealed && !s.offIdx.onDisk {
+		return &CorruptionError{Segment: s.offIdx.path, Err: errors.New("offset index file missing")}
+	}
+	if s.offIdx.n > 0 && !s.timeIdx.onDisk {
+		return &CorruptionError{Segment: s.timeIdx.path, Err: errors.New("time index file missing")}
+	}
+	return nil
 }
 
 // verifyLastEntries checks that the last offset- and time-index entries
@@ -298,19 +357,51 @@ func (s *segment) sealIndex() (syncTarget, error) {
 func (s *segment) verifyLastEntries() error {
 	v := s.view()
 	mismatch := func(path string) error { return &CorruptionError{Segment: path, Err: errIndexMismatch} }
+	var lastIndexed batch.Header // the batch the last offset entry names
+	lastPos := int64(-1)
 	if e, ok := s.offIdx.lastEntry(); ok {
 		sc := newScanner(s.log, s.logPath, e.Position, s.size, batch.HeaderSize)
-		if h, _, _, err := sc.next(false); err != nil || h.LastOffset() != e.Offset {
+		h, _, _, err := sc.next(false)
+		if err != nil || h.LastOffset() != e.Offset {
 			return mismatch(s.offIdx.path)
 		}
+		lastIndexed, lastPos = h, e.Position
 	}
 	if e, ok := s.timeIdx.lastEntry(); ok {
-		h, _, found, err := findBatch(v, e.Offset, true)
+		var h batch.Header
+		var found bool
+		var err error
+		if lastPos >= 0 && e.Offset >= lastIndexed.BaseOffset {
+			// At or after the last indexed batch (a sealed segment's max
+			// timestamp is usually in its last batch): scan from there,
+			// without reading, or opening, the offset index file.
+			h, found, err = scanToBatch(s, lastPos, e.Offset)
+		} else {
+			h, _, found, err = findBatch(v, e.Offset, true)
+		}
 		if err != nil || !found || h.BaseOffset != e.Offset || h.MaxTimestamp != e.Timestamp {
 			return mismatch(s.timeIdx.path)
 		}
 	}
 	return nil
+}
+
+// scanToBatch scans s from pos (a batch boundary) to the first batch
+// whose last offset is >= offset.
+func scanToBatch(s *segment, pos, offset int64) (batch.Header, bool, error) {
+	sc := newScanner(s.log, s.logPath, pos, s.size, headerReadahead)
+	for {
+		h, _, _, err := sc.next(false)
+		if err == io.EOF {
+			return h, false, nil
+		}
+		if err != nil {
+			return h, false, err
+		}
+		if h.LastOffset() >= offset {
+			return h, true, nil
+		}
+	}
 }
 
 // view is a reader's snapshot of a segment.
