@@ -136,6 +136,12 @@ func (l *Log) recoverSegment(s *segment, expected int64) (cut error, err error) 
 		l.epochs.assign(h.PartitionLeaderEpoch, h.BaseOffset)
 		expected = h.LastOffset() + 1
 	}
+	// As a roll or Close does (and Kafka's LogSegment.recover): the last
+	// time-index entry is the segment's max timestamp, which a later clean
+	// open takes from it.
+	if err := s.maybeAppendTimeEntry(); err != nil {
+		return nil, err
+	}
 	if err := s.offIdx.flushPending(); err != nil {
 		return nil, err
 	}

@@ -6,6 +6,8 @@ import (
 	"path/filepath"
 	"slices"
 	"testing"
+
+	"github.com/minibroker/minibroker/internal/vfs/errorfs"
 )
 
 func TestUncleanOpenCutsTornTail(t *testing.T) {
@@ -34,4 +36,47 @@ func TestUncleanOpenCutsTornTail(t *testing.T) {
 	}
 	appendN(t, l2, 1, 3, 0, 0, 50)
 	l.flusher.stop()
+}
+
+// TestRecoveredSegmentKeepsMaxTimestamp: a segment rebuilt by recovery
+// ends its time index with its max timestamp, as a roll or Close leaves
+// it (Kafka's LogSegment.recover), so that a later clean open, which
+// takes a sealed segment's max timestamp from that entry, answers
+// MaxTimestamp and OffsetForTimestamp as a scan does. Before, recovery
+// only re-added the per-interval entries and a clean open after it could
+// miss the segment's newest timestamps.
+func TestRecoveredSegmentKeepsMaxTimestamp(t *testing.T) {
+	cfg := testConfig()
+	cfg.SegmentBytes = 4000
+	cfg.IndexIntervalBytes = 300
+	mem := errorfs.NewMem()
+	l := openTest(t, faultDir, cfg, Options{FS: mem})
+	l.flusher.stop()
+	// The newest timestamp of segment 0 is in a batch after its last
+	// index interval.
+	for i := range 40 {
+		ts := int64(1000 + 10*i)
+		if i%3 == 2 {
+			ts = 1000
+		}
+		b := testBatch{base: l.LogEndOffset(), records: 1 + i%3, ts: ts, valueSize: 100}.build()
+		if _, err := l.Append(b); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := l.WaitFlushed(l.LogEndOffset()); err != nil {
+		t.Fatal(err)
+	}
+	l.Abandon()
+	l2 := openTest(t, faultDir, cfg, Options{FS: mem.CrashClone()}) // recovers every segment
+	want := l2.segments[0].maxTs
+	fs2 := l2.fs.(*errorfs.MemFS)
+	if err := l2.Close(); err != nil {
+		t.Fatal(err)
+	}
+	l3 := openTest(t, faultDir, cfg, Options{FS: fs2}) // clean open
+	defer l3.Close()
+	if got := l3.segments[0].maxTs; got != want {
+		t.Fatalf("segment 0's max timestamp %d after recovery and a clean open, a scan gives %d", got, want)
+	}
 }
