@@ -132,8 +132,10 @@ func TestNewLogsHoldOneFD(t *testing.T) {
 		t.Fatalf("%d new logs hold %d files (%d .log, %d .index, %d .timeindex), want %d", n, got,
 			cfs.openFiles(logSuffix), cfs.openFiles(indexSuffix), cfs.openFiles(timeIndexSuffix), n)
 	}
-	if fdsBefore >= 0 && fdsAfter-fdsBefore != n {
-		t.Fatalf("%d new logs added %d fds to the process, want %d", n, fdsAfter-fdsBefore, n)
+	// The process may open a descriptor or two of its own meanwhile (the
+	// runtime's poller); two per log would be 1,000 more.
+	if d := fdsAfter - fdsBefore; fdsBefore >= 0 && (d < n || d > n+10) {
+		t.Fatalf("%d new logs added %d fds to the process, want %d", n, d, n)
 	}
 	if files := indexFilesIn(t, vfs.Default, dirs...); len(files) != 0 {
 		t.Fatalf("new logs created index files: %v", files[:min(len(files), 5)])
