@@ -57,7 +57,7 @@ func TestCreateTopicOutOfFilesLeavesNothing(t *testing.T) {
 	dir := t.TempDir()
 	b, e := newErrorFSBroker(t, dir)
 	defer closeBroker(t, b)
-	e.Inject(errorfs.Rule{Op: errorfs.OpOpen, PathContains: filepath.Join("big-3", "00000000000000000000.timeindex"), Err: syscall.EMFILE})
+	e.Inject(errorfs.Rule{Op: errorfs.OpOpen, PathContains: filepath.Join("big-3", "00000000000000000000.log"), Err: syscall.EMFILE})
 	_, err := b.CreateTopic("big", 6, nil, [16]byte{}, false)
 	if errorCode(err) != kerr.KafkaStorageError.Code {
 		t.Fatalf("CreateTopic out of files: %v (code %d)", err, errorCode(err))
@@ -88,7 +88,7 @@ func TestAddPartitionsOutOfFilesLeavesTopicAsItWas(t *testing.T) {
 	if _, err := b.CreateTopic("t", 2, nil, [16]byte{}, false); err != nil {
 		t.Fatal(err)
 	}
-	for _, fail := range []string{filepath.Join("t-4", "00000000000000000000.index"), topicsFile + ".tmp"} {
+	for _, fail := range []string{filepath.Join("t-4", "00000000000000000000.log"), topicsFile + ".tmp"} {
 		e.Inject(errorfs.Rule{Op: errorfs.OpOpen, PathContains: fail, Count: 1, Err: syscall.EMFILE})
 		err := b.AddPartitions("t", 6, false)
 		if errorCode(err) != kerr.KafkaStorageError.Code {
