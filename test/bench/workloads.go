@@ -6,7 +6,6 @@ import (
 	"os"
 	"time"
 
-	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kfake"
 	"github.com/twmb/franz-go/pkg/kgo"
 
@@ -108,12 +107,6 @@ func runProduce(r *report) error {
 					rw.samples[ts[i].name] = append(rw.samples[ts[i].name], res.RecordsPerSec)
 					rw.mbps[ts[i].name] = append(rw.mbps[ts[i].name], res.MBPerSec)
 					rw.p99[ts[i].name] = append(rw.p99[ts[i].name], res.Latency.P99)
-					// Every run starts from the same broker state: the
-					// run's topic goes (kfake's memory, minibroker's files
-					// and page cache) before the next run, off the clock.
-					if err := deleteTopic(ctx, addrs[i], res.Topic); err != nil {
-						return fmt.Errorf("%s on %s: %w", w.name, ts[i].name, err)
-					}
 				}
 			}
 			return nil
@@ -316,27 +309,3 @@ func runStartup(r *report) error {
 	return nil
 }
 
-// deleteTopic deletes topic and waits until the broker no longer lists it.
-func deleteTopic(ctx context.Context, addr, topic string) error {
-	cl, err := kgo.NewClient(kgo.SeedBrokers(addr))
-	if err != nil {
-		return err
-	}
-	defer cl.Close()
-	adm := kadm.NewClient(cl)
-	resp, err := adm.DeleteTopic(ctx, topic)
-	if err == nil {
-		err = resp.Err
-	}
-	if err != nil {
-		return fmt.Errorf("delete topic %s: %w", topic, err)
-	}
-	for range 100 {
-		td, err := adm.ListTopics(ctx, topic)
-		if err == nil && !td.Has(topic) {
-			return nil
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
-	return fmt.Errorf("topic %s still listed after its deletion", topic)
-}
