@@ -308,4 +308,3 @@ func runStartup(r *report) error {
 	}
 	return nil
 }
-
