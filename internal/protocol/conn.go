@@ -51,6 +51,9 @@ type inflight struct {
 	// reserved is what the request holds in the connection's budget: its
 	// frame until handled, then its response until written.
 	reserved int64
+	// frame is a pooled Produce frame, returned to the pool once the
+	// request is handled (see readFrame).
+	frame []byte
 }
 
 func newConn(s *Server, nc net.Conn, ip string) *conn {
@@ -148,7 +151,7 @@ func (c *conn) read() {
 		if c.s.cfg.IdleTimeout > 0 {
 			c.nc.SetReadDeadline(time.Now().Add(c.s.cfg.IdleTimeout))
 		}
-		frame := make([]byte, size)
+		frame, pooled := c.frameFor(br, size)
 		if _, err := io.ReadFull(br, frame); err != nil {
 			c.fail("short frame", zap.Error(err))
 			return
@@ -160,6 +163,12 @@ func (c *conn) read() {
 			return
 		}
 		in.reserved = int64(size)
+		if pooled {
+			in.frame = frame
+			if c.s.cfg.reuseFrameBeforeHandle {
+				in.releaseFrame()
+			}
+		}
 		if in.resp == nil {
 			// A Fetch that may answer with more than the budget is the
 			// last request read until it is answered.
@@ -188,6 +197,36 @@ func (c *conn) read() {
 			c.release(in)
 			return
 		}
+	}
+}
+
+// produceKey is the Produce API's key.
+const produceKey = 0
+
+// frameFor returns the buffer a request frame of size bytes is read into.
+// A Produce frame over 64 KiB comes from the shared buffer pool and goes
+// back to it once the request is handled (a producer's 1 MiB requests
+// otherwise cost a large allocation each, zeroed and page-faulted, and a
+// GC every few requests); pooled is then true. Other frames are
+// allocated: handlers copy what they keep of a request (Handler), and
+// only the Produce path is held to reading its frame within Handle.
+func (c *conn) frameFor(br *bufio.Reader, size int32) (frame []byte, pooled bool) {
+	if size > 1<<minPooledShift {
+		// The key is the frame's first two bytes; a failed peek leaves
+		// the failure to the read that follows.
+		if hdr, err := br.Peek(2); err == nil && int16(binary.BigEndian.Uint16(hdr)) == produceKey {
+			return getBuffer(int(size))[:size], true
+		}
+	}
+	return make([]byte, size), false
+}
+
+// releaseFrame hands a pooled frame back to the pool: the request's body,
+// which aliases it, must not be read again.
+func (in *inflight) releaseFrame() {
+	if in.frame != nil {
+		putBuffer(in.frame)
+		in.frame = nil
 	}
 }
 
@@ -228,6 +267,7 @@ func (c *conn) process() {
 		// The frame is no longer needed (the response does not alias
 		// it); from here the request holds its response's size.
 		in.req.Body = nil
+		in.releaseFrame()
 		c.processing.Add(-1)
 		size := responseSize(in.resp)
 		c.budget.grow(size - in.reserved)

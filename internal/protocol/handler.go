@@ -50,8 +50,9 @@ func (r *Request) Release() {
 type Handler interface {
 	// Handle returns the response to req, or nil when the request gets no
 	// response (Produce with acks=0). It must not retain req.Body's
-	// buffers past the call (they alias the frame). ctx is cancelled when
-	// the connection closes or the server shuts down.
+	// buffers past the call (they alias the frame; a large Produce frame
+	// is reused for another request once Handle returns). ctx is
+	// cancelled when the connection closes or the server shuts down.
 	Handle(ctx context.Context, req *Request) kmsg.Response
 	// VersionRange reports the versions of an API the handler serves.
 	VersionRange(key int16) (min, max int16, ok bool)

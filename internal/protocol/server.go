@@ -62,6 +62,10 @@ type Config struct {
 	// defaultPipelineBytes); 0 is the default, negative is unbounded: the
 	// seam for the negative control in the slow-reader test.
 	pipelineBytes int64
+	// reuseFrameBeforeHandle returns a pooled Produce frame to the pool
+	// as soon as it is decoded, while its request still aliases it: the
+	// seam for the negative control of TestProduceFrameReusedAfterHandle.
+	reuseFrameBeforeHandle bool
 }
 
 // NoConnections as MaxConnectionsPerIP admits no client whose address has
