@@ -34,11 +34,14 @@ func bucketValue(i int) uint64 {
 	return low + (uint64(1)<<shift)/2
 }
 
-func (h *histogram) Record(d time.Duration) {
+func (h *histogram) Record(d time.Duration) { h.RecordN(d, 1) }
+
+// RecordN records n latencies of d.
+func (h *histogram) RecordN(d time.Duration, n uint64) {
 	us := uint64(max(d.Microseconds(), 0))
-	h.counts[bucketOf(us)].Add(1)
-	h.total.Add(1)
-	h.sum.Add(us)
+	h.counts[bucketOf(us)].Add(n)
+	h.total.Add(n)
+	h.sum.Add(us * n)
 	for {
 		m := h.max.Load()
 		if us <= m || h.max.CompareAndSwap(m, us) {
@@ -49,6 +52,8 @@ func (h *histogram) Record(d time.Duration) {
 
 // Latency is a latency summary in milliseconds.
 type Latency struct {
+	// Count is how many latencies were measured: every record read
+	// (consume), one record in latencySample sent (produce).
 	Count uint64  `json:"count"`
 	Mean  float64 `json:"mean"`
 	P50   float64 `json:"p50"`

@@ -46,8 +46,10 @@ func TestProduceConsumeJSON(t *testing.T) {
 			if m["records"].(float64) != 500 || m["bytes"].(float64) != 500*64 || m["errors"].(float64) != 0 || m["partitions"].(float64) != 3 {
 				t.Errorf("produce result %v", m)
 			}
+			// One record in 16 has its latency measured, counted from
+			// each producer's first: 32 or 33 of the 500.
 			lat := m["latency_ms"].(map[string]any)
-			if lat["count"].(float64) != 500 || lat["p50"].(float64) <= 0 || lat["p99"].(float64) < lat["p50"].(float64) ||
+			if c := lat["count"].(float64); c < 32 || c > 33 || lat["p50"].(float64) <= 0 || lat["p99"].(float64) < lat["p50"].(float64) ||
 				lat["p99_9"].(float64) < lat["p99"].(float64) || lat["max"].(float64) < lat["p99_9"].(float64) {
 				t.Errorf("produce latency %v", lat)
 			}
