@@ -2,7 +2,6 @@ package main
 
 import (
 	"bufio"
-	"fmt"
 	"os"
 	"os/exec"
 	"runtime"
@@ -82,22 +81,12 @@ func summarize(xs []float64) stat {
 	return stat{med: med, min: s[0], max: s[len(s)-1]}
 }
 
-// cpuTime is the CPU time (user + system) this process has used: client
-// and in-process brokers together. Under a shared machine's load it moves
-// much less than wall-clock throughput, so an A/B of a broker change reads
-// best as CPU per MB (the client's share is the same on both sides).
+// cpuTime is the CPU time (user + system) this process has used; the
+// page-cache write limit reads it.
 func cpuTime() time.Duration {
 	var ru syscall.Rusage
 	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
 		return 0
 	}
 	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
-}
-
-// cpuPerMB formats a run's CPU time and its cost per MB of record values.
-func cpuPerMB(cpu time.Duration, bytes int64) string {
-	if bytes <= 0 {
-		return fmt.Sprintf("process CPU %.2fs", cpu.Seconds())
-	}
-	return fmt.Sprintf("process CPU %.2fs, %.2f ms/MB", cpu.Seconds(), float64(cpu.Milliseconds())/(float64(bytes)/1e6))
 }

@@ -52,7 +52,7 @@ func main() {
 	flag.IntVar(&o.mirrorMB, "mirror-backlog-mb", 64, "MINIBROKER_BENCH_BACKLOG_MB for the mirror catch-up benchmark")
 	flag.StringVar(&o.only, "only", "", "run only the sections whose name contains this (limits, produce, consume, startup, rss, gobench, mirror)")
 	flag.StringVar(&o.workload, "workload", "", "run only the produce and consume workloads whose name contains this")
-	flag.StringVar(&o.cpuProfile, "cpuprofile", "", "write a CPU profile of the whole run (client and in-process brokers)")
+	flag.StringVar(&o.cpuProfile, "cpuprofile", "", "write a CPU profile of this process (the limits, the in-process start-up runs; brokers and load tool run as processes of their own)")
 	flag.StringVar(&o.memProfile, "memprofile", "", "write an allocation profile at the end")
 	flag.StringVar(&o.blockProf, "blockprofile", "", "write a block (off-CPU waits) profile at the end")
 	flag.StringVar(&o.traceFile, "trace", "", "write an execution trace of the whole run (keep the run short)")
@@ -92,6 +92,13 @@ func main() {
 	}
 	start := time.Now()
 	r := &report{opts: o, machine: describeMachine()}
+	bin, err := buildBinaries()
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "bench:", err)
+		os.Exit(1)
+	}
+	defer os.RemoveAll(bin)
+	r.bin = bin
 	r.machine.loadBefore = loadAvg()
 	steps := []struct {
 		name string
@@ -124,6 +131,7 @@ func main() {
 		fmt.Fprintln(os.Stderr, "bench:", err)
 		pprof.StopCPUProfile()
 		trace.Stop()
+		os.RemoveAll(bin)
 		os.Exit(1)
 	}
 	logf("wrote %s in %s (GOMAXPROCS %d)", o.out, r.took.Round(time.Second), runtime.GOMAXPROCS(0))

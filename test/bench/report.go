@@ -13,6 +13,7 @@ const marker = "<!-- end of generated section: everything below is kept by make 
 
 type report struct {
 	opts     options
+	bin      string // minibroker and kfakeserve, built from this tree
 	machine  machine
 	took     time.Duration
 	failures []string
@@ -89,7 +90,7 @@ func (r *report) render(b *strings.Builder) {
 	p("Medians of %d runs with the range (min–max) in brackets; runs alternate between the brokers (the one going first rotates).\n\n", r.opts.runs)
 	p("**Machine.** %d CPUs (%s), %s memory, %s, %s. Load average %s before the run and %s after it: the machine is shared with other engineers' builds and tests, so absolute numbers are noisy; ratios from the same run are the figures to read.\n\n",
 		m.cpus, m.cpuModel, m.mem, m.kernel, m.goVersion, m.loadBefore, m.loadAfter)
-	p("**How.** Every workload uses the load tool of `minibroker perf` (package `internal/perf`, kgo, one client, acks=all, no compression, linger 0, non-idempotent unless stated) against brokers started in the same process as the client: minibroker through `minibrokertest.New` (a temp dir on the local ext4 disk, default flush policy, i.e. no fsync per produce, as Kafka) and kfake through `kfake.NewCluster(kfake.NumBrokers(1))` (in memory). The store-nothing broker is kfake with `BlackholeProduce()`. Each produce run writes to a new topic for %s; each consume run reads %d MiB from offset 0. Parameters: `go run ./test/bench -runs %d -duration %s -startup-mb %d -consume-mb %d -disk-mb %d -mirror-backlog-mb %d`.\n\n",
+	p("**How.** Every workload runs the load tool, `minibroker perf` (package `internal/perf`, kgo, one client, acks=all, no compression, linger 0, non-idempotent unless stated), as a process of its own, once per run, against brokers that each run as a process of their own as users run them: minibroker as `minibroker serve` built from this tree (a temp data dir on the local disk, default flush policy, i.e. no fsync per produce, as Kafka) and kfake as `test/bench/kfakeserve` (a main around `kfake.NewCluster(kfake.NumBrokers(1))`, in memory). The store-nothing broker is kfakeserve with `BlackholeProduce()`. Each process has its own heap and garbage collector (see the optimisation log for why). Each produce run writes to a new topic for %s; each consume run reads %d MiB from offset 0. CPU per MB is a process's user and system CPU time during the run (a broker's from /proc/PID/stat, the load tool's from its rusage) over the MB (10^6 bytes) of record values moved. Parameters: `go run ./test/bench -runs %d -duration %s -startup-mb %d -consume-mb %d -disk-mb %d -mirror-backlog-mb %d`.\n\n",
 		r.opts.duration, r.opts.consumeMB, r.opts.runs, r.opts.duration, r.opts.startupMB, r.opts.consumeMB, r.opts.diskMB, r.opts.mirrorMB)
 	if len(r.failures) > 0 {
 		p("**Failures in this run:**\n\n")
@@ -116,7 +117,8 @@ func (r *report) render(b *strings.Builder) {
 				ratio(med(idem.samples["kfake"]), med(plain.samples["kfake"])))
 		}
 		p("\nkgo keeps one produce request in flight per broker for a non-idempotent producer and five for an idempotent one, so the plain rows are bound by request round trips and the idempotent row by throughput. Each run starts on a new topic: the 1,000-partition row includes the first append to every partition (see the optimisation log).\n")
-		p("\nCommands (ADDR is each broker in turn):\n\n```\n")
+		r.renderCPU(b, r.produce, []string{"minibroker", "kfake", "store-nothing"})
+		p("\nCommands (ADDR is each broker in turn, T a new topic per run):\n\n```\n")
 		for _, rw := range r.produce {
 			p("%s\n", rw.command)
 		}
@@ -131,6 +133,7 @@ func (r *report) render(b *strings.Builder) {
 				fmtNum(med(rw.mbps["minibroker"])), fmtNum(med(rw.mbps["kfake"])), cell(sc), ratio(med(mb), med(sc)), ratio(med(sc), med(kf)))
 		}
 		p("\nThe serve-canned broker is kfake with `SyntheticFetch` and `BlackholeProduce`: it holds one uncompressed 1 MiB batch of values of the row's size and answers every Fetch with copies of it, reading no log. It is kfake with its log made free, not a bound on the client: minibroker can pass it. Its last column is how much kfake's own log costs it.\n")
+		r.renderCPU(b, r.consume, []string{"minibroker", "kfake", cannedName})
 		p("\nA consume run reads the whole topic with one client assigned every partition (no group), from offset 0, after the topic was filled once per broker:\n\n```\n")
 		for _, rw := range r.consume {
 			p("%s\n", rw.command)
@@ -208,6 +211,23 @@ func (r *report) render(b *strings.Builder) {
 			p("| %s | %s |\n", l.name, strings.Join(ms, ", "))
 		}
 		p("\n")
+	}
+}
+
+// renderCPU is the CPU-per-MB table of throughput rows: each broker's
+// and the load tool's (in the runs against minibroker and kfake).
+func (r *report) renderCPU(b *strings.Builder, rows []*row, names []string) {
+	fmt.Fprintf(b, "\nCPU per MB of record values, medians (ms/MB):\n\n| workload | %s | load tool against minibroker / kfake |\n|---|", strings.Join(names, " | "))
+	for range names {
+		b.WriteString("---|")
+	}
+	b.WriteString("---|\n")
+	for _, rw := range rows {
+		fmt.Fprintf(b, "| %s |", rw.name)
+		for _, n := range names {
+			fmt.Fprintf(b, " %s |", fmtNum(med(rw.brokerCPU[n])))
+		}
+		fmt.Fprintf(b, " %s / %s |\n", fmtNum(med(rw.clientCPU["minibroker"])), fmtNum(med(rw.clientCPU["kfake"])))
 	}
 }
 

@@ -21,17 +21,7 @@ import (
 // empty, at rest with 1,000 idle partitions, and the peak under a produce
 // load.
 func runRSS(r *report) error {
-	bin, err := os.MkdirTemp("", "bench-bin-")
-	if err != nil {
-		return err
-	}
-	defer os.RemoveAll(bin)
-	for _, b := range [][2]string{{"minibroker", "./cmd/minibroker"}, {"kfakeserve", "./test/bench/kfakeserve"}} {
-		out, err := exec.Command("go", "build", "-o", filepath.Join(bin, b[0]), b[1]).CombinedOutput()
-		if err != nil {
-			return fmt.Errorf("go build %s: %v: %s", b[1], err, out)
-		}
-	}
+	bin := r.bin
 	rest := newRow("RSS at rest, empty broker", "MiB", false)
 	idle := newRow("RSS per idle partition (1,000-partition topic created, at rest)", "KiB", false)
 	load := newRow(fmt.Sprintf("RSS peak under load (produce 100 B, 8 partitions, %s)", r.opts.duration), "MiB", false)
@@ -95,11 +85,14 @@ type process struct {
 	stdin   interface{ Close() error }
 }
 
-func startProcess(bin, name string) (*process, error) {
+// startProcess starts `minibroker serve` on a temp data dir (name
+// "minibroker") or kfakeserve with flags (name "kfake") and waits until it
+// listens.
+func startProcess(bin, name string, flags ...string) (*process, error) {
 	p := &process{}
 	switch name {
 	case "minibroker":
-		dir, err := os.MkdirTemp("", "bench-rss-")
+		dir, err := os.MkdirTemp("", "bench-minibroker-")
 		if err != nil {
 			return nil, err
 		}
@@ -126,7 +119,7 @@ func startProcess(bin, name string) (*process, error) {
 			time.Sleep(25 * time.Millisecond)
 		}
 	case "kfake":
-		p.cmd = exec.Command(filepath.Join(bin, "kfakeserve"))
+		p.cmd = exec.Command(filepath.Join(bin, "kfakeserve"), flags...)
 		in, err := p.cmd.StdinPipe()
 		if err != nil {
 			return nil, err
@@ -182,6 +175,28 @@ func (p *process) rssKiB() int64 {
 		}
 	}
 	return 0
+}
+
+// cpu is the process's user and system CPU time so far, from
+// /proc/PID/stat (clock ticks of 10 ms, the Linux USER_HZ).
+func (p *process) cpu() time.Duration {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", p.cmd.Process.Pid))
+	if err != nil {
+		return 0
+	}
+	// The command name (field 2) may hold spaces; fields 14 and 15
+	// (utime, stime) count from after its closing parenthesis.
+	_, rest, ok := strings.Cut(string(b), ") ")
+	if !ok {
+		return 0
+	}
+	f := strings.Fields(rest)
+	if len(f) < 13 {
+		return 0
+	}
+	ut, _ := strconv.ParseInt(f[11], 10, 64)
+	st, _ := strconv.ParseInt(f[12], 10, 64)
+	return time.Duration(ut+st) * 10 * time.Millisecond
 }
 
 func freeAddr() (string, error) {

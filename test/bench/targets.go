@@ -1,38 +1,30 @@
 package main
 
 import (
-	"github.com/twmb/franz-go/pkg/kfake"
-	"github.com/twmb/franz-go/pkg/kgo"
-
-	"github.com/minibroker/minibroker/minibrokertest"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
 )
 
-// A target is a broker started in this process.
+// A target is a broker run as a process of its own, as users run one:
+// `minibroker serve` built from this tree, or kfake wrapped by
+// test/bench/kfakeserve. Each has its own heap and garbage collector; the
+// load tool runs as a third process (`minibroker perf`). Brokers started
+// in the benchmark's own process would share one heap with each other and
+// with the client, so kfake's stored records would set how often the
+// garbage collector ran for all of them (see the optimisation log).
 type target struct {
 	name  string
-	start func(opts ...kfake.Opt) (addr string, stop func(), err error)
+	flags []string // kfakeserve flags
 }
 
 var (
-	minibroker = target{"minibroker", func(...kfake.Opt) (string, func(), error) {
-		c, err := minibrokertest.New()
-		if err != nil {
-			return "", nil, err
-		}
-		return c.Addr(), c.Close, nil
-	}}
-	kfakeT = target{"kfake", func(extra ...kfake.Opt) (string, func(), error) {
-		c, err := kfake.NewCluster(append([]kfake.Opt{kfake.NumBrokers(1)}, extra...)...)
-		if err != nil {
-			return "", nil, err
-		}
-		return c.ListenAddrs()[0], c.Close, nil
-	}}
+	minibroker = target{name: "minibroker"}
+	kfakeT     = target{name: "kfake"}
 	// storeNothing is kfake dropping every produced record: the upper
 	// bound for produce through kgo on this machine.
-	storeNothing = target{"store-nothing", func(extra ...kfake.Opt) (string, func(), error) {
-		return kfakeT.start(append(extra, kfake.BlackholeProduce())...)
-	}}
+	storeNothing = target{name: "store-nothing", flags: []string{"-blackhole"}}
 )
 
 // cannedName is the consume bound: a broker that stores nothing and answers
@@ -44,8 +36,28 @@ const cannedName = "serve-canned"
 // its records/s is the most any broker could give this consumer on this
 // machine.
 func serveCanned(size int) target {
-	return target{cannedName, func(extra ...kfake.Opt) (string, func(), error) {
-		batch := kfake.SyntheticBatch{RecordBytes: size, Compression: kgo.NoCompression()}
-		return kfakeT.start(append(extra, kfake.BlackholeProduce(), kfake.SyntheticFetch(batch))...)
-	}}
+	return target{name: cannedName, flags: []string{"-blackhole", fmt.Sprintf("-synthetic-record-bytes=%d", size)}}
+}
+
+func (t target) start(bin string) (*process, error) {
+	if t.name == minibroker.name {
+		return startProcess(bin, "minibroker")
+	}
+	return startProcess(bin, "kfake", t.flags...)
+}
+
+// buildBinaries builds minibroker and kfakeserve into a temp dir.
+func buildBinaries() (dir string, err error) {
+	dir, err = os.MkdirTemp("", "bench-bin-")
+	if err != nil {
+		return "", err
+	}
+	for _, b := range [][2]string{{"minibroker", "./cmd/minibroker"}, {"kfakeserve", "./test/bench/kfakeserve"}} {
+		out, err := exec.Command("go", "build", "-o", filepath.Join(dir, b[0]), b[1]).CombinedOutput()
+		if err != nil {
+			os.RemoveAll(dir)
+			return "", fmt.Errorf("go build %s: %v: %s", b[1], err, out)
+		}
+	}
+	return dir, nil
 }

@@ -1,9 +1,15 @@
 package main
 
 import (
+	"bytes"
 	"context"
+	"encoding/json"
 	"fmt"
 	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kfake"
@@ -20,12 +26,15 @@ type row struct {
 	samples    map[string][]float64
 	mbps       map[string][]float64 // throughput rows: MB/s beside records/s
 	p99        map[string][]float64 // produce ack / consume latency p99, ms
+	brokerCPU  map[string][]float64 // throughput rows: the broker process's CPU ms per MB of record values
+	clientCPU  map[string][]float64 // throughput rows: the load tool's CPU ms per MB
 	command    string
 }
 
 func newRow(name, unit string, higherWins bool) *row {
 	return &row{name: name, unit: unit, higherWins: higherWins, samples: map[string][]float64{},
-		mbps: map[string][]float64{}, p99: map[string][]float64{}}
+		mbps: map[string][]float64{}, p99: map[string][]float64{},
+		brokerCPU: map[string][]float64{}, clientCPU: map[string][]float64{}}
 }
 
 type produceWorkload struct {
@@ -50,40 +59,88 @@ func produceConfig(addr, topic string, w produceWorkload, d time.Duration) perf.
 		RecordSize: w.size, Acks: "all", Idempotent: w.idempotent, Concurrency: 1}
 }
 
-func perfCmd(mode string, cfg perf.Config) string {
-	s := fmt.Sprintf("minibroker perf %s --brokers ADDR --topic T --partitions %d --record-size %d", mode, cfg.Partitions, cfg.RecordSize)
+// perfArgs is the `minibroker perf` command line for cfg.
+func perfArgs(mode string, cfg perf.Config) []string {
+	args := []string{"perf", mode, "--brokers", strings.Join(cfg.Brokers, ","), "--topic", cfg.Topic,
+		"--partitions", strconv.Itoa(int(cfg.Partitions)), "--record-size", strconv.Itoa(cfg.RecordSize)}
 	if cfg.Duration > 0 {
-		s += fmt.Sprintf(" --duration %s", cfg.Duration)
+		args = append(args, "--duration", cfg.Duration.String())
 	}
 	if cfg.Records > 0 {
-		s += fmt.Sprintf(" --records %d", cfg.Records)
+		args = append(args, "--records", strconv.FormatInt(cfg.Records, 10))
 	}
 	if mode == "produce" {
-		s += " --acks all"
+		args = append(args, "--acks", cfg.Acks)
 		if cfg.Idempotent {
-			s += " --idempotent"
+			args = append(args, "--idempotent")
 		}
 	}
-	return s
+	return args
 }
 
-// started runs fn with each target started once; targets are stopped
-// afterwards.
-func started(ts []target, fn func(addrs []string) error) error {
-	var addrs []string
+// perfCmd is the command line a report shows, with ADDR and T for the
+// broker and topic that vary between runs.
+func perfCmd(mode string, cfg perf.Config) string {
+	cfg.Brokers, cfg.Topic = []string{"ADDR"}, "T"
+	return "minibroker " + strings.Join(perfArgs(mode, cfg), " ")
+}
+
+// runPerf runs the load tool as a process of its own and returns its
+// result and its CPU time.
+func runPerf(bin, mode string, cfg perf.Config) (*perf.Result, time.Duration, error) {
+	cmd := exec.Command(filepath.Join(bin, "minibroker"), append(perfArgs(mode, cfg), "--json", "--progress", "0")...)
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	out, err := cmd.Output()
+	if err != nil {
+		return nil, 0, fmt.Errorf("minibroker perf %s: %v: %s", mode, err, strings.TrimSpace(stderr.String()))
+	}
+	var res perf.Result
+	if err := json.Unmarshal(out, &res); err != nil {
+		return nil, 0, fmt.Errorf("minibroker perf %s: %v in %q", mode, err, out)
+	}
+	return &res, cmd.ProcessState.UserTime() + cmd.ProcessState.SystemTime(), nil
+}
+
+// measure runs one load against a broker process and records it in rw,
+// with the CPU time each process spent per MB of record values.
+func measure(bin string, p *process, name, mode string, cfg perf.Config, rw *row) (*perf.Result, error) {
+	cfg.Brokers = []string{p.addr}
+	cpu0 := p.cpu()
+	res, clientCPU, err := runPerf(bin, mode, cfg)
+	if err != nil {
+		return nil, err
+	}
+	brokerCPU := p.cpu() - cpu0
+	perMB := func(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 / (float64(res.Bytes) / 1e6) }
+	logf("%s %s: %s; broker CPU %.2fs (%.2f ms/MB), client CPU %.2fs (%.2f ms/MB)", rw.name, name, res,
+		brokerCPU.Seconds(), perMB(brokerCPU), clientCPU.Seconds(), perMB(clientCPU))
+	rw.samples[name] = append(rw.samples[name], res.RecordsPerSec)
+	rw.mbps[name] = append(rw.mbps[name], res.MBPerSec)
+	rw.p99[name] = append(rw.p99[name], res.Latency.P99)
+	if res.Bytes > 0 {
+		rw.brokerCPU[name] = append(rw.brokerCPU[name], perMB(brokerCPU))
+		rw.clientCPU[name] = append(rw.clientCPU[name], perMB(clientCPU))
+	}
+	return res, nil
+}
+
+// started runs fn with each target started once as a process; the
+// processes are stopped afterwards.
+func started(bin string, ts []target, fn func(ps []*process) error) error {
+	var ps []*process
 	for _, t := range ts {
-		addr, stop, err := t.start()
+		p, err := t.start(bin)
 		if err != nil {
 			return fmt.Errorf("start %s: %w", t.name, err)
 		}
-		defer stop()
-		addrs = append(addrs, addr)
+		defer p.stop()
+		ps = append(ps, p)
 	}
-	return fn(addrs)
+	return fn(ps)
 }
 
 func runProduce(r *report) error {
-	ctx := context.Background()
 	for _, w := range produceWorkloads {
 		if !r.opts.selected(w.name) {
 			continue
@@ -91,22 +148,17 @@ func runProduce(r *report) error {
 		ts := []target{minibroker, kfakeT, storeNothing}
 		rw := newRow(w.name, "records/s", true)
 		rw.command = perfCmd("produce", produceConfig("", "", w, r.opts.duration))
-		err := started(ts, func(addrs []string) error {
+		err := started(r.bin, ts, func(ps []*process) error {
 			for run := range r.opts.runs {
 				for k := range ts {
 					i := (k + run) % len(ts) // alternate who goes first
-					cpu0 := cpuTime()
-					res, err := perf.Produce(ctx, produceConfig(addrs[i], fmt.Sprintf("p%d", run), w, r.opts.duration))
+					res, err := measure(r.bin, ps[i], ts[i].name, "produce", produceConfig("", fmt.Sprintf("p%d", run), w, r.opts.duration), rw)
 					if err != nil {
 						return fmt.Errorf("%s on %s: %w", w.name, ts[i].name, err)
 					}
 					if res.Errors > 0 {
 						return fmt.Errorf("%s on %s: %d errors, first %s", w.name, ts[i].name, res.Errors, res.FirstError)
 					}
-					logf("%s %s run %d: %s; %s", w.name, ts[i].name, run, res, cpuPerMB(cpuTime()-cpu0, res.Bytes))
-					rw.samples[ts[i].name] = append(rw.samples[ts[i].name], res.RecordsPerSec)
-					rw.mbps[ts[i].name] = append(rw.mbps[ts[i].name], res.MBPerSec)
-					rw.p99[ts[i].name] = append(rw.p99[ts[i].name], res.Latency.P99)
 				}
 			}
 			return nil
@@ -132,7 +184,6 @@ var consumeWorkloads = []consumeWorkload{
 }
 
 func runConsume(r *report) error {
-	ctx := context.Background()
 	for _, w := range consumeWorkloads {
 		if !r.opts.selected(w.name) {
 			continue
@@ -146,31 +197,26 @@ func runConsume(r *report) error {
 		read.Records++ // the producer's warm-up record
 		read.Duration = 2 * time.Minute
 		rw.command = perfCmd("produce", fill) + "; then " + perfCmd("consume", read)
-		err := started(ts, func(addrs []string) error {
-			for i, addr := range addrs {
+		err := started(r.bin, ts, func(ps []*process) error {
+			for i, p := range ps {
 				if ts[i].name == cannedName {
 					continue // answers every fetch from its one batch
 				}
-				fill.Brokers = []string{addr}
-				if _, err := perf.Produce(ctx, fill); err != nil {
+				fill.Brokers = []string{p.addr}
+				if _, _, err := runPerf(r.bin, "produce", fill); err != nil {
 					return fmt.Errorf("fill %s: %w", ts[i].name, err)
 				}
 			}
 			for run := range r.opts.runs {
 				for k := range ts {
 					i := (k + run) % len(ts)
-					read.Brokers = []string{addrs[i]}
-					cpu0 := cpuTime()
-					res, err := perf.Consume(ctx, read)
+					res, err := measure(r.bin, ps[i], ts[i].name, "consume", read, rw)
 					if err != nil {
 						return fmt.Errorf("%s on %s: %w", w.name, ts[i].name, err)
 					}
 					if res.Records < read.Records {
 						return fmt.Errorf("%s on %s: read %d of %d records", w.name, ts[i].name, res.Records, read.Records)
 					}
-					logf("%s %s run %d: %s; %s", w.name, ts[i].name, run, res, cpuPerMB(cpuTime()-cpu0, res.Bytes))
-					rw.samples[ts[i].name] = append(rw.samples[ts[i].name], res.RecordsPerSec)
-					rw.mbps[ts[i].name] = append(rw.mbps[ts[i].name], res.MBPerSec)
 				}
 			}
 			return nil
