@@ -314,7 +314,10 @@ func (c *conn) handle(req *Request) (resp kmsg.Response) {
 // write sends responses in order, flushing when none are waiting.
 func (c *conn) write() {
 	bw := bufio.NewWriterSize(c.nc, 64<<10)
-	var buf []byte
+	var (
+		buf, scratch []byte
+		pieces       [][]byte
+	)
 	broken := false
 	for in := range c.resps {
 		if broken {
@@ -328,17 +331,31 @@ func (c *conn) write() {
 			c.budget.done(in.reserved)
 			continue
 		}
-		buf = appendResponse(buf[:0], in.req.CorrelationID, in.resp)
-		in.req.Release() // the frame holds a copy of what the response aliased
-		in.resp = nil    // its record batches are copied into buf
-		if err := c.writeFrame(bw, buf); err != nil {
+		if f, ok := in.resp.(*kmsg.FetchResponse); ok {
+			pieces, buf, scratch = fetchPieces(buf[:0], scratch, in.req.CorrelationID, f, pieces[:0])
+		} else {
+			buf = appendResponse(buf[:0], in.req.CorrelationID, in.resp)
+			pieces = append(pieces[:0], buf)
+		}
+		var err error
+		n := 0
+		for _, p := range pieces {
+			if err = c.writeFrame(bw, p); err != nil {
+				break
+			}
+			n += len(p)
+		}
+		clear(pieces)
+		in.req.Release() // written: no piece aliases its buffers any more
+		in.resp = nil
+		if err != nil {
 			broken = true
 			c.fail("write", zap.Error(err)) // before the reader is let go
 			c.budget.done(in.reserved)
 			continue
 		}
 		c.budget.done(in.reserved)
-		c.s.metrics.BytesOut.Add(float64(len(buf)))
+		c.s.metrics.BytesOut.Add(float64(n))
 		if len(c.resps) == 0 {
 			if err := bw.Flush(); err != nil {
 				broken = true

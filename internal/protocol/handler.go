@@ -24,8 +24,9 @@ type Request struct {
 // Buffer returns an empty byte slice with capacity >= n for bytes the
 // response will alias (a Fetch's record batches), taken from a pool shared
 // by all connections. It stays valid until Release: the server calls
-// Release once the response is encoded, so the handler must not keep the
-// response, or the buffer, past the response's write.
+// Release once the response is written (a Fetch response's large record
+// sets are written from these buffers, not copied into the frame), so the
+// handler must not keep the response, or the buffer, past its write.
 func (r *Request) Buffer(n int) []byte {
 	b := getBuffer(n)
 	if cap(b) > 1<<minPooledShift {
@@ -35,7 +36,7 @@ func (r *Request) Buffer(n int) []byte {
 }
 
 // Release returns the buffers taken with Buffer to the pool. The server
-// calls it after encoding the response; a caller of Handler.Handle outside
+// calls it after writing the response; a caller of Handler.Handle outside
 // a Server may call it when done with the response, or leave the buffers
 // to the GC.
 func (r *Request) Release() {
