@@ -3,13 +3,11 @@ package protocol
 import (
 	"bytes"
 	"context"
-	"encoding/binary"
 	"net"
 	"testing"
 	"time"
 	"unsafe"
 
-	"github.com/twmb/franz-go/pkg/kbin"
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
@@ -56,14 +54,7 @@ func sizedProduceFrame(corr int32, topic string, fill byte, n int) []byte {
 	rp.Records = bytes.Repeat([]byte{fill}, n)
 	rt.Partitions = append(rt.Partitions, rp)
 	req.Topics = append(req.Topics, rt)
-	b := []byte{0, 0, 0, 0}
-	b = kbin.AppendInt16(b, produceKey)
-	b = kbin.AppendInt16(b, 7)
-	b = kbin.AppendInt32(b, corr)
-	b = kbin.AppendNullableString(b, nil)
-	b = req.AppendTo(b)
-	binary.BigEndian.PutUint32(b, uint32(len(b)-4))
-	return b
+	return requestFrame(corr, req)
 }
 
 // A large Produce frame is read into a pooled buffer, which goes back to

@@ -85,9 +85,15 @@ func metadataFrame(corr int32, topic string) []byte {
 	rt := kmsg.NewMetadataRequestTopic()
 	rt.Topic = &topic
 	req.Topics = append(req.Topics, rt)
+	return requestFrame(corr, req)
+}
+
+// requestFrame is req as a size-prefixed frame with a v1 request header
+// (no client id): every test request here has a non-flexible version.
+func requestFrame(corr int32, req kmsg.Request) []byte {
 	b := []byte{0, 0, 0, 0}
-	b = kbin.AppendInt16(b, 3)
-	b = kbin.AppendInt16(b, 1)
+	b = kbin.AppendInt16(b, req.Key())
+	b = kbin.AppendInt16(b, req.GetVersion())
 	b = kbin.AppendInt32(b, corr)
 	b = kbin.AppendNullableString(b, nil)
 	b = req.AppendTo(b)

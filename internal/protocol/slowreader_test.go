@@ -2,7 +2,6 @@ package protocol
 
 import (
 	"context"
-	"encoding/binary"
 	"errors"
 	"io"
 	"net"
@@ -11,7 +10,6 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus/testutil"
-	"github.com/twmb/franz-go/pkg/kbin"
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
@@ -52,14 +50,7 @@ func fetchFrame(corr, maxBytes int32) []byte {
 	rp.PartitionMaxBytes = maxBytes
 	rt.Partitions = append(rt.Partitions, rp)
 	req.Topics = append(req.Topics, rt)
-	b := []byte{0, 0, 0, 0}
-	b = kbin.AppendInt16(b, 1)
-	b = kbin.AppendInt16(b, 11)
-	b = kbin.AppendInt32(b, corr)
-	b = kbin.AppendNullableString(b, nil)
-	b = req.AppendTo(b)
-	binary.BigEndian.PutUint32(b, uint32(len(b)-4))
-	return b
+	return requestFrame(corr, req)
 }
 
 // smallSendBuffers gives accepted connections a 16 KiB socket send
