@@ -21,7 +21,7 @@ func newPerfCmd() *cobra.Command {
 		Use:   "perf",
 		Short: "Load-test a Kafka-protocol broker (produce or consume)",
 	}
-	cmd.AddCommand(newPerfRunCmd("produce", "Produce records and report throughput and ack latency", perf.Produce),
+	cmd.AddCommand(newPerfRunCmd("produce", "Produce records and report throughput and ack latency (of one record in 16)", perf.Produce),
 		newPerfRunCmd("consume", "Consume a topic from the start and report throughput and end-to-end latency", perf.Consume))
 	return cmd
 }
