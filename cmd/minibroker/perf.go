@@ -78,6 +78,8 @@ func newPerfRunCmd(name, short string, run func(context.Context, perf.Config) (*
 		fs.BoolVar(&cfg.Idempotent, "idempotent", false, "idempotent producer (needs --acks all)")
 		fs.StringVar(&cfg.Compression, "compression", "none", "none, gzip, snappy, lz4 or zstd")
 		fs.DurationVar(&cfg.Linger, "linger", 0, "producer linger")
+		fs.IntVar(&cfg.MaxInFlight, "max-in-flight", 0,
+			"produce requests in flight per broker, non-idempotent producer (max.in.flight.requests.per.connection; 0: kgo's default, 1)")
 	} else {
 		cfg.Acks = "all"
 		fs.Int32Var(&cfg.FetchSize, "fetch-size", perf.DefaultFetchSize,

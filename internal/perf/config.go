@@ -27,6 +27,11 @@ type Config struct {
 	Idempotent  bool
 	Compression string // none, gzip, snappy, lz4, zstd
 	Linger      time.Duration
+	// MaxInFlight is the produce requests a non-idempotent producer keeps
+	// in flight per broker (the Java producer's
+	// max.in.flight.requests.per.connection, default 5 there); 0 is kgo's
+	// default, 1. An idempotent kgo producer always allows 5.
+	MaxInFlight int
 	Concurrency int   // producer or consumer clients
 	FetchSize   int32 // consume: bytes per partition per fetch; 0 means DefaultFetchSize
 
@@ -57,6 +62,10 @@ func (c *Config) Validate() error {
 		return errors.New("--partitions must be ≥ 1")
 	case c.FetchSize < 0:
 		return errors.New("negative --fetch-size")
+	case c.MaxInFlight < 0:
+		return errors.New("negative --max-in-flight")
+	case c.MaxInFlight > 1 && c.Idempotent:
+		return errors.New("--max-in-flight is for a non-idempotent producer (kgo keeps 5 in flight for an idempotent one)")
 	}
 	if _, err := c.acks(); err != nil {
 		return err
@@ -113,6 +122,9 @@ func (c *Config) producerOpts() []kgo.Opt {
 	}
 	if !c.Idempotent {
 		opts = append(opts, kgo.DisableIdempotentWrite())
+		if c.MaxInFlight > 0 {
+			opts = append(opts, kgo.MaxProduceRequestsInflightPerBroker(c.MaxInFlight))
+		}
 	}
 	return opts
 }

@@ -78,7 +78,7 @@ func TestDurationAndAcks(t *testing.T) {
 				ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 				defer cancel()
 				res, err := perf.Produce(ctx, perf.Config{Brokers: []string{addr}, Topic: "d" + acks, Partitions: 1,
-					Duration: 200 * time.Millisecond, RecordSize: 10, Acks: acks, Concurrency: 1})
+					Duration: 200 * time.Millisecond, RecordSize: 10, Acks: acks, Concurrency: 1, MaxInFlight: 5})
 				if err != nil {
 					t.Fatal(err)
 				}
@@ -98,12 +98,19 @@ func TestValidate(t *testing.T) {
 		func(c *perf.Config) { c.Records = 0 },
 		func(c *perf.Config) { c.Acks, c.Idempotent = "1", true },
 		func(c *perf.Config) { c.Concurrency = 0 },
+		func(c *perf.Config) { c.MaxInFlight = -1 },
+		func(c *perf.Config) { c.MaxInFlight, c.Idempotent = 5, true },
 	} {
 		c := base
 		mod(&c)
 		if c.Validate() == nil {
 			t.Errorf("%+v accepted", c)
 		}
+	}
+	ok := base
+	ok.MaxInFlight = 5
+	if err := ok.Validate(); err != nil {
+		t.Errorf("--max-in-flight 5 for a plain producer: %v", err)
 	}
 }
 

@@ -54,9 +54,13 @@ var produceWorkloads = []produceWorkload{
 	{"produce 100 B, 1,000 partitions", 100, 1000, false},
 }
 
-func produceConfig(addr, topic string, w produceWorkload, d time.Duration) perf.Config {
-	return perf.Config{Brokers: []string{addr}, Topic: topic, Partitions: w.partitions, Duration: d,
+func produceConfig(addr, topic string, w produceWorkload, o options) perf.Config {
+	cfg := perf.Config{Brokers: []string{addr}, Topic: topic, Partitions: w.partitions, Duration: o.duration,
 		RecordSize: w.size, Acks: "all", Idempotent: w.idempotent, Concurrency: 1}
+	if !w.idempotent {
+		cfg.MaxInFlight = o.maxInFlight
+	}
+	return cfg
 }
 
 // perfArgs is the `minibroker perf` command line for cfg.
@@ -73,6 +77,9 @@ func perfArgs(mode string, cfg perf.Config) []string {
 		args = append(args, "--acks", cfg.Acks)
 		if cfg.Idempotent {
 			args = append(args, "--idempotent")
+		}
+		if cfg.MaxInFlight > 0 {
+			args = append(args, "--max-in-flight", strconv.Itoa(cfg.MaxInFlight))
 		}
 	}
 	return args
@@ -147,12 +154,12 @@ func runProduce(r *report) error {
 		}
 		ts := []target{minibroker, kfakeT, storeNothing}
 		rw := newRow(w.name, "records/s", true)
-		rw.command = perfCmd("produce", produceConfig("", "", w, r.opts.duration))
+		rw.command = perfCmd("produce", produceConfig("", "", w, r.opts))
 		err := started(r.bin, ts, func(ps []*process) error {
 			for run := range r.opts.runs {
 				for k := range ts {
 					i := (k + run) % len(ts) // alternate who goes first
-					res, err := measure(r.bin, ps[i], ts[i].name, "produce", produceConfig("", fmt.Sprintf("p%d", run), w, r.opts.duration), rw)
+					res, err := measure(r.bin, ps[i], ts[i].name, "produce", produceConfig("", fmt.Sprintf("p%d", run), w, r.opts), rw)
 					if err != nil {
 						return fmt.Errorf("%s on %s: %w", w.name, ts[i].name, err)
 					}
