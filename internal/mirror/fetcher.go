@@ -120,6 +120,9 @@ func (f *fetcher) run() {
 		return ok
 	}
 	src, err := f.m.source(f.rt)
+	if errors.Is(err, errStopped) {
+		return // shut down, not failed: the state stays for the next start
+	}
 	if err != nil {
 		f.m.fail(f.rt, f.k, err)
 		return

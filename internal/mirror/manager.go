@@ -189,12 +189,24 @@ func (m *Manager) newRuntime(spec *mirrorSpec) *runtime {
 	return &runtime{spec: spec, fetchers: map[tp]*fetcher{}, stop: make(chan struct{}), done: make(chan struct{})}
 }
 
+// errStopped is source's answer once the mirror's runtime is shutting
+// down (the broker closing, or the mirror deleted).
+var errStopped = errors.New("mirror: shutting down")
+
 // source returns the mirror's source client, creating it on first use.
 func (m *Manager) source(rt *runtime) (*source, error) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	if rt.src != nil {
 		return rt.src, nil
+	}
+	select {
+	case <-rt.stop:
+		// shutdownRuntime has taken rt.src to close it: a client made
+		// now (by the refresher or a fetcher it has not waited for yet)
+		// would never be closed.
+		return nil, errStopped
+	default:
 	}
 	src, err := newSource(rt.spec.Source, rt.spec.ClientID, m.logger)
 	if err != nil {
