@@ -19,8 +19,9 @@ import (
 //
 // kmsg exposes no offsets into its encoding, so the shell's split points
 // are found by encoding it twice: once with each large record set
-// replaced by an empty one, once by a one-byte one. The two encodings are
-// equal up to the first such field, where the length prefixes differ
+// replaced by an empty one, once by a one-byte one. After the frame's size
+// field (which differs) the two encodings are equal up to the first such
+// field, where the length prefixes differ
 // (Fetch v12+: compact bytes, uvarint length+1, one byte for both;
 // before: an int32 length, whose last byte differs); after the one-byte
 // content they are equal again up to the next field.
