@@ -52,7 +52,7 @@ type inflight struct {
 	// frame until handled, then its response until written.
 	reserved int64
 	// frame is a pooled Produce frame, returned to the pool once the
-	// request is handled (see readFrame).
+	// request is handled (see frameFor).
 	frame []byte
 }
 
