@@ -264,6 +264,11 @@ func (l *Log) rollLocked(base int64, now time.Time) (*segment, error) {
 	if err != nil {
 		return nil, l.failLocked(err)
 	}
+	// The roll fsyncs only the sealing offset entry: the time entry just
+	// added, and the time index file the sealed offset index requires
+	// (checkIndexFiles), wait for the next full flush, which must find
+	// them even when one ran since the segment's last append.
+	old.idxDirty = true
 	l.mu.Unlock()
 	err = syncAll(seal)
 	l.mu.Lock()
