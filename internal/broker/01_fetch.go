@@ -114,7 +114,8 @@ func (b *Broker) fetchOnce(r *protocol.Request, req *kmsg.FetchRequest, resp *km
 				p := parts[rp.Partition]
 				waitOn = append(waitOn, p.Changed())
 				limit := min(int(rp.PartitionMaxBytes), maxBytes-total)
-				n := b.fetchPartition(r, p, rp, &sp, limit, total == 0, committed)
+				at := [2]int{len(resp.Topics), len(st.Partitions)}
+				n := b.fetchPartition(r, p, rp, &sp, at, limit, total == 0, committed)
 				total += n
 				if n > 0 {
 					b.metrics.BytesOutTopic.WithLabelValues(t.Name).Add(float64(n))
@@ -137,8 +138,12 @@ func (b *Broker) fetchOnce(r *protocol.Request, req *kmsg.FetchRequest, resp *km
 	return total, waitOn, hadError
 }
 
+// fetchPartition reads one partition's share into sp, at index at (topic,
+// partition) in the response; record sets of protocol.SendFileMin bytes
+// or more stay in the segment file, for sendfile(2), when the server can
+// send them (Kafka's zero-copy fetch).
 func (b *Broker) fetchPartition(r *protocol.Request, p *partition.Partition, rp kmsg.FetchRequestTopicPartition, sp *kmsg.FetchResponseTopicPartition,
-	limit int, first, committed bool) int {
+	at [2]int, limit int, first, committed bool) int {
 	if e := rp.CurrentLeaderEpoch; e >= 0 {
 		switch cur := p.LeaderEpoch(); {
 		case e < cur:
@@ -149,7 +154,13 @@ func (b *Broker) fetchPartition(r *protocol.Request, p *partition.Partition, rp 
 			return 0
 		}
 	}
-	res, err := p.ReadInto(r.Buffer, rp.FetchOffset, max(limit, 0), first, committed)
+	var res partition.ReadResult
+	var err error
+	if r.SendsFiles() {
+		res, err = p.ReadSpan(r.Buffer, rp.FetchOffset, max(limit, 0), first, committed, protocol.SendFileMin)
+	} else {
+		res, err = p.ReadInto(r.Buffer, rp.FetchOffset, max(limit, 0), first, committed)
+	}
 	sp.HighWatermark, sp.LastStableOffset, sp.LogStartOffset = res.HighWatermark, res.LastStable, res.LogStart
 	if err != nil {
 		sp.ErrorCode = errorCode(err)
@@ -158,7 +169,12 @@ func (b *Broker) fetchPartition(r *protocol.Request, p *partition.Partition, rp 
 		}
 		return 0
 	}
+	n := len(res.Records)
 	sp.RecordBatches = res.Records
+	if s := res.Span; s.File != nil {
+		r.AddFileRecords(at[0], at[1], s.File, s.Pos, s.Len)
+		n = s.Len
+	}
 	if committed {
 		sp.AbortedTransactions = make([]kmsg.FetchResponseTopicPartitionAbortedTransaction, 0, len(res.Aborted))
 		for _, a := range res.Aborted {
@@ -166,7 +182,7 @@ func (b *Broker) fetchPartition(r *protocol.Request, p *partition.Partition, rp 
 				kmsg.FetchResponseTopicPartitionAbortedTransaction{ProducerID: a.ProducerID, FirstOffset: a.FirstOffset})
 		}
 	}
-	return len(res.Records)
+	return n
 }
 
 // waitForAny blocks until one channel is closed (true), or the timeout or

@@ -156,6 +156,18 @@
 // and Close wait for readers in flight (truncMu), so a reader never sees
 // freed or reused bytes.
 //
+// ReadSpan is the zero-copy read (Kafka's FileRecords.writeTo): when the
+// batches come to at least the caller's minimum and are all verified, it
+// measures them by their headers and returns them as a Span, a range of
+// a duplicated descriptor of the segment file, which the broker sends to
+// the socket with sendfile(2) after the read returned. The duplicate
+// keeps the bytes readable if the segment is deleted or closed meanwhile;
+// appends never change them; a truncation (only a mirror truncates)
+// racing the send either cuts the file short, which fails the send and
+// closes the connection (as Kafka does), or, if new batches are appended
+// past the cut before the send reads them, sends those, as Kafka's leader
+// could. Bytes not verified in this process are always read and checked.
+//
 // Each segment keeps which of its bytes are verified, i.e. had their CRCs
 // checked in this process: a prefix from the segment start and a suffix
 // up to its end (verify.go). Verified are the batches recovery validated

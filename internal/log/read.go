@@ -44,7 +44,7 @@ func (l *Log) ReadUpTo(offset, maxOffset int64, maxBytes int, minOneBatch bool) 
 // bytes come from the segment file with one pread(2), unparsed beyond
 // batch headers and the CRCs of batches not yet verified.
 func (l *Log) ReadAppend(dst []byte, offset, maxOffset int64, maxBytes int, minOneBatch bool) ([]byte, error) {
-	return l.read(dst, slices.Grow[[]byte], offset, maxOffset, maxBytes, minOneBatch)
+	return l.read(dst, slices.Grow[[]byte], offset, maxOffset, maxBytes, minOneBatch, nil)
 }
 
 // ReadInto is ReadUpTo reading into a buffer from get, which is called
@@ -53,17 +53,22 @@ func (l *Log) ReadAppend(dst []byte, offset, maxOffset int64, maxBytes int, minO
 // capacity: callers pool their buffers and size them to the read. When
 // there is nothing to read, get is not called and nil is returned.
 func (l *Log) ReadInto(get func(n int) []byte, offset, maxOffset int64, maxBytes int, minOneBatch bool) ([]byte, error) {
-	grow := func(dst []byte, n int) []byte {
+	return l.read(nil, growInto(get), offset, maxOffset, maxBytes, minOneBatch, nil)
+}
+
+// growInto is the grow function of a read into buffers from get.
+func growInto(get func(n int) []byte) func(dst []byte, n int) []byte {
+	return func(dst []byte, n int) []byte {
 		if cap(dst)-len(dst) >= n {
 			return dst
 		}
 		return append(get(len(dst)+n), dst...)
 	}
-	return l.read(nil, grow, offset, maxOffset, maxBytes, minOneBatch)
 }
 
-// read is ReadAppend with grow making room for n more bytes in dst.
-func (l *Log) read(dst []byte, grow func(dst []byte, n int) []byte, offset, maxOffset int64, maxBytes int, minOneBatch bool) ([]byte, error) {
+// read is ReadAppend with grow making room for n more bytes in dst. With
+// a non-nil span the batches may be returned as a Span instead (ReadSpan).
+func (l *Log) read(dst []byte, grow func(dst []byte, n int) []byte, offset, maxOffset int64, maxBytes int, minOneBatch bool, span *spanRead) ([]byte, error) {
 	l.truncMu.RLock()
 	defer l.truncMu.RUnlock()
 	v, limit, ok, err := l.firstView(offset)
@@ -72,11 +77,11 @@ func (l *Log) read(dst []byte, grow func(dst []byte, n int) []byte, offset, maxO
 	}
 	maxOffset = min(maxOffset, limit)
 	for ok {
-		out, found, err := l.readFrom(dst, grow, v, offset, maxOffset, maxBytes, minOneBatch, true)
+		out, found, err := l.readFrom(dst, grow, v, offset, maxOffset, maxBytes, minOneBatch, true, span)
 		if err != nil {
 			// A damaged index must not make good data unreadable or skip
 			// it: look again from the segment start before reporting.
-			out, found, err = l.readFrom(out, grow, v, offset, maxOffset, maxBytes, minOneBatch, false)
+			out, found, err = l.readFrom(out, grow, v, offset, maxOffset, maxBytes, minOneBatch, false, nil)
 		}
 		if err != nil || found {
 			return out, err
@@ -87,10 +92,13 @@ func (l *Log) read(dst []byte, grow func(dst []byte, n int) []byte, offset, maxO
 	return dst, nil
 }
 
-func (l *Log) readFrom(dst []byte, grow func([]byte, int) []byte, v segmentView, offset, maxOffset int64, maxBytes int, minOne, useIndex bool) ([]byte, bool, error) {
+func (l *Log) readFrom(dst []byte, grow func([]byte, int) []byte, v segmentView, offset, maxOffset int64, maxBytes int, minOne, useIndex bool, span *spanRead) ([]byte, bool, error) {
 	h, pos, found, err := findBatch(v, offset, useIndex)
 	if err != nil || !found {
 		return dst, found, err
+	}
+	if span != nil && span.of(v, h, pos, maxOffset, maxBytes, minOne) {
+		return dst, true, nil
 	}
 	start := len(dst)
 	out, checkedCRC, err := readBatches(dst, grow, v, h, pos, maxOffset, maxBytes, minOne)

@@ -7,6 +7,9 @@ import (
 // ReadResult is one partition's share of a Fetch.
 type ReadResult struct {
 	Records []byte
+	// Span, when its File is set (ReadSpan), holds the batches instead
+	// of Records; the caller closes the file.
+	Span mlog.Span
 	Offsets
 	Aborted []mlog.AbortedTxn // read_committed only
 }
@@ -22,6 +25,17 @@ func (p *Partition) Read(offset int64, maxBytes int, minOneBatch, committedOnly 
 // (see log.ReadInto), so that the caller can pool it; get is called only
 // when there is something to read. A nil get allocates.
 func (p *Partition) ReadInto(get func(n int) []byte, offset int64, maxBytes int, minOneBatch, committedOnly bool) (ReadResult, error) {
+	return p.read(get, offset, maxBytes, minOneBatch, committedOnly, 0)
+}
+
+// ReadSpan is ReadInto that leaves batches of at least minSpan bytes in
+// the segment file, as res.Span, for a sendfile(2) (see log.ReadSpan).
+func (p *Partition) ReadSpan(get func(n int) []byte, offset int64, maxBytes int, minOneBatch, committedOnly bool, minSpan int) (ReadResult, error) {
+	return p.read(get, offset, maxBytes, minOneBatch, committedOnly, minSpan)
+}
+
+// read is ReadInto, or ReadSpan when minSpan > 0.
+func (p *Partition) read(get func(n int) []byte, offset int64, maxBytes int, minOneBatch, committedOnly bool, minSpan int) (ReadResult, error) {
 	o := p.Offsets()
 	res := ReadResult{Offsets: o}
 	if offset < o.LogStart || offset > o.LogEnd {
@@ -36,16 +50,19 @@ func (p *Partition) ReadInto(get func(n int) []byte, offset int64, maxBytes int,
 	}
 	var raw []byte
 	var err error
-	if get == nil {
+	switch {
+	case minSpan > 0:
+		raw, res.Span, err = p.log.ReadSpan(get, offset, upper, maxBytes, minOneBatch, minSpan)
+	case get == nil:
 		raw, err = p.log.ReadUpTo(offset, upper, maxBytes, minOneBatch)
-	} else {
+	default:
 		raw, err = p.log.ReadInto(get, offset, upper, maxBytes, minOneBatch)
 	}
 	if err != nil {
 		return res, err
 	}
 	res.Records = raw
-	if committedOnly && len(raw) > 0 {
+	if committedOnly && (len(raw) > 0 || res.Span.Len > 0) {
 		res.Aborted = p.log.AbortedTxns(offset, upper)
 	}
 	return res, nil

@@ -2,6 +2,7 @@ package protocol
 
 import (
 	"bufio"
+	"cmp"
 	"context"
 	"encoding/binary"
 	"errors"
@@ -40,6 +41,10 @@ type conn struct {
 
 	stopOnce sync.Once
 	stopped  chan struct{} // closed: read no further requests
+
+	// sendsFiles: responses may send record sets from files (a TCP
+	// connection on Linux; see Request.SendsFiles).
+	sendsFiles bool
 }
 
 type inflight struct {
@@ -62,10 +67,11 @@ func newConn(s *Server, nc net.Conn, ip string) *conn {
 	stopDrain := context.AfterFunc(s.drain, hcancel)
 	return &conn{
 		s: s, nc: nc, ip: ip, ctx: ctx, cancel: cancel, handlerCtx: hctx, stopDrain: stopDrain,
-		reqs:    make(chan *inflight, s.cfg.PipelineDepth),
-		resps:   make(chan *inflight, s.cfg.PipelineDepth),
-		budget:  newPipelineBudget(s.cfg.PipelineDepth, s.cfg.pipelineBytes),
-		stopped: make(chan struct{}),
+		reqs:       make(chan *inflight, s.cfg.PipelineDepth),
+		resps:      make(chan *inflight, s.cfg.PipelineDepth),
+		budget:     newPipelineBudget(s.cfg.PipelineDepth, s.cfg.pipelineBytes),
+		stopped:    make(chan struct{}),
+		sendsFiles: canSendFile(nc) && !s.cfg.copyFileRecords,
 	}
 }
 
@@ -242,6 +248,7 @@ func (c *conn) decode(frame []byte) (*inflight, error) {
 		return nil, err
 	}
 	req.Remote = c.nc.RemoteAddr()
+	req.sendsFiles = c.sendsFiles
 	return &inflight{start: time.Now(), req: req, resp: resp}, nil
 }
 
@@ -316,11 +323,12 @@ func (c *conn) write() {
 	bw := bufio.NewWriterSize(c.nc, 64<<10)
 	var (
 		buf, scratch []byte
-		pieces       [][]byte
+		pieces       []piece
 	)
 	broken := false
 	for in := range c.resps {
 		if broken {
+			in.req.Release() // its files' descriptors with it
 			c.budget.done(in.reserved)
 			continue
 		}
@@ -332,18 +340,26 @@ func (c *conn) write() {
 			continue
 		}
 		if f, ok := in.resp.(*kmsg.FetchResponse); ok {
-			pieces, buf, scratch = fetchPieces(buf[:0], scratch, in.req.CorrelationID, f, pieces[:0])
+			files := in.req.files
+			slices.SortFunc(files, func(a, b fileRecords) int { return cmp.Or(cmp.Compare(a.t, b.t), cmp.Compare(a.p, b.p)) })
+			pieces, buf, scratch = fetchPieces(buf[:0], scratch, in.req.CorrelationID, f, files, pieces[:0])
 		} else {
 			buf = appendResponse(buf[:0], in.req.CorrelationID, in.resp)
-			pieces = append(pieces[:0], buf)
+			pieces = append(pieces[:0], piece{b: buf})
 		}
 		var err error
-		n := 0
+		n, fromFiles := 0, 0
 		for _, p := range pieces {
-			if err = c.writeFrame(bw, p); err != nil {
+			if p.file != nil {
+				err = c.writeFile(bw, p.file)
+				fromFiles += p.file.n
+			} else {
+				err = c.writeFrame(bw, p.b)
+			}
+			if err != nil {
 				break
 			}
-			n += len(p)
+			n += p.len()
 		}
 		clear(pieces)
 		in.req.Release() // written: no piece aliases its buffers any more
@@ -356,6 +372,7 @@ func (c *conn) write() {
 		}
 		c.budget.done(in.reserved)
 		c.s.metrics.BytesOut.Add(float64(n))
+		c.s.metrics.BytesSentFromFiles.Add(float64(fromFiles))
 		if len(c.resps) == 0 {
 			if err := bw.Flush(); err != nil {
 				broken = true
@@ -386,6 +403,20 @@ func (c *conn) writeFrame(bw *bufio.Writer, buf []byte) error {
 		buf = buf[n:]
 	}
 	return nil
+}
+
+// writeFile sends a record set from its file with sendfile(2), each chunk
+// within writeTimeout, after what the write buffer holds. A file shorter
+// than the record set (truncated since the read) fails the write: the
+// connection closes with the frame cut short, as Kafka's FileRecords.writeTo
+// refuses a truncated file.
+func (c *conn) writeFile(bw *bufio.Writer, fr *fileRecords) error {
+	if err := bw.Flush(); err != nil {
+		return err
+	}
+	return sendFile(c.nc, fr.f, fr.pos, fr.n, func() {
+		c.nc.SetWriteDeadline(time.Now().Add(writeTimeout(c.s.cfg)))
+	})
 }
 
 // releaseLarge hands a buffer over 1 MiB to the shared pool (nil is

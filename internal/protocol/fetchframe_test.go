@@ -4,6 +4,8 @@ import (
 	"bytes"
 	"fmt"
 	"math/rand/v2"
+	"os"
+	"path/filepath"
 	"testing"
 	"unsafe"
 
@@ -68,51 +70,88 @@ func TestFetchPiecesEqualKmsg(t *testing.T) {
 	for i := range noise {
 		noise[i] = byte(rng.Uint32())
 	}
+	// Some record sets are sent from a file holding noise, as the broker
+	// sends record sets from segment files.
+	file, err := os.Create(filepath.Join(t.TempDir(), "noise"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer file.Close()
+	if _, err := file.Write(noise); err != nil {
+		t.Fatal(err)
+	}
 	var buf, scratch []byte
-	var pieces [][]byte
-	split := 0
+	var pieces []piece
+	split, fromFiles := 0, 0
 	for iter := range 60 {
 		for v := int16(4); v <= 18; v++ {
 			f := randomFetchResponse(rng, v, noise)
 			corr := rng.Int32()
 			want := appendResponse(nil, corr, f)
 			var large []*byte
-			for _, rt := range f.Topics {
-				for _, rp := range rt.Partitions {
-					if len(rp.RecordBatches) >= splitMin {
-						large = append(large, unsafe.SliceData(rp.RecordBatches))
+			var files []fileRecords
+			for i, rt := range f.Topics {
+				for j, rp := range rt.Partitions {
+					r := rp.RecordBatches
+					switch {
+					case r != nil && rng.IntN(4) == 0:
+						pos := bytes.Index(noise, r) // the noise is random: found where it was cut
+						files = append(files, fileRecords{t: i, p: j, f: file, pos: int64(pos), n: len(r)})
+						rt.Partitions[j].RecordBatches = []byte{}
+					case len(r) >= splitMin:
+						large = append(large, unsafe.SliceData(r))
 					}
 				}
 			}
+			shell := appendResponse(nil, corr, f)
 			// Reused buffers, as the connection writer reuses them; a
 			// prefix already in buf must be left alone.
 			buf = append(buf[:0], "kept"...)
-			pieces, buf, scratch = fetchPieces(buf, scratch, corr, f, pieces[:0])
+			pieces, buf, scratch = fetchPieces(buf, scratch, corr, f, files, pieces[:0])
 			if string(buf[:4]) != "kept" {
 				t.Fatalf("iteration %d v%d: the bytes before the frame changed", iter, v)
 			}
-			got := bytes.Join(pieces, nil)
+			var got []byte
+			for _, p := range pieces {
+				if p.file != nil {
+					got = append(got, noise[p.file.pos:p.file.pos+int64(p.file.n)]...)
+				} else {
+					got = append(got, p.b...)
+				}
+			}
 			if !bytes.Equal(got, want) {
 				t.Fatalf("iteration %d v%d: pieces (%d bytes in %d) differ from kmsg's encoding (%d bytes)", iter, v, len(got), len(pieces), len(want))
 			}
-			if again := appendResponse(nil, corr, f); !bytes.Equal(again, want) {
+			if again := appendResponse(nil, corr, f); !bytes.Equal(again, shell) {
 				t.Fatalf("iteration %d v%d: the response was left changed", iter, v)
 			}
 			for _, l := range large {
 				found := false
 				for _, p := range pieces {
-					found = found || len(p) >= splitMin && unsafe.SliceData(p) == l
+					found = found || len(p.b) >= splitMin && unsafe.SliceData(p.b) == l
 				}
 				if !found {
 					t.Fatalf("iteration %d v%d: a large record set was copied, not written from its buffer", iter, v)
 				}
 			}
+			for i := range files {
+				found := false
+				for _, p := range pieces {
+					found = found || p.file == &files[i]
+				}
+				if !found {
+					t.Fatalf("iteration %d v%d: a file's record set is not a piece", iter, v)
+				}
+			}
 			if len(large) > 0 {
 				split++
 			}
+			if len(files) > 0 {
+				fromFiles++
+			}
 		}
 	}
-	if split < 300 {
-		t.Fatalf("only %d responses had a large record set", split)
+	if split < 250 || fromFiles < 250 {
+		t.Fatalf("only %d responses had a large record set and %d one from a file", split, fromFiles)
 	}
 }

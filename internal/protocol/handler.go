@@ -3,6 +3,8 @@ package protocol
 import (
 	"context"
 	"net"
+	"os"
+	"sync/atomic"
 
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
@@ -19,6 +21,45 @@ type Request struct {
 	// buffers are the pooled buffers handed out by Buffer, returned to
 	// the pool by Release.
 	buffers [][]byte
+	// files are the Fetch record sets to send from files; Release
+	// closes them. sendsFiles: the server can (AddFileRecords).
+	files      []fileRecords
+	sendsFiles bool
+}
+
+// fileRecords is the record set of partition p of topic t of a Fetch
+// response: n bytes of f from pos.
+type fileRecords struct {
+	t, p int
+	f    *os.File
+	pos  int64
+	n    int
+}
+
+// SendsFiles reports whether AddFileRecords may be used: the server
+// writes this request's response to a TCP connection on Linux, where it
+// sends files with sendfile(2).
+func (r *Request) SendsFiles() bool {
+	return r.sendsFiles && heldFiles.Load() < maxHeldFiles
+}
+
+// heldFiles counts the files of AddFileRecords not yet closed, across
+// requests. Past maxHeldFiles, SendsFiles answers false and record sets
+// are copied: descriptors held by responses that clients read slowly must
+// not starve the logs of descriptors for their segments.
+var heldFiles atomic.Int64
+
+const maxHeldFiles = 1024
+
+// AddFileRecords makes the record set of partition p of topic t (indexes
+// into the Fetch response's Topics and their Partitions) the n bytes of f
+// from pos, sent with sendfile(2), without copying them through the
+// broker, when the response is written (Kafka's zero-copy fetch). That
+// partition's RecordBatches in the response must be empty. f now belongs
+// to the request: Release closes it.
+func (r *Request) AddFileRecords(t, p int, f *os.File, pos int64, n int) {
+	heldFiles.Add(1)
+	r.files = append(r.files, fileRecords{t: t, p: p, f: f, pos: pos, n: n})
 }
 
 // Buffer returns an empty byte slice with capacity >= n for bytes the
@@ -35,7 +76,8 @@ func (r *Request) Buffer(n int) []byte {
 	return b
 }
 
-// Release returns the buffers taken with Buffer to the pool. The server
+// Release returns the buffers taken with Buffer to the pool and closes the
+// files of AddFileRecords. The server
 // calls it after writing the response; a caller of Handler.Handle outside
 // a Server may call it when done with the response, or leave the buffers
 // to the GC.
@@ -45,6 +87,12 @@ func (r *Request) Release() {
 		r.buffers[i] = nil
 	}
 	r.buffers = r.buffers[:0]
+	for i := range r.files {
+		r.files[i].f.Close()
+		r.files[i] = fileRecords{}
+		heldFiles.Add(-1)
+	}
+	r.files = r.files[:0]
 }
 
 // Handler serves decoded requests. The broker implements it.

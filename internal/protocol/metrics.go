@@ -8,9 +8,12 @@ import (
 
 // Metrics are the front end's Prometheus series.
 type Metrics struct {
-	Requests                 *prometheus.CounterVec
-	Latency                  *prometheus.HistogramVec
-	BytesIn, BytesOut        prometheus.Counter
+	Requests          *prometheus.CounterVec
+	Latency           *prometheus.HistogramVec
+	BytesIn, BytesOut prometheus.Counter
+	// BytesSentFromFiles counts the part of BytesOut sent from segment
+	// files with sendfile(2) (Request.AddFileRecords).
+	BytesSentFromFiles       prometheus.Counter
 	Connections              prometheus.Gauge
 	ConnectionsTotal         prometheus.Counter
 	ConnectionsRejected      prometheus.Counter
@@ -48,8 +51,10 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 		Latency: prometheus.NewHistogramVec(prometheus.HistogramOpts{
 			Name: "minibroker_request_duration_seconds", Help: "Time from a request's decode to its response, by API.",
 			Buckets: prometheus.ExponentialBuckets(0.0001, 4, 10)}, []string{"api"}),
-		BytesIn:             prometheus.NewCounter(prometheus.CounterOpts{Name: "minibroker_network_bytes_in_total", Help: "Request bytes read."}),
-		BytesOut:            prometheus.NewCounter(prometheus.CounterOpts{Name: "minibroker_network_bytes_out_total", Help: "Response bytes written."}),
+		BytesIn:  prometheus.NewCounter(prometheus.CounterOpts{Name: "minibroker_network_bytes_in_total", Help: "Request bytes read."}),
+		BytesOut: prometheus.NewCounter(prometheus.CounterOpts{Name: "minibroker_network_bytes_out_total", Help: "Response bytes written."}),
+		BytesSentFromFiles: prometheus.NewCounter(prometheus.CounterOpts{Name: "minibroker_network_bytes_sent_from_files_total",
+			Help: "Fetch record bytes sent from segment files with sendfile(2) (included in minibroker_network_bytes_out_total)."}),
 		Connections:         prometheus.NewGauge(prometheus.GaugeOpts{Name: "minibroker_connections", Help: "Open client connections."}),
 		ConnectionsTotal:    prometheus.NewCounter(prometheus.CounterOpts{Name: "minibroker_connections_accepted_total", Help: "Connections accepted."}),
 		ConnectionsRejected: prometheus.NewCounter(prometheus.CounterOpts{Name: "minibroker_connections_rejected_total", Help: "Connections closed at accept by max.connections.per.ip limits."}),
@@ -60,7 +65,7 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 			Help: "Requests decoded and waiting to be processed (at most queued.max.requests)."}),
 	}
 	if reg != nil {
-		reg.MustRegister(m.Requests, m.Latency, m.BytesIn, m.BytesOut, m.Connections, m.ConnectionsTotal,
+		reg.MustRegister(m.Requests, m.Latency, m.BytesIn, m.BytesOut, m.BytesSentFromFiles, m.Connections, m.ConnectionsTotal,
 			m.ConnectionsRejected, m.ConnectionsClosedOnError, m.Panics, m.RequestQueue)
 	}
 	return m

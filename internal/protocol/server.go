@@ -66,6 +66,9 @@ type Config struct {
 	// as soon as it is decoded, while its request still aliases it: the
 	// seam for the negative control of TestProduceFrameReusedAfterHandle.
 	reuseFrameBeforeHandle bool
+	// copyFileRecords declines sendfile(2) (Request.SendsFiles is false):
+	// the seam for comparing it with the copying path.
+	copyFileRecords bool
 }
 
 // NoConnections as MaxConnectionsPerIP admits no client whose address has

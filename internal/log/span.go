@@ -1,0 +1,107 @@
+package log
+
+import (
+	"io"
+	"os"
+
+	"github.com/minibroker/minibroker/internal/batch"
+)
+
+// A Span is batches left in their segment file, for a caller that sends
+// them to a socket with sendfile(2) instead of reading them (Kafka's
+// FileRecords.writeTo). File is a duplicate of the segment's descriptor,
+// owned by the caller, who must close it: retention, deletion or Close
+// may close the segment meanwhile, and the duplicate still reads the
+// bytes (an unlinked file lives while a descriptor is open).
+//
+// The bytes [Pos, Pos+Len) were whole batches, each verified in this
+// process lifetime, when ReadSpan returned. Appends never change them.
+// Only truncation (TruncateTo, which only a mirror calls) can: a send
+// that finds the file shorter than Pos+Len must fail rather than send
+// less (Kafka fails it the same way), and a send racing a truncation and
+// a new append past the cut would send the new batches. Kafka's leader
+// has the same window.
+type Span struct {
+	File *os.File
+	Pos  int64
+	Len  int
+}
+
+// spanRead asks read for a Span of at least min bytes; out is the span
+// found (File nil: the batches were read into the buffer as usual).
+type spanRead struct {
+	min int
+	out Span
+}
+
+// spanScanReadahead is the window of the header walk that measures a span:
+// a pread per batch of more than about this size, rather than reading
+// what the span is there to avoid reading.
+const spanScanReadahead = 1 << 10
+
+// ReadSpan is ReadInto that returns the batches as a Span instead of
+// reading them when they come to at least minSpan bytes, were all verified
+// in this process lifetime (a read that would check a CRC reads the bytes,
+// as ReadInto), and the segment is a real file that can be duplicated.
+// Otherwise the batches are read into a buffer from get (which must not
+// be nil; see ReadInto) and the Span is empty. Either way the batches are
+// those ReadInto would return.
+func (l *Log) ReadSpan(get func(n int) []byte, offset, maxOffset int64, maxBytes int, minOneBatch bool, minSpan int) ([]byte, Span, error) {
+	sr := &spanRead{min: max(minSpan, 1)}
+	out, err := l.read(nil, growInto(get), offset, maxOffset, maxBytes, minOneBatch, sr)
+	return out, sr.out, err
+}
+
+// of sets r.out to the batches from pos (where the batch with header
+// first starts) that readBatches would return, if they qualify as a span.
+// Anything unusual (a batch to check, damage, an IO error, no descriptor
+// to spare) answers false, and the caller reads the bytes, with the
+// copying path's checks and errors.
+func (r *spanRead) of(v segmentView, first batch.Header, pos, maxOffset int64, maxBytes int, minOne bool) bool {
+	if first.BaseOffset >= maxOffset {
+		return false
+	}
+	want := min(int64(max(maxBytes, 0)), v.size-pos, maxReadBytes)
+	if int64(first.Size()) > want {
+		if !minOne {
+			return false
+		}
+		want = int64(first.Size())
+	}
+	if want < int64(r.min) {
+		return false
+	}
+	sc := newScanner(v.seg.log, v.seg.logPath, pos, v.size, spanScanReadahead)
+	n, next := int64(0), int64(-1)
+	for n < want {
+		h, _, at, err := sc.next(false)
+		if err == io.EOF {
+			break
+		}
+		if err != nil {
+			return false
+		}
+		size := int64(h.Size())
+		if n+size > want || h.BaseOffset >= maxOffset {
+			break
+		}
+		if h.BaseOffset < next || !(spanSkipsVerification || v.verified.covers(at, at+size)) {
+			return false
+		}
+		next = h.LastOffset() + 1
+		n += size
+	}
+	if n < int64(r.min) {
+		return false
+	}
+	f, ok := dupFile(v.seg.log)
+	if !ok {
+		return false
+	}
+	r.out = Span{File: f, Pos: pos, Len: int(n)}
+	return true
+}
+
+// spanSkipsVerification is a test seam: it lets unverified batches into a
+// span, which is what the verification check keeps out.
+var spanSkipsVerification = false

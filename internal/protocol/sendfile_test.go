@@ -1,0 +1,229 @@
+package protocol
+
+import (
+	"bytes"
+	"context"
+	"encoding/binary"
+	"fmt"
+	"io"
+	"math/rand/v2"
+	"net"
+	"os"
+	"path/filepath"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kmsg"
+)
+
+// fileHandler answers a Fetch with, for each partition asked, the
+// PartitionMaxBytes bytes of its file from FetchOffset (a byte position
+// here): sent from the file when the server can, read into a buffer
+// otherwise. truncate cuts the file to that length after the handler
+// added it, as a truncation racing the send would.
+type fileHandler struct {
+	path     string
+	truncate int64 // < 0: no
+	sent     atomic.Int32
+}
+
+func (h *fileHandler) Handle(ctx context.Context, r *Request) kmsg.Response {
+	req := r.Body.(*kmsg.FetchRequest)
+	resp := req.ResponseKind().(*kmsg.FetchResponse)
+	for i, rt := range req.Topics {
+		st := kmsg.NewFetchResponseTopic()
+		st.Topic = rt.Topic
+		for j, rp := range rt.Partitions {
+			sp := kmsg.NewFetchResponseTopicPartition()
+			sp.Partition, sp.HighWatermark = rp.Partition, int64(i*100+j)
+			f, err := os.Open(h.path)
+			if err != nil {
+				panic(err)
+			}
+			if r.SendsFiles() {
+				r.AddFileRecords(i, j, f, rp.FetchOffset, int(rp.PartitionMaxBytes))
+				sp.RecordBatches = []byte{}
+				h.sent.Add(1)
+			} else {
+				b := r.Buffer(int(rp.PartitionMaxBytes))[:rp.PartitionMaxBytes]
+				f.ReadAt(b, rp.FetchOffset)
+				f.Close()
+				sp.RecordBatches = b
+			}
+			st.Partitions = append(st.Partitions, sp)
+		}
+		resp.Topics = append(resp.Topics, st)
+	}
+	if h.truncate >= 0 {
+		os.Truncate(h.path, h.truncate)
+	}
+	return resp
+}
+
+func (h *fileHandler) VersionRange(key int16) (int16, int16, bool) { return 4, 18, key == 1 }
+func (h *fileHandler) ApiKeys() []kmsg.ApiVersionsResponseApiKey   { return nil }
+
+func startFileServer(t *testing.T, cfg Config, h Handler) string {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := NewServer(cfg, h, nil, NewMetrics(nil))
+	done := make(chan struct{})
+	go func() { s.Serve(ln); close(done) }()
+	t.Cleanup(func() {
+		s.Shutdown(context.Background())
+		<-done
+	})
+	return ln.Addr().String()
+}
+
+// fetchOf asks for the given (position, length) ranges, two partitions per
+// topic; version 12 and below, so that the test's request header is right.
+func fetchOf(v int16, ranges [][2]int) *kmsg.FetchRequest {
+	req := kmsg.NewPtrFetchRequest()
+	req.Version = v
+	for i := 0; i < len(ranges); i += 2 {
+		rt := kmsg.NewFetchRequestTopic()
+		rt.Topic = fmt.Sprintf("t%d", i/2)
+		for j, r := range ranges[i:min(i+2, len(ranges))] {
+			rp := kmsg.NewFetchRequestTopicPartition()
+			rp.Partition, rp.FetchOffset, rp.PartitionMaxBytes = int32(j), int64(r[0]), int32(r[1])
+			rt.Partitions = append(rt.Partitions, rp)
+		}
+		req.Topics = append(req.Topics, rt)
+	}
+	return req
+}
+
+// TestSendFileFrameEqualsCopy: a Fetch response whose record sets are sent
+// from a file with sendfile(2) is, byte for byte, the response with the
+// bytes in it as kmsg encodes it, across chunks (record sets larger than
+// writeChunk), small and large sets, and Fetch versions; and the copying
+// path (the seam) gives the same bytes.
+func TestSendFileFrameEqualsCopy(t *testing.T) {
+	rng := rand.New(rand.NewPCG(3, 4))
+	data := make([]byte, 4<<20)
+	for i := range data {
+		data[i] = byte(rng.Uint32())
+	}
+	path := filepath.Join(t.TempDir(), "segment")
+	if err := os.WriteFile(path, data, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	ranges := [][2]int{{0, 70 << 10}, {100, 1}, {5000, 3<<20 + 17}, {1 << 20, 0}, {123, splitMin}}
+	for _, copying := range []bool{false, true} {
+		cfg := DefaultConfig()
+		cfg.copyFileRecords = copying
+		h := &fileHandler{path: path, truncate: -1}
+		addr := startFileServer(t, cfg, h)
+		nc, err := net.Dial("tcp", addr)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer nc.Close()
+		for _, v := range []int16{4, 11} {
+			req := fetchOf(v, ranges)
+			corr := rng.Int32()
+			if _, err := nc.Write(requestFrame(corr, req)); err != nil {
+				t.Fatal(err)
+			}
+			want := req.ResponseKind().(*kmsg.FetchResponse)
+			for i, rt := range req.Topics {
+				st := kmsg.NewFetchResponseTopic()
+				st.Topic = rt.Topic
+				for j, rp := range rt.Partitions {
+					sp := kmsg.NewFetchResponseTopicPartition()
+					sp.Partition, sp.HighWatermark = rp.Partition, int64(i*100+j)
+					sp.RecordBatches = data[rp.FetchOffset : rp.FetchOffset+int64(rp.PartitionMaxBytes)]
+					st.Partitions = append(st.Partitions, sp)
+				}
+				want.Topics = append(want.Topics, st)
+			}
+			got := readFrame(t, nc)
+			if w := appendResponse(nil, corr, want); !bytes.Equal(got, w) {
+				t.Fatalf("copying=%v v%d: frame of %d bytes, want kmsg's %d", copying, v, len(got), len(w))
+			}
+		}
+		if sent := h.sent.Load(); copying != (sent == 0) {
+			t.Fatalf("copying=%v: %d record sets sent from files", copying, sent)
+		}
+	}
+}
+
+// readFrame reads one whole response frame, size field included.
+func readFrame(t *testing.T, nc net.Conn) []byte {
+	t.Helper()
+	nc.SetReadDeadline(time.Now().Add(10 * time.Second))
+	size := make([]byte, 4)
+	if _, err := io.ReadFull(nc, size); err != nil {
+		t.Fatal(err)
+	}
+	body := make([]byte, binary.BigEndian.Uint32(size))
+	if _, err := io.ReadFull(nc, body); err != nil {
+		t.Fatal(err)
+	}
+	return append(size, body...)
+}
+
+// TestSendFileTruncatedClosesConnection: a file cut short before its
+// record set is sent closes the connection with the frame incomplete (as
+// Kafka refuses a truncated FileRecords), rather than sending fewer bytes
+// than the frame announced, or waiting for bytes that will not come.
+func TestSendFileTruncatedClosesConnection(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "segment")
+	if err := os.WriteFile(path, bytes.Repeat([]byte{7}, 1<<20), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	h := &fileHandler{path: path, truncate: 200 << 10}
+	addr := startFileServer(t, DefaultConfig(), h)
+	nc, err := net.Dial("tcp", addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer nc.Close()
+	if _, err := nc.Write(requestFrame(1, fetchOf(4, [][2]int{{100 << 10, 300 << 10}}))); err != nil {
+		t.Fatal(err)
+	}
+	nc.SetReadDeadline(time.Now().Add(10 * time.Second))
+	got, err := io.ReadAll(nc)
+	if err != nil {
+		t.Fatalf("the connection was not closed: %v", err)
+	}
+	if len(got) < 4 || int(binary.BigEndian.Uint32(got))+4 <= len(got) {
+		t.Fatalf("%d bytes, a whole frame", len(got))
+	}
+	if h.sent.Load() != 1 {
+		t.Fatal("the record set was not sent from the file")
+	}
+}
+
+// TestHeldFilesCapped: once maxHeldFiles files are held by responses not
+// yet written, requests copy their record sets; a release makes room.
+func TestHeldFilesCapped(t *testing.T) {
+	f, err := os.Open(os.DevNull)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	holder, r := &Request{sendsFiles: true}, &Request{sendsFiles: true}
+	for i := range maxHeldFiles {
+		if !r.SendsFiles() {
+			t.Fatalf("no file sent with %d held", i)
+		}
+		g, err := os.Open(os.DevNull)
+		if err != nil {
+			t.Fatal(err)
+		}
+		holder.AddFileRecords(0, i, g, 0, 1)
+	}
+	if r.SendsFiles() {
+		t.Fatalf("files sent with %d held", heldFiles.Load())
+	}
+	holder.Release()
+	if !r.SendsFiles() || heldFiles.Load() != 0 {
+		t.Fatalf("after the release: %d held", heldFiles.Load())
+	}
+}
