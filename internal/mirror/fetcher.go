@@ -101,11 +101,13 @@ func (f *fetcher) sleep(d time.Duration) bool {
 	}
 }
 
+// recordErr stores the error before counting it, so that a status that
+// reads a count above zero also reads an error.
 func (f *fetcher) recordErr(err error) {
-	f.fetchErrors.Add(1)
-	f.m.metrics.fetchErrors.WithLabelValues(f.rt.spec.Name, f.k.topic).Inc()
 	s := err.Error()
 	f.lastErr.Store(&s)
+	f.fetchErrors.Add(1)
+	f.m.metrics.fetchErrors.WithLabelValues(f.rt.spec.Name, f.k.topic).Inc()
 }
 
 func (f *fetcher) run() {
