@@ -112,3 +112,38 @@ func TestAddPartitionsOutOfFilesLeavesTopicAsItWas(t *testing.T) {
 		t.Fatalf("AddPartitions once files are available: %v", err)
 	}
 }
+
+// A DeleteTopics whose topics.json write fails answers KAFKA_STORAGE_ERROR
+// and leaves the topic as it was: registered and served, its files open
+// and on disk, as topics.json still lists it. Before, the topic left
+// memory with its partitions' files open (until a restart, which brought
+// it back).
+func TestDeleteTopicOutOfFilesLeavesTopicAsItWas(t *testing.T) {
+	dir := t.TempDir()
+	b, e := newErrorFSBroker(t, dir)
+	defer closeBroker(t, b)
+	if _, err := b.CreateTopic("t", 2, nil, [16]byte{}, false); err != nil {
+		t.Fatal(err)
+	}
+	e.Inject(errorfs.Rule{Op: errorfs.OpOpen, PathContains: topicsFile + ".tmp", Count: 1, Err: syscall.EMFILE})
+	err := b.DeleteTopic("t")
+	if errorCode(err) != kerr.KafkaStorageError.Code {
+		t.Fatalf("DeleteTopic with topics.json failing: %v (code %d)", err, errorCode(err))
+	}
+	if _, ok := b.Topic("t"); !ok {
+		t.Fatal("the topic is gone after the failed DeleteTopic")
+	}
+	parts := b.partitionsOf("t")
+	if len(parts) != 2 || len(partitionDirs(t, dir, "t")) != 2 {
+		t.Fatalf("%d partitions, directories %v after the failed DeleteTopic", len(parts), partitionDirs(t, dir, "t"))
+	}
+	if _, err := parts[0].Read(0, 1<<20, true, false); err != nil {
+		t.Fatalf("the kept topic's partition is not served: %v", err)
+	}
+	if err := b.DeleteTopic("t"); err != nil {
+		t.Fatalf("DeleteTopic once files are available: %v", err)
+	}
+	if _, ok := b.Topic("t"); ok || len(partitionDirs(t, dir, "t")) != 0 {
+		t.Fatal("the topic is still there after DeleteTopic")
+	}
+}

@@ -390,11 +390,15 @@ func (b *Broker) DeleteTopic(name string) error {
 	}
 	delete(b.topics, name)
 	delete(b.topicsByID, t.ID)
-	err := b.saveTopicsLocked()
-	b.mu.Unlock()
-	if err != nil {
+	if err := b.saveTopicsLocked(); err != nil {
+		// topics.json still lists the topic (it is replaced atomically):
+		// keep it, open and served, rather than drop it from memory with
+		// its files open until a restart brings it back.
+		b.topics[name], b.topicsByID[t.ID] = t, t
+		b.mu.Unlock()
 		return err
 	}
+	b.mu.Unlock()
 	for _, p := range t.Partitions {
 		if err := p.Delete(); err != nil {
 			b.logger.Warn("deleting partition files", zap.String("dir", p.Dir()), zap.Error(err))
