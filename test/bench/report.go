@@ -116,7 +116,7 @@ func (r *report) render(b *strings.Builder) {
 				ratio(med(idem.samples["minibroker"]), med(plain.samples["minibroker"])),
 				ratio(med(idem.samples["kfake"]), med(plain.samples["kfake"])))
 		}
-		p("\nkgo keeps one produce request in flight per broker for a non-idempotent producer and five for an idempotent one, so the plain rows are bound by request round trips and the idempotent row by throughput. Each run starts on a new topic: the 1,000-partition row includes the first append to every partition (see the optimisation log).\n")
+		p("\nkgo keeps one produce request in flight per broker for a non-idempotent producer and five for an idempotent one, so the plain rows are bound by request round trips and the idempotent row by throughput. The Java producer behind kafka-producer-perf-test.sh keeps up to five for either (max.in.flight.requests.per.connection): the last row is the 10 KiB row with five. Each run starts on a new topic: the 1,000-partition row includes the first append to every partition (see the optimisation log).\n")
 		r.renderCPU(b, r.produce, []string{"minibroker", "kfake", "store-nothing"})
 		p("\nCommands (ADDR is each broker in turn, T a new topic per run):\n\n```\n")
 		for _, rw := range r.produce {
