@@ -274,6 +274,47 @@ func benchRead(b *testing.B, verified bool) {
 	}
 }
 
+// BenchmarkReadSpan is BenchmarkReadVerified for a read that leaves the
+// batches in the file (a span for sendfile): the header walk and the
+// descriptor duplicate, closed after each read; batches of 16 KiB (the
+// walk reads a header per batch) and 64 KiB.
+func BenchmarkReadSpan(b *testing.B) {
+	for _, size := range []int{16 << 10, 64 << 10} {
+		b.Run(fmt.Sprintf("batch=%dKiB", size>>10), func(b *testing.B) {
+			dir := b.TempDir()
+			writeBenchLog(b, dir, 64<<20, size)
+			l, err := Open(dir, DefaultConfig(), Options{})
+			if err != nil {
+				b.Fatal(err)
+			}
+			defer l.Close()
+			end := l.LogEndOffset()
+			buf := make([]byte, 0, 2<<20)
+			for off := int64(0); off < end; { // verify every batch
+				if buf, err = l.ReadAppend(buf[:0], off, end, 8<<20, true); err != nil {
+					b.Fatal(err)
+				}
+				for p := 0; p < len(buf); { // next: after the last batch read
+					h, _ := batch.ParseHeader(buf[p:])
+					off, p = h.LastOffset()+1, p+h.Size()
+				}
+			}
+			get := func(n int) []byte { return buf[:0] }
+			b.SetBytes(1 << 20)
+			b.ReportAllocs()
+			b.ResetTimer()
+			for i := range b.N {
+				off := int64(uint64(i)*2654435761) % (end - end/16) // 1 MiB to read
+				_, s, err := l.ReadSpan(get, off, end, 1<<20, true, 64<<10)
+				if err != nil || s.File == nil {
+					b.Fatalf("no span at %d: %v", off, err)
+				}
+				s.File.Close()
+			}
+		})
+	}
+}
+
 // BenchmarkIdlePartitions opens 1,000 partitions holding one small
 // segment each and reports heap and RSS growth per partition (the issue:
 // 1,000 idle partitions under 200 MiB RSS).

@@ -20,15 +20,20 @@ func spanBytes(t *testing.T, s Span) []byte {
 }
 
 // verifiedLog is a log of batches appended verified (as a partition
-// appends), with batches of several sizes across several segments.
+// appends), with batches of several sizes, below spanMinBatch and above,
+// across several segments.
 func verifiedLog(t *testing.T, dir string) *Log {
 	t.Helper()
 	cfg := testConfig()
-	cfg.SegmentBytes = 64 << 10
+	cfg.SegmentBytes = 128 << 10
 	l := openTest(t, dir, cfg, Options{})
 	for i := range 40 {
 		leo := l.LogEndOffset()
-		b := testBatch{base: leo, records: 1 + i%4, ts: leo, valueSize: 500 + 700*(i%5)}.build()
+		value := 9000 + 3000*(i%5)
+		if i >= 20 && i%7 == 3 { // small batches in the later segments only
+			value = 500
+		}
+		b := testBatch{base: leo, records: 1 + i%4, ts: leo, valueSize: value}.build()
 		if _, err := l.AppendVerified(b); err != nil {
 			t.Fatal(err)
 		}
@@ -49,14 +54,14 @@ func TestReadSpanMatchesRead(t *testing.T) {
 	spans, copies := 0, 0
 	for off := l.LogStartOffset(); off <= l.LogEndOffset(); off++ {
 		for _, maxOffset := range []int64{math.MaxInt64, off + 3, off} {
-			for _, maxBytes := range []int{0, 100, 3000, 10000, 1 << 20} {
+			for _, maxBytes := range []int{0, 100, 3000, 10000, 40000, 1 << 20} {
 				for _, minOne := range []bool{false, true} {
 					name := fmt.Sprintf("offset %d, below %d, %d bytes, minOne %v", off, maxOffset, maxBytes, minOne)
 					want, err := l.ReadInto(get, off, maxOffset, maxBytes, minOne)
 					if err != nil {
 						t.Fatalf("%s: ReadInto: %v", name, err)
 					}
-					for _, minSpan := range []int{1, 4000} {
+					for _, minSpan := range []int{1, 30000} {
 						got, s, err := l.ReadSpan(get, off, maxOffset, maxBytes, minOne, minSpan)
 						if err != nil {
 							t.Fatalf("%s: ReadSpan: %v", name, err)
@@ -170,5 +175,42 @@ func TestSpanOnlyVerified(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// TestSpanLimits: a first batch under spanMinBatch is read, not put in a
+// span; a span ends after spanMaxBatches batches (the header walk costs
+// a pread each), a prefix of what the copying read returns.
+func TestSpanLimits(t *testing.T) {
+	cfg := testConfig()
+	cfg.SegmentBytes = 8 << 20
+	l := openTest(t, t.TempDir(), cfg, Options{})
+	defer l.Close()
+	small := testBatch{base: 0, records: 1, ts: 1, valueSize: 1000}.build()
+	if _, err := l.AppendVerified(small); err != nil {
+		t.Fatal(err)
+	}
+	for range spanMaxBatches + 50 {
+		leo := l.LogEndOffset()
+		if _, err := l.AppendVerified(testBatch{base: leo, records: 1, ts: leo, valueSize: spanMinBatch}.build()); err != nil {
+			t.Fatal(err)
+		}
+	}
+	get := func(n int) []byte { return make([]byte, 0, n) }
+	if raw, s, err := l.ReadSpan(get, 0, math.MaxInt64, 4<<20, true, 1); err != nil || s.File != nil || !bytes.HasPrefix(raw, small) {
+		t.Fatalf("a small first batch: span %v, %d bytes, %v; want it read", s.File != nil, len(raw), err)
+	}
+	want, err := l.ReadInto(get, 1, math.MaxInt64, 4<<20, true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, s, err := l.ReadSpan(get, 1, math.MaxInt64, 4<<20, true, 1)
+	if err != nil || s.File == nil {
+		t.Fatalf("no span: %v", err)
+	}
+	defer s.File.Close()
+	got := spanBytes(t, s)
+	if n := len(headers(t, got)); n != spanMaxBatches || !bytes.HasPrefix(want, got) {
+		t.Fatalf("a span of %d batches, prefix of the read %v; want %d", n, bytes.HasPrefix(want, got), spanMaxBatches)
 	}
 }
