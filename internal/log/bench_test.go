@@ -240,21 +240,7 @@ func benchRead(b *testing.B, verified bool) {
 	end := l.LogEndOffset()
 	buf := make([]byte, 0, 2<<20)
 	if verified {
-		for off := int64(0); off < end; {
-			buf, err = l.ReadAppend(buf[:0], off, end, 1<<20, true)
-			if err != nil || len(buf) == 0 {
-				b.Fatal(err)
-			}
-			for p := 0; p < len(buf); { // next: after the last batch read
-				h, _ := batch.ParseHeader(buf[p:])
-				off, p = h.LastOffset()+1, p+h.Size()
-			}
-		}
-		for _, s := range l.segments {
-			if !s.verified.covers(0, s.size) {
-				b.Fatalf("segment %d not verified: %+v", s.base, s.verified)
-			}
-		}
+		buf = verifyAll(b, l, buf)
 	}
 	b.SetBytes(1 << 20)
 	b.ResetTimer()
@@ -274,6 +260,29 @@ func benchRead(b *testing.B, verified bool) {
 	}
 }
 
+// verifyAll reads the whole log once (into buf, returned grown), which
+// verifies every batch.
+func verifyAll(b *testing.B, l *Log, buf []byte) []byte {
+	end := l.LogEndOffset()
+	for off := int64(0); off < end; {
+		var err error
+		buf, err = l.ReadAppend(buf[:0], off, end, 1<<20, true)
+		if err != nil || len(buf) == 0 {
+			b.Fatal(err)
+		}
+		for p := 0; p < len(buf); { // next: after the last batch read
+			h, _ := batch.ParseHeader(buf[p:])
+			off, p = h.LastOffset()+1, p+h.Size()
+		}
+	}
+	for _, s := range l.segments {
+		if !s.verified.covers(0, s.size) {
+			b.Fatalf("segment %d not verified: %+v", s.base, s.verified)
+		}
+	}
+	return buf
+}
+
 // BenchmarkReadSpan is BenchmarkReadVerified for a read that leaves the
 // batches in the file (a span for sendfile): the header walk and the
 // descriptor duplicate, closed after each read; batches of 16 KiB (the
@@ -289,16 +298,7 @@ func BenchmarkReadSpan(b *testing.B) {
 			}
 			defer l.Close()
 			end := l.LogEndOffset()
-			buf := make([]byte, 0, 2<<20)
-			for off := int64(0); off < end; { // verify every batch
-				if buf, err = l.ReadAppend(buf[:0], off, end, 8<<20, true); err != nil {
-					b.Fatal(err)
-				}
-				for p := 0; p < len(buf); { // next: after the last batch read
-					h, _ := batch.ParseHeader(buf[p:])
-					off, p = h.LastOffset()+1, p+h.Size()
-				}
-			}
+			buf := verifyAll(b, l, make([]byte, 0, 2<<20))
 			get := func(n int) []byte { return buf[:0] }
 			b.SetBytes(1 << 20)
 			b.ReportAllocs()

@@ -66,20 +66,14 @@ func randomFetchResponse(rng *rand.Rand, v int16, noise []byte) *kmsg.FetchRespo
 // pieces of their own (not copied) and are left in the response.
 func TestFetchPiecesEqualKmsg(t *testing.T) {
 	rng := rand.New(rand.NewPCG(1, 2))
-	noise := make([]byte, 128<<10)
-	for i := range noise {
-		noise[i] = byte(rng.Uint32())
-	}
-	// Some record sets are sent from a file holding noise, as the broker
-	// sends record sets from segment files.
-	file, err := os.Create(filepath.Join(t.TempDir(), "noise"))
+	// Some record sets are sent from a file holding the noise, as the
+	// broker sends record sets from segment files.
+	noise, path := noiseFile(t, rng, 128<<10)
+	file, err := os.Open(path)
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer file.Close()
-	if _, err := file.Write(noise); err != nil {
-		t.Fatal(err)
-	}
 	var buf, scratch []byte
 	var pieces []piece
 	split, fromFiles := 0, 0
@@ -154,4 +148,19 @@ func TestFetchPiecesEqualKmsg(t *testing.T) {
 	if split < 250 || fromFiles < 250 {
 		t.Fatalf("only %d responses had a large record set and %d one from a file", split, fromFiles)
 	}
+}
+
+// noiseFile writes n random bytes to a file in the test's temp dir and
+// returns them and the file's path.
+func noiseFile(t *testing.T, rng *rand.Rand, n int) ([]byte, string) {
+	t.Helper()
+	b := make([]byte, n)
+	for i := range b {
+		b[i] = byte(rng.Uint32())
+	}
+	path := filepath.Join(t.TempDir(), "noise")
+	if err := os.WriteFile(path, b, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return b, path
 }

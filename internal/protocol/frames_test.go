@@ -77,19 +77,9 @@ func TestProduceFrameReusedAfterHandle(t *testing.T) {
 			h := &frameHandler{entered: make(chan frameSeen, 4), proceed: make(chan struct{}), intact: make(chan bool, 1)}
 			cfg := DefaultConfig()
 			cfg.reuseFrameBeforeHandle = early
-			ln, err := net.Listen("tcp", "127.0.0.1:0")
-			if err != nil {
-				t.Fatal(err)
-			}
-			s := NewServer(cfg, h, nil, NewMetrics(nil))
-			done := make(chan struct{})
-			go func() { s.Serve(ln); close(done) }()
-			defer func() {
-				s.Shutdown(context.Background())
-				<-done
-			}()
+			_, _, addr := serve(t, cfg, h)
 			dial := func() net.Conn {
-				nc, err := net.Dial("tcp", ln.Addr().String())
+				nc, err := net.Dial("tcp", addr)
 				if err != nil {
 					t.Fatal(err)
 				}

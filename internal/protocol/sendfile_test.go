@@ -29,32 +29,21 @@ type fileHandler struct {
 }
 
 func (h *fileHandler) Handle(ctx context.Context, r *Request) kmsg.Response {
-	req := r.Body.(*kmsg.FetchRequest)
-	resp := req.ResponseKind().(*kmsg.FetchResponse)
-	for i, rt := range req.Topics {
-		st := kmsg.NewFetchResponseTopic()
-		st.Topic = rt.Topic
-		for j, rp := range rt.Partitions {
-			sp := kmsg.NewFetchResponseTopicPartition()
-			sp.Partition, sp.HighWatermark = rp.Partition, int64(i*100+j)
-			f, err := os.Open(h.path)
-			if err != nil {
-				panic(err)
-			}
-			if r.SendsFiles() {
-				r.AddFileRecords(i, j, f, rp.FetchOffset, int(rp.PartitionMaxBytes))
-				sp.RecordBatches = []byte{}
-				h.sent.Add(1)
-			} else {
-				b := r.Buffer(int(rp.PartitionMaxBytes))[:rp.PartitionMaxBytes]
-				f.ReadAt(b, rp.FetchOffset)
-				f.Close()
-				sp.RecordBatches = b
-			}
-			st.Partitions = append(st.Partitions, sp)
+	resp := fileResponse(r.Body.(*kmsg.FetchRequest), func(i, j int, rp kmsg.FetchRequestTopicPartition) []byte {
+		f, err := os.Open(h.path)
+		if err != nil {
+			return nil
 		}
-		resp.Topics = append(resp.Topics, st)
-	}
+		if r.SendsFiles() {
+			r.AddFileRecords(i, j, f, rp.FetchOffset, int(rp.PartitionMaxBytes))
+			h.sent.Add(1)
+			return []byte{}
+		}
+		defer f.Close()
+		b := r.Buffer(int(rp.PartitionMaxBytes))[:rp.PartitionMaxBytes]
+		f.ReadAt(b, rp.FetchOffset)
+		return b
+	})
 	if h.truncate >= 0 {
 		os.Truncate(h.path, h.truncate)
 	}
@@ -64,20 +53,22 @@ func (h *fileHandler) Handle(ctx context.Context, r *Request) kmsg.Response {
 func (h *fileHandler) VersionRange(key int16) (int16, int16, bool) { return 4, 18, key == 1 }
 func (h *fileHandler) ApiKeys() []kmsg.ApiVersionsResponseApiKey   { return nil }
 
-func startFileServer(t *testing.T, cfg Config, h Handler) string {
-	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
+// fileResponse is the response to a Fetch of fetchOf, each partition's
+// record set given by records.
+func fileResponse(req *kmsg.FetchRequest, records func(i, j int, rp kmsg.FetchRequestTopicPartition) []byte) *kmsg.FetchResponse {
+	resp := req.ResponseKind().(*kmsg.FetchResponse)
+	for i, rt := range req.Topics {
+		st := kmsg.NewFetchResponseTopic()
+		st.Topic = rt.Topic
+		for j, rp := range rt.Partitions {
+			sp := kmsg.NewFetchResponseTopicPartition()
+			sp.Partition, sp.HighWatermark = rp.Partition, int64(i*100+j)
+			sp.RecordBatches = records(i, j, rp)
+			st.Partitions = append(st.Partitions, sp)
+		}
+		resp.Topics = append(resp.Topics, st)
 	}
-	s := NewServer(cfg, h, nil, NewMetrics(nil))
-	done := make(chan struct{})
-	go func() { s.Serve(ln); close(done) }()
-	t.Cleanup(func() {
-		s.Shutdown(context.Background())
-		<-done
-	})
-	return ln.Addr().String()
+	return resp
 }
 
 // fetchOf asks for the given (position, length) ranges, two partitions per
@@ -105,20 +96,13 @@ func fetchOf(v int16, ranges [][2]int) *kmsg.FetchRequest {
 // path (the seam) gives the same bytes.
 func TestSendFileFrameEqualsCopy(t *testing.T) {
 	rng := rand.New(rand.NewPCG(3, 4))
-	data := make([]byte, 4<<20)
-	for i := range data {
-		data[i] = byte(rng.Uint32())
-	}
-	path := filepath.Join(t.TempDir(), "segment")
-	if err := os.WriteFile(path, data, 0o644); err != nil {
-		t.Fatal(err)
-	}
+	data, path := noiseFile(t, rng, 4<<20)
 	ranges := [][2]int{{0, 70 << 10}, {100, 1}, {5000, 3<<20 + 17}, {1 << 20, 0}, {123, splitMin}}
 	for _, copying := range []bool{false, true} {
 		cfg := DefaultConfig()
 		cfg.copyFileRecords = copying
 		h := &fileHandler{path: path, truncate: -1}
-		addr := startFileServer(t, cfg, h)
+		_, _, addr := serve(t, cfg, h)
 		nc, err := net.Dial("tcp", addr)
 		if err != nil {
 			t.Fatal(err)
@@ -130,18 +114,9 @@ func TestSendFileFrameEqualsCopy(t *testing.T) {
 			if _, err := nc.Write(requestFrame(corr, req)); err != nil {
 				t.Fatal(err)
 			}
-			want := req.ResponseKind().(*kmsg.FetchResponse)
-			for i, rt := range req.Topics {
-				st := kmsg.NewFetchResponseTopic()
-				st.Topic = rt.Topic
-				for j, rp := range rt.Partitions {
-					sp := kmsg.NewFetchResponseTopicPartition()
-					sp.Partition, sp.HighWatermark = rp.Partition, int64(i*100+j)
-					sp.RecordBatches = data[rp.FetchOffset : rp.FetchOffset+int64(rp.PartitionMaxBytes)]
-					st.Partitions = append(st.Partitions, sp)
-				}
-				want.Topics = append(want.Topics, st)
-			}
+			want := fileResponse(req, func(_, _ int, rp kmsg.FetchRequestTopicPartition) []byte {
+				return data[rp.FetchOffset : rp.FetchOffset+int64(rp.PartitionMaxBytes)]
+			})
 			got := readFrame(t, nc)
 			if w := appendResponse(nil, corr, want); !bytes.Equal(got, w) {
 				t.Fatalf("copying=%v v%d: frame of %d bytes, want kmsg's %d", copying, v, len(got), len(w))
@@ -178,7 +153,7 @@ func TestSendFileTruncatedClosesConnection(t *testing.T) {
 		t.Fatal(err)
 	}
 	h := &fileHandler{path: path, truncate: 200 << 10}
-	addr := startFileServer(t, DefaultConfig(), h)
+	_, _, addr := serve(t, DefaultConfig(), h)
 	nc, err := net.Dial("tcp", addr)
 	if err != nil {
 		t.Fatal(err)

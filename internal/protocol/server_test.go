@@ -64,12 +64,19 @@ func (h *testHandler) ApiKeys() []kmsg.ApiVersionsResponseApiKey {
 
 func startServer(t *testing.T, cfg Config) (*Server, *Metrics, string) {
 	t.Helper()
+	return serve(t, cfg, &testHandler{})
+}
+
+// serve runs a Server with handler h on a loopback port until the test
+// (or subtest) ends.
+func serve(t *testing.T, cfg Config, h Handler) (*Server, *Metrics, string) {
+	t.Helper()
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
 	}
 	m := NewMetrics(nil)
-	s := NewServer(cfg, &testHandler{}, nil, m)
+	s := NewServer(cfg, h, nil, m)
 	done := make(chan struct{})
 	go func() { s.Serve(ln); close(done) }()
 	t.Cleanup(func() {
