@@ -2,11 +2,18 @@ package log
 
 import (
 	"bytes"
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"math"
+	"math/rand/v2"
 	"os"
+	"sync"
+	"sync/atomic"
 	"testing"
+	"time"
+
+	"github.com/minibroker/minibroker/internal/batch"
 )
 
 // spanBytes reads a span's bytes from its file.
@@ -212,5 +219,115 @@ func TestSpanLimits(t *testing.T) {
 	got := spanBytes(t, s)
 	if n := len(headers(t, got)); n != spanMaxBatches || !bytes.HasPrefix(want, got) {
 		t.Fatalf("a span of %d batches, prefix of the read %v; want %d", n, bytes.HasPrefix(want, got), spanMaxBatches)
+	}
+}
+
+// TestSpansWhileSegmentsGo: readers take spans and read them after a
+// delay, as a slow socket would, while appends roll segments and
+// DeleteRecordsBefore and retention delete them, then while a truncation
+// cuts the log and appends replace what it cut. Every span read in full
+// is whole batches with good CRCs and offsets rising from the one asked
+// for; with the log only growing at its end it always reads in full. With
+// truncation a span may read short (the send then fails) or, re-appended
+// meanwhile, hold the new batches with a partial last one (the window
+// Kafka's leader has too); it never reads another file or bad bytes. Run
+// with -race.
+func TestSpansWhileSegmentsGo(t *testing.T) {
+	for _, truncating := range []bool{false, true} {
+		t.Run(fmt.Sprintf("truncating=%v", truncating), func(t *testing.T) {
+			cfg := testConfig()
+			cfg.SegmentBytes = 96 << 10
+			cfg.RetentionBytes = 256 << 10
+			l := openTest(t, t.TempDir(), cfg, Options{})
+			defer l.Close()
+			var mu sync.Mutex // appends and truncation: one writer at a time
+			appendOne := func() {
+				leo := l.LogEndOffset()
+				b := testBatch{base: leo, records: 2, ts: leo, valueSize: 9000}.build()
+				if _, err := l.AppendVerified(b); err != nil {
+					t.Error(err)
+				}
+			}
+			for range 20 {
+				appendOne()
+			}
+			stop := make(chan struct{})
+			var wg sync.WaitGroup
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				for i := 0; ; i++ {
+					select {
+					case <-stop:
+						return
+					default:
+					}
+					mu.Lock()
+					appendOne()
+					switch {
+					case truncating && i%7 == 0:
+						if err := l.TruncateTo(max(l.LogEndOffset()-6, l.LogStartOffset())); err != nil {
+							t.Error(err)
+						}
+					case i%5 == 0:
+						l.DeleteRecordsBefore(l.LogEndOffset() - 30)
+						if _, err := l.ApplyRetention(); err != nil {
+							t.Error(err)
+						}
+					}
+					mu.Unlock()
+				}
+			}()
+			var spans, short, partial atomic.Int64
+			get := func(n int) []byte { return make([]byte, 0, n) }
+			for r := range 2 {
+				wg.Add(1)
+				go func() {
+					defer wg.Done()
+					rng := rand.New(rand.NewPCG(uint64(r), 7))
+					for range 300 {
+						start, end := l.LogStartOffset(), l.LogEndOffset()
+						off := start + rng.Int64N(max(end-start, 1))
+						_, s, err := l.ReadSpan(get, off, math.MaxInt64, 200<<10, true, 1)
+						if err != nil || s.File == nil {
+							continue // out of range meanwhile, or read into the buffer
+						}
+						time.Sleep(time.Duration(rng.IntN(300)) * time.Microsecond)
+						b := make([]byte, s.Len)
+						n, _ := s.File.ReadAt(b, s.Pos)
+						s.File.Close()
+						spans.Add(1)
+						if n < s.Len {
+							if !truncating {
+								t.Errorf("a span of %d bytes read %d with the log only growing", s.Len, n)
+							}
+							short.Add(1)
+							continue
+						}
+						next := int64(-1)
+						for p := 0; p < len(b); {
+							size := int(binary.BigEndian.Uint32(b[p+8:])) + batch.LogOverhead
+							if p+size > len(b) && truncating {
+								partial.Add(1)
+								break
+							}
+							h, err := batch.Validate(b[p:min(p+size, len(b))])
+							if err != nil || h.BaseOffset < next || (next < 0 && h.LastOffset() < off && !truncating) {
+								t.Errorf("span at %d: batch at +%d: %v (base %d after %d)", off, p, err, h.BaseOffset, next)
+								return
+							}
+							next, p = h.LastOffset()+1, p+size
+						}
+					}
+				}()
+			}
+			time.Sleep(1500 * time.Millisecond)
+			close(stop)
+			wg.Wait()
+			t.Logf("%d spans read, %d short, %d ending in a partial batch", spans.Load(), short.Load(), partial.Load())
+			if spans.Load() < 100 {
+				t.Fatalf("only %d spans", spans.Load())
+			}
+		})
 	}
 }
