@@ -139,9 +139,10 @@ func (b *Broker) fetchOnce(r *protocol.Request, req *kmsg.FetchRequest, resp *km
 }
 
 // fetchPartition reads one partition's share into sp, at index at (topic,
-// partition) in the response; record sets of protocol.SendFileMin bytes
-// or more stay in the segment file, for sendfile(2), when the server can
-// send them (Kafka's zero-copy fetch).
+// partition) in the response. When the server can send files, a record
+// set of protocol.SendFileMin bytes or more that the log can leave in the
+// segment file (log.ReadSpan) is sent from it with sendfile(2), Kafka's
+// zero-copy fetch.
 func (b *Broker) fetchPartition(r *protocol.Request, p *partition.Partition, rp kmsg.FetchRequestTopicPartition, sp *kmsg.FetchResponseTopicPartition,
 	at [2]int, limit int, first, committed bool) int {
 	if e := rp.CurrentLeaderEpoch; e >= 0 {

@@ -77,10 +77,9 @@ func (r *Request) Buffer(n int) []byte {
 }
 
 // Release returns the buffers taken with Buffer to the pool and closes the
-// files of AddFileRecords. The server
-// calls it after writing the response; a caller of Handler.Handle outside
-// a Server may call it when done with the response, or leave the buffers
-// to the GC.
+// files of AddFileRecords. The server calls it after writing the response;
+// a caller of Handler.Handle outside a Server may call it when done with
+// the response, or leave the buffers to the GC.
 func (r *Request) Release() {
 	for i, b := range r.buffers {
 		putBuffer(b)
