@@ -69,7 +69,7 @@ func startServer(t *testing.T, cfg Config) (*Server, *Metrics, string) {
 
 // serve runs a Server with handler h on a loopback port until the test
 // (or subtest) ends.
-func serve(t *testing.T, cfg Config, h Handler) (*Server, *Metrics, string) {
+func serve(t testing.TB, cfg Config, h Handler) (*Server, *Metrics, string) {
 	t.Helper()
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
