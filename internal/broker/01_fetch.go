@@ -173,7 +173,7 @@ func (b *Broker) fetchPartition(r *protocol.Request, p *partition.Partition, rp 
 	n := len(res.Records)
 	sp.RecordBatches = res.Records
 	if s := res.Span; s.File != nil {
-		r.AddFileRecords(at[0], at[1], s.File, s.Pos, s.Len)
+		r.AddFileRecords(at[0], at[1], s.File, s.Pos, s.Len, s)
 		n = s.Len
 	}
 	if committed {

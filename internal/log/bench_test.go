@@ -309,7 +309,7 @@ func BenchmarkReadSpan(b *testing.B) {
 				if err != nil || s.File == nil {
 					b.Fatalf("no span at %d: %v", off, err)
 				}
-				s.File.Close()
+				s.Close()
 			}
 		})
 	}

@@ -115,6 +115,9 @@ var (
 	// ErrInvalidBatch rejects an Append whose framing is wrong or whose
 	// offsets do not continue the log.
 	ErrInvalidBatch = errors.New("log: invalid batch")
+	// ErrSpansOutstanding refuses a TruncateTo while Spans of the log are
+	// still being sent after spanDrainTimeout; the caller tries again.
+	ErrSpansOutstanding = errors.New("log: fetch responses still sending from the log")
 )
 
 // CorruptionError reports damaged data found in a segment: a torn tail, a

@@ -162,11 +162,11 @@
 // a duplicated descriptor of the segment file, which the broker sends to
 // the socket with sendfile(2) after the read returned. The duplicate
 // keeps the bytes readable if the segment is deleted or closed meanwhile;
-// appends never change them; a truncation (only a mirror truncates)
-// racing the send either cuts the file short, which fails the send and
-// closes the connection (as Kafka does), or, if new batches are appended
-// past the cut before the send reads them, sends those, as Kafka's leader
-// could. Bytes not verified in this process are always read and checked.
+// appends never change them; TruncateTo (only a mirror truncates) waits
+// until the log has no span out (Span.Close, after the send) before it
+// cuts, for at most 30 s, then fails with ErrSpansOutstanding for the
+// caller to retry. Bytes not verified in this process are always read
+// and checked.
 //
 // Each segment keeps which of its bytes are verified, i.e. had their CRCs
 // checked in this process: a prefix from the segment start and a suffix

@@ -63,6 +63,9 @@ type Log struct {
 	// (committing); the others wait on commitDone (a sync.Cond on mu).
 	committing bool
 	commitDone *sync.Cond
+	// spansOut counts the Spans handed out and not yet closed; TruncateTo
+	// waits for them (span.go).
+	spansOut int
 
 	flusher *flusher
 }

@@ -98,6 +98,10 @@ func (l *Log) readFrom(dst []byte, grow func([]byte, int) []byte, v segmentView,
 		return dst, found, err
 	}
 	if span != nil && span.of(v, h, pos, maxOffset, maxBytes, minOne) {
+		l.mu.Lock() // truncMu is held: TruncateTo waits for it to close
+		l.spansOut++
+		l.mu.Unlock()
+		span.out.log = l
 		return dst, true, nil
 	}
 	start := len(dst)

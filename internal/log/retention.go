@@ -23,6 +23,9 @@ func (l *Log) TruncateTo(offset int64) error {
 	defer l.appendMu.Unlock()
 	l.truncMu.Lock()
 	defer l.truncMu.Unlock()
+	if err := l.waitSpans(offset); err != nil {
+		return err
+	}
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	if err := l.writableLocked(); err != nil {

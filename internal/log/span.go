@@ -1,8 +1,10 @@
 package log
 
 import (
+	"fmt"
 	"io"
 	"os"
+	"time"
 
 	"github.com/minibroker/minibroker/internal/batch"
 )
@@ -16,15 +18,55 @@ import (
 //
 // The bytes [Pos, Pos+Len) were whole batches, each verified in this
 // process lifetime, when ReadSpan returned. Appends never change them.
-// Only truncation (TruncateTo, which only a mirror calls) can: a send
-// that finds the file shorter than Pos+Len must fail rather than send
-// less (Kafka fails it the same way), and a send racing a truncation and
-// a new append past the cut would send the new batches. Kafka's leader
-// has the same window.
+// Only TruncateTo (which only a mirror calls) could, and it waits until
+// every Span of the log is closed before it cuts (for at most
+// spanDrainTimeout, then ErrSpansOutstanding): a span is never sent while
+// its bytes are cut or rewritten. A send that still finds the file shorter
+// than Pos+Len must fail rather than send less, as Kafka's
+// FileRecords.writeTo does.
 type Span struct {
 	File *os.File
 	Pos  int64
 	Len  int
+	log  *Log
+}
+
+// Close closes the span's file and lets a waiting TruncateTo proceed once
+// the log has no other span out. Call it once, after the send.
+func (s Span) Close() error {
+	err := s.File.Close()
+	if s.log != nil {
+		s.log.mu.Lock()
+		s.log.spansOut--
+		s.log.mu.Unlock()
+	}
+	return err
+}
+
+// spanDrainTimeout bounds how long TruncateTo waits for spans to close (a
+// client reading its response slowly holds one until the write ends).
+var spanDrainTimeout = 30 * time.Second
+
+// waitSpans waits, with truncMu held for writing (so no new span is
+// handed out), until no span of the log is out, when a truncation to
+// offset would cut anything.
+func (l *Log) waitSpans(offset int64) error {
+	if spanTruncateNoWait {
+		return nil
+	}
+	deadline := time.Now().Add(spanDrainTimeout)
+	for {
+		l.mu.Lock()
+		n, cuts := l.spansOut, offset < l.leo
+		l.mu.Unlock()
+		if n == 0 || !cuts {
+			return nil
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("%w: %d after %v", ErrSpansOutstanding, n, spanDrainTimeout)
+		}
+		time.Sleep(time.Millisecond)
+	}
 }
 
 // spanRead asks read for a Span of at least min bytes; out is the span
@@ -109,6 +151,10 @@ func (r *spanRead) of(v segmentView, first batch.Header, pos, maxOffset int64, m
 	r.out = Span{File: f, Pos: pos, Len: int(n)}
 	return true
 }
+
+// spanTruncateNoWait is a test seam: TruncateTo cuts under spans still
+// out, which the wait keeps from sending cut or rewritten bytes.
+var spanTruncateNoWait = false
 
 // spanSkipsVerification is a test seam: it lets unverified batches into a
 // span, which is what the verification check keeps out.

@@ -78,7 +78,7 @@ func TestReadSpanMatchesRead(t *testing.T) {
 								t.Fatalf("%s: a span of %d bytes (min %d) and %d bytes read", name, s.Len, minSpan, len(got))
 							}
 							got = spanBytes(t, s)
-							s.File.Close()
+							s.Close()
 							spans++
 						} else {
 							copies++
@@ -130,7 +130,7 @@ func TestSpanOutlivesSegment(t *testing.T) {
 				}
 				return
 			}
-			defer s.File.Close()
+			defer s.Close()
 			if n != s.Len || !bytes.Equal(b, want[:s.Len]) {
 				t.Fatalf("read %d of %d bytes (%v), or other bytes than the segment held", n, s.Len, err)
 			}
@@ -164,7 +164,7 @@ func TestSpanOnlyVerified(t *testing.T) {
 				if err != nil || s.File == nil {
 					t.Fatalf("negative control: got %v, want the damaged batch in a span", err)
 				}
-				s.File.Close()
+				s.Close()
 				return
 			}
 			wantCorruption(t, err, damaged, 0)
@@ -178,7 +178,7 @@ func TestSpanOnlyVerified(t *testing.T) {
 					t.Fatalf("read %d of a good segment: span %v, %d bytes, %v; want span %v", i, s.File != nil, len(raw), err, wantSpan)
 				}
 				if s.File != nil {
-					s.File.Close()
+					s.Close()
 				}
 			}
 		})
@@ -215,7 +215,7 @@ func TestSpanLimits(t *testing.T) {
 	if err != nil || s.File == nil {
 		t.Fatalf("no span: %v", err)
 	}
-	defer s.File.Close()
+	defer s.Close()
 	got := spanBytes(t, s)
 	if n := len(headers(t, got)); n != spanMaxBatches || !bytes.HasPrefix(want, got) {
 		t.Fatalf("a span of %d batches, prefix of the read %v; want %d", n, bytes.HasPrefix(want, got), spanMaxBatches)
@@ -224,110 +224,139 @@ func TestSpanLimits(t *testing.T) {
 
 // TestSpansWhileSegmentsGo: readers take spans and read them after a
 // delay, as a slow socket would, while appends roll segments and
-// DeleteRecordsBefore and retention delete them, then while a truncation
-// cuts the log and appends replace what it cut. Every span read in full
-// is whole batches with good CRCs and offsets rising from the one asked
-// for; with the log only growing at its end it always reads in full. With
-// truncation a span may read short (the send then fails) or, re-appended
-// meanwhile, hold the new batches with a partial last one (the window
-// Kafka's leader has too); it never reads another file or bad bytes. Run
-// with -race.
+// DeleteRecordsBefore and retention delete them, and while truncations
+// cut the log and appends replace what they cut. Every span reads in full
+// and holds whole batches with good CRCs and offsets rising from the one
+// asked for: deleted segments stay readable through the span's own
+// descriptor, and TruncateTo waits for the spans out. Negative control:
+// with TruncateTo not waiting, spans read short or hold the bytes of
+// batches appended after the cut, whole or torn. Run with -race.
 func TestSpansWhileSegmentsGo(t *testing.T) {
-	for _, truncating := range []bool{false, true} {
-		t.Run(fmt.Sprintf("truncating=%v", truncating), func(t *testing.T) {
-			cfg := testConfig()
-			cfg.SegmentBytes = 96 << 10
-			cfg.RetentionBytes = 256 << 10
-			l := openTest(t, t.TempDir(), cfg, Options{})
-			defer l.Close()
-			var mu sync.Mutex // appends and truncation: one writer at a time
-			appendOne := func() {
-				leo := l.LogEndOffset()
-				b := testBatch{base: leo, records: 2, ts: leo, valueSize: 9000}.build()
-				if _, err := l.AppendVerified(b); err != nil {
+	for _, c := range []struct {
+		name               string
+		truncating, noWait bool
+	}{
+		{"appends and deletion", false, false},
+		{"truncation", true, false},
+		{"negative control: truncation not waiting for spans", true, true},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			spanTruncateNoWait = c.noWait
+			defer func() { spanTruncateNoWait = false }()
+			got := spansUnderChange(t, c.truncating)
+			t.Logf("%+v", got)
+			switch {
+			case c.noWait && got.short+got.changed == 0:
+				t.Fatal("negative control: every span read what it was taken for")
+			case !c.noWait && got.short+got.changed > 0:
+				t.Fatalf("%d spans read short and %d read other bytes", got.short, got.changed)
+			case got.spans < 300:
+				t.Fatalf("only %d spans in 10 s", got.spans)
+			}
+		})
+	}
+}
+
+// spanResults counts the spans spansUnderChange read, those that read
+// short, and those that held other bytes than the batches asked for.
+type spanResults struct{ spans, short, changed int64 }
+
+func spansUnderChange(t *testing.T, truncating bool) spanResults {
+	cfg := testConfig()
+	cfg.SegmentBytes = 96 << 10
+	cfg.RetentionBytes = 256 << 10
+	l := openTest(t, t.TempDir(), cfg, Options{})
+	defer l.Close()
+	appendOne := func(value int) {
+		leo := l.LogEndOffset()
+		b := testBatch{base: leo, records: 2, ts: leo, valueSize: value}.build()
+		if _, err := l.AppendVerified(b); err != nil {
+			t.Error(err)
+		}
+	}
+	for range 20 {
+		appendOne(9000)
+	}
+	stop := make(chan struct{})
+	var writer sync.WaitGroup
+	writer.Add(1)
+	go func() { // the one writer: appends, then cuts or deletes
+		defer writer.Done()
+		for i := 0; ; i++ {
+			select {
+			case <-stop:
+				return
+			default:
+			}
+			appendOne(9000 + 1000*(i%3)) // sizes vary: a rewrite moves batch boundaries
+			switch {
+			case truncating && i%7 == 0:
+				err := l.TruncateTo(max(l.LogEndOffset()-6, l.LogStartOffset()))
+				if err != nil && !errors.Is(err, ErrSpansOutstanding) {
+					t.Error(err)
+				}
+			case i%5 == 0:
+				l.DeleteRecordsBefore(l.LogEndOffset() - 30)
+				if _, err := l.ApplyRetention(); err != nil {
 					t.Error(err)
 				}
 			}
-			for range 20 {
-				appendOne()
-			}
-			stop := make(chan struct{})
-			var wg sync.WaitGroup
-			wg.Add(1)
-			go func() {
-				defer wg.Done()
-				for i := 0; ; i++ {
-					select {
-					case <-stop:
-						return
-					default:
-					}
-					mu.Lock()
-					appendOne()
-					switch {
-					case truncating && i%7 == 0:
-						if err := l.TruncateTo(max(l.LogEndOffset()-6, l.LogStartOffset())); err != nil {
-							t.Error(err)
-						}
-					case i%5 == 0:
-						l.DeleteRecordsBefore(l.LogEndOffset() - 30)
-						if _, err := l.ApplyRetention(); err != nil {
-							t.Error(err)
-						}
-					}
-					mu.Unlock()
+		}
+	}()
+	var spans, short, changed atomic.Int64
+	get := func(n int) []byte { return make([]byte, 0, n) }
+	deadline := time.Now().Add(10 * time.Second)
+	var readers sync.WaitGroup
+	for r := range 2 {
+		readers.Add(1)
+		go func() {
+			defer readers.Done()
+			rng := rand.New(rand.NewPCG(uint64(r), 7))
+			for mine := 0; mine < 150 && time.Now().Before(deadline); {
+				start, end := l.LogStartOffset(), l.LogEndOffset()
+				off := start + rng.Int64N(max(end-start, 1))
+				want, s, err := l.ReadSpan(get, off, math.MaxInt64, 200<<10, true, 1)
+				if err != nil || s.File == nil {
+					continue // out of range meanwhile, or read into the buffer
 				}
-			}()
-			var spans, short, partial atomic.Int64
-			get := func(n int) []byte { return make([]byte, 0, n) }
-			for r := range 2 {
-				wg.Add(1)
-				go func() {
-					defer wg.Done()
-					rng := rand.New(rand.NewPCG(uint64(r), 7))
-					for range 300 {
-						start, end := l.LogStartOffset(), l.LogEndOffset()
-						off := start + rng.Int64N(max(end-start, 1))
-						_, s, err := l.ReadSpan(get, off, math.MaxInt64, 200<<10, true, 1)
-						if err != nil || s.File == nil {
-							continue // out of range meanwhile, or read into the buffer
-						}
-						time.Sleep(time.Duration(rng.IntN(300)) * time.Microsecond)
-						b := make([]byte, s.Len)
-						n, _ := s.File.ReadAt(b, s.Pos)
-						s.File.Close()
-						spans.Add(1)
-						if n < s.Len {
-							if !truncating {
-								t.Errorf("a span of %d bytes read %d with the log only growing", s.Len, n)
-							}
-							short.Add(1)
-							continue
-						}
-						next := int64(-1)
-						for p := 0; p < len(b); {
-							size := int(binary.BigEndian.Uint32(b[p+8:])) + batch.LogOverhead
-							if p+size > len(b) && truncating {
-								partial.Add(1)
-								break
-							}
-							h, err := batch.Validate(b[p:min(p+size, len(b))])
-							if err != nil || h.BaseOffset < next || (next < 0 && h.LastOffset() < off && !truncating) {
-								t.Errorf("span at %d: batch at +%d: %v (base %d after %d)", off, p, err, h.BaseOffset, next)
-								return
-							}
-							next, p = h.LastOffset()+1, p+size
-						}
-					}
-				}()
+				// What the span was taken for, read now (the bytes are as
+				// they were: the span holds off truncation until closed).
+				want = make([]byte, s.Len)
+				s.File.ReadAt(want, s.Pos)
+				time.Sleep(time.Duration(rng.IntN(300)) * time.Microsecond)
+				b := make([]byte, s.Len)
+				n, _ := s.File.ReadAt(b, s.Pos)
+				s.Close()
+				spans.Add(1)
+				mine++
+				switch {
+				case n < s.Len:
+					short.Add(1)
+				case !bytes.Equal(b, want):
+					changed.Add(1)
+				default:
+					checkSpanBatches(t, b, off)
+				}
 			}
-			time.Sleep(1500 * time.Millisecond)
-			close(stop)
-			wg.Wait()
-			t.Logf("%d spans read, %d short, %d ending in a partial batch", spans.Load(), short.Load(), partial.Load())
-			if spans.Load() < 100 {
-				t.Fatalf("only %d spans", spans.Load())
-			}
-		})
+		}()
+	}
+	readers.Wait()
+	close(stop)
+	writer.Wait()
+	return spanResults{spans.Load(), short.Load(), changed.Load()}
+}
+
+// checkSpanBatches fails unless b is whole batches with good CRCs, the
+// first holding offset off or after it, offsets rising.
+func checkSpanBatches(t *testing.T, b []byte, off int64) {
+	next := int64(-1)
+	for p := 0; p < len(b); {
+		size := int(binary.BigEndian.Uint32(b[p+8:])) + batch.LogOverhead
+		h, err := batch.Validate(b[p:min(p+size, len(b))])
+		if err != nil || h.BaseOffset < next || (next < 0 && h.LastOffset() < off) {
+			t.Errorf("span at %d: batch at +%d: %v (base %d after %d)", off, p, err, h.BaseOffset, next)
+			return
+		}
+		next, p = h.LastOffset()+1, p+size
 	}
 }

@@ -8,7 +8,7 @@ import (
 type ReadResult struct {
 	Records []byte
 	// Span, when its File is set (ReadSpan), holds the batches instead
-	// of Records; the caller closes the file.
+	// of Records; the caller closes it (Span.Close) after sending it.
 	Span mlog.Span
 	Offsets
 	Aborted []mlog.AbortedTxn // read_committed only

@@ -2,6 +2,7 @@ package protocol
 
 import (
 	"context"
+	"io"
 	"net"
 	"os"
 	"sync/atomic"
@@ -30,10 +31,11 @@ type Request struct {
 // fileRecords is the record set of partition p of topic t of a Fetch
 // response: n bytes of f from pos.
 type fileRecords struct {
-	t, p int
-	f    *os.File
-	pos  int64
-	n    int
+	t, p   int
+	f      *os.File
+	pos    int64
+	n      int
+	closer io.Closer // closes f (nil: f.Close)
 }
 
 // SendsFiles reports whether AddFileRecords may be used: the server
@@ -56,10 +58,11 @@ const maxHeldFiles = 1024
 // from pos, sent with sendfile(2), without copying them through the
 // broker, when the response is written (Kafka's zero-copy fetch). That
 // partition's RecordBatches in the response must be empty. f now belongs
-// to the request: Release closes it.
-func (r *Request) AddFileRecords(t, p int, f *os.File, pos int64, n int) {
+// to the request: Release closes it, with closer when not nil (which must
+// close f; the log's Span also lets truncation proceed).
+func (r *Request) AddFileRecords(t, p int, f *os.File, pos int64, n int, closer io.Closer) {
 	heldFiles.Add(1)
-	r.files = append(r.files, fileRecords{t: t, p: p, f: f, pos: pos, n: n})
+	r.files = append(r.files, fileRecords{t: t, p: p, f: f, pos: pos, n: n, closer: closer})
 }
 
 // Buffer returns an empty byte slice with capacity >= n for bytes the
@@ -87,7 +90,11 @@ func (r *Request) Release() {
 	}
 	r.buffers = r.buffers[:0]
 	for i := range r.files {
-		r.files[i].f.Close()
+		if c := r.files[i].closer; c != nil {
+			c.Close()
+		} else {
+			r.files[i].f.Close()
+		}
 		r.files[i] = fileRecords{}
 		heldFiles.Add(-1)
 	}

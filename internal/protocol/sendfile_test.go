@@ -35,7 +35,7 @@ func (h *fileHandler) Handle(ctx context.Context, r *Request) kmsg.Response {
 			return nil
 		}
 		if r.SendsFiles() {
-			r.AddFileRecords(i, j, f, rp.FetchOffset, int(rp.PartitionMaxBytes))
+			r.AddFileRecords(i, j, f, rp.FetchOffset, int(rp.PartitionMaxBytes), nil)
 			h.sent.Add(1)
 			return []byte{}
 		}
@@ -192,7 +192,7 @@ func TestHeldFilesCapped(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		holder.AddFileRecords(0, i, g, 0, 1)
+		holder.AddFileRecords(0, i, g, 0, 1, nil)
 	}
 	if r.SendsFiles() {
 		t.Fatalf("files sent with %d held", heldFiles.Load())
