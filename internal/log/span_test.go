@@ -244,6 +244,12 @@ func TestSpansWhileSegmentsGo(t *testing.T) {
 			spanTruncateNoWait = c.noWait
 			defer func() { spanTruncateNoWait = false }()
 			got := spansUnderChange(t, c.truncating)
+			// A cut inside a span's hold is a race: the negative control
+			// runs more rounds until one shows (under load, 300 spans
+			// went by without one once).
+			for round := 1; c.noWait && got.short+got.changed == 0 && round < 10; round++ {
+				got = spansUnderChange(t, c.truncating)
+			}
 			t.Logf("%+v", got)
 			switch {
 			case c.noWait && got.short+got.changed == 0:
