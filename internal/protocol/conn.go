@@ -283,6 +283,7 @@ func (c *conn) process() {
 		case c.resps <- in:
 		case <-c.ctx.Done():
 			c.release(in)
+			in.req.Release() // never written: its buffers and files go now
 			for in := range c.reqs {
 				c.release(in)
 			}
@@ -336,6 +337,7 @@ func (c *conn) write() {
 		api.requests.Inc()
 		api.latency.Observe(time.Since(in.start).Seconds())
 		if in.noReply {
+			in.req.Release() // a handler that panicked may have taken buffers or files
 			c.budget.done(in.reserved)
 			continue
 		}

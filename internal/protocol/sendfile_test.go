@@ -202,3 +202,43 @@ func TestHeldFilesCapped(t *testing.T) {
 		t.Fatalf("after the release: %d held", heldFiles.Load())
 	}
 }
+
+// panicAfterFile adds a file's record set to the response, then panics.
+type panicAfterFile struct{ fileHandler }
+
+func (h *panicAfterFile) Handle(ctx context.Context, r *Request) kmsg.Response {
+	h.fileHandler.Handle(ctx, r)
+	panic("after AddFileRecords")
+}
+
+// TestFilesReleasedWithoutResponse: the files a handler added are closed
+// when no response is written: here the handler panics after adding them
+// (the connection closes). A span left open would hold a log's
+// truncation for 30 s and its descriptor until a GC.
+func TestFilesReleasedWithoutResponse(t *testing.T) {
+	_, path := noiseFile(t, rand.New(rand.NewPCG(5, 6)), 1<<20)
+	h := &panicAfterFile{fileHandler{path: path, truncate: -1}}
+	_, _, addr := serve(t, DefaultConfig(), h)
+	nc, err := net.Dial("tcp", addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer nc.Close()
+	before := heldFiles.Load()
+	if _, err := nc.Write(requestFrame(1, fetchOf(4, [][2]int{{0, 100 << 10}, {0, 200 << 10}}))); err != nil {
+		t.Fatal(err)
+	}
+	nc.SetReadDeadline(time.Now().Add(5 * time.Second))
+	if _, err := io.ReadAll(nc); err != nil {
+		t.Fatalf("the connection was not closed after the panic: %v", err)
+	}
+	if h.sent.Load() != 2 {
+		t.Fatalf("%d files added, want 2", h.sent.Load())
+	}
+	for deadline := time.Now().Add(5 * time.Second); heldFiles.Load() != before; {
+		if time.Now().After(deadline) {
+			t.Fatalf("%d files still held after the connection closed", heldFiles.Load()-before)
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+}
