@@ -2,13 +2,11 @@ package log
 
 import (
 	"bytes"
-	"encoding/binary"
 	"errors"
 	"fmt"
 	"io"
 
 	"github.com/klauspost/compress/gzip"
-	"github.com/klauspost/compress/s2"
 	"github.com/klauspost/compress/zstd"
 	"github.com/pierrec/lz4/v4"
 
@@ -40,7 +38,11 @@ func records(raw []byte, h *batch.Header) ([]byte, error) {
 		}
 		return readAtMost(zr)
 	case batch.CodecSnappy:
-		return unsnappy(src)
+		out, err := batch.Unsnappy(src)
+		if err == nil && len(out) > maxInflated {
+			return nil, errInflatedTooLarge
+		}
+		return out, err
 	case batch.CodecLZ4:
 		return readAtMost(lz4.NewReader(bytes.NewReader(src)))
 	case batch.CodecZstd:
@@ -65,47 +67,4 @@ func readAtMost(r io.Reader) ([]byte, error) {
 		return nil, errInflatedTooLarge
 	}
 	return out.Bytes(), nil
-}
-
-// xerialHeader starts the snappy framing of the Java client: 8 magic
-// bytes and two int32 versions, then blocks of int32 length + raw snappy.
-// Other clients write one raw snappy block.
-var xerialHeader = []byte{0x82, 'S', 'N', 'A', 'P', 'P', 'Y', 0}
-
-func unsnappy(src []byte) ([]byte, error) {
-	if len(src) < 16 || !bytes.HasPrefix(src, xerialHeader) {
-		return snappyBlock(nil, src)
-	}
-	var out []byte
-	for rest := src[16:]; len(rest) > 0; {
-		if len(rest) < 4 {
-			return nil, errors.New("snappy: truncated block length")
-		}
-		n := binary.BigEndian.Uint32(rest)
-		rest = rest[4:]
-		if uint64(n) > uint64(len(rest)) {
-			return nil, errors.New("snappy: truncated block")
-		}
-		var err error
-		if out, err = snappyBlock(out, rest[:n]); err != nil {
-			return nil, err
-		}
-		rest = rest[n:]
-	}
-	return out, nil
-}
-
-func snappyBlock(dst, block []byte) ([]byte, error) {
-	n, err := s2.DecodedLen(block)
-	if err != nil {
-		return nil, fmt.Errorf("snappy: %w", err)
-	}
-	if n > maxInflated-len(dst) {
-		return nil, errInflatedTooLarge
-	}
-	out, err := s2.Decode(make([]byte, n), block)
-	if err != nil {
-		return nil, fmt.Errorf("snappy: %w", err)
-	}
-	return append(dst, out...), nil
 }

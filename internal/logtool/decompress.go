@@ -2,14 +2,12 @@ package logtool
 
 import (
 	"bytes"
-	"encoding/binary"
 	"errors"
 	"fmt"
 	"io"
 	"sync"
 
 	"github.com/klauspost/compress/gzip"
-	"github.com/klauspost/compress/s2"
 	"github.com/klauspost/compress/zstd"
 	"github.com/pierrec/lz4/v4"
 
@@ -35,7 +33,11 @@ func decompress(codec int8, src []byte, max int) ([]byte, error) {
 		}
 		return readLimited(zr, max, "gzip")
 	case batch.CodecSnappy:
-		return unsnappy(src, max)
+		out, err := batch.Unsnappy(src)
+		if err == nil && len(out) > max {
+			return nil, fmt.Errorf("snappy: %w (%d bytes)", errTooLarge, max)
+		}
+		return out, err
 	case batch.CodecLZ4:
 		return readLimited(lz4.NewReader(bytes.NewReader(src)), max, "lz4")
 	case batch.CodecZstd:
@@ -88,49 +90,4 @@ func readLimited(r io.Reader, max int, name string) ([]byte, error) {
 		return nil, fmt.Errorf("%s: %w (%d bytes)", name, errTooLarge, max)
 	}
 	return out.Bytes(), nil
-}
-
-// xerialMagic starts the framing the Java client's snappy stream writes:
-// 8 magic bytes, two int32 versions, then blocks of (int32 length, raw
-// snappy block). Producers other than Java write one raw snappy block.
-var xerialMagic = []byte{0x82, 'S', 'N', 'A', 'P', 'P', 'Y', 0}
-
-func unsnappy(src []byte, max int) ([]byte, error) {
-	if len(src) < 16 || !bytes.HasPrefix(src, xerialMagic) {
-		return snappyBlock(nil, src, max)
-	}
-	var out []byte
-	rest := src[16:]
-	for len(rest) > 0 {
-		if len(rest) < 4 {
-			return nil, errors.New("snappy: truncated xerial block length")
-		}
-		n := binary.BigEndian.Uint32(rest)
-		rest = rest[4:]
-		if uint64(n) > uint64(len(rest)) {
-			return nil, fmt.Errorf("snappy: xerial block of %d bytes, %d left", n, len(rest))
-		}
-		var err error
-		if out, err = snappyBlock(out, rest[:n], max-len(out)); err != nil {
-			return nil, err
-		}
-		rest = rest[n:]
-	}
-	return out, nil
-}
-
-// snappyBlock appends the decoding of one raw snappy block to dst.
-func snappyBlock(dst, block []byte, max int) ([]byte, error) {
-	n, err := s2.DecodedLen(block)
-	if err != nil {
-		return nil, fmt.Errorf("snappy: %w", err)
-	}
-	if n > max {
-		return nil, fmt.Errorf("snappy: %w (%d bytes)", errTooLarge, max)
-	}
-	dec, err := s2.Decode(make([]byte, n), block)
-	if err != nil {
-		return nil, fmt.Errorf("snappy: %w", err)
-	}
-	return append(dst, dec...), nil
 }

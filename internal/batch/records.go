@@ -1,0 +1,475 @@
+package batch
+
+import (
+	"bytes"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"io"
+	"sync"
+
+	"github.com/klauspost/compress/gzip"
+	"github.com/klauspost/compress/s2"
+	"github.com/klauspost/compress/zstd"
+	"github.com/pierrec/lz4/v4"
+)
+
+// ErrMalformedRecords is a batch whose records section does not hold
+// the records its header declares: a record that does not parse, a
+// count that does not match, bytes left over, or compressed bytes that
+// do not decompress.
+var ErrMalformedRecords = errors.New("malformed records")
+
+// RecordErrors are records that parse but that the topic refuses, by
+// their positions in the batch (the Produce response's batch_index).
+type RecordErrors struct {
+	Indexes []int
+	Reason  string
+}
+
+func (e *RecordErrors) Error() string {
+	return fmt.Sprintf("%d records refused (first: record %d): %s", len(e.Indexes), e.Indexes[0], e.Reason)
+}
+
+// CheckRecords walks every record of a v2 batch the way Kafka's leader
+// does before it appends a client's batch (LogValidator iterating
+// DefaultRecord.readFrom): each record must parse and fill exactly its
+// declared length, the batch must hold NumRecords records and nothing
+// after them, and a compressed batch is decompressed to check that, as
+// a stream, so it never needs its inflated size in memory. With needKey
+// (a compacted topic) a record without a key is refused as Kafka refuses
+// it. Keys, values and headers are skipped, not read.
+//
+// It returns nil, an error wrapping ErrMalformedRecords, or a
+// *RecordErrors listing every keyless record.
+func CheckRecords(raw []byte, h *Header, needKey bool) error {
+	if len(raw) < HeaderSize || h.Size() != len(raw) {
+		return fmt.Errorf("%w: batch of %d bytes", ErrMalformedRecords, len(raw))
+	}
+	section := raw[HeaderSize:]
+	switch h.Codec() {
+	case CodecNone:
+		return walkRecords(section, h.NumRecords, needKey)
+	case CodecSnappy:
+		inflated, err := Unsnappy(section)
+		if err != nil {
+			return fmt.Errorf("%w: %v", ErrMalformedRecords, err)
+		}
+		return walkRecords(inflated, h.NumRecords, needKey)
+	}
+	src, done, err := inflater(h.Codec(), section)
+	if err != nil {
+		return fmt.Errorf("%w: %v", ErrMalformedRecords, err)
+	}
+	defer done()
+	win := windows.Get().(*[]byte)
+	defer windows.Put(win)
+	s := scanner{src: src, win: *win}
+	var keyless []int
+	for i := range int(h.NumRecords) {
+		keyed, err := s.record()
+		if err != nil {
+			return fmt.Errorf("%w: record %d of %d: %v", ErrMalformedRecords, i, h.NumRecords, err)
+		}
+		if needKey && !keyed {
+			keyless = append(keyless, i)
+		}
+	}
+	if s.more() {
+		return fmt.Errorf("%w: bytes after the last of %d records", ErrMalformedRecords, h.NumRecords)
+	}
+	if s.err != nil {
+		return fmt.Errorf("%w: %v", ErrMalformedRecords, s.err)
+	}
+	if keyless != nil {
+		return &RecordErrors{Indexes: keyless, Reason: "compacted topic cannot accept a record without a key"}
+	}
+	return nil
+}
+
+var errRecordEOF = errors.New("premature end of the records")
+
+// walkRecords is CheckRecords over a records section held whole in
+// memory: the same rules as the scanner below, on a slice, without a call
+// per byte (it is the produce path of every uncompressed batch).
+func walkRecords(b []byte, count int32, needKey bool) error {
+	var keyless []int
+	for i := range int(count) {
+		length, n := zigzag(b)
+		if n == 0 {
+			length, n = zigzagLong(b, 5)
+		}
+		if n == 0 || length < 0 || length > int64(len(b)-n) {
+			return fmt.Errorf("%w: record %d of %d: length %d with %d bytes left", ErrMalformedRecords, i, count, length, len(b)-max(n, 0))
+		}
+		keyed, err := recordBody(b[n : n+int(length)])
+		if err != nil {
+			return fmt.Errorf("%w: record %d of %d: %v", ErrMalformedRecords, i, count, err)
+		}
+		if needKey && !keyed {
+			keyless = append(keyless, i)
+		}
+		b = b[n+int(length):]
+	}
+	if len(b) != 0 {
+		return fmt.Errorf("%w: %d bytes after the last of %d records", ErrMalformedRecords, len(b), count)
+	}
+	if keyless != nil {
+		return &RecordErrors{Indexes: keyless, Reason: "compacted topic cannot accept a record without a key"}
+	}
+	return nil
+}
+
+// zigzag decodes a zigzag varint of one or two bytes (most lengths and
+// deltas) from the start of b, inlined; n == 0 when it is longer, short
+// or b is empty: then zigzagLong decides.
+func zigzag(b []byte) (v int64, n int) {
+	if len(b) > 0 && b[0] < 0x80 {
+		return int64(b[0]>>1) ^ -int64(b[0]&1), 1
+	}
+	if len(b) > 1 && b[1] < 0x80 {
+		u := uint64(b[0]&0x7f) | uint64(b[1])<<7
+		return int64(u>>1) ^ -int64(u&1), 2
+	}
+	return 0, 0
+}
+
+// zigzagLong decodes a zigzag varint of at most maxLen bytes (5 for
+// Kafka's varint, 10 for its varlong, as ByteUtils reads them); n == 0
+// when b ends first or the varint is longer.
+func zigzagLong(b []byte, maxLen int) (v int64, n int) {
+	var u uint64
+	for i, c := range b[:min(maxLen, len(b))] {
+		u |= uint64(c&0x7f) << (7 * i)
+		if c < 0x80 {
+			return int64(u>>1) ^ -int64(u&1), i + 1
+		}
+	}
+	return 0, 0
+}
+
+// recordBody checks one record's body (the bytes its length counts) and
+// reports whether it has a key. Each field is read by the inlined
+// zigzag, or by zigzagLong when that declines.
+func recordBody(r []byte) (keyed bool, err error) {
+	if len(r) == 0 {
+		return false, errors.New("empty record")
+	}
+	p := 1 // attributes
+	// The timestamp delta (a varlong) and the offset delta.
+	v, n := zigzag(r[p:])
+	if n == 0 {
+		if v, n = zigzagLong(r[p:], 10); n == 0 {
+			return false, errRecordEOF
+		}
+	}
+	p += n
+	if v, n = zigzag(r[p:]); n == 0 {
+		if v, n = zigzagLong(r[p:], 5); n == 0 {
+			return false, errRecordEOF
+		}
+	}
+	p += n
+	// The key, then the value: a length (-1: null) and the bytes.
+	var key int64
+	for field := range 2 {
+		if v, n = zigzag(r[p:]); n == 0 {
+			if v, n = zigzagLong(r[p:], 5); n == 0 {
+				return false, errRecordEOF
+			}
+		}
+		p += n
+		if v < -1 || v > int64(len(r)-p) {
+			return false, fmt.Errorf("%s length %d with %d bytes left in the record", [...]string{"key", "value"}[field], v, len(r)-p)
+		}
+		if field == 0 {
+			key = v
+		}
+		p += int(max(v, 0))
+	}
+	if v, n = zigzag(r[p:]); n == 0 {
+		if v, n = zigzagLong(r[p:], 5); n == 0 {
+			return false, errRecordEOF
+		}
+	}
+	p += n
+	if v != 0 {
+		if v < 0 || v > int64(len(r)-p) {
+			return false, fmt.Errorf("%d headers", v)
+		}
+		if p, err = recordHeaders(r, p, int(v)); err != nil {
+			return false, err
+		}
+	}
+	if p != len(r) {
+		return false, fmt.Errorf("record of %d bytes holds %d", len(r), p)
+	}
+	return key >= 0, nil
+}
+
+// recordHeaders checks count headers at p in a record's body r: a key
+// (length ≥ 0) and a value (length ≥ -1) each.
+func recordHeaders(r []byte, p, count int) (int, error) {
+	for range count {
+		for part := range 2 {
+			v, n := zigzagLong(r[p:], 5)
+			if n == 0 {
+				return p, errRecordEOF
+			}
+			p += n
+			if v < int64(-part) || v > int64(len(r)-p) {
+				return p, fmt.Errorf("header %s length %d with %d bytes left in the record", [...]string{"key", "value"}[part], v, len(r)-p)
+			}
+			p += int(max(v, 0))
+		}
+	}
+	return p, nil
+}
+
+// scanner reads a records section: b is what is left of it, or, for a
+// compressed batch, of the window last read from src.
+type scanner struct {
+	b   []byte
+	src io.Reader // nil: b is all there is
+	win []byte
+	n   int // bytes consumed so far
+	err error
+}
+
+// fill reads the next window from src; false at the end or on an error.
+func (s *scanner) fill() bool {
+	if s.src == nil || s.err != nil {
+		return false
+	}
+	for {
+		n, err := s.src.Read(s.win)
+		if n > 0 {
+			s.b = s.win[:n]
+			return true
+		}
+		if err != nil {
+			if err != io.EOF {
+				s.err = err
+			}
+			s.src = nil
+			return false
+		}
+	}
+}
+
+// more reports whether any byte is left.
+func (s *scanner) more() bool { return len(s.b) > 0 || s.fill() }
+
+func (s *scanner) byte() (byte, bool) {
+	if len(s.b) == 0 && !s.fill() {
+		return 0, false
+	}
+	c := s.b[0]
+	s.b = s.b[1:]
+	s.n++
+	return c, true
+}
+
+// varint reads a zigzag varint of at most maxLen bytes (5 for Kafka's
+// varint, 10 for its varlong, as ByteUtils reads them).
+func (s *scanner) varint(maxLen int) (int64, error) {
+	var u uint64
+	for i := range maxLen {
+		c, ok := s.byte()
+		if !ok {
+			return 0, errRecordEOF
+		}
+		u |= uint64(c&0x7f) << (7 * i)
+		if c < 0x80 {
+			return int64(u>>1) ^ -int64(u&1), nil
+		}
+	}
+	return 0, errors.New("varint too long")
+}
+
+// skip consumes n bytes.
+func (s *scanner) skip(n int64) error {
+	for n > 0 {
+		if len(s.b) == 0 && !s.fill() {
+			return errRecordEOF
+		}
+		k := min(n, int64(len(s.b)))
+		s.b = s.b[k:]
+		s.n += int(k)
+		n -= k
+	}
+	return nil
+}
+
+// record parses one record (see the layout in internal/logtool's Record)
+// and reports whether it has a key.
+func (s *scanner) record() (keyed bool, err error) {
+	length, err := s.varint(5)
+	if err != nil {
+		return false, err
+	}
+	if length < 0 {
+		return false, fmt.Errorf("negative record length %d", length)
+	}
+	start := s.n
+	// body reads one field of the body, failing once the body is overrun.
+	body := func(maxLen int) int64 {
+		if err != nil {
+			return 0
+		}
+		var v int64
+		if v, err = s.varint(maxLen); err == nil && int64(s.n-start) > length {
+			err = fmt.Errorf("record of %d bytes overrun", length)
+		}
+		return v
+	}
+	span := func(n int64, what string) {
+		if err != nil {
+			return
+		}
+		if n < -1 || n > length-int64(s.n-start) {
+			err = fmt.Errorf("%s length %d in a record of %d bytes", what, n, length)
+			return
+		}
+		if n > 0 {
+			err = s.skip(n)
+		}
+	}
+	if _, ok := s.byte(); !ok || length < 1 { // attributes
+		return false, fmt.Errorf("record of %d bytes: no attributes", length)
+	}
+	body(10)
+	body(5)
+	key := body(5)
+	span(key, "key")
+	span(body(5), "value")
+	headers := body(5)
+	if err == nil && headers < 0 {
+		return false, fmt.Errorf("%d headers", headers)
+	}
+	for range headers {
+		hk := body(5)
+		if err == nil && hk < 0 {
+			return false, fmt.Errorf("header key length %d", hk)
+		}
+		span(hk, "header key")
+		span(body(5), "header value")
+		if err != nil {
+			return false, err
+		}
+	}
+	if err != nil {
+		return false, err
+	}
+	if read := int64(s.n - start); read != length {
+		return false, fmt.Errorf("record of %d bytes holds %d", length, read)
+	}
+	return key >= 0, nil
+}
+
+// windows are the scanners' read buffers for compressed batches.
+var windows = sync.Pool{New: func() any { b := make([]byte, 32<<10); return &b }}
+
+var (
+	gzipReaders sync.Pool // *gzip.Reader
+	lz4Readers  = sync.Pool{New: func() any { return lz4.NewReader(nil) }}
+	zstdReaders = sync.Pool{New: func() any {
+		// A window beyond libzstd's default limit (2^27) is refused, as
+		// zstd-jni would refuse it in Kafka, so a crafted frame cannot
+		// claim gigabytes.
+		d, err := zstd.NewReader(nil, zstd.WithDecoderConcurrency(1), zstd.WithDecoderLowmem(true),
+			zstd.WithDecoderMaxWindow(1<<27))
+		if err != nil {
+			panic(err) // only for invalid options
+		}
+		return d
+	}}
+)
+
+// inflater returns a stream of the decompressed records section and a
+// func that returns the decompressor to its pool.
+func inflater(codec int8, src []byte) (io.Reader, func(), error) {
+	switch codec {
+	case CodecGzip:
+		zr, _ := gzipReaders.Get().(*gzip.Reader)
+		var err error
+		if zr == nil {
+			zr, err = gzip.NewReader(bytes.NewReader(src))
+		} else {
+			err = zr.Reset(bytes.NewReader(src))
+		}
+		if err != nil {
+			return nil, nil, fmt.Errorf("gzip: %w", err)
+		}
+		return zr, func() { gzipReaders.Put(zr) }, nil
+	case CodecSnappy:
+		out, err := Unsnappy(src)
+		if err != nil {
+			return nil, nil, err
+		}
+		return bytes.NewReader(out), func() {}, nil
+	case CodecLZ4:
+		zr := lz4Readers.Get().(*lz4.Reader)
+		zr.Reset(bytes.NewReader(src))
+		return zr, func() { lz4Readers.Put(zr) }, nil
+	case CodecZstd:
+		d := zstdReaders.Get().(*zstd.Decoder)
+		if err := d.Reset(bytes.NewReader(src)); err != nil {
+			zstdReaders.Put(d)
+			return nil, nil, fmt.Errorf("zstd: %w", err)
+		}
+		return d, func() { d.Reset(nil); zstdReaders.Put(d) }, nil
+	}
+	return nil, nil, fmt.Errorf("unknown codec %d", codec)
+}
+
+// snappyMaxRatio bounds what a snappy block may claim to inflate to: no
+// snappy element writes more than 64 bytes for its 3, so a block whose
+// header claims more is not snappy (s2, which also decodes snappy, has
+// elements that repeat further).
+const snappyMaxRatio = 32
+
+// xerialMagic starts the framing the Java client's snappy stream writes:
+// 8 magic bytes, two int32 versions, then blocks of (int32 length, raw
+// snappy block). Producers other than Java write one raw snappy block.
+var xerialMagic = []byte{0x82, 'S', 'N', 'A', 'P', 'P', 'Y', 0}
+
+// Unsnappy decompresses a snappy records section in either framing.
+func Unsnappy(src []byte) ([]byte, error) {
+	if len(src) < 16 || !bytes.HasPrefix(src, xerialMagic) {
+		return snappyBlock(nil, src)
+	}
+	var out []byte
+	for rest := src[16:]; len(rest) > 0; {
+		if len(rest) < 4 {
+			return nil, errors.New("snappy: truncated xerial block length")
+		}
+		n := binary.BigEndian.Uint32(rest)
+		rest = rest[4:]
+		if uint64(n) > uint64(len(rest)) {
+			return nil, fmt.Errorf("snappy: xerial block of %d bytes, %d left", n, len(rest))
+		}
+		var err error
+		if out, err = snappyBlock(out, rest[:n]); err != nil {
+			return nil, err
+		}
+		rest = rest[n:]
+	}
+	return out, nil
+}
+
+// snappyBlock appends the decoding of one raw snappy block to dst.
+func snappyBlock(dst, block []byte) ([]byte, error) {
+	n, err := s2.DecodedLen(block)
+	if err != nil {
+		return nil, fmt.Errorf("snappy: %w", err)
+	}
+	if n > snappyMaxRatio*len(block)+64 {
+		return nil, fmt.Errorf("snappy: a block of %d bytes claims %d", len(block), n)
+	}
+	dst = append(dst, make([]byte, n)...) // grows once
+	if _, err := s2.Decode(dst[len(dst)-n:], block); err != nil {
+		return nil, fmt.Errorf("snappy: %w", err)
+	}
+	return dst, nil
+}

@@ -1,0 +1,294 @@
+package batch_test
+
+import (
+	"bytes"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/klauspost/compress/gzip"
+	"github.com/klauspost/compress/s2"
+	"github.com/klauspost/compress/zstd"
+	"github.com/pierrec/lz4/v4"
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/minibroker/minibroker/internal/batch"
+	"github.com/minibroker/minibroker/internal/logtool"
+)
+
+// encodeRecord is one record as a v2 batch holds it.
+func encodeRecord(delta int32, key, value []byte, headers ...kmsg.Header) []byte {
+	r := kmsg.Record{OffsetDelta: delta, Key: key, Value: value, Headers: headers}
+	// Length counts the bytes after itself: measure with Length 0, a
+	// one-byte varint.
+	r.Length = int32(len(r.AppendTo(nil)) - 1)
+	return r.AppendTo(nil)
+}
+
+// compress encodes a records section with a codec the way producers do:
+// snappy as one raw block (kgo, librdkafka) or xerial-framed (Java).
+func compress(t testing.TB, codec string, records []byte) []byte {
+	t.Helper()
+	var out bytes.Buffer
+	switch codec {
+	case "none":
+		return records
+	case "gzip":
+		w := gzip.NewWriter(&out)
+		w.Write(records)
+		w.Close()
+	case "snappy":
+		return s2.EncodeSnappy(nil, records)
+	case "snappy-xerial":
+		out.Write([]byte{0x82, 'S', 'N', 'A', 'P', 'P', 'Y', 0, 0, 0, 0, 1, 0, 0, 0, 1})
+		for rest := records; len(rest) > 0; {
+			n := min(len(rest), 32<<10)
+			block := s2.EncodeSnappy(nil, rest[:n])
+			out.Write(binary.BigEndian.AppendUint32(nil, uint32(len(block))))
+			out.Write(block)
+			rest = rest[n:]
+		}
+	case "lz4":
+		w := lz4.NewWriter(&out)
+		w.Write(records)
+		w.Close()
+	case "zstd":
+		return zstdEncoder.EncodeAll(records, nil)
+	default:
+		t.Fatalf("codec %q", codec)
+	}
+	return out.Bytes()
+}
+
+var zstdEncoder, _ = zstd.NewWriter(nil, zstd.WithEncoderConcurrency(1))
+
+var codecNumbers = map[string]int16{"none": 0, "gzip": 1, "snappy": 2, "snappy-xerial": 2, "lz4": 3, "zstd": 4}
+
+// buildBatch wraps a records section (compressed by codec) in a batch
+// header declaring count records, with a good CRC.
+func buildBatch(t testing.TB, codec string, count int32, records []byte) ([]byte, batch.Header) {
+	t.Helper()
+	body := compress(t, codec, records)
+	rb := kmsg.RecordBatch{Magic: 2, Attributes: codecNumbers[codec], LastOffsetDelta: max(count-1, 0),
+		ProducerID: -1, ProducerEpoch: -1, FirstSequence: -1, NumRecords: count, Records: body}
+	rb.Length = int32(batch.HeaderSize - batch.LogOverhead + len(body))
+	raw := rb.AppendTo(nil)
+	binary.BigEndian.PutUint32(raw[17:], batch.ComputeCRC(raw))
+	h, err := batch.ParseHeader(raw)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return raw, h
+}
+
+func goodRecords(n int) []byte {
+	var recs []byte
+	for i := range n {
+		var key []byte
+		if i%3 != 0 {
+			key = []byte{byte(i)}
+		}
+		var value []byte
+		if i%5 != 0 {
+			value = bytes.Repeat([]byte{'v'}, i*7)
+		}
+		var hs []kmsg.Header
+		if i%4 == 1 {
+			hs = []kmsg.Header{{Key: "h", Value: []byte("x")}, {Key: "", Value: nil}}
+		}
+		recs = append(recs, encodeRecord(int32(i), key, value, hs...)...)
+	}
+	return recs
+}
+
+func TestCheckRecordsAcceptsWhatProducersWrite(t *testing.T) {
+	recs := goodRecords(300)
+	for _, codec := range []string{"none", "gzip", "snappy", "snappy-xerial", "lz4", "zstd"} {
+		raw, h := buildBatch(t, codec, 300, recs)
+		if err := batch.CheckRecords(raw, &h, false); err != nil {
+			t.Errorf("%s: %v", codec, err)
+		}
+		// One record in three has no key: a compacted topic refuses those
+		// and names each.
+		var refused *batch.RecordErrors
+		if err := batch.CheckRecords(raw, &h, true); !errors.As(err, &refused) {
+			t.Fatalf("%s, compacted: %v", codec, err)
+		}
+		var want []int
+		for i := 0; i < 300; i += 3 {
+			want = append(want, i)
+		}
+		if !slices.Equal(refused.Indexes, want) {
+			t.Errorf("%s: refused %v, want %v", codec, refused.Indexes, want)
+		}
+	}
+	// An empty key is a key.
+	raw, h := buildBatch(t, "none", 1, encodeRecord(0, []byte{}, []byte("v")))
+	if err := batch.CheckRecords(raw, &h, true); err != nil {
+		t.Errorf("empty key: %v", err)
+	}
+}
+
+func TestCheckRecordsRefusesMalformed(t *testing.T) {
+	one := encodeRecord(0, []byte("k"), []byte("value"))
+	two := append(slices.Clone(one), encodeRecord(1, []byte("k"), []byte("value"))...)
+	withLength := func(rec []byte, length int64) []byte {
+		_, n := binary.Varint(rec)
+		return append(binary.AppendVarint(nil, length), rec[n:]...)
+	}
+	// A record of: attributes, timestamp delta, offset delta, then the
+	// given tail (key, value, headers), with its true length.
+	raw := func(tail ...byte) []byte {
+		body := append([]byte{0, 0, 0}, tail...)
+		return append(binary.AppendVarint(nil, int64(len(body))), body...)
+	}
+	cases := []struct {
+		name    string
+		count   int32
+		records []byte
+	}{
+		{"count above the records", 3, two},
+		{"bytes after the records", 1, two},
+		{"length longer than the record", 1, withLength(one, int64(len(one)))},
+		{"length shorter than the record", 1, withLength(one, int64(len(one)-3))},
+		{"negative length", 1, withLength(one, -5)},
+		{"key past the record", 1, raw(40, 'k', 0, 0)},     // key length 20
+		{"value past the record", 1, raw(1, 6, 'v', 0)},    // null key, value length 3 with 2 bytes left
+		{"negative key length", 1, raw(3, 1, 'v', 0)},      // key length -2
+		{"negative header count", 1, raw(1, 1, 1)},         // headers -1
+		{"negative header key length", 1, raw(1, 1, 2, 1)}, // one header, key length -1
+		{"varint longer than 5 bytes", 1, raw(0x81, 0x80, 0x80, 0x80, 0x80, 0, 1, 0)},
+		{"empty records section", 1, nil},
+		{"truncated record", 1, one[:len(one)-2]},
+	}
+	for _, codec := range []string{"none", "gzip", "snappy", "lz4", "zstd"} {
+		for _, c := range cases {
+			b, h := buildBatch(t, codec, c.count, c.records)
+			err := batch.CheckRecords(b, &h, false)
+			if !errors.Is(err, batch.ErrMalformedRecords) {
+				t.Errorf("%s, %s: %v", codec, c.name, err)
+			}
+		}
+	}
+}
+
+func TestCheckRecordsRefusesBadCompression(t *testing.T) {
+	recs := goodRecords(50)
+	for _, codec := range []string{"gzip", "snappy", "lz4", "zstd"} {
+		b, h := buildBatch(t, codec, 50, recs)
+		body := b[batch.HeaderSize:]
+		// Cut the compressed bytes short, then flip bytes in the middle;
+		// either way CheckRecords must refuse, not panic.
+		cut := slices.Clone(b[:batch.HeaderSize+len(body)/2])
+		binary.BigEndian.PutUint32(cut[8:], uint32(len(cut)-batch.LogOverhead))
+		hc, err := batch.ParseHeader(cut)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := batch.CheckRecords(cut, &hc, false); !errors.Is(err, batch.ErrMalformedRecords) {
+			t.Errorf("%s cut: %v", codec, err)
+		}
+		garbled := slices.Clone(b)
+		for i := batch.HeaderSize + 2; i < len(garbled); i += 7 {
+			garbled[i] ^= 0x5a
+		}
+		_ = batch.CheckRecords(garbled, &h, false) // may parse by chance; must not panic
+	}
+	// A snappy block claiming far more than snappy can encode is refused
+	// before anything is allocated for it.
+	bomb := binary.AppendUvarint(nil, 1<<24)
+	bomb = append(bomb, 0)
+	b, h := buildBatch(t, "none", 1, nil)
+	b = append(b[:batch.HeaderSize], bomb...)
+	binary.BigEndian.PutUint16(b[21:], 2)
+	binary.BigEndian.PutUint32(b[8:], uint32(len(b)-batch.LogOverhead))
+	h, _ = batch.ParseHeader(b)
+	if err := batch.CheckRecords(b, &h, false); err == nil || !strings.Contains(err.Error(), "claims") {
+		t.Errorf("snappy bomb: %v", err)
+	}
+}
+
+func TestUnsnappyBothFramings(t *testing.T) {
+	recs := bytes.Repeat([]byte("0123456789"), 5000)
+	framed := compress(t, "snappy-xerial", recs)
+	for _, src := range [][]byte{framed, compress(t, "snappy", recs)} {
+		if got, err := batch.Unsnappy(src); err != nil || !bytes.Equal(got, recs) {
+			t.Fatalf("Unsnappy: %v", err)
+		}
+	}
+	if _, err := batch.Unsnappy(framed[:30]); err == nil {
+		t.Fatal("truncated xerial accepted")
+	}
+}
+
+// FuzzCheckRecords: whatever the records section (in any codec),
+// CheckRecords answers
+// without panicking, and a batch it accepts decodes with the log tool's
+// decoder (a second, independent reader of the format) into exactly the
+// declared records, with the same keys present.
+func FuzzCheckRecords(f *testing.F) {
+	f.Add(goodRecords(5), int32(5), uint8(0))
+	f.Add(goodRecords(20), int32(20), uint8(1))
+	f.Add(goodRecords(20), int32(20), uint8(3))
+	f.Add(encodeRecord(0, nil, nil), int32(1), uint8(0))
+	f.Add([]byte{2, 0, 0}, int32(1), uint8(4))
+	codecs := []string{"none", "snappy", "lz4", "zstd", "gzip"}
+	f.Fuzz(func(t *testing.T, records []byte, count int32, codec uint8) {
+		if count < 0 || count > 1<<16 {
+			return
+		}
+		// none and snappy are walked in memory, the others as a stream.
+		raw, h := buildBatch(t, codecs[int(codec)%len(codecs)], count, records)
+		err := batch.CheckRecords(raw, &h, true)
+		var refused *batch.RecordErrors
+		if err != nil && !errors.Is(err, batch.ErrMalformedRecords) && !errors.As(err, &refused) {
+			t.Fatalf("unexpected error type: %v", err)
+		}
+		if err != nil && refused == nil {
+			return
+		}
+		decoded, derr := logtool.DecodeRecords(raw, &h, 1<<24)
+		if derr != nil || len(decoded) != int(count) {
+			t.Fatalf("accepted, but the log tool decodes %d of %d: %v", len(decoded), count, derr)
+		}
+		var keyless []int
+		for i, r := range decoded {
+			if r.Key == nil {
+				keyless = append(keyless, i)
+			}
+		}
+		if refused != nil && !slices.Equal(keyless, refused.Indexes) || refused == nil && keyless != nil {
+			t.Fatalf("keyless %v, refused %v", keyless, refused)
+		}
+	})
+}
+
+// BenchmarkCheckRecords walks a 1 MiB batch of 100 B or 10 KiB records,
+// uncompressed and in each codec. Allocations must not grow with the
+// record count (snappy inflates the block whole; the others stream).
+func BenchmarkCheckRecords(b *testing.B) {
+	for _, size := range []int{100, 10 << 10} {
+		var recs []byte
+		n := int32(0)
+		value := bytes.Repeat([]byte("minibroker "), size/11+1)[:size]
+		for len(recs) < 1<<20 {
+			recs = append(recs, encodeRecord(n, nil, value)...)
+			n++
+		}
+		for _, codec := range []string{"none", "snappy", "lz4", "zstd", "gzip"} {
+			b.Run(fmt.Sprintf("value=%d/%s", size, codec), func(b *testing.B) {
+				raw, h := buildBatch(b, codec, n, recs)
+				b.SetBytes(int64(len(recs)))
+				b.ReportAllocs()
+				for b.Loop() {
+					if err := batch.CheckRecords(raw, &h, false); err != nil {
+						b.Fatal(err)
+					}
+				}
+			})
+		}
+	}
+}
