@@ -3,8 +3,9 @@ package broker
 // Produce, v3–v11.
 //
 // Only magic v2 batches are accepted (UNSUPPORTED_FOR_MESSAGE_FORMAT
-// otherwise). Each partition's batches are validated (length, CRC-32C,
-// record count against the offset delta, no control batches from clients),
+// otherwise). Each partition's batch (one, as Kafka takes) is validated
+// (length, CRC-32C, record count against the offset delta, no control
+// batches from clients, every record: see below),
 // producer state is checked for the whole partition's data, then offsets
 // and the leader epoch are assigned in place (the CRC is untouched) and the
 // bytes appended as they came: compressed batches are never recompressed.
@@ -13,13 +14,22 @@ package broker
 // auto.create.topics.enable is on (Kafka only creates on Metadata; kgo and
 // most clients ask Metadata first, so the difference is rarely seen).
 // Produce v8+ carries an error message per partition.
+//
+// Every record of a batch is walked, as Kafka's LogValidator walks a
+// client's batch (decompressing it when compressed): records that do not
+// parse, a record count that does not match, or bytes that do not
+// decompress are INVALID_RECORD (Kafka answers UNKNOWN_SERVER_ERROR for
+// the last), and a compacted topic refuses records without a key with
+// INVALID_RECORD and, from v8, each such record's index in record_errors.
 
 import (
 	"context"
+	"errors"
 
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/minibroker/minibroker/internal/batch"
 	"github.com/minibroker/minibroker/internal/protocol"
 )
 
@@ -77,6 +87,15 @@ func (b *Broker) producePartition(t *Topic, rp kmsg.ProduceRequestTopicPartition
 	if err != nil {
 		sp.ErrorCode = errorCode(err)
 		sp.ErrorMessage = errorMessage(err)
+		var refused *batch.RecordErrors
+		if errors.As(err, &refused) {
+			for _, i := range refused.Indexes {
+				re := kmsg.NewProduceResponseTopicPartitionErrorRecord()
+				re.RelativeOffset = int32(i)
+				re.ErrorMessage = &refused.Reason
+				sp.ErrorRecords = append(sp.ErrorRecords, re)
+			}
+		}
 		if sp.ErrorCode == kerr.UnknownServerError.Code {
 			b.logger.Sugar().Warnw("produce failed", "topic", t.Name, "partition", rp.Partition, "error", err)
 		}

@@ -10,6 +10,7 @@ import (
 	"regexp"
 	"sort"
 	"strconv"
+	"strings"
 	"sync/atomic"
 
 	"go.uber.org/zap"
@@ -143,7 +144,9 @@ func (b *Broker) partitionConfig(t *Topic) partition.Config {
 	lc.FlushIntervalMessages = num("flush.messages")
 	lc.FlushIntervalMs = num("flush.ms")
 	ts, _ := b.topicValue(t, "message.timestamp.type")
+	policy, _ := b.topicValue(t, "cleanup.policy")
 	return partition.Config{
+		Compacted:       strings.Contains(policy, "compact"),
 		Log:             lc,
 		PSM:             psm.Config{MaxBatchesPerProducer: 5, ProducerIDExpirationMs: b.cfg.Int64("producer.id.expiration.ms")},
 		MessageMaxBytes: int32(num("max.message.bytes")),

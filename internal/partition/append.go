@@ -129,8 +129,8 @@ func (p *Partition) advanceHighWatermark(upTo int64) error {
 	return nil
 }
 
-// validateClientBatches checks every batch of a produce request before
-// anything is assigned or written.
+// validateClientBatches checks a produce request's batch, and every record
+// in it (batch.CheckRecords), before anything is assigned or written.
 func (p *Partition) validateClientBatches(records []byte) ([]psm.PreparedBatch, error) {
 	if len(records) == 0 {
 		return nil, fmt.Errorf("%w: no records", ErrCorrupt)
@@ -166,8 +166,15 @@ func (p *Partition) validateClientBatches(records []byte) ([]psm.PreparedBatch, 
 		if h.NumRecords == 0 {
 			return nil, fmt.Errorf("%w: empty batch", ErrCorrupt)
 		}
+		if err := batch.CheckRecords(raw, &h, p.cfg.Compacted); err != nil {
+			return nil, fmt.Errorf("%w: %w", ErrInvalidRecord, err)
+		}
 		out = append(out, psm.PreparedBatch{Header: h, Raw: raw})
 		pos += int(size)
+		if pos < len(records) {
+			// Kafka's LogValidator takes one v2 batch per partition.
+			return nil, fmt.Errorf("%w: more than one batch for the partition", ErrInvalidRecord)
+		}
 	}
 	return out, nil
 }

@@ -53,6 +53,9 @@ type Config struct {
 	PSM             psm.Config
 	MessageMaxBytes int32
 	LogAppendTime   bool
+	// Compacted (cleanup.policy with compact) refuses records without a
+	// key, as Kafka does, though minibroker does not compact.
+	Compacted bool
 }
 
 // Options carries the partition's collaborators.
