@@ -72,6 +72,8 @@ func newPerfRunCmd(name, short string, run func(context.Context, perf.Config) (*
 	fs.IntVar(&cfg.RecordSize, "record-size", 100, "record value size in bytes")
 	fs.IntVar(&cfg.Concurrency, "concurrency", 1, "number of producer or consumer clients")
 	fs.BoolVar(&asJSON, "json", false, "print the result as JSON")
+	fs.BoolVar(&cfg.RawBatches, "raw-batches", false,
+		"measure the broker, not a client: send one pre-encoded 1 MiB batch per Produce request (--max-in-flight of them) or count fetched records by batch headers without decoding them")
 	fs.DurationVar(&interval, "progress", 5*time.Second, "print a progress line to stderr this often (0: never)")
 	if name == "produce" {
 		fs.StringVar(&cfg.Acks, "acks", "all", "0, 1 or all")

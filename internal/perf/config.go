@@ -34,6 +34,10 @@ type Config struct {
 	MaxInFlight int
 	Concurrency int   // producer or consumer clients
 	FetchSize   int32 // consume: bytes per partition per fetch; 0 means DefaultFetchSize
+	// RawBatches sends one pre-encoded batch per Produce request, or
+	// counts fetched records by batch headers, instead of producing or
+	// consuming records (see raw.go).
+	RawBatches bool
 
 	// Progress, when set, receives a line every ProgressInterval.
 	Progress         io.Writer
@@ -72,6 +76,9 @@ func (c *Config) Validate() error {
 	}
 	if _, err := c.codec(); err != nil {
 		return err
+	}
+	if c.RawBatches && (c.Idempotent || c.Acks == "0" || (c.Compression != "" && c.Compression != "none")) {
+		return errors.New("--raw-batches sends plain uncompressed batches with --acks 1 or all")
 	}
 	if c.Idempotent && c.Acks != "all" && c.Acks != "-1" {
 		return errors.New("--idempotent needs --acks all")
@@ -140,6 +147,7 @@ type Result struct {
 	Compression   string  `json:"compression,omitempty"`
 	LingerMs      float64 `json:"linger_ms,omitempty"`
 	Concurrency   int     `json:"concurrency"`
+	RawBatches    bool    `json:"raw_batches,omitempty"`
 	Records       int64   `json:"records"`
 	Bytes         int64   `json:"bytes"` // record values only, as Kafka's tools count
 	Errors        int64   `json:"errors"`

@@ -39,6 +39,9 @@ func Consume(ctx context.Context, cfg Config) (*Result, error) {
 	if err != nil {
 		return nil, err
 	}
+	if cfg.RawBatches {
+		return consumeRaw(ctx, cfg, parts)
+	}
 	n := min(cfg.Concurrency, int(parts))
 	assign := make([]map[int32]kgo.Offset, n)
 	for p := range parts {

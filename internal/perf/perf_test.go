@@ -90,6 +90,50 @@ func TestDurationAndAcks(t *testing.T) {
 	}
 }
 
+// TestRawBatches: pre-encoded batches land as records a kgo consumer
+// reads back, and the raw consumer counts exactly those records from the
+// batch headers, on both brokers.
+func TestRawBatches(t *testing.T) {
+	for name, addr := range brokers(t) {
+		t.Run(name, func(t *testing.T) {
+			ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+			defer cancel()
+			cfg := perf.Config{Brokers: []string{addr}, Topic: "raw", Partitions: 2, Records: 20000, RecordSize: 100,
+				Acks: "all", Concurrency: 1, MaxInFlight: 2, RawBatches: true}
+			res, err := perf.Produce(ctx, cfg)
+			if err != nil {
+				t.Fatal(err)
+			}
+			// Whole 1 MiB batches of 100 B records (9,000 to 10,000 each)
+			// until 20,000 were claimed, plus the warm-up batch.
+			if res.Errors != 0 || res.Records < 20000 || res.Records > 40000 || res.Bytes != res.Records*100 || !res.RawBatches {
+				t.Fatalf("raw produce: %+v", res)
+			}
+			perBatch := res.Records / (res.Records / 9000)
+			total := res.Records + perBatch
+			if res.Records%perBatch != 0 {
+				t.Fatalf("%d records are not whole batches of %d", res.Records, perBatch)
+			}
+			cfg.Records = total
+			raw, err := perf.Consume(ctx, cfg)
+			if err != nil {
+				t.Fatal(err)
+			}
+			cfg.RawBatches = false
+			decoded, err := perf.Consume(ctx, cfg)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if raw.Records != total || decoded.Records != total || raw.Errors != 0 || decoded.Bytes != total*100 {
+				t.Fatalf("%d records written; raw consume read %d, kgo %d (%d bytes)", total, raw.Records, decoded.Records, decoded.Bytes)
+			}
+			if raw.Latency.Count != uint64(total) {
+				t.Errorf("raw consume latency counted %d records", raw.Latency.Count)
+			}
+		})
+	}
+}
+
 func TestValidate(t *testing.T) {
 	base := perf.Config{Brokers: []string{"x"}, Topic: "t", Partitions: 1, Records: 1, Acks: "all", Concurrency: 1}
 	for _, mod := range []func(*perf.Config){
@@ -100,6 +144,8 @@ func TestValidate(t *testing.T) {
 		func(c *perf.Config) { c.Concurrency = 0 },
 		func(c *perf.Config) { c.MaxInFlight = -1 },
 		func(c *perf.Config) { c.MaxInFlight, c.Idempotent = 5, true },
+		func(c *perf.Config) { c.RawBatches, c.Compression = true, "lz4" },
+		func(c *perf.Config) { c.RawBatches, c.Acks = true, "0" },
 	} {
 		c := base
 		mod(&c)

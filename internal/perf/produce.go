@@ -84,6 +84,9 @@ func Produce(ctx context.Context, cfg Config) (*Result, error) {
 	if err != nil {
 		return nil, err
 	}
+	if cfg.RawBatches {
+		return produceRaw(ctx, cfg, parts)
+	}
 	clients := make([]*kgo.Client, cfg.Concurrency)
 	for i := range clients {
 		if clients[i], err = kgo.NewClient(cfg.producerOpts()...); err != nil {

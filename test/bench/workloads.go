@@ -45,25 +45,32 @@ type produceWorkload struct {
 	// inFlight, when set, is the produce requests in flight of this row
 	// (a non-idempotent producer), whatever -max-in-flight says.
 	inFlight int
+	// raw rows take the client out of the way (perf --raw-batches): the
+	// broker is the bound, not kgo encoding records.
+	raw bool
 }
 
 // Every produce workload also runs against the store-nothing broker: its
 // records/s is the most any broker could give this client on this machine.
 var produceWorkloads = []produceWorkload{
-	{"produce 100 B, 1 partition", 100, 1, false, 0},
-	{"produce 100 B, 8 partitions", 100, 8, false, 0},
-	{"produce 10 KiB, 1 partition", 10 << 10, 1, false, 0},
-	{"produce 100 B, 1 partition, idempotent", 100, 1, true, 0},
-	{"produce 100 B, 1,000 partitions", 100, 1000, false, 0},
+	{"produce 100 B, 1 partition", 100, 1, false, 0, false},
+	{"produce 100 B, 8 partitions", 100, 8, false, 0, false},
+	{"produce 10 KiB, 1 partition", 10 << 10, 1, false, 0, false},
+	{"produce 100 B, 1 partition, idempotent", 100, 1, true, 0, false},
+	{"produce 100 B, 1,000 partitions", 100, 1000, false, 0, false},
 	// The Java producer behind kafka-producer-perf-test.sh keeps up to 5
 	// requests in flight (max.in.flight.requests.per.connection), kgo's
 	// non-idempotent producer 1: the 10 KiB row both ways.
-	{"produce 10 KiB, 1 partition, 5 requests in flight", 10 << 10, 1, false, 5},
+	{"produce 10 KiB, 1 partition, 5 requests in flight", 10 << 10, 1, false, 5, false},
+	// The 100 B rows above are bound by kgo encoding records (the
+	// store-nothing broker barely passes kfake); this one sends one
+	// pre-encoded 1 MiB batch per request, so the brokers are the bound.
+	{"produce 100 B, 1 partition, raw batches", 100, 1, false, 0, true},
 }
 
 func produceConfig(addr, topic string, w produceWorkload, o options) perf.Config {
 	cfg := perf.Config{Brokers: []string{addr}, Topic: topic, Partitions: w.partitions, Duration: o.duration,
-		RecordSize: w.size, Acks: "all", Idempotent: w.idempotent, Concurrency: 1}
+		RecordSize: w.size, Acks: "all", Idempotent: w.idempotent, Concurrency: 1, RawBatches: w.raw}
 	if !w.idempotent {
 		cfg.MaxInFlight = o.maxInFlight
 		if w.inFlight > 0 {
@@ -82,6 +89,9 @@ func perfArgs(mode string, cfg perf.Config) []string {
 	}
 	if cfg.Records > 0 {
 		args = append(args, "--records", strconv.FormatInt(cfg.Records, 10))
+	}
+	if cfg.RawBatches {
+		args = append(args, "--raw-batches")
 	}
 	if mode == "produce" {
 		args = append(args, "--acks", cfg.Acks)
@@ -192,12 +202,16 @@ type consumeWorkload struct {
 	name       string
 	size       int
 	partitions int32
+	raw        bool // records counted by batch headers, never decoded
 }
 
 var consumeWorkloads = []consumeWorkload{
-	{"consume 100 B, 1 partition", 100, 1},
-	{"consume 100 B, 8 partitions", 100, 8},
-	{"consume 10 KiB, 1 partition", 10 << 10, 1},
+	{"consume 100 B, 1 partition", 100, 1, false},
+	{"consume 100 B, 8 partitions", 100, 8, false},
+	{"consume 10 KiB, 1 partition", 10 << 10, 1, false},
+	// As the raw produce row: kgo decoding records is the bound of the
+	// 100 B rows, so this one reads batch headers only.
+	{"consume 100 B, 1 partition, raw batches", 100, 1, true},
 }
 
 func runConsume(r *report) error {
@@ -213,6 +227,7 @@ func runConsume(r *report) error {
 		read := fill
 		read.Records++ // the producer's warm-up record
 		read.Duration = 2 * time.Minute
+		read.RawBatches = w.raw
 		rw.command = perfCmd("produce", fill) + "; then " + perfCmd("consume", read)
 		err := started(r.bin, ts, func(ps []*process) error {
 			for i, p := range ps {
