@@ -81,17 +81,10 @@ func Consume(ctx context.Context, cfg Config) (*Result, error) {
 		errs     atomic.Int64
 		firstErr atomic.Pointer[string]
 	)
-	runCtx, cancel := context.WithCancel(ctx)
+	runCtx, cancel := runContext(ctx, cfg)
 	defer cancel()
-	if cfg.Duration > 0 {
-		runCtx, cancel = context.WithTimeout(runCtx, cfg.Duration)
-		defer cancel()
-	}
 	start := time.Now()
-	stop := make(chan struct{})
-	var pwg sync.WaitGroup
-	pwg.Add(1)
-	go progress(cfg, "read", &read, &bytes, &h, stop, &pwg)
+	stopProgress := startProgress(cfg, "read", &read, &bytes, &h)
 
 	var wg sync.WaitGroup
 	for _, cl := range clients {
@@ -139,8 +132,7 @@ func Consume(ctx context.Context, cfg Config) (*Result, error) {
 	}
 	wg.Wait()
 	elapsed := time.Since(start)
-	close(stop)
-	pwg.Wait()
+	stopProgress()
 
 	res := &Result{Mode: "consume", Topic: cfg.Topic, Partitions: parts, RecordSize: cfg.RecordSize,
 		Concurrency: n, Records: read.Load(), Bytes: bytes.Load(), Errors: errs.Load()}

@@ -45,10 +45,16 @@ func EnsureTopic(ctx context.Context, cfg Config) (int32, error) {
 	}
 }
 
-// progress prints cumulative and windowed rates every interval until
-// stop is closed.
-func progress(cfg Config, what string, records, bytes *atomic.Int64, h *histogram, stop <-chan struct{}, wg *sync.WaitGroup) {
-	defer wg.Done()
+// startProgress prints cumulative and windowed rates every interval, if
+// cfg.Progress is set, until the func it returns is called.
+func startProgress(cfg Config, what string, records, bytes *atomic.Int64, h *histogram) (stop func()) {
+	done := make(chan struct{})
+	var wg sync.WaitGroup
+	wg.Go(func() { progress(cfg, what, records, bytes, h, done) })
+	return func() { close(done); wg.Wait() }
+}
+
+func progress(cfg Config, what string, records, bytes *atomic.Int64, h *histogram, stop <-chan struct{}) {
 	if cfg.Progress == nil {
 		return
 	}
@@ -118,10 +124,7 @@ func Produce(ctx context.Context, cfg Config) (*Result, error) {
 	if cfg.Duration > 0 {
 		deadline = start.Add(cfg.Duration)
 	}
-	stop := make(chan struct{})
-	var pwg sync.WaitGroup
-	pwg.Add(1)
-	go progress(cfg, "acked", &st.sent, &st.sentBytes, &st.h, stop, &pwg)
+	stopProgress := startProgress(cfg, "acked", &st.sent, &st.sentBytes, &st.h)
 
 	var claimed atomic.Int64
 	var wg sync.WaitGroup
@@ -153,8 +156,7 @@ func Produce(ctx context.Context, cfg Config) (*Result, error) {
 	}
 	wg.Wait()
 	elapsed := time.Since(start)
-	close(stop)
-	pwg.Wait()
+	stopProgress()
 
 	res := &Result{Mode: "produce", Topic: cfg.Topic, Partitions: parts, RecordSize: cfg.RecordSize, Acks: cfg.Acks,
 		Idempotent: cfg.Idempotent, Compression: cfg.Compression, LingerMs: float64(cfg.Linger) / float64(time.Millisecond),

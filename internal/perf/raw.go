@@ -106,10 +106,7 @@ func produceRaw(ctx context.Context, cfg Config, parts int32) (*Result, error) {
 	runCtx, cancel := runContext(ctx, cfg)
 	defer cancel()
 	start := time.Now()
-	stop := make(chan struct{})
-	var pwg sync.WaitGroup
-	pwg.Add(1)
-	go progress(cfg, "acked", &sent, &sentBytes, &h, stop, &pwg)
+	stopProgress := startProgress(cfg, "acked", &sent, &sentBytes, &h)
 	var wg sync.WaitGroup
 	for range max(cfg.MaxInFlight, 1) {
 		wg.Go(func() {
@@ -136,8 +133,7 @@ func produceRaw(ctx context.Context, cfg Config, parts int32) (*Result, error) {
 	}
 	wg.Wait()
 	elapsed := time.Since(start)
-	close(stop)
-	pwg.Wait()
+	stopProgress()
 	res := &Result{Mode: "produce", Topic: cfg.Topic, Partitions: parts, RecordSize: cfg.RecordSize, Acks: cfg.Acks,
 		Concurrency: cfg.Concurrency, RawBatches: true, Records: sent.Load(), Bytes: sentBytes.Load()}
 	e.into(res)
@@ -175,10 +171,7 @@ func consumeRaw(ctx context.Context, cfg Config, parts int32) (*Result, error) {
 	runCtx, cancel := runContext(ctx, cfg)
 	defer cancel()
 	start := time.Now()
-	stop := make(chan struct{})
-	var pwg sync.WaitGroup
-	pwg.Add(1)
-	go progress(cfg, "read", &read, &bytes, &h, stop, &pwg)
+	stopProgress := startProgress(cfg, "read", &read, &bytes, &h)
 	for runCtx.Err() == nil && (cfg.Records <= 0 || read.Load() < cfg.Records) {
 		req := kmsg.NewPtrFetchRequest()
 		req.ReplicaID, req.MaxWaitMillis, req.MinBytes, req.MaxBytes = -1, 500, 1, 50<<20
@@ -213,8 +206,7 @@ func consumeRaw(ctx context.Context, cfg Config, parts int32) (*Result, error) {
 		}
 	}
 	elapsed := time.Since(start)
-	close(stop)
-	pwg.Wait()
+	stopProgress()
 	res := &Result{Mode: "consume", Topic: cfg.Topic, Partitions: parts, RecordSize: cfg.RecordSize,
 		Concurrency: 1, RawBatches: true, Records: read.Load(), Bytes: bytes.Load()}
 	e.into(res)

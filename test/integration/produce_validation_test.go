@@ -15,29 +15,6 @@ import (
 	"github.com/minibroker/minibroker/minibrokertest"
 )
 
-// produceRaw sends one Produce v9 for partition 0 of topic and returns
-// the partition's answer.
-func produceRaw(t *testing.T, rc *rawConn, topic string, records []byte, corr int32) kmsg.ProduceResponseTopicPartition {
-	t.Helper()
-	req := kmsg.NewPtrProduceRequest()
-	req.Version = 9
-	req.Acks = -1
-	req.TimeoutMillis = 5000
-	rt := kmsg.NewProduceRequestTopic()
-	rt.Topic = topic
-	rp := kmsg.NewProduceRequestTopicPartition()
-	rp.Records = records
-	rt.Partitions = append(rt.Partitions, rp)
-	req.Topics = append(req.Topics, rt)
-	rc.write(requestFrame(req, corr))
-	resp := kmsg.NewPtrProduceResponse()
-	resp.Version = 9
-	if err := resp.ReadFrom(rc.readResponse(corr, true)); err != nil {
-		t.Fatal(err)
-	}
-	return resp.Topics[0].Partitions[0]
-}
-
 // keyedBatch encodes one uncompressed batch of records with the given
 // keys (nil: no key), CRC good.
 func keyedBatch(keys ...[]byte) []byte {
@@ -66,7 +43,7 @@ func TestProduceValidatesRecords(t *testing.T) {
 	t.Parallel()
 	c := minibrokertest.Start(t, minibrokertest.Topic("plain", 1),
 		minibrokertest.TopicWithConfigs("compacted", 1, map[string]string{"cleanup.policy": "compact"}))
-	rc := dialRaw(t, c.Addr())
+	rp := &rawProducer{rc: dialRaw(t, c.Addr())}
 
 	// A record whose length claims one byte more than it holds: the
 	// batch's CRC is recomputed, so only the record walk can see it.
@@ -75,15 +52,15 @@ func TestProduceValidatesRecords(t *testing.T) {
 	binary.BigEndian.PutUint32(lying[17:], crc32c(lying[21:]))
 	two := append(keyedBatch([]byte("a")), keyedBatch([]byte("b"))...)
 	for i, bad := range [][]byte{lying, two} {
-		if p := produceRaw(t, rc, "plain", bad, int32(10+i)); p.ErrorCode != kerr.InvalidRecord.Code {
+		if p := rp.produceResponse(t, "plain", bad); p.ErrorCode != kerr.InvalidRecord.Code {
 			t.Fatalf("bad input %d: code %d, want INVALID_RECORD", i, p.ErrorCode)
 		}
 	}
-	if p := produceRaw(t, rc, "plain", keyedBatch(nil, []byte("k")), 12); p.ErrorCode != 0 || p.BaseOffset != 0 {
+	if p := rp.produceResponse(t, "plain", keyedBatch(nil, []byte("k"))); p.ErrorCode != 0 || p.BaseOffset != 0 {
 		t.Fatalf("good batch: code %d base %d", p.ErrorCode, p.BaseOffset)
 	}
 
-	p := produceRaw(t, rc, "compacted", keyedBatch(nil, []byte("k"), nil), 13)
+	p := rp.produceResponse(t, "compacted", keyedBatch(nil, []byte("k"), nil))
 	var refused []int32
 	for _, e := range p.ErrorRecords {
 		refused = append(refused, e.RelativeOffset)

@@ -51,6 +51,14 @@ func (p *rawProducer) initProducerID(t *testing.T) (int64, int16) {
 // produce sends one batch with Produce v9 and returns (error code, base offset).
 func (p *rawProducer) produce(t *testing.T, topic string, records []byte) (int16, int64) {
 	t.Helper()
+	sp := p.produceResponse(t, topic, records)
+	return sp.ErrorCode, sp.BaseOffset
+}
+
+// produceResponse sends one batch for partition 0 with Produce v9 and
+// returns the partition's answer.
+func (p *rawProducer) produceResponse(t *testing.T, topic string, records []byte) kmsg.ProduceResponseTopicPartition {
+	t.Helper()
 	req := kmsg.NewPtrProduceRequest()
 	req.Version = 9
 	req.Acks = -1
@@ -68,8 +76,7 @@ func (p *rawProducer) produce(t *testing.T, topic string, records []byte) (int16
 	if err := resp.ReadFrom(p.rc.readResponse(p.corr, true)); err != nil {
 		t.Fatal(err)
 	}
-	sp := resp.Topics[0].Partitions[0]
-	return sp.ErrorCode, sp.BaseOffset
+	return resp.Topics[0].Partitions[0]
 }
 
 // TestProducerStateThroughTheBroker drives the producer-state rules with
