@@ -292,3 +292,36 @@ func BenchmarkCheckRecords(b *testing.B) {
 		}
 	}
 }
+
+// A zstd frame whose header asks for a window beyond 2^27 (libzstd's
+// default limit, which zstd-jni applies in Kafka) is refused rather than
+// given the memory; one at the limit is walked. The encoder sizes the
+// window to the content, so the test rewrites the window descriptor.
+func TestCheckRecordsZstdWindowLimit(t *testing.T) {
+	recs := goodRecords(50)
+	var buf bytes.Buffer
+	w, err := zstd.NewWriter(&buf, zstd.WithSingleSegment(false), zstd.WithEncoderConcurrency(1))
+	if err != nil {
+		t.Fatal(err)
+	}
+	w.Write(recs)
+	w.Close()
+	frame := buf.Bytes()
+	if frame[4]&0x20 != 0 {
+		t.Fatal("single-segment frame: no window descriptor to rewrite")
+	}
+	for _, c := range []struct {
+		windowLog byte
+		ok        bool
+	}{{27, true}, {29, false}} {
+		frame[5] = (c.windowLog - 10) << 3 // exponent, mantissa 0
+		raw, _ := buildBatch(t, "none", 50, nil)
+		raw = append(raw[:batch.HeaderSize], frame...)
+		binary.BigEndian.PutUint16(raw[21:], 4)
+		binary.BigEndian.PutUint32(raw[8:], uint32(len(raw)-batch.LogOverhead))
+		h, _ := batch.ParseHeader(raw)
+		if err := batch.CheckRecords(raw, &h, false); c.ok != (err == nil) {
+			t.Errorf("window 2^%d: %v", c.windowLog, err)
+		}
+	}
+}
