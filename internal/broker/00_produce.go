@@ -2,10 +2,12 @@ package broker
 
 // Produce, v3–v11.
 //
-// Only magic v2 batches are accepted (UNSUPPORTED_FOR_MESSAGE_FORMAT
-// otherwise). Each partition's batch (one, as Kafka takes) is validated
-// (length, CRC-32C, record count against the offset delta, no control
-// batches from clients, every record: see below),
+// Each partition carries exactly one batch, of magic 2 (INVALID_RECORD
+// otherwise, as Kafka's ProduceRequest.validateRecords; zstd before v7 is
+// UNSUPPORTED_COMPRESSION_TYPE). The batch is validated (size, CRC-32C,
+// record count against the offset delta, no control batches from
+// clients, a sequence with a producer id, every record: see below, and
+// partition.validateClientBatches for the codes),
 // producer state is checked for the whole partition's data, then offsets
 // and the leader epoch are assigned in place (the CRC is untouched) and the
 // bytes appended as they came: compressed batches are never recompressed.
@@ -56,6 +58,9 @@ func (b *Broker) handleProduce(_ context.Context, r *protocol.Request) kmsg.Resp
 				sp.ErrorCode = kerr.InvalidRequiredAcks.Code
 			case topicErr != nil:
 				sp.ErrorCode = errorCode(topicErr)
+			case req.Version < 7 && len(rp.Records) > 22 && rp.Records[22]&batch.AttrCompressionMask == batch.CodecZstd:
+				// Kafka's ProduceRequest.validateRecords: zstd needs v7+.
+				sp.ErrorCode = kerr.UnsupportedCompressionType.Code
 			default:
 				code, release := b.checkTxnProduce(req.TransactionID, rt.Topic, &rp)
 				if sp.ErrorCode = code; code == 0 {

@@ -25,7 +25,6 @@ var errorTable = []struct {
 	{partition.ErrCorrupt, kerr.CorruptMessage},
 	{partition.ErrInvalidRecord, kerr.InvalidRecord},
 	{partition.ErrTooLarge, kerr.MessageTooLarge},
-	{partition.ErrOldMagic, kerr.UnsupportedForMessageFormat},
 	// A mirrored partition is read-only. POLICY_VIOLATION is not retriable
 	// in kgo, sarama or librdkafka, so producers fail fast with the
 	// message naming the mirror instead of retrying until timeout.

@@ -129,54 +129,51 @@ func (p *Partition) advanceHighWatermark(upTo int64) error {
 	return nil
 }
 
-// validateClientBatches checks a produce request's batch, and every record
-// in it (batch.CheckRecords), before anything is assigned or written.
+// validateClientBatches checks a produce request's record set as Kafka
+// does, with its error codes, before anything is assigned or written.
+// First the request-level rules of ProduceRequest.validateRecords (v3+):
+// exactly one batch, of magic 2 (INVALID_RECORD; bytes after the batch
+// too short to be one are refused with it, where Kafka trims them).
+// Then UnifiedLog.analyzeAndValidateRecords and LogValidator: the size
+// limit (MESSAGE_TOO_LARGE), the CRC (CORRUPT_MESSAGE), then no control
+// batch, a record count that matches the offset delta and is not zero, a
+// sequence for a producer id, and every record (batch.CheckRecords), all
+// INVALID_RECORD.
 func (p *Partition) validateClientBatches(records []byte) ([]psm.PreparedBatch, error) {
-	if len(records) == 0 {
-		return nil, fmt.Errorf("%w: no records", ErrCorrupt)
+	if len(records) < batch.LogOverhead {
+		return nil, fmt.Errorf("%w: no record batch", ErrInvalidRecord)
 	}
-	var out []psm.PreparedBatch
-	pos := 0
-	for pos < len(records) {
-		rest := records[pos:]
-		if len(rest) < batch.LogOverhead+5 {
-			return nil, fmt.Errorf("%w: %d trailing bytes", ErrCorrupt, len(rest))
-		}
-		if magic := int8(rest[16]); magic != 2 {
-			return nil, fmt.Errorf("%w: magic %d", ErrOldMagic, magic)
-		}
-		size := int64(int32(binary.BigEndian.Uint32(rest[batch.LengthOffset:]))) + batch.LogOverhead
-		if size < batch.HeaderSize || size > int64(len(rest)) {
-			return nil, fmt.Errorf("%w: batch length %d with %d bytes left", ErrCorrupt, size, len(rest))
-		}
-		if p.cfg.MessageMaxBytes > 0 && size > int64(p.cfg.MessageMaxBytes) {
-			return nil, fmt.Errorf("%w: %d bytes > message.max.bytes %d", ErrTooLarge, size, p.cfg.MessageMaxBytes)
-		}
-		raw := rest[:size]
-		h, err := batch.Validate(raw)
-		if err != nil {
-			return nil, fmt.Errorf("%w: %v", ErrCorrupt, err)
-		}
-		if h.IsControl() {
-			return nil, fmt.Errorf("%w: control batch from a client", ErrInvalidRecord)
-		}
-		if h.NumRecords != h.LastOffsetDelta+1 {
-			return nil, fmt.Errorf("%w: %d records with last offset delta %d", ErrCorrupt, h.NumRecords, h.LastOffsetDelta)
-		}
-		if h.NumRecords == 0 {
-			return nil, fmt.Errorf("%w: empty batch", ErrCorrupt)
-		}
-		if err := batch.CheckRecords(raw, &h, p.cfg.Compacted); err != nil {
-			return nil, fmt.Errorf("%w: %w", ErrInvalidRecord, err)
-		}
-		out = append(out, psm.PreparedBatch{Header: h, Raw: raw})
-		pos += int(size)
-		if pos < len(records) {
-			// Kafka's LogValidator takes one v2 batch per partition.
-			return nil, fmt.Errorf("%w: more than one batch for the partition", ErrInvalidRecord)
-		}
+	size := int64(int32(binary.BigEndian.Uint32(records[batch.LengthOffset:]))) + batch.LogOverhead
+	switch {
+	case size > int64(len(records)):
+		return nil, fmt.Errorf("%w: no record batch (length %d with %d bytes)", ErrInvalidRecord, size, len(records))
+	case size < batch.HeaderSize:
+		return nil, fmt.Errorf("%w: a batch of %d bytes is smaller than its header", ErrCorrupt, size)
+	case int8(records[16]) != 2:
+		return nil, fmt.Errorf("%w: magic %d (produce v3+ takes magic 2 only)", ErrInvalidRecord, int8(records[16]))
+	case size < int64(len(records)):
+		return nil, fmt.Errorf("%w: more than one batch for the partition", ErrInvalidRecord)
+	case p.cfg.MessageMaxBytes > 0 && size > int64(p.cfg.MessageMaxBytes):
+		return nil, fmt.Errorf("%w: %d bytes > message.max.bytes %d", ErrTooLarge, size, p.cfg.MessageMaxBytes)
 	}
-	return out, nil
+	h, err := batch.Validate(records)
+	if err != nil {
+		return nil, fmt.Errorf("%w: %v", ErrCorrupt, err)
+	}
+	switch {
+	case h.IsControl():
+		return nil, fmt.Errorf("%w: control batch from a client", ErrInvalidRecord)
+	case h.NumRecords != h.LastOffsetDelta+1:
+		return nil, fmt.Errorf("%w: %d records with last offset delta %d", ErrInvalidRecord, h.NumRecords, h.LastOffsetDelta)
+	case h.NumRecords <= 0:
+		return nil, fmt.Errorf("%w: %d records", ErrInvalidRecord, h.NumRecords)
+	case h.HasProducer() && h.BaseSequence < 0:
+		return nil, fmt.Errorf("%w: sequence %d for producer %d", ErrInvalidRecord, h.BaseSequence, h.ProducerID)
+	}
+	if err := batch.CheckRecords(records, &h, p.cfg.Compacted); err != nil {
+		return nil, fmt.Errorf("%w: %w", ErrInvalidRecord, err)
+	}
+	return []psm.PreparedBatch{{Header: h, Raw: records}}, nil
 }
 
 // setLogAppendTime stamps the broker's time as a batch's max timestamp and

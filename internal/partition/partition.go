@@ -33,7 +33,6 @@ var (
 	ErrCorrupt        = errors.New("partition: corrupt record batch")
 	ErrInvalidRecord  = errors.New("partition: invalid record")
 	ErrTooLarge       = errors.New("partition: record batch too large")
-	ErrOldMagic       = errors.New("partition: unsupported message format")
 	ErrMirrored       = errors.New("partition: read-only while mirrored")
 	ErrOffsetMismatch = errors.New("partition: mirrored batch does not follow the log end")
 	ErrClosed         = errors.New("partition: closed")

@@ -121,14 +121,21 @@ func TestClientInputValidation(t *testing.T) {
 	old[16] = 1
 	ctrl := batch.EndTxnBatch(true, 1, 0, 0, 1)
 	big := encode(-1, -1, -1, 40, false)
+	shortLen := append([]byte(nil), good...)
+	binary.BigEndian.PutUint32(shortLen[8:], 20)
+	badCount := append([]byte(nil), good...)
+	binary.BigEndian.PutUint32(badCount[57:], 2) // NumRecords 2, last offset delta 0
+	binary.BigEndian.PutUint32(badCount[17:], crc32.Checksum(badCount[21:], castagnoli))
 	p.cfg.MessageMaxBytes = int32(len(ctrl) + 10)
 	for _, c := range []struct {
 		name string
 		in   []byte
 		want error
 	}{
-		{"crc", bad, ErrCorrupt}, {"magic", old, ErrOldMagic}, {"control", ctrl, ErrInvalidRecord},
-		{"too large", big, ErrTooLarge}, {"empty", nil, ErrCorrupt}, {"truncated", good[:30], ErrCorrupt},
+		{"crc", bad, ErrCorrupt}, {"magic", old, ErrInvalidRecord}, {"control", ctrl, ErrInvalidRecord},
+		{"too large", big, ErrTooLarge}, {"empty", nil, ErrInvalidRecord}, {"truncated", good[:30], ErrInvalidRecord},
+		{"shorter than a header", shortLen, ErrCorrupt}, {"count", badCount, ErrInvalidRecord},
+		{"producer id without a sequence", encode(7, 0, -1, 1, false), ErrInvalidRecord},
 	} {
 		if _, err := p.AppendAsLeader(c.in); !errors.Is(err, c.want) {
 			t.Errorf("%s: %v, want %v", c.name, err, c.want)

@@ -36,7 +36,8 @@ func keyedBatch(keys ...[]byte) []byte {
 // TestProduceValidatesRecords: the broker walks every record of a
 // client's batch as Kafka's LogValidator does. A batch whose CRC is good
 // but whose records do not parse, or two batches for one partition, are
-// INVALID_RECORD and nothing is written; a compacted topic refuses
+// INVALID_RECORD and nothing is written, zstd before Produce v7 is
+// UNSUPPORTED_COMPRESSION_TYPE; a compacted topic refuses
 // records without a key, naming each in record_errors, through a raw
 // request and through kgo.
 func TestProduceValidatesRecords(t *testing.T) {
@@ -55,6 +56,17 @@ func TestProduceValidatesRecords(t *testing.T) {
 		if p := rp.produceResponse(t, "plain", bad); p.ErrorCode != kerr.InvalidRecord.Code {
 			t.Fatalf("bad input %d: code %d, want INVALID_RECORD", i, p.ErrorCode)
 		}
+	}
+	// zstd before Produce v7, as Kafka: UNSUPPORTED_COMPRESSION_TYPE; the
+	// same batch at v7 is taken.
+	zstdBatch := keyedBatch([]byte("z"))
+	zstdBatch[22] |= 4 // the codec bits; the records are not zstd, but the version check comes first
+	binary.BigEndian.PutUint32(zstdBatch[17:], crc32c(zstdBatch[21:]))
+	if p := rp.produceVersion(t, 6, "plain", zstdBatch); p.ErrorCode != kerr.UnsupportedCompressionType.Code {
+		t.Fatalf("zstd at v6: code %d, want UNSUPPORTED_COMPRESSION_TYPE", p.ErrorCode)
+	}
+	if p := rp.produceVersion(t, 7, "plain", zstdBatch); p.ErrorCode != kerr.InvalidRecord.Code {
+		t.Fatalf("zstd at v7 with records that are not zstd: code %d, want INVALID_RECORD", p.ErrorCode)
 	}
 	if p := rp.produceResponse(t, "plain", keyedBatch(nil, []byte("k"))); p.ErrorCode != 0 || p.BaseOffset != 0 {
 		t.Fatalf("good batch: code %d base %d", p.ErrorCode, p.BaseOffset)

@@ -59,8 +59,14 @@ func (p *rawProducer) produce(t *testing.T, topic string, records []byte) (int16
 // returns the partition's answer.
 func (p *rawProducer) produceResponse(t *testing.T, topic string, records []byte) kmsg.ProduceResponseTopicPartition {
 	t.Helper()
+	return p.produceVersion(t, 9, topic, records)
+}
+
+// produceVersion is produceResponse with Produce version v.
+func (p *rawProducer) produceVersion(t *testing.T, v int16, topic string, records []byte) kmsg.ProduceResponseTopicPartition {
+	t.Helper()
 	req := kmsg.NewPtrProduceRequest()
-	req.Version = 9
+	req.Version = v
 	req.Acks = -1
 	req.TimeoutMillis = 5000
 	rt := kmsg.NewProduceRequestTopic()
@@ -72,8 +78,8 @@ func (p *rawProducer) produceResponse(t *testing.T, topic string, records []byte
 	p.corr++
 	p.rc.write(requestFrame(req, p.corr))
 	resp := kmsg.NewPtrProduceResponse()
-	resp.Version = 9
-	if err := resp.ReadFrom(p.rc.readResponse(p.corr, true)); err != nil {
+	resp.Version = v
+	if err := resp.ReadFrom(p.rc.readResponse(p.corr, v >= 9)); err != nil {
 		t.Fatal(err)
 	}
 	return resp.Topics[0].Partitions[0]
