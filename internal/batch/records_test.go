@@ -125,6 +125,20 @@ func TestCheckRecordsAcceptsWhatProducersWrite(t *testing.T) {
 			t.Errorf("%s: refused %v, want %v", codec, refused.Indexes, want)
 		}
 	}
+	// Values larger than the streaming window (32 KiB) are skipped across
+	// several reads; one byte short of the count is still caught.
+	big := append(encodeRecord(0, []byte("k"), bytes.Repeat([]byte("x"), 100<<10)),
+		encodeRecord(1, nil, bytes.Repeat([]byte("y"), 70<<10), kmsg.Header{Key: "h", Value: make([]byte, 40<<10)})...)
+	for _, codec := range []string{"gzip", "lz4", "zstd", "snappy", "none"} {
+		raw, h := buildBatch(t, codec, 2, big)
+		if err := batch.CheckRecords(raw, &h, false); err != nil {
+			t.Errorf("%s, large values: %v", codec, err)
+		}
+		raw, h = buildBatch(t, codec, 2, big[:len(big)-1])
+		if err := batch.CheckRecords(raw, &h, false); !errors.Is(err, batch.ErrMalformedRecords) {
+			t.Errorf("%s, large values cut by a byte: %v", codec, err)
+		}
+	}
 	// An empty key is a key.
 	raw, h := buildBatch(t, "none", 1, encodeRecord(0, []byte{}, []byte("v")))
 	if err := batch.CheckRecords(raw, &h, true); err != nil {
