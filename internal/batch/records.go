@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"slices"
 	"sync"
 
 	"github.com/klauspost/compress/gzip"
@@ -51,11 +52,18 @@ func CheckRecords(raw []byte, h *Header, needKey bool) error {
 	case CodecNone:
 		return walkRecords(section, h.NumRecords, needKey)
 	case CodecSnappy:
-		inflated, err := Unsnappy(section)
-		if err != nil {
-			return fmt.Errorf("%w: %v", ErrMalformedRecords, err)
+		buf := inflatedBufs.Get().(*[]byte)
+		inflated, err := unsnappyAppend((*buf)[:0], section)
+		if err == nil {
+			err = walkRecords(inflated, h.NumRecords, needKey)
+		} else {
+			err = fmt.Errorf("%w: %v", ErrMalformedRecords, err)
 		}
-		return walkRecords(inflated, h.NumRecords, needKey)
+		if cap(inflated) > cap(*buf) && cap(inflated) <= maxPooledInflated {
+			*buf = inflated[:0] // grown; on an error inflated is nil and *buf stays
+		}
+		inflatedBufs.Put(buf)
+		return err
 	}
 	src, done, err := inflater(h.Codec(), section)
 	if err != nil {
@@ -367,6 +375,14 @@ func (s *scanner) record() (keyed bool, err error) {
 	return key >= 0, nil
 }
 
+// inflatedBufs hold snappy records sections while they are walked (kgo's
+// default codec): a producer's batches inflate to about the same size
+// each time, so the buffer is reused rather than made per batch. Those
+// past maxPooledInflated are left to the collector.
+var inflatedBufs = sync.Pool{New: func() any { return new([]byte) }}
+
+const maxPooledInflated = 8 << 20
+
 // windows are the scanners' read buffers for compressed batches.
 var windows = sync.Pool{New: func() any { b := make([]byte, 32<<10); return &b }}
 
@@ -435,11 +451,13 @@ const snappyMaxRatio = 32
 var xerialMagic = []byte{0x82, 'S', 'N', 'A', 'P', 'P', 'Y', 0}
 
 // Unsnappy decompresses a snappy records section in either framing.
-func Unsnappy(src []byte) ([]byte, error) {
+func Unsnappy(src []byte) ([]byte, error) { return unsnappyAppend(nil, src) }
+
+// unsnappyAppend appends the decompressed records section to out.
+func unsnappyAppend(out, src []byte) ([]byte, error) {
 	if len(src) < 16 || !bytes.HasPrefix(src, xerialMagic) {
-		return snappyBlock(nil, src)
+		return snappyBlock(out, src)
 	}
-	var out []byte
 	for rest := src[16:]; len(rest) > 0; {
 		if len(rest) < 4 {
 			return nil, errors.New("snappy: truncated xerial block length")
@@ -467,7 +485,7 @@ func snappyBlock(dst, block []byte) ([]byte, error) {
 	if n > snappyMaxRatio*len(block)+64 {
 		return nil, fmt.Errorf("snappy: a block of %d bytes claims %d", len(block), n)
 	}
-	dst = append(dst, make([]byte, n)...) // grows once
+	dst = slices.Grow(dst, n)[:len(dst)+n] // s2.Decode writes all n bytes
 	if _, err := s2.Decode(dst[len(dst)-n:], block); err != nil {
 		return nil, fmt.Errorf("snappy: %w", err)
 	}
