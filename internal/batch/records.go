@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math"
 	"slices"
 	"sync"
 
@@ -21,15 +22,60 @@ import (
 // do not decompress.
 var ErrMalformedRecords = errors.New("malformed records")
 
-// RecordErrors are records that parse but that the topic refuses, by
-// their positions in the batch (the Produce response's batch_index).
+// Rules are what a topic asks of each record a client produces, beyond
+// parsing: Kafka's LogValidator.validateRecord (key, then timestamp).
+type Rules struct {
+	// NeedKey refuses records without a key (a compacted topic).
+	NeedKey bool
+	// CreateTime is a topic that keeps its producers' timestamps
+	// (message.timestamp.type=CreateTime): a record's timestamp, unless
+	// it is -1 (none), must lie within [MinTimestamp, MaxTimestamp] (see
+	// TimestampBounds). On either kind of topic a batch whose producer
+	// set the LogAppendTime type is refused, unless the topic is
+	// CreateTime and the batch's max timestamp, which Kafka then reads
+	// as every record's, is within the bounds.
+	CreateTime                 bool
+	MinTimestamp, MaxTimestamp int64
+}
+
+// TimestampBounds are the timestamps a CreateTime topic accepts at now
+// (ms): message.timestamp.before.max.ms before it and
+// message.timestamp.after.max.ms after it, saturating at the int64
+// range (both default to no bound but after, which Kafka 4.0 made an
+// hour, KIP-1030).
+func TimestampBounds(now, beforeMaxMs, afterMaxMs int64) (lo, hi int64) {
+	lo, hi = math.MinInt64, math.MaxInt64
+	if beforeMaxMs >= 0 && now-beforeMaxMs <= now {
+		lo = now - beforeMaxMs
+	}
+	if afterMaxMs >= 0 && now+afterMaxMs >= now {
+		hi = now + afterMaxMs
+	}
+	return lo, hi
+}
+
+// RecordError is one refused record: its position in the batch (the
+// Produce response's batch_index) and why.
+type RecordError struct {
+	Index   int
+	Message string
+}
+
+// RecordErrors are records that parse but that the topic refuses.
 type RecordErrors struct {
-	Indexes []int
-	Reason  string
+	Records []RecordError
+	// Timestamp is set when at least one was refused for its timestamp:
+	// Kafka then answers INVALID_TIMESTAMP for the partition (and lists
+	// every refused record), INVALID_RECORD otherwise.
+	Timestamp bool
 }
 
 func (e *RecordErrors) Error() string {
-	return fmt.Sprintf("%d records refused (first: record %d): %s", len(e.Indexes), e.Indexes[0], e.Reason)
+	if e.Timestamp {
+		return fmt.Sprintf("%d records refused, at least one for its timestamp (first: record %d: %s)",
+			len(e.Records), e.Records[0].Index, e.Records[0].Message)
+	}
+	return fmt.Sprintf("%d records refused (first: record %d: %s)", len(e.Records), e.Records[0].Index, e.Records[0].Message)
 }
 
 // CheckRecords walks every record of a v2 batch the way Kafka's leader
@@ -37,25 +83,26 @@ func (e *RecordErrors) Error() string {
 // DefaultRecord.readFrom): each record must parse and fill exactly its
 // declared length, the batch must hold NumRecords records and nothing
 // after them, and a compressed batch is decompressed to check that, as
-// a stream, so it never needs its inflated size in memory. With needKey
-// (a compacted topic) a record without a key is refused as Kafka refuses
-// it. Keys, values and headers are skipped, not read.
+// a stream, so it never needs its inflated size in memory. Each record
+// is then held to the topic's rules (a key, a timestamp in bounds).
+// Keys, values and headers are skipped, not read.
 //
 // It returns nil, an error wrapping ErrMalformedRecords, or a
-// *RecordErrors listing every keyless record.
-func CheckRecords(raw []byte, h *Header, needKey bool) error {
+// *RecordErrors listing every record the rules refuse.
+func CheckRecords(raw []byte, h *Header, rules Rules) error {
 	if len(raw) < HeaderSize || h.Size() != len(raw) {
 		return fmt.Errorf("%w: batch of %d bytes", ErrMalformedRecords, len(raw))
 	}
+	c := newRuleCheck(h, rules)
 	section := raw[HeaderSize:]
 	switch h.Codec() {
 	case CodecNone:
-		return walkRecords(section, h.NumRecords, needKey)
+		return c.walk(section, h.NumRecords)
 	case CodecSnappy:
 		buf := inflatedBufs.Get().(*[]byte)
 		inflated, err := unsnappyAppend((*buf)[:0], section)
 		if err == nil {
-			err = walkRecords(inflated, h.NumRecords, needKey)
+			err = c.walk(inflated, h.NumRecords)
 		} else {
 			err = fmt.Errorf("%w: %v", ErrMalformedRecords, err)
 		}
@@ -73,15 +120,12 @@ func CheckRecords(raw []byte, h *Header, needKey bool) error {
 	win := windows.Get().(*[]byte)
 	defer windows.Put(win)
 	s := scanner{src: src, win: *win}
-	var keyless []int
 	for i := range int(h.NumRecords) {
-		keyed, err := s.record()
+		keyed, tsDelta, err := s.record()
 		if err != nil {
 			return fmt.Errorf("%w: record %d of %d: %v", ErrMalformedRecords, i, h.NumRecords, err)
 		}
-		if needKey && !keyed {
-			keyless = append(keyless, i)
-		}
+		c.record(i, keyed, tsDelta)
 	}
 	if s.more() {
 		return fmt.Errorf("%w: bytes after the last of %d records", ErrMalformedRecords, h.NumRecords)
@@ -89,19 +133,81 @@ func CheckRecords(raw []byte, h *Header, needKey bool) error {
 	if s.err != nil {
 		return fmt.Errorf("%w: %v", ErrMalformedRecords, s.err)
 	}
-	if keyless != nil {
-		return &RecordErrors{Indexes: keyless, Reason: "compacted topic cannot accept a record without a key"}
+	return c.result()
+}
+
+// ruleCheck holds one batch's records to a topic's Rules.
+type ruleCheck struct {
+	Rules
+	first, max int64 // the batch's first and max timestamps
+	// lo and hi bound first+delta on the fast path: a record within them
+	// that has a key when one is needed passes without a closer look.
+	lo, hi    int64
+	lat       bool // the producer set the LogAppendTime type
+	refused   []RecordError
+	timestamp bool // one of refused is for its timestamp
+}
+
+func newRuleCheck(h *Header, r Rules) ruleCheck {
+	c := ruleCheck{Rules: r, first: h.BaseTimestamp, max: h.MaxTimestamp, lat: h.LogAppendTimeType(),
+		lo: math.MinInt64, hi: math.MaxInt64}
+	if r.CreateTime {
+		c.lo, c.hi = r.MinTimestamp, r.MaxTimestamp
 	}
-	return nil
+	if c.lat {
+		c.lo, c.hi = 0, -1 // every record takes the slow path
+	}
+	return c
+}
+
+// record checks record i, which has a key or not and the timestamp delta.
+func (c *ruleCheck) record(i int, keyed bool, tsDelta int64) {
+	if ts := c.first + tsDelta; ts < c.lo || ts > c.hi || !keyed && c.NeedKey {
+		c.slow(i, keyed, tsDelta)
+	}
+}
+
+// slow is record's exact rule, as LogValidator.validateRecord: the key
+// first, then the timestamp, at most one error per record.
+func (c *ruleCheck) slow(i int, keyed bool, tsDelta int64) {
+	if c.NeedKey && !keyed {
+		c.refused = append(c.refused, RecordError{i, "compacted topic cannot accept a record without a key"})
+		return
+	}
+	ts := c.first + tsDelta
+	if c.lat {
+		ts = c.max // DefaultRecordBatch gives every record of such a batch its max timestamp
+	}
+	switch {
+	case c.CreateTime && ts != -1:
+		if ts < c.MinTimestamp || ts > c.MaxTimestamp {
+			c.refuse(i, fmt.Sprintf("timestamp %d is out of range: it should be within [%d, %d] (message.timestamp.before.max.ms and message.timestamp.after.max.ms)",
+				ts, c.MinTimestamp, c.MaxTimestamp))
+		}
+	case c.lat:
+		c.refuse(i, "a producer may not set the timestamp type to LogAppendTime")
+	}
+}
+
+func (c *ruleCheck) refuse(i int, msg string) {
+	c.refused = append(c.refused, RecordError{i, msg})
+	c.timestamp = true
+}
+
+func (c *ruleCheck) result() error {
+	if c.refused == nil {
+		return nil
+	}
+	return &RecordErrors{Records: c.refused, Timestamp: c.timestamp}
 }
 
 var errRecordEOF = errors.New("premature end of the records")
 
-// walkRecords is CheckRecords over a records section held whole in
-// memory: the same rules as the scanner below, on a slice, without a call
-// per byte (it is the produce path of every uncompressed batch).
-func walkRecords(b []byte, count int32, needKey bool) error {
-	var keyless []int
+// walk is CheckRecords over a records section held whole in memory: the
+// same rules as the scanner below, on a slice, without a call per byte
+// (it is the produce path of every uncompressed batch).
+func (c *ruleCheck) walk(b []byte, count int32) error {
+	first, lo, hi, needKey := c.first, c.lo, c.hi, c.NeedKey // record's fast path, in registers
 	for i := range int(count) {
 		length, n := zigzag(b)
 		if n == 0 {
@@ -110,22 +216,19 @@ func walkRecords(b []byte, count int32, needKey bool) error {
 		if n == 0 || length < 0 || length > int64(len(b)-n) {
 			return fmt.Errorf("%w: record %d of %d: length %d with %d bytes left", ErrMalformedRecords, i, count, length, len(b)-max(n, 0))
 		}
-		keyed, err := recordBody(b[n : n+int(length)])
+		keyed, tsDelta, err := recordBody(b[n : n+int(length)])
 		if err != nil {
 			return fmt.Errorf("%w: record %d of %d: %v", ErrMalformedRecords, i, count, err)
 		}
-		if needKey && !keyed {
-			keyless = append(keyless, i)
+		if ts := first + tsDelta; ts < lo || ts > hi || !keyed && needKey {
+			c.slow(i, keyed, tsDelta)
 		}
 		b = b[n+int(length):]
 	}
 	if len(b) != 0 {
 		return fmt.Errorf("%w: %d bytes after the last of %d records", ErrMalformedRecords, len(b), count)
 	}
-	if keyless != nil {
-		return &RecordErrors{Indexes: keyless, Reason: "compacted topic cannot accept a record without a key"}
-	}
-	return nil
+	return c.result()
 }
 
 // zigzag decodes a zigzag varint of one or two bytes (most lengths and
@@ -157,24 +260,25 @@ func zigzagLong(b []byte, maxLen int) (v int64, n int) {
 }
 
 // recordBody checks one record's body (the bytes its length counts) and
-// reports whether it has a key. Each field is read by the inlined
-// zigzag, or by zigzagLong when that declines.
-func recordBody(r []byte) (keyed bool, err error) {
+// reports whether it has a key and its timestamp delta. Each field is
+// read by the inlined zigzag, or by zigzagLong when that declines.
+func recordBody(r []byte) (keyed bool, tsDelta int64, err error) {
 	if len(r) == 0 {
-		return false, errors.New("empty record")
+		return false, 0, errors.New("empty record")
 	}
 	p := 1 // attributes
 	// The timestamp delta (a varlong) and the offset delta.
 	v, n := zigzag(r[p:])
 	if n == 0 {
 		if v, n = zigzagLong(r[p:], 10); n == 0 {
-			return false, errRecordEOF
+			return false, 0, errRecordEOF
 		}
 	}
 	p += n
+	tsDelta = v
 	if v, n = zigzag(r[p:]); n == 0 {
 		if v, n = zigzagLong(r[p:], 5); n == 0 {
-			return false, errRecordEOF
+			return false, 0, errRecordEOF
 		}
 	}
 	p += n
@@ -183,12 +287,12 @@ func recordBody(r []byte) (keyed bool, err error) {
 	for field := range 2 {
 		if v, n = zigzag(r[p:]); n == 0 {
 			if v, n = zigzagLong(r[p:], 5); n == 0 {
-				return false, errRecordEOF
+				return false, 0, errRecordEOF
 			}
 		}
 		p += n
 		if v < -1 || v > int64(len(r)-p) {
-			return false, fmt.Errorf("%s length %d with %d bytes left in the record", [...]string{"key", "value"}[field], v, len(r)-p)
+			return false, 0, fmt.Errorf("%s length %d with %d bytes left in the record", [...]string{"key", "value"}[field], v, len(r)-p)
 		}
 		if field == 0 {
 			key = v
@@ -197,22 +301,22 @@ func recordBody(r []byte) (keyed bool, err error) {
 	}
 	if v, n = zigzag(r[p:]); n == 0 {
 		if v, n = zigzagLong(r[p:], 5); n == 0 {
-			return false, errRecordEOF
+			return false, 0, errRecordEOF
 		}
 	}
 	p += n
 	if v != 0 {
 		if v < 0 || v > int64(len(r)-p) {
-			return false, fmt.Errorf("%d headers", v)
+			return false, 0, fmt.Errorf("%d headers", v)
 		}
 		if p, err = recordHeaders(r, p, int(v)); err != nil {
-			return false, err
+			return false, 0, err
 		}
 	}
 	if p != len(r) {
-		return false, fmt.Errorf("record of %d bytes holds %d", len(r), p)
+		return false, 0, fmt.Errorf("record of %d bytes holds %d", len(r), p)
 	}
-	return key >= 0, nil
+	return key >= 0, tsDelta, nil
 }
 
 // recordHeaders checks count headers at p in a record's body r: a key
@@ -310,14 +414,14 @@ func (s *scanner) skip(n int64) error {
 }
 
 // record parses one record (see the layout in internal/logtool's Record)
-// and reports whether it has a key.
-func (s *scanner) record() (keyed bool, err error) {
+// and reports whether it has a key and its timestamp delta.
+func (s *scanner) record() (keyed bool, tsDelta int64, err error) {
 	length, err := s.varint(5)
 	if err != nil {
-		return false, err
+		return false, 0, err
 	}
 	if length < 0 {
-		return false, fmt.Errorf("negative record length %d", length)
+		return false, 0, fmt.Errorf("negative record length %d", length)
 	}
 	start := s.n
 	// body reads one field of the body, failing once the body is overrun.
@@ -344,35 +448,35 @@ func (s *scanner) record() (keyed bool, err error) {
 		}
 	}
 	if _, ok := s.byte(); !ok || length < 1 { // attributes
-		return false, fmt.Errorf("record of %d bytes: no attributes", length)
+		return false, 0, fmt.Errorf("record of %d bytes: no attributes", length)
 	}
-	body(10)
+	tsDelta = body(10)
 	body(5)
 	key := body(5)
 	span(key, "key")
 	span(body(5), "value")
 	headers := body(5)
 	if err == nil && headers < 0 {
-		return false, fmt.Errorf("%d headers", headers)
+		return false, 0, fmt.Errorf("%d headers", headers)
 	}
 	for range headers {
 		hk := body(5)
 		if err == nil && hk < 0 {
-			return false, fmt.Errorf("header key length %d", hk)
+			return false, 0, fmt.Errorf("header key length %d", hk)
 		}
 		span(hk, "header key")
 		span(body(5), "header value")
 		if err != nil {
-			return false, err
+			return false, 0, err
 		}
 	}
 	if err != nil {
-		return false, err
+		return false, 0, err
 	}
 	if read := int64(s.n - start); read != length {
-		return false, fmt.Errorf("record of %d bytes holds %d", length, read)
+		return false, 0, fmt.Errorf("record of %d bytes holds %d", length, read)
 	}
-	return key >= 0, nil
+	return key >= 0, tsDelta, nil
 }
 
 // inflatedBufs hold snappy records sections while they are walked (kgo's

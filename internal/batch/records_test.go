@@ -5,6 +5,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"math"
 	"slices"
 	"strings"
 	"sync"
@@ -109,21 +110,21 @@ func TestCheckRecordsAcceptsWhatProducersWrite(t *testing.T) {
 	recs := goodRecords(300)
 	for _, codec := range []string{"none", "gzip", "snappy", "snappy-xerial", "lz4", "zstd"} {
 		raw, h := buildBatch(t, codec, 300, recs)
-		if err := batch.CheckRecords(raw, &h, false); err != nil {
+		if err := batch.CheckRecords(raw, &h, batch.Rules{}); err != nil {
 			t.Errorf("%s: %v", codec, err)
 		}
 		// One record in three has no key: a compacted topic refuses those
 		// and names each.
 		var refused *batch.RecordErrors
-		if err := batch.CheckRecords(raw, &h, true); !errors.As(err, &refused) {
+		if err := batch.CheckRecords(raw, &h, batch.Rules{NeedKey: true}); !errors.As(err, &refused) {
 			t.Fatalf("%s, compacted: %v", codec, err)
 		}
 		var want []int
 		for i := 0; i < 300; i += 3 {
 			want = append(want, i)
 		}
-		if !slices.Equal(refused.Indexes, want) {
-			t.Errorf("%s: refused %v, want %v", codec, refused.Indexes, want)
+		if got := refusedIndexes(refused); !slices.Equal(got, want) || refused.Timestamp {
+			t.Errorf("%s: refused %v (timestamp %v), want %v", codec, got, refused.Timestamp, want)
 		}
 	}
 	// Values larger than the streaming window (32 KiB) are skipped across
@@ -132,17 +133,17 @@ func TestCheckRecordsAcceptsWhatProducersWrite(t *testing.T) {
 		encodeRecord(1, nil, bytes.Repeat([]byte("y"), 70<<10), kmsg.Header{Key: "h", Value: make([]byte, 40<<10)})...)
 	for _, codec := range []string{"gzip", "lz4", "zstd", "snappy", "none"} {
 		raw, h := buildBatch(t, codec, 2, big)
-		if err := batch.CheckRecords(raw, &h, false); err != nil {
+		if err := batch.CheckRecords(raw, &h, batch.Rules{}); err != nil {
 			t.Errorf("%s, large values: %v", codec, err)
 		}
 		raw, h = buildBatch(t, codec, 2, big[:len(big)-1])
-		if err := batch.CheckRecords(raw, &h, false); !errors.Is(err, batch.ErrMalformedRecords) {
+		if err := batch.CheckRecords(raw, &h, batch.Rules{}); !errors.Is(err, batch.ErrMalformedRecords) {
 			t.Errorf("%s, large values cut by a byte: %v", codec, err)
 		}
 	}
 	// An empty key is a key.
 	raw, h := buildBatch(t, "none", 1, encodeRecord(0, []byte{}, []byte("v")))
-	if err := batch.CheckRecords(raw, &h, true); err != nil {
+	if err := batch.CheckRecords(raw, &h, batch.Rules{NeedKey: true}); err != nil {
 		t.Errorf("empty key: %v", err)
 	}
 }
@@ -182,7 +183,7 @@ func TestCheckRecordsRefusesMalformed(t *testing.T) {
 	for _, codec := range []string{"none", "gzip", "snappy", "lz4", "zstd"} {
 		for _, c := range cases {
 			b, h := buildBatch(t, codec, c.count, c.records)
-			err := batch.CheckRecords(b, &h, false)
+			err := batch.CheckRecords(b, &h, batch.Rules{})
 			if !errors.Is(err, batch.ErrMalformedRecords) {
 				t.Errorf("%s, %s: %v", codec, c.name, err)
 			}
@@ -203,14 +204,14 @@ func TestCheckRecordsRefusesBadCompression(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if err := batch.CheckRecords(cut, &hc, false); !errors.Is(err, batch.ErrMalformedRecords) {
+		if err := batch.CheckRecords(cut, &hc, batch.Rules{}); !errors.Is(err, batch.ErrMalformedRecords) {
 			t.Errorf("%s cut: %v", codec, err)
 		}
 		garbled := slices.Clone(b)
 		for i := batch.HeaderSize + 2; i < len(garbled); i += 7 {
 			garbled[i] ^= 0x5a
 		}
-		_ = batch.CheckRecords(garbled, &h, false) // may parse by chance; must not panic
+		_ = batch.CheckRecords(garbled, &h, batch.Rules{}) // may parse by chance; must not panic
 	}
 	// A snappy block claiming far more than snappy can encode is refused
 	// before anything is allocated for it.
@@ -221,7 +222,7 @@ func TestCheckRecordsRefusesBadCompression(t *testing.T) {
 	binary.BigEndian.PutUint16(b[21:], 2)
 	binary.BigEndian.PutUint32(b[8:], uint32(len(b)-batch.LogOverhead))
 	h, _ = batch.ParseHeader(b)
-	if err := batch.CheckRecords(b, &h, false); err == nil || !strings.Contains(err.Error(), "claims") {
+	if err := batch.CheckRecords(b, &h, batch.Rules{}); err == nil || !strings.Contains(err.Error(), "claims") {
 		t.Errorf("snappy bomb: %v", err)
 	}
 }
@@ -249,7 +250,7 @@ func TestCheckRecordsConcurrent(t *testing.T) {
 		wg.Go(func() {
 			for i := range 100 {
 				j := jobs[(g+i)%len(jobs)]
-				if err := batch.CheckRecords(j.raw, &j.h, false); (err == nil) != j.good {
+				if err := batch.CheckRecords(j.raw, &j.h, batch.Rules{}); (err == nil) != j.good {
 					t.Errorf("job %d: %v, want good=%v", (g+i)%len(jobs), err, j.good)
 					return
 				}
@@ -290,7 +291,9 @@ func FuzzCheckRecords(f *testing.F) {
 		}
 		// none and snappy are walked in memory, the others as a stream.
 		raw, h := buildBatch(t, codecs[int(codec)%len(codecs)], count, records)
-		err := batch.CheckRecords(raw, &h, true)
+		// Timestamps are the deltas (the base is 0): the bounds refuse
+		// some of what the fuzzer writes.
+		err := batch.CheckRecords(raw, &h, batch.Rules{NeedKey: true, CreateTime: true, MinTimestamp: -5, MaxTimestamp: 1000})
 		var refused *batch.RecordErrors
 		if err != nil && !errors.Is(err, batch.ErrMalformedRecords) && !errors.As(err, &refused) {
 			t.Fatalf("unexpected error type: %v", err)
@@ -302,16 +305,27 @@ func FuzzCheckRecords(f *testing.F) {
 		if derr != nil || len(decoded) != int(count) {
 			t.Fatalf("accepted, but the log tool decodes %d of %d: %v", len(decoded), count, derr)
 		}
-		var keyless []int
+		var bad []int
 		for i, r := range decoded {
-			if r.Key == nil {
-				keyless = append(keyless, i)
+			if r.Key == nil || r.Timestamp != -1 && (r.Timestamp < -5 || r.Timestamp > 1000) {
+				bad = append(bad, i)
 			}
 		}
-		if refused != nil && !slices.Equal(keyless, refused.Indexes) || refused == nil && keyless != nil {
-			t.Fatalf("keyless %v, refused %v", keyless, refused)
+		if got := refusedIndexes(refused); !slices.Equal(bad, got) {
+			t.Fatalf("keyless or out of bounds %v, refused %v", bad, got)
 		}
 	})
+}
+
+func refusedIndexes(e *batch.RecordErrors) []int {
+	if e == nil {
+		return nil
+	}
+	var is []int
+	for _, r := range e.Records {
+		is = append(is, r.Index)
+	}
+	return is
 }
 
 // BenchmarkCheckRecords walks a 1 MiB batch of 100 B or 10 KiB records,
@@ -331,8 +345,11 @@ func BenchmarkCheckRecords(b *testing.B) {
 				raw, h := buildBatch(b, codec, n, recs)
 				b.SetBytes(int64(len(recs)))
 				b.ReportAllocs()
+				// The produce path's rules on a CreateTime topic (the
+				// records' timestamps are 0, the bounds an hour each way).
+				rules := batch.Rules{CreateTime: true, MinTimestamp: -3_600_000, MaxTimestamp: 3_600_000}
 				for b.Loop() {
-					if err := batch.CheckRecords(raw, &h, false); err != nil {
+					if err := batch.CheckRecords(raw, &h, rules); err != nil {
 						b.Fatal(err)
 					}
 				}
@@ -368,8 +385,113 @@ func TestCheckRecordsZstdWindowLimit(t *testing.T) {
 		binary.BigEndian.PutUint16(raw[21:], 4)
 		binary.BigEndian.PutUint32(raw[8:], uint32(len(raw)-batch.LogOverhead))
 		h, _ := batch.ParseHeader(raw)
-		if err := batch.CheckRecords(raw, &h, false); c.ok != (err == nil) {
+		if err := batch.CheckRecords(raw, &h, batch.Rules{}); c.ok != (err == nil) {
 			t.Errorf("window 2^%d: %v", c.windowLog, err)
+		}
+	}
+}
+
+// timedRecord is a record with a key and a timestamp delta.
+func timedRecord(delta int32, tsDelta int64, key []byte) []byte {
+	r := kmsg.Record{OffsetDelta: delta, TimestampDelta64: tsDelta, Key: key, Value: []byte("v")}
+	r.Length = int32(len(r.AppendTo(nil)) - 1)
+	return r.AppendTo(nil)
+}
+
+// stamp sets a built batch's base and max timestamps and, with lat, the
+// LogAppendTime type bit, and recomputes the CRC.
+func stamp(t *testing.T, raw []byte, base, maxTs int64, lat bool) batch.Header {
+	t.Helper()
+	binary.BigEndian.PutUint64(raw[27:], uint64(base))
+	binary.BigEndian.PutUint64(raw[35:], uint64(maxTs))
+	if lat {
+		binary.BigEndian.PutUint16(raw[21:], binary.BigEndian.Uint16(raw[21:])|batch.AttrTimestampType)
+	}
+	binary.BigEndian.PutUint32(raw[17:], batch.ComputeCRC(raw))
+	h, err := batch.ParseHeader(raw)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return h
+}
+
+// TestCheckRecordsTimestamps: a CreateTime topic refuses records outside
+// [now - message.timestamp.before.max.ms, now + message.timestamp.after.max.ms],
+// names each, and skips records without a timestamp (-1); a batch whose
+// producer set the LogAppendTime type is read and refused as Kafka's
+// LogValidator reads and refuses it.
+func TestCheckRecordsTimestamps(t *testing.T) {
+	const now, hour, day = int64(1_780_000_000_000), int64(3_600_000), int64(86_400_000)
+	lo, hi := batch.TimestampBounds(now, day, hour) // Kafka 4.0's after default, a day before
+	if lo != now-day || hi != now+hour {
+		t.Fatalf("bounds %d, %d", lo, hi)
+	}
+	if lo, hi := batch.TimestampBounds(now, math.MaxInt64, math.MaxInt64); lo != now-math.MaxInt64 || hi != math.MaxInt64 {
+		t.Fatalf("unbounded: %d, %d", lo, hi)
+	}
+	createTime := batch.Rules{CreateTime: true, MinTimestamp: lo, MaxTimestamp: hi}
+	k := []byte("k")
+	recs := slices.Concat(
+		timedRecord(0, 0, k),        // now: in
+		timedRecord(1, hour, k),     // the upper bound itself: in
+		timedRecord(2, hour+1, k),   // 1 ms past it: out
+		timedRecord(3, -day-1, k),   // a day and 1 ms ago: out
+		timedRecord(4, -now-1, k),   // -1, no timestamp: skipped
+		timedRecord(5, 30*day, nil), // keyless and far ahead
+		timedRecord(6, -2*hour, k),  // in
+	)
+	for _, codec := range []string{"none", "gzip", "snappy", "lz4", "zstd"} {
+		raw, _ := buildBatch(t, codec, 7, recs)
+		h := stamp(t, raw, now, now+30*day, false)
+		var refused *batch.RecordErrors
+		if err := batch.CheckRecords(raw, &h, createTime); !errors.As(err, &refused) {
+			t.Fatalf("%s: %v", codec, err)
+		}
+		if got := refusedIndexes(refused); !slices.Equal(got, []int{2, 3, 5}) || !refused.Timestamp {
+			t.Errorf("%s: refused %v (timestamp %v), want [2 3 5], timestamp", codec, got, refused.Timestamp)
+		}
+		if !strings.Contains(refused.Records[0].Message, fmt.Sprint(now+hour+1)) {
+			t.Errorf("%s: message %q does not name the timestamp", codec, refused.Records[0].Message)
+		}
+		// On a compacted topic the keyless record is refused for its key
+		// (one error per record, the key first).
+		keyed := createTime
+		keyed.NeedKey = true
+		if err := batch.CheckRecords(raw, &h, keyed); !errors.As(err, &refused) || !strings.Contains(refused.Records[2].Message, "key") {
+			t.Errorf("%s, compacted: %v", codec, err)
+		}
+		// A LogAppendTime topic keeps no producer timestamps: nothing to bound.
+		if err := batch.CheckRecords(raw, &h, batch.Rules{}); err != nil {
+			t.Errorf("%s, LogAppendTime topic: %v", codec, err)
+		}
+	}
+	// Only a key refused: INVALID_RECORD, not INVALID_TIMESTAMP.
+	raw, _ := buildBatch(t, "none", 1, timedRecord(0, 30*day, nil))
+	h := stamp(t, raw, now, now+30*day, false)
+	var refused *batch.RecordErrors
+	if err := batch.CheckRecords(raw, &h, batch.Rules{NeedKey: true, CreateTime: true, MinTimestamp: lo, MaxTimestamp: hi}); !errors.As(err, &refused) || refused.Timestamp {
+		t.Errorf("keyless, far ahead, compacted: %v", err)
+	}
+
+	// The producer set LogAppendTime: every record reads the max timestamp.
+	raw, _ = buildBatch(t, "none", 2, slices.Concat(timedRecord(0, 0, k), timedRecord(1, 30*day, k)))
+	h = stamp(t, raw, now, now, true)
+	if err := batch.CheckRecords(raw, &h, createTime); err != nil {
+		t.Errorf("LogAppendTime type, max timestamp in bounds, CreateTime topic: %v", err)
+	}
+	h = stamp(t, raw, now, now+2*hour, true)
+	if err := batch.CheckRecords(raw, &h, createTime); !errors.As(err, &refused) || !slices.Equal(refusedIndexes(refused), []int{0, 1}) {
+		t.Errorf("LogAppendTime type, max timestamp out of bounds: %v", err)
+	}
+	for name, rules := range map[string]batch.Rules{"CreateTime topic, no max timestamp": createTime, "LogAppendTime topic": {}} {
+		maxTs := now
+		if rules.CreateTime {
+			maxTs = -1
+		}
+		h = stamp(t, raw, now, maxTs, true)
+		if err := batch.CheckRecords(raw, &h, rules); !errors.As(err, &refused) || !refused.Timestamp ||
+			!slices.Equal(refusedIndexes(refused), []int{0, 1}) || !strings.Contains(refused.Records[0].Message, "LogAppendTime") {
+			t.Errorf("LogAppendTime type, %s: %v", name, err)
 		}
 	}
 }

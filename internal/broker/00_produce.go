@@ -94,10 +94,10 @@ func (b *Broker) producePartition(t *Topic, rp kmsg.ProduceRequestTopicPartition
 		sp.ErrorMessage = errorMessage(err)
 		var refused *batch.RecordErrors
 		if errors.As(err, &refused) {
-			for _, i := range refused.Indexes {
+			for _, r := range refused.Records {
 				re := kmsg.NewProduceResponseTopicPartitionErrorRecord()
-				re.RelativeOffset = int32(i)
-				re.ErrorMessage = &refused.Reason
+				re.RelativeOffset = int32(r.Index)
+				re.ErrorMessage = &r.Message
 				sp.ErrorRecords = append(sp.ErrorRecords, re)
 			}
 		}

@@ -24,6 +24,7 @@ var errorTable = []struct {
 }{
 	{partition.ErrCorrupt, kerr.CorruptMessage},
 	{partition.ErrInvalidRecord, kerr.InvalidRecord},
+	{partition.ErrInvalidTimestamp, kerr.InvalidTimestamp},
 	{partition.ErrTooLarge, kerr.MessageTooLarge},
 	// A mirrored partition is read-only. POLICY_VIOLATION is not retriable
 	// in kgo, sarama or librdkafka, so producers fail fast with the

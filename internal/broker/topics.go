@@ -79,8 +79,7 @@ var topicConfigNames = func() map[string]string {
 	for _, extra := range []string{"cleanup.policy", "min.insync.replicas", "compression.type",
 		"unclean.leader.election.enable", "message.downconversion.enable", "preallocate",
 		"min.compaction.lag.ms", "max.compaction.lag.ms", "delete.retention.ms", "file.delete.delay.ms",
-		"min.cleanable.dirty.ratio", "message.timestamp.difference.max.ms", "message.timestamp.before.max.ms",
-		"message.timestamp.after.max.ms", "local.retention.ms", "local.retention.bytes", "remote.storage.enable"} {
+		"min.cleanable.dirty.ratio", "message.timestamp.difference.max.ms", "local.retention.ms", "local.retention.bytes", "remote.storage.enable"} {
 		m[extra] = ""
 	}
 	return m
@@ -151,6 +150,11 @@ func (b *Broker) partitionConfig(t *Topic) partition.Config {
 		PSM:             psm.Config{MaxBatchesPerProducer: 5, ProducerIDExpirationMs: b.cfg.Int64("producer.id.expiration.ms")},
 		MessageMaxBytes: int32(num("max.message.bytes")),
 		LogAppendTime:   ts == "LogAppendTime",
+		BoundTimestamps: true,
+		// message.timestamp.difference.max.ms, which Kafka 3.6
+		// deprecated for these two, is accepted and not acted on.
+		TimestampBeforeMaxMs: num("message.timestamp.before.max.ms"),
+		TimestampAfterMaxMs:  num("message.timestamp.after.max.ms"),
 	}
 }
 

@@ -102,6 +102,8 @@ var settings = []Setting{
 	{Name: "num.recovery.threads.per.data.dir", Kind: KindInt, Default: "2", Min: 1, Doc: "Partitions opened (recovering their logs) at start-up and flushed and closed at shutdown at once (Kafka 4.0's default, KIP-1030)."},
 	{Name: "message.max.bytes", Kind: KindInt, Default: "1048588", Min: 0, Doc: "Largest record batch a producer may send.", Topic: "max.message.bytes"},
 	{Name: "log.message.timestamp.type", Kind: KindString, Default: "CreateTime", Doc: "CreateTime or LogAppendTime.", Topic: "message.timestamp.type"},
+	{Name: "log.message.timestamp.before.max.ms", Kind: KindInt, Default: maxLong, Min: 0, Doc: "CreateTime topics: refuse records stamped more than this before the broker's clock (INVALID_TIMESTAMP).", Topic: "message.timestamp.before.max.ms"},
+	{Name: "log.message.timestamp.after.max.ms", Kind: KindInt, Default: "3600000", Min: 0, Doc: "CreateTime topics: refuse records stamped more than this after the broker's clock (INVALID_TIMESTAMP; Kafka 4.0's default, KIP-1030).", Topic: "message.timestamp.after.max.ms"},
 	{Name: "socket.request.max.bytes", Kind: KindInt, Default: "104857600", Min: 1, Doc: "Largest request frame; larger closes the connection."},
 	{Name: "max.connections", Kind: KindInt, Default: "2147483647", Min: 1, Doc: "Open client connections at most; past it, a new connection waits, accepted but unread, until one closes (as Kafka)."},
 	{Name: "max.connections.per.ip", Kind: KindInt, Default: "2147483647", Min: 0, Doc: "Open client connections per client IP at most (0: none, except the overrides', which must then be set); a connection over it is closed at once."},

@@ -4,6 +4,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"math"
 
 	"go.uber.org/zap"
 
@@ -138,7 +139,8 @@ func (p *Partition) advanceHighWatermark(upTo int64) error {
 // limit (MESSAGE_TOO_LARGE), the CRC (CORRUPT_MESSAGE), then no control
 // batch, a record count that matches the offset delta and is not zero, a
 // sequence for a producer id, and every record (batch.CheckRecords), all
-// INVALID_RECORD.
+// INVALID_RECORD, but INVALID_TIMESTAMP when a record's timestamp is
+// among the refusals.
 func (p *Partition) validateClientBatches(records []byte) ([]psm.PreparedBatch, error) {
 	if len(records) < batch.LogOverhead {
 		return nil, fmt.Errorf("%w: no record batch", ErrInvalidRecord)
@@ -170,7 +172,17 @@ func (p *Partition) validateClientBatches(records []byte) ([]psm.PreparedBatch, 
 	case h.HasProducer() && h.BaseSequence < 0:
 		return nil, fmt.Errorf("%w: sequence %d for producer %d", ErrInvalidRecord, h.BaseSequence, h.ProducerID)
 	}
-	if err := batch.CheckRecords(records, &h, p.cfg.Compacted); err != nil {
+	rules := batch.Rules{NeedKey: p.cfg.Compacted, CreateTime: !p.cfg.LogAppendTime,
+		MinTimestamp: math.MinInt64, MaxTimestamp: math.MaxInt64}
+	if rules.CreateTime && p.cfg.BoundTimestamps {
+		rules.MinTimestamp, rules.MaxTimestamp = batch.TimestampBounds(p.now().UnixMilli(),
+			p.cfg.TimestampBeforeMaxMs, p.cfg.TimestampAfterMaxMs)
+	}
+	if err := batch.CheckRecords(records, &h, rules); err != nil {
+		var refused *batch.RecordErrors
+		if errors.As(err, &refused) && refused.Timestamp {
+			return nil, fmt.Errorf("%w: %w", ErrInvalidTimestamp, err)
+		}
 		return nil, fmt.Errorf("%w: %w", ErrInvalidRecord, err)
 	}
 	return []psm.PreparedBatch{{Header: h, Raw: records}}, nil

@@ -30,12 +30,15 @@ const (
 
 // Errors returned by the append paths; the broker maps them to Kafka codes.
 var (
-	ErrCorrupt        = errors.New("partition: corrupt record batch")
-	ErrInvalidRecord  = errors.New("partition: invalid record")
-	ErrTooLarge       = errors.New("partition: record batch too large")
-	ErrMirrored       = errors.New("partition: read-only while mirrored")
-	ErrOffsetMismatch = errors.New("partition: mirrored batch does not follow the log end")
-	ErrClosed         = errors.New("partition: closed")
+	ErrCorrupt       = errors.New("partition: corrupt record batch")
+	ErrInvalidRecord = errors.New("partition: invalid record")
+	// ErrInvalidTimestamp: a record's timestamp is out of the topic's
+	// bounds, or its producer set the LogAppendTime type.
+	ErrInvalidTimestamp = errors.New("partition: invalid timestamp")
+	ErrTooLarge         = errors.New("partition: record batch too large")
+	ErrMirrored         = errors.New("partition: read-only while mirrored")
+	ErrOffsetMismatch   = errors.New("partition: mirrored batch does not follow the log end")
+	ErrClosed           = errors.New("partition: closed")
 )
 
 // MirroredError is ErrMirrored with the mirror's name, for the client.
@@ -55,6 +58,12 @@ type Config struct {
 	// Compacted (cleanup.policy with compact) refuses records without a
 	// key, as Kafka does, though minibroker does not compact.
 	Compacted bool
+	// BoundTimestamps refuses, on a CreateTime topic, records stamped
+	// more than TimestampBeforeMaxMs before the broker's clock or
+	// TimestampAfterMaxMs after it (message.timestamp.before.max.ms and
+	// message.timestamp.after.max.ms); unset, nothing is bounded.
+	BoundTimestamps                           bool
+	TimestampBeforeMaxMs, TimestampAfterMaxMs int64
 }
 
 // Options carries the partition's collaborators.

@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
@@ -100,5 +101,107 @@ func TestProduceValidatesRecords(t *testing.T) {
 	}
 	if got := consumeAll(t, c.Addr(), "compacted", 1); len(got) != 1 || string(got[0].Value) != "keyed" {
 		t.Fatalf("compacted holds %d records, want the keyed one", len(got))
+	}
+}
+
+// TestProduceBoundsTimestamps: as Kafka 4, a CreateTime topic refuses
+// records stamped more than message.timestamp.after.max.ms (an hour by
+// default) after the broker's clock or message.timestamp.before.max.ms
+// before it, with INVALID_TIMESTAMP, naming each refused record; kgo
+// fails such a record without retrying. A LogAppendTime topic keeps no
+// producer timestamps and takes them all.
+func TestProduceBoundsTimestamps(t *testing.T) {
+	t.Parallel()
+	const hour = time.Hour
+	c := minibrokertest.Start(t, minibrokertest.Topic("ts", 1),
+		minibrokertest.TopicWithConfigs("ts-before", 1, map[string]string{
+			"message.timestamp.before.max.ms": "60000", "message.timestamp.after.max.ms": "9223372036854775807"}),
+		minibrokertest.TopicWithConfigs("ts-lat", 1, map[string]string{"message.timestamp.type": "LogAppendTime"}))
+
+	cl, err := kgo.NewClient(kgo.SeedBrokers(c.Addr()), kgo.RecordRetries(2))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cl.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	produce := func(topic string, ts time.Time) error {
+		return cl.ProduceSync(ctx, &kgo.Record{Topic: topic, Value: []byte(topic), Timestamp: ts}).FirstErr()
+	}
+	now := time.Now()
+	for _, tc := range []struct {
+		topic string
+		ts    time.Time
+		want  error
+	}{
+		{"ts", now.Add(2 * hour), kerr.InvalidTimestamp}, // Kafka 4.0's default after bound
+		{"ts", now.Add(30 * time.Minute), nil},
+		{"ts", now.Add(-400 * 24 * hour), nil}, // no before bound by default
+		{"ts-before", now.Add(-2 * time.Minute), kerr.InvalidTimestamp},
+		{"ts-before", now.Add(-30 * time.Second), nil},
+		{"ts-before", now.Add(48 * hour), nil},
+		{"ts-lat", now.Add(48 * hour), nil},
+		{"ts-lat", now.Add(-400 * 24 * hour), nil},
+	} {
+		if err := produce(tc.topic, tc.ts); !errors.Is(err, tc.want) && (err != nil || tc.want != nil) {
+			t.Errorf("%s, timestamp %v from now: %v, want %v", tc.topic, tc.ts.Sub(now).Round(time.Second), err, tc.want)
+		}
+	}
+
+	// A raw batch of three, the middle one two hours ahead: the batch is
+	// refused with record_errors naming it, and nothing is written.
+	rp := &rawProducer{rc: dialRaw(t, c.Addr())}
+	var body []byte
+	for i, d := range []time.Duration{0, 2 * hour, 0} {
+		rec := kmsg.Record{OffsetDelta: int32(i), TimestampDelta64: d.Milliseconds(), Value: []byte("v")}
+		rec.Length = int32(len(rec.AppendTo(nil)) - 1)
+		body = rec.AppendTo(body)
+	}
+	first := time.Now().UnixMilli()
+	rb := kmsg.RecordBatch{Magic: 2, LastOffsetDelta: 2, FirstTimestamp: first, MaxTimestamp: first + (2 * hour).Milliseconds(),
+		ProducerID: -1, ProducerEpoch: -1, FirstSequence: -1, NumRecords: 3, Records: body}
+	rb.Length = int32(49 + len(body))
+	raw := rb.AppendTo(nil)
+	binary.BigEndian.PutUint32(raw[17:], crc32c(raw[21:]))
+	p := rp.produceResponse(t, "ts", raw)
+	if p.ErrorCode != kerr.InvalidTimestamp.Code || len(p.ErrorRecords) != 1 || p.ErrorRecords[0].RelativeOffset != 1 ||
+		p.ErrorRecords[0].ErrorMessage == nil {
+		t.Fatalf("raw batch, one record 2 h ahead: code %d, record errors %+v", p.ErrorCode, p.ErrorRecords)
+	}
+	// The same batch on the LogAppendTime topic is stamped and taken.
+	if p := rp.produceResponse(t, "ts-lat", raw); p.ErrorCode != 0 || p.LogAppendTime < first {
+		t.Fatalf("raw batch on the LogAppendTime topic: code %d, log append time %d", p.ErrorCode, p.LogAppendTime)
+	}
+
+	// DescribeConfigs shows the bounds, defaults and set.
+	adm := kadm.NewClient(cl)
+	ends, err := adm.ListEndOffsets(ctx, "ts", "ts-before")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for topic, want := range map[string]int64{"ts": 2, "ts-before": 2} {
+		if o, _ := ends.Lookup(topic, 0); o.Offset != want {
+			t.Errorf("%s ends at %d, want %d (the records in bounds)", topic, o.Offset, want)
+		}
+	}
+	rcs, err := adm.DescribeTopicConfigs(ctx, "ts", "ts-before")
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := map[string]string{"ts/message.timestamp.after.max.ms": "3600000", "ts/message.timestamp.before.max.ms": "9223372036854775807",
+		"ts-before/message.timestamp.before.max.ms": "60000"}
+	for _, rc := range rcs {
+		for _, cfg := range rc.Configs {
+			k := rc.Name + "/" + cfg.Key
+			if w, ok := want[k]; ok {
+				if cfg.MaybeValue() != w {
+					t.Errorf("%s = %q, want %q", k, cfg.MaybeValue(), w)
+				}
+				delete(want, k)
+			}
+		}
+	}
+	if len(want) != 0 {
+		t.Errorf("DescribeConfigs lacks %v", want)
 	}
 }
