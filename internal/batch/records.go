@@ -87,14 +87,20 @@ func (e *RecordErrors) Error() string {
 // is then held to the topic's rules (a key, a timestamp in bounds).
 // Keys, values and headers are skipped, not read.
 //
-// It returns nil, an error wrapping ErrMalformedRecords, or a
+// It returns the largest record timestamp (-1 if none has one: what
+// Kafka writes as the batch's max timestamp, whatever the producer
+// wrote) and nil, an error wrapping ErrMalformedRecords, or a
 // *RecordErrors listing every record the rules refuse.
-func CheckRecords(raw []byte, h *Header, rules Rules) error {
+func CheckRecords(raw []byte, h *Header, rules Rules) (maxTimestamp int64, err error) {
 	if len(raw) < HeaderSize || h.Size() != len(raw) {
-		return fmt.Errorf("%w: batch of %d bytes", ErrMalformedRecords, len(raw))
+		return -1, fmt.Errorf("%w: batch of %d bytes", ErrMalformedRecords, len(raw))
 	}
 	c := newRuleCheck(h, rules)
-	section := raw[HeaderSize:]
+	err = c.check(raw[HeaderSize:], h)
+	return c.maxTs, err
+}
+
+func (c *ruleCheck) check(section []byte, h *Header) error {
 	switch h.Codec() {
 	case CodecNone:
 		return c.walk(section, h.NumRecords)
@@ -140,6 +146,7 @@ func CheckRecords(raw []byte, h *Header, rules Rules) error {
 type ruleCheck struct {
 	Rules
 	first, max int64 // the batch's first and max timestamps
+	maxTs      int64 // the largest record timestamp so far
 	// lo and hi bound first+delta on the fast path: a record within them
 	// that has a key when one is needed passes without a closer look.
 	lo, hi    int64
@@ -149,20 +156,27 @@ type ruleCheck struct {
 }
 
 func newRuleCheck(h *Header, r Rules) ruleCheck {
-	c := ruleCheck{Rules: r, first: h.BaseTimestamp, max: h.MaxTimestamp, lat: h.LogAppendTimeType(),
+	c := ruleCheck{Rules: r, first: h.BaseTimestamp, max: h.MaxTimestamp, maxTs: -1, lat: h.LogAppendTimeType(),
 		lo: math.MinInt64, hi: math.MaxInt64}
 	if r.CreateTime {
 		c.lo, c.hi = r.MinTimestamp, r.MaxTimestamp
 	}
 	if c.lat {
 		c.lo, c.hi = 0, -1 // every record takes the slow path
+		// DefaultRecordBatch gives every record of such a batch its max
+		// timestamp.
+		c.maxTs = max(h.MaxTimestamp, -1)
 	}
 	return c
 }
 
 // record checks record i, which has a key or not and the timestamp delta.
 func (c *ruleCheck) record(i int, keyed bool, tsDelta int64) {
-	if ts := c.first + tsDelta; ts < c.lo || ts > c.hi || !keyed && c.NeedKey {
+	ts := c.first + tsDelta
+	if !c.lat {
+		c.maxTs = max(c.maxTs, ts)
+	}
+	if ts < c.lo || ts > c.hi || !keyed && c.NeedKey {
 		c.slow(i, keyed, tsDelta)
 	}
 }
@@ -207,7 +221,7 @@ var errRecordEOF = errors.New("premature end of the records")
 // same rules as the scanner below, on a slice, without a call per byte
 // (it is the produce path of every uncompressed batch).
 func (c *ruleCheck) walk(b []byte, count int32) error {
-	first, lo, hi, needKey := c.first, c.lo, c.hi, c.NeedKey // record's fast path, in registers
+	first, lo, hi, needKey, maxTs := c.first, c.lo, c.hi, c.NeedKey, c.maxTs // record's fast path, in registers
 	for i := range int(count) {
 		length, n := zigzag(b)
 		if n == 0 {
@@ -220,10 +234,15 @@ func (c *ruleCheck) walk(b []byte, count int32) error {
 		if err != nil {
 			return fmt.Errorf("%w: record %d of %d: %v", ErrMalformedRecords, i, count, err)
 		}
-		if ts := first + tsDelta; ts < lo || ts > hi || !keyed && needKey {
+		ts := first + tsDelta
+		maxTs = max(maxTs, ts)
+		if ts < lo || ts > hi || !keyed && needKey {
 			c.slow(i, keyed, tsDelta)
 		}
 		b = b[n+int(length):]
+	}
+	if !c.lat {
+		c.maxTs = maxTs
 	}
 	if len(b) != 0 {
 		return fmt.Errorf("%w: %d bytes after the last of %d records", ErrMalformedRecords, len(b), count)

@@ -110,13 +110,13 @@ func TestCheckRecordsAcceptsWhatProducersWrite(t *testing.T) {
 	recs := goodRecords(300)
 	for _, codec := range []string{"none", "gzip", "snappy", "snappy-xerial", "lz4", "zstd"} {
 		raw, h := buildBatch(t, codec, 300, recs)
-		if err := batch.CheckRecords(raw, &h, batch.Rules{}); err != nil {
+		if _, err := batch.CheckRecords(raw, &h, batch.Rules{}); err != nil {
 			t.Errorf("%s: %v", codec, err)
 		}
 		// One record in three has no key: a compacted topic refuses those
 		// and names each.
 		var refused *batch.RecordErrors
-		if err := batch.CheckRecords(raw, &h, batch.Rules{NeedKey: true}); !errors.As(err, &refused) {
+		if _, err := batch.CheckRecords(raw, &h, batch.Rules{NeedKey: true}); !errors.As(err, &refused) {
 			t.Fatalf("%s, compacted: %v", codec, err)
 		}
 		var want []int
@@ -133,17 +133,17 @@ func TestCheckRecordsAcceptsWhatProducersWrite(t *testing.T) {
 		encodeRecord(1, nil, bytes.Repeat([]byte("y"), 70<<10), kmsg.Header{Key: "h", Value: make([]byte, 40<<10)})...)
 	for _, codec := range []string{"gzip", "lz4", "zstd", "snappy", "none"} {
 		raw, h := buildBatch(t, codec, 2, big)
-		if err := batch.CheckRecords(raw, &h, batch.Rules{}); err != nil {
+		if _, err := batch.CheckRecords(raw, &h, batch.Rules{}); err != nil {
 			t.Errorf("%s, large values: %v", codec, err)
 		}
 		raw, h = buildBatch(t, codec, 2, big[:len(big)-1])
-		if err := batch.CheckRecords(raw, &h, batch.Rules{}); !errors.Is(err, batch.ErrMalformedRecords) {
+		if _, err := batch.CheckRecords(raw, &h, batch.Rules{}); !errors.Is(err, batch.ErrMalformedRecords) {
 			t.Errorf("%s, large values cut by a byte: %v", codec, err)
 		}
 	}
 	// An empty key is a key.
 	raw, h := buildBatch(t, "none", 1, encodeRecord(0, []byte{}, []byte("v")))
-	if err := batch.CheckRecords(raw, &h, batch.Rules{NeedKey: true}); err != nil {
+	if _, err := batch.CheckRecords(raw, &h, batch.Rules{NeedKey: true}); err != nil {
 		t.Errorf("empty key: %v", err)
 	}
 }
@@ -183,7 +183,7 @@ func TestCheckRecordsRefusesMalformed(t *testing.T) {
 	for _, codec := range []string{"none", "gzip", "snappy", "lz4", "zstd"} {
 		for _, c := range cases {
 			b, h := buildBatch(t, codec, c.count, c.records)
-			err := batch.CheckRecords(b, &h, batch.Rules{})
+			_, err := batch.CheckRecords(b, &h, batch.Rules{})
 			if !errors.Is(err, batch.ErrMalformedRecords) {
 				t.Errorf("%s, %s: %v", codec, c.name, err)
 			}
@@ -204,14 +204,14 @@ func TestCheckRecordsRefusesBadCompression(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if err := batch.CheckRecords(cut, &hc, batch.Rules{}); !errors.Is(err, batch.ErrMalformedRecords) {
+		if _, err := batch.CheckRecords(cut, &hc, batch.Rules{}); !errors.Is(err, batch.ErrMalformedRecords) {
 			t.Errorf("%s cut: %v", codec, err)
 		}
 		garbled := slices.Clone(b)
 		for i := batch.HeaderSize + 2; i < len(garbled); i += 7 {
 			garbled[i] ^= 0x5a
 		}
-		_ = batch.CheckRecords(garbled, &h, batch.Rules{}) // may parse by chance; must not panic
+		_, _ = batch.CheckRecords(garbled, &h, batch.Rules{}) // may parse by chance; must not panic
 	}
 	// A snappy block claiming far more than snappy can encode is refused
 	// before anything is allocated for it.
@@ -222,7 +222,7 @@ func TestCheckRecordsRefusesBadCompression(t *testing.T) {
 	binary.BigEndian.PutUint16(b[21:], 2)
 	binary.BigEndian.PutUint32(b[8:], uint32(len(b)-batch.LogOverhead))
 	h, _ = batch.ParseHeader(b)
-	if err := batch.CheckRecords(b, &h, batch.Rules{}); err == nil || !strings.Contains(err.Error(), "claims") {
+	if _, err := batch.CheckRecords(b, &h, batch.Rules{}); err == nil || !strings.Contains(err.Error(), "claims") {
 		t.Errorf("snappy bomb: %v", err)
 	}
 }
@@ -250,7 +250,7 @@ func TestCheckRecordsConcurrent(t *testing.T) {
 		wg.Go(func() {
 			for i := range 100 {
 				j := jobs[(g+i)%len(jobs)]
-				if err := batch.CheckRecords(j.raw, &j.h, batch.Rules{}); (err == nil) != j.good {
+				if _, err := batch.CheckRecords(j.raw, &j.h, batch.Rules{}); (err == nil) != j.good {
 					t.Errorf("job %d: %v, want good=%v", (g+i)%len(jobs), err, j.good)
 					return
 				}
@@ -293,7 +293,7 @@ func FuzzCheckRecords(f *testing.F) {
 		raw, h := buildBatch(t, codecs[int(codec)%len(codecs)], count, records)
 		// Timestamps are the deltas (the base is 0): the bounds refuse
 		// some of what the fuzzer writes.
-		err := batch.CheckRecords(raw, &h, batch.Rules{NeedKey: true, CreateTime: true, MinTimestamp: -5, MaxTimestamp: 1000})
+		maxTs, err := batch.CheckRecords(raw, &h, batch.Rules{NeedKey: true, CreateTime: true, MinTimestamp: -5, MaxTimestamp: 1000})
 		var refused *batch.RecordErrors
 		if err != nil && !errors.Is(err, batch.ErrMalformedRecords) && !errors.As(err, &refused) {
 			t.Fatalf("unexpected error type: %v", err)
@@ -306,10 +306,15 @@ func FuzzCheckRecords(f *testing.F) {
 			t.Fatalf("accepted, but the log tool decodes %d of %d: %v", len(decoded), count, derr)
 		}
 		var bad []int
+		wantMax := int64(-1)
 		for i, r := range decoded {
 			if r.Key == nil || r.Timestamp != -1 && (r.Timestamp < -5 || r.Timestamp > 1000) {
 				bad = append(bad, i)
 			}
+			wantMax = max(wantMax, r.Timestamp)
+		}
+		if maxTs != wantMax {
+			t.Fatalf("max timestamp %d, the records' %d", maxTs, wantMax)
 		}
 		if got := refusedIndexes(refused); !slices.Equal(bad, got) {
 			t.Fatalf("keyless or out of bounds %v, refused %v", bad, got)
@@ -349,7 +354,7 @@ func BenchmarkCheckRecords(b *testing.B) {
 				// records' timestamps are 0, the bounds an hour each way).
 				rules := batch.Rules{CreateTime: true, MinTimestamp: -3_600_000, MaxTimestamp: 3_600_000}
 				for b.Loop() {
-					if err := batch.CheckRecords(raw, &h, rules); err != nil {
+					if _, err := batch.CheckRecords(raw, &h, rules); err != nil {
 						b.Fatal(err)
 					}
 				}
@@ -385,7 +390,7 @@ func TestCheckRecordsZstdWindowLimit(t *testing.T) {
 		binary.BigEndian.PutUint16(raw[21:], 4)
 		binary.BigEndian.PutUint32(raw[8:], uint32(len(raw)-batch.LogOverhead))
 		h, _ := batch.ParseHeader(raw)
-		if err := batch.CheckRecords(raw, &h, batch.Rules{}); c.ok != (err == nil) {
+		if _, err := batch.CheckRecords(raw, &h, batch.Rules{}); c.ok != (err == nil) {
 			t.Errorf("window 2^%d: %v", c.windowLog, err)
 		}
 	}
@@ -444,8 +449,12 @@ func TestCheckRecordsTimestamps(t *testing.T) {
 		raw, _ := buildBatch(t, codec, 7, recs)
 		h := stamp(t, raw, now, now+30*day, false)
 		var refused *batch.RecordErrors
-		if err := batch.CheckRecords(raw, &h, createTime); !errors.As(err, &refused) {
+		maxTs, err := batch.CheckRecords(raw, &h, createTime)
+		if !errors.As(err, &refused) {
 			t.Fatalf("%s: %v", codec, err)
+		}
+		if maxTs != now+30*day {
+			t.Errorf("%s: max timestamp %d, want the records' %d", codec, maxTs, now+30*day)
 		}
 		if got := refusedIndexes(refused); !slices.Equal(got, []int{2, 3, 5}) || !refused.Timestamp {
 			t.Errorf("%s: refused %v (timestamp %v), want [2 3 5], timestamp", codec, got, refused.Timestamp)
@@ -457,11 +466,11 @@ func TestCheckRecordsTimestamps(t *testing.T) {
 		// (one error per record, the key first).
 		keyed := createTime
 		keyed.NeedKey = true
-		if err := batch.CheckRecords(raw, &h, keyed); !errors.As(err, &refused) || !strings.Contains(refused.Records[2].Message, "key") {
+		if _, err := batch.CheckRecords(raw, &h, keyed); !errors.As(err, &refused) || !strings.Contains(refused.Records[2].Message, "key") {
 			t.Errorf("%s, compacted: %v", codec, err)
 		}
 		// A LogAppendTime topic keeps no producer timestamps: nothing to bound.
-		if err := batch.CheckRecords(raw, &h, batch.Rules{}); err != nil {
+		if _, err := batch.CheckRecords(raw, &h, batch.Rules{}); err != nil {
 			t.Errorf("%s, LogAppendTime topic: %v", codec, err)
 		}
 	}
@@ -469,18 +478,35 @@ func TestCheckRecordsTimestamps(t *testing.T) {
 	raw, _ := buildBatch(t, "none", 1, timedRecord(0, 30*day, nil))
 	h := stamp(t, raw, now, now+30*day, false)
 	var refused *batch.RecordErrors
-	if err := batch.CheckRecords(raw, &h, batch.Rules{NeedKey: true, CreateTime: true, MinTimestamp: lo, MaxTimestamp: hi}); !errors.As(err, &refused) || refused.Timestamp {
+	if _, err := batch.CheckRecords(raw, &h, batch.Rules{NeedKey: true, CreateTime: true, MinTimestamp: lo, MaxTimestamp: hi}); !errors.As(err, &refused) || refused.Timestamp {
 		t.Errorf("keyless, far ahead, compacted: %v", err)
+	}
+
+	// The max timestamp is the records', whatever the header says; -1
+	// when none has a timestamp.
+	raw, _ = buildBatch(t, "none", 2, slices.Concat(timedRecord(0, 0, k), timedRecord(1, 5, k)))
+	h = stamp(t, raw, now, now-7, false)
+	if maxTs, err := batch.CheckRecords(raw, &h, createTime); err != nil || maxTs != now+5 {
+		t.Errorf("a header claiming max %d: %d, %v; want the records' %d", now-7, maxTs, err, now+5)
+	}
+	h = stamp(t, raw, -1, 17, false)
+	if maxTs, err := batch.CheckRecords(raw, &h, batch.Rules{}); err != nil || maxTs != 4 {
+		t.Errorf("base -1, deltas 0 and 5: %d, %v; want 4", maxTs, err)
+	}
+	raw, _ = buildBatch(t, "none", 2, slices.Concat(timedRecord(0, 0, k), timedRecord(1, 0, k)))
+	h = stamp(t, raw, -1, 99, false)
+	if maxTs, err := batch.CheckRecords(raw, &h, createTime); err != nil || maxTs != -1 {
+		t.Errorf("no timestamps: %d, %v; want -1", maxTs, err)
 	}
 
 	// The producer set LogAppendTime: every record reads the max timestamp.
 	raw, _ = buildBatch(t, "none", 2, slices.Concat(timedRecord(0, 0, k), timedRecord(1, 30*day, k)))
 	h = stamp(t, raw, now, now, true)
-	if err := batch.CheckRecords(raw, &h, createTime); err != nil {
-		t.Errorf("LogAppendTime type, max timestamp in bounds, CreateTime topic: %v", err)
+	if maxTs, err := batch.CheckRecords(raw, &h, createTime); err != nil || maxTs != now {
+		t.Errorf("LogAppendTime type, max timestamp in bounds, CreateTime topic: %d, %v", maxTs, err)
 	}
 	h = stamp(t, raw, now, now+2*hour, true)
-	if err := batch.CheckRecords(raw, &h, createTime); !errors.As(err, &refused) || !slices.Equal(refusedIndexes(refused), []int{0, 1}) {
+	if _, err := batch.CheckRecords(raw, &h, createTime); !errors.As(err, &refused) || !slices.Equal(refusedIndexes(refused), []int{0, 1}) {
 		t.Errorf("LogAppendTime type, max timestamp out of bounds: %v", err)
 	}
 	for name, rules := range map[string]batch.Rules{"CreateTime topic, no max timestamp": createTime, "LogAppendTime topic": {}} {
@@ -489,7 +515,7 @@ func TestCheckRecordsTimestamps(t *testing.T) {
 			maxTs = -1
 		}
 		h = stamp(t, raw, now, maxTs, true)
-		if err := batch.CheckRecords(raw, &h, rules); !errors.As(err, &refused) || !refused.Timestamp ||
+		if _, err := batch.CheckRecords(raw, &h, rules); !errors.As(err, &refused) || !refused.Timestamp ||
 			!slices.Equal(refusedIndexes(refused), []int{0, 1}) || !strings.Contains(refused.Records[0].Message, "LogAppendTime") {
 			t.Errorf("LogAppendTime type, %s: %v", name, err)
 		}

@@ -54,7 +54,7 @@ func (p *Partition) AppendAsLeader(records []byte) (AppendResult, error) {
 		batch.SetBaseOffset(b.Raw, next)
 		batch.SetPartitionLeaderEpoch(b.Raw, epoch)
 		if p.cfg.LogAppendTime {
-			setLogAppendTime(b.Raw, now)
+			setMaxTimestamp(b.Raw, now, true)
 			appendTime = now
 			b.Header.MaxTimestamp = now
 		}
@@ -74,7 +74,7 @@ func (p *Partition) AppendAsLeader(records []byte) (AppendResult, error) {
 	}
 	// Verified: validateClientBatches checked the CRC of every batch in
 	// records, and since then only the base offset and leader epoch
-	// (outside the CRC) changed, or setLogAppendTime recomputed the CRC.
+	// (outside the CRC) changed, or setMaxTimestamp recomputed the CRC.
 	res, err := p.log.AppendVerified(records)
 	if err != nil {
 		p.appendMu.Unlock()
@@ -178,23 +178,35 @@ func (p *Partition) validateClientBatches(records []byte) ([]psm.PreparedBatch, 
 		rules.MinTimestamp, rules.MaxTimestamp = batch.TimestampBounds(p.now().UnixMilli(),
 			p.cfg.TimestampBeforeMaxMs, p.cfg.TimestampAfterMaxMs)
 	}
-	if err := batch.CheckRecords(records, &h, rules); err != nil {
+	maxTs, err := batch.CheckRecords(records, &h, rules)
+	if err != nil {
 		var refused *batch.RecordErrors
 		if errors.As(err, &refused) && refused.Timestamp {
 			return nil, fmt.Errorf("%w: %w", ErrInvalidTimestamp, err)
 		}
 		return nil, fmt.Errorf("%w: %w", ErrInvalidRecord, err)
 	}
+	if !p.cfg.LogAppendTime && (maxTs != h.MaxTimestamp || h.LogAppendTimeType()) {
+		// LogValidator sets a CreateTime batch's max timestamp to its
+		// records' largest, whatever the producer wrote, so that the time
+		// index, ListOffsets by time and time retention read the truth.
+		setMaxTimestamp(records, maxTs, false)
+		h.MaxTimestamp, h.Attributes, h.CRC = maxTs, h.Attributes&^batch.AttrTimestampType, binary.BigEndian.Uint32(records[17:])
+	}
 	return []psm.PreparedBatch{{Header: h, Raw: records}}, nil
 }
 
-// setLogAppendTime stamps the broker's time as a batch's max timestamp and
-// sets the timestamp-type bit, recomputing the CRC, as Kafka does for
-// topics with message.timestamp.type=LogAppendTime.
-func setLogAppendTime(raw []byte, now int64) {
-	attrs := binary.BigEndian.Uint16(raw[21:])
-	binary.BigEndian.PutUint16(raw[21:], attrs|batch.AttrTimestampType)
-	binary.BigEndian.PutUint64(raw[35:], uint64(now))
+// setMaxTimestamp writes a batch's max timestamp and timestamp type
+// (LogAppendTime or CreateTime), recomputing the CRC, as Kafka's
+// RecordBatch.setMaxTimestamp: for topics with
+// message.timestamp.type=LogAppendTime it stamps the broker's time.
+func setMaxTimestamp(raw []byte, ts int64, logAppendTime bool) {
+	attrs := binary.BigEndian.Uint16(raw[21:]) &^ batch.AttrTimestampType
+	if logAppendTime {
+		attrs |= batch.AttrTimestampType
+	}
+	binary.BigEndian.PutUint16(raw[21:], attrs)
+	binary.BigEndian.PutUint64(raw[35:], uint64(ts))
 	binary.BigEndian.PutUint32(raw[17:], batch.ComputeCRC(raw))
 }
 

@@ -205,3 +205,60 @@ func TestProduceBoundsTimestamps(t *testing.T) {
 		t.Errorf("DescribeConfigs lacks %v", want)
 	}
 }
+
+// TestProduceRewritesMaxTimestamp: as Kafka's LogValidator, the broker
+// stores a batch's max timestamp as its records' largest, not as the
+// producer wrote it, so ListOffsets by time finds records a producer's
+// wrong max timestamp would hide.
+func TestProduceRewritesMaxTimestamp(t *testing.T) {
+	t.Parallel()
+	c := minibrokertest.Start(t, minibrokertest.Topic("mt", 1))
+	rp := &rawProducer{rc: dialRaw(t, c.Addr())}
+	var body []byte
+	for i := range 3 {
+		rec := kmsg.Record{OffsetDelta: int32(i), TimestampDelta64: int64(i), Value: []byte("v")}
+		rec.Length = int32(len(rec.AppendTo(nil)) - 1)
+		body = rec.AppendTo(body)
+	}
+	first := time.Now().UnixMilli()
+	rb := kmsg.RecordBatch{Magic: 2, LastOffsetDelta: 2, FirstTimestamp: first, MaxTimestamp: first - 1000, // wrong
+		ProducerID: -1, ProducerEpoch: -1, FirstSequence: -1, NumRecords: 3, Records: body}
+	rb.Length = int32(49 + len(body))
+	raw := rb.AppendTo(nil)
+	binary.BigEndian.PutUint32(raw[17:], crc32c(raw[21:]))
+	if p := rp.produceResponse(t, "mt", raw); p.ErrorCode != 0 {
+		t.Fatalf("produce: code %d", p.ErrorCode)
+	}
+
+	cl := newClient(t, c.Addr())
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	listed, err := kadm.NewClient(cl).ListOffsetsAfterMilli(ctx, first+1, "mt")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if o, _ := listed.Lookup("mt", 0); o.Offset != 1 || o.Timestamp != first+1 {
+		t.Errorf("first record at or after %d: offset %d timestamp %d, want 1 and %d", first+1, o.Offset, o.Timestamp, first+1)
+	}
+	// KIP-734's max timestamp (-3): the record that holds it.
+	req := kmsg.NewPtrListOffsetsRequest()
+	rt := kmsg.NewListOffsetsRequestTopic()
+	rt.Topic = "mt"
+	rpart := kmsg.NewListOffsetsRequestTopicPartition()
+	rpart.Timestamp = -3
+	rt.Partitions = append(rt.Partitions, rpart)
+	req.Topics = append(req.Topics, rt)
+	resp, err := req.RequestWith(ctx, cl)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if p := resp.Topics[0].Partitions[0]; p.ErrorCode != 0 || p.Offset != 2 || p.Timestamp != first+2 {
+		t.Errorf("max timestamp: code %d offset %d timestamp %d, want 2 and %d", p.ErrorCode, p.Offset, p.Timestamp, first+2)
+	}
+	// The rewritten batch's CRC holds: after a restart the broker checks
+	// it on the first read (KAFKA_STORAGE_ERROR if it failed).
+	c.Restart()
+	if got := consumeAll(t, c.Addr(), "mt", 3); len(got) != 3 || got[2].Timestamp.UnixMilli() != first+2 {
+		t.Fatalf("read back %d records", len(got))
+	}
+}
