@@ -43,7 +43,7 @@ compat: deps
 
 ## bench: minibroker beside kfake on this machine (< 15 min), regenerates docs/PERFORMANCE.md.
 ## BENCH_STARTUP_MB sets the data held in the start-up-with-data measurement.
-BENCH_RUNS       ?= 7
+BENCH_RUNS       ?= 5
 BENCH_DURATION   ?= 3s
 BENCH_STARTUP_MB ?= 1024
 BENCH_MIRROR_MB  ?= 32
