@@ -23,14 +23,8 @@ func TestListOffsetsLatestTiered(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, v := range []int16{9, 10} {
-		req := kmsg.NewPtrListOffsetsRequest()
+		req := listOffsetsRequest("tiered", -5)
 		req.Version = v
-		rt := kmsg.NewListOffsetsRequestTopic()
-		rt.Topic = "tiered"
-		rp := kmsg.NewListOffsetsRequestTopicPartition()
-		rp.Timestamp = -5
-		rt.Partitions = append(rt.Partitions, rp)
-		req.Topics = append(req.Topics, rt)
 		rc := dialRaw(t, c.Addr())
 		rc.write(requestFrame(req, 1))
 		resp := kmsg.NewPtrListOffsetsResponse()
@@ -43,4 +37,18 @@ func TestListOffsetsLatestTiered(t *testing.T) {
 			t.Fatalf("v%d -5: code %d offset %d epoch %d, want 0/-1/-1", v, p.ErrorCode, p.Offset, p.LeaderEpoch)
 		}
 	}
+}
+
+// listOffsetsRequest asks for the offset at ts (or a negative spec: -1
+// latest, -2 earliest, -3 max timestamp, -5 earliest local) of
+// partition 0 of topic.
+func listOffsetsRequest(topic string, ts int64) *kmsg.ListOffsetsRequest {
+	req := kmsg.NewPtrListOffsetsRequest()
+	rt := kmsg.NewListOffsetsRequestTopic()
+	rt.Topic = topic
+	rp := kmsg.NewListOffsetsRequestTopicPartition()
+	rp.Timestamp = ts
+	rt.Partitions = append(rt.Partitions, rp)
+	req.Topics = append(req.Topics, rt)
+	return req
 }

@@ -241,14 +241,7 @@ func TestProduceRewritesMaxTimestamp(t *testing.T) {
 		t.Errorf("first record at or after %d: offset %d timestamp %d, want 1 and %d", first+1, o.Offset, o.Timestamp, first+1)
 	}
 	// KIP-734's max timestamp (-3): the record that holds it.
-	req := kmsg.NewPtrListOffsetsRequest()
-	rt := kmsg.NewListOffsetsRequestTopic()
-	rt.Topic = "mt"
-	rpart := kmsg.NewListOffsetsRequestTopicPartition()
-	rpart.Timestamp = -3
-	rt.Partitions = append(rt.Partitions, rpart)
-	req.Topics = append(req.Topics, rt)
-	resp, err := req.RequestWith(ctx, cl)
+	resp, err := listOffsetsRequest("mt", -3).RequestWith(ctx, cl)
 	if err != nil {
 		t.Fatal(err)
 	}
