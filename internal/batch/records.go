@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"math"
+	"runtime"
 	"slices"
 	"sync"
 
@@ -118,6 +119,8 @@ func (c *ruleCheck) check(section []byte, h *Header) error {
 		inflatedBufs.Put(buf)
 		return err
 	}
+	streamSlots <- struct{}{}
+	defer func() { <-streamSlots }()
 	src, done, err := inflater(h.Codec(), section)
 	if err != nil {
 		return fmt.Errorf("%w: %v", ErrMalformedRecords, err)
@@ -505,6 +508,16 @@ func (s *scanner) record() (keyed bool, tsDelta int64, err error) {
 var inflatedBufs = sync.Pool{New: func() any { return new([]byte) }}
 
 const maxPooledInflated = 8 << 20
+
+// streamSlots bounds the gzip, lz4 and zstd walks running at once to the
+// CPUs, which they keep busy anyway. A produce request of 20 KB can hold
+// a zstd frame that inflates to 200 MiB and makes its decoder take a
+// 128 MiB window (the most zstd-jni and minibroker allow): each such walk
+// costs its window and about half a second of CPU, so without a bound a
+// few hundred connections could take the broker's memory. Kafka
+// decompresses the same way, bounded by its request handler threads
+// (num.io.threads, 8 by default).
+var streamSlots = make(chan struct{}, runtime.GOMAXPROCS(0))
 
 // windows are the scanners' read buffers for compressed batches.
 var windows = sync.Pool{New: func() any { b := make([]byte, 32<<10); return &b }}
