@@ -233,9 +233,13 @@ func (c *ruleCheck) walk(b []byte, count int32) error {
 		if n == 0 || length < 0 || length > int64(len(b)-n) {
 			return fmt.Errorf("%w: record %d of %d: length %d with %d bytes left", ErrMalformedRecords, i, count, length, len(b)-max(n, 0))
 		}
-		keyed, tsDelta, err := recordBody(b[n : n+int(length)])
-		if err != nil {
-			return fmt.Errorf("%w: record %d of %d: %v", ErrMalformedRecords, i, count, err)
+		r := b[n : n+int(length)]
+		keyed, tsDelta, ok := plainBody(r)
+		if !ok {
+			var err error
+			if keyed, tsDelta, err = recordBody(r); err != nil {
+				return fmt.Errorf("%w: record %d of %d: %v", ErrMalformedRecords, i, count, err)
+			}
 		}
 		ts := first + tsDelta
 		maxTs = max(maxTs, ts)
@@ -279,6 +283,51 @@ func zigzagLong(b []byte, maxLen int) (v int64, n int) {
 		}
 	}
 	return 0, 0
+}
+
+// small decodes the zigzag varint of one or two bytes at r[p] and
+// returns it and the position after it; q < 0 when it is longer or r
+// ends first.
+func small(r []byte, p int) (v int64, q int) {
+	if p < len(r) && r[p] < 0x80 {
+		return int64(r[p]>>1) ^ -int64(r[p]&1), p + 1
+	}
+	if p+1 < len(r) && r[p+1] < 0x80 {
+		u := uint64(r[p]&0x7f) | uint64(r[p+1])<<7
+		return int64(u>>1) ^ -int64(u&1), p + 2
+	}
+	return 0, -1
+}
+
+// plainBody is recordBody's fast path for the common record: varints of
+// one or two bytes (the offset delta up to three) and no headers. ok is
+// false for anything else, which recordBody then reads.
+func plainBody(r []byte) (keyed bool, tsDelta int64, ok bool) {
+	tsDelta, p := small(r, 1)
+	if p < 0 {
+		return false, 0, false
+	}
+	if _, q := small(r, p); q > 0 {
+		p = q
+	} else if p+2 < len(r) && r[p+2] < 0x80 {
+		p += 3 // an offset delta of 8,192 or more
+	} else {
+		return false, 0, false
+	}
+	key, p := small(r, p)
+	if p < 0 || key < -1 {
+		return false, 0, false
+	}
+	p += int(max(key, 0))
+	value, p := small(r, p)
+	if p < 0 || value < -1 {
+		return false, 0, false
+	}
+	p += int(max(value, 0))
+	if p != len(r)-1 || r[p] != 0 { // no headers, nothing after
+		return false, 0, false
+	}
+	return key >= 0, tsDelta, true
 }
 
 // recordBody checks one record's body (the bytes its length counts) and

@@ -63,3 +63,29 @@ func TestStreamingWalksBounded(t *testing.T) {
 		t.Fatal("the zstd walk did not run once the slot was free")
 	}
 }
+
+// FuzzPlainBody: whatever the fast path takes, recordBody takes too,
+// with the same key and timestamp delta (the fast path only skips work).
+func FuzzPlainBody(f *testing.F) {
+	for _, r := range []kmsg.Record{
+		{Value: []byte("v")},
+		{OffsetDelta: 9000, TimestampDelta64: -5, Key: []byte("k"), Value: make([]byte, 100)},
+		{OffsetDelta: 70, Key: []byte{}, Value: nil},
+		{Value: []byte("h"), Headers: []kmsg.Header{{Key: "a", Value: []byte("b")}}},
+	} {
+		r.Length = int32(len(r.AppendTo(nil)) - 1)
+		body := r.AppendTo(nil)
+		_, n := zigzag(body)
+		f.Add(body[n:])
+	}
+	f.Fuzz(func(t *testing.T, r []byte) {
+		keyed, ts, ok := plainBody(r)
+		if !ok {
+			return
+		}
+		k2, ts2, err := recordBody(r)
+		if err != nil || k2 != keyed || ts2 != ts {
+			t.Fatalf("fast path: keyed %v ts %d; recordBody: %v %d %v", keyed, ts, k2, ts2, err)
+		}
+	})
+}
