@@ -36,19 +36,20 @@ type groupStore struct {
 	base     int64 // size after the last load or rewrite
 }
 
-// openGroupStore loads the group log in dir into core (creating the file on
-// first start) and cuts off a torn tail.
+// openGroupStore loads the group log in dir into core and cuts off a torn
+// tail. A start that finds no log does not create one: the first write
+// does (as Kafka creates __consumer_offsets on the first group request), so
+// a broker that never sees a group writes nothing here and its start-up
+// saves a file and two fsyncs.
 func openGroupStore(fs vfs.FS, dir string, core *groupCore, now time.Time, logger *zap.Logger) (*groupStore, error) {
 	s := &groupStore{fs: fs, dir: dir, path: filepath.Join(dir, groupLogFile)}
 	s.cond = sync.NewCond(&s.mu)
-	_ = fs.Remove(s.path + ".tmp") // a rewrite that did not finish
+	_ = fs.Remove(s.path + ".tmp") // a rewrite or creation that did not finish
 	data, err := vfs.ReadFile(fs, s.path)
 	switch {
 	case errors.Is(err, os.ErrNotExist):
-		if err := vfs.WriteFileAtomic(fs, dir, s.path, groupLogHeader()); err != nil {
-			return nil, fmt.Errorf("create group log: %w", err)
-		}
-		data = groupLogHeader()
+		s.size, s.base = groupLogHeaderLen, groupLogHeaderLen // what the new file will start with
+		return s, nil
 	case err != nil:
 		return nil, fmt.Errorf("read group log: %w", err)
 	}
@@ -118,12 +119,25 @@ func (s *groupStore) wait(ticket uint64) error {
 		buf, upTo, f := s.buf, s.appended, s.f
 		s.buf = nil
 		s.mu.Unlock()
-		_, err := f.Write(buf)
-		if err == nil {
+		var err error
+		creating := f == nil
+		if creating {
+			f, err = s.create(buf)
+		} else if _, err = f.Write(buf); err == nil {
 			err = f.Sync()
 		}
 		s.mu.Lock()
 		s.syncing = false
+		if creating {
+			if err != nil {
+				// No file was made: keep the frames for the next write
+				// and fail only this waiter.
+				s.buf = append(buf, s.buf...)
+				s.cond.Broadcast()
+				return fmt.Errorf("%w: create group log: %v", ErrCoordinatorNotAvailable, err)
+			}
+			s.f = f
+		}
 		if err != nil {
 			s.err = fmt.Errorf("%w: group log: %v", ErrCoordinatorNotAvailable, err)
 		} else {
@@ -133,6 +147,18 @@ func (s *groupStore) wait(ticket uint64) error {
 		s.cond.Broadcast()
 	}
 	return nil
+}
+
+// create writes the log's first file, the header and buf, and opens it
+// for appends. Nothing is left behind when it fails: the next write tries
+// again.
+func (s *groupStore) create(buf []byte) (vfs.File, error) {
+	data := append(groupLogHeader(), buf...)
+	if err := vfs.WriteFileAtomic(s.fs, s.dir, s.path, data); err != nil {
+		_ = s.fs.Remove(s.path + ".tmp")
+		return nil, err
+	}
+	return s.fs.OpenFile(s.path, os.O_RDWR|os.O_APPEND, 0o644)
 }
 
 // flush makes everything appended so far durable.
@@ -180,7 +206,9 @@ func (s *groupStore) rewrite(recs []record) error {
 		s.cond.Broadcast()
 		return s.err
 	}
-	s.f.Close()
+	if s.f != nil {
+		s.f.Close()
+	}
 	s.f, s.size, s.base, s.buf = f, int64(len(data)), int64(len(data)), nil
 	s.durable = s.appended
 	s.cond.Broadcast()
@@ -200,6 +228,9 @@ func (s *groupStore) close(abandon bool) error {
 	}
 	s.closed = true
 	s.cond.Broadcast()
+	if s.f == nil { // never written
+		return err
+	}
 	if cerr := s.f.Close(); err == nil && !abandon {
 		err = cerr
 	}

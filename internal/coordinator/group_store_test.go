@@ -144,11 +144,54 @@ func TestGroupLogFailedFsync(t *testing.T) {
 	efs := errorfs.Wrap(memFS(t))
 	g := openTestGroups(t, efs, 0)
 	defer g.Close()
+	if err := g.CommitOffsetsAdmin("g", map[TopicPartition]OffsetAndMetadata{{Topic: "s"}: {Offset: 1}}); err != nil {
+		t.Fatal(err) // creates the file
+	}
 	efs.Inject(errorfs.Rule{Op: errorfs.OpSync, PathContains: groupLogFile})
 	_, err := g.CommitOffsets(CommitRequest{Group: "g", Generation: -1,
 		Offsets: map[TopicPartition]OffsetAndMetadata{{Topic: "t"}: {Offset: 1}}})
 	if !errors.Is(err, ErrCoordinatorNotAvailable) {
 		t.Fatalf("commit with a failing fsync: %v, want ErrCoordinatorNotAvailable", err)
+	}
+}
+
+// TestGroupLogCreatedByFirstWrite: a start that finds no group log makes
+// none; the first write creates it, and a failed creation keeps the
+// frames for the next write instead of failing every later one.
+func TestGroupLogCreatedByFirstWrite(t *testing.T) {
+	efs := errorfs.Wrap(memFS(t))
+	path := filepath.Join("/data", groupLogFile)
+	for range 2 {
+		openTestGroups(t, efs, 0).Close()
+		if _, err := efs.Stat(path); !errors.Is(err, os.ErrNotExist) {
+			t.Fatalf("a start without groups made the log: %v", err)
+		}
+	}
+	g := openTestGroups(t, efs, 0)
+	efs.Inject(errorfs.Rule{Op: errorfs.OpSync, PathContains: groupLogFile, Count: 1})
+	commit := func(p int32) error {
+		_, err := g.CommitOffsets(CommitRequest{Group: "g", Generation: -1,
+			Offsets: map[TopicPartition]OffsetAndMetadata{{Topic: "t", Partition: p}: {Offset: 5, LeaderEpoch: -1}}})
+		return err
+	}
+	if err := commit(0); !errors.Is(err, ErrCoordinatorNotAvailable) {
+		t.Fatalf("commit with the creation's fsync failing: %v", err)
+	}
+	if _, err := efs.Stat(path); !errors.Is(err, os.ErrNotExist) {
+		t.Fatalf("a failed creation left the log: %v", err)
+	}
+	if err := commit(1); err != nil {
+		t.Fatalf("commit after a failed creation: %v", err)
+	}
+	g.Close()
+	g = openTestGroups(t, efs, 0)
+	defer g.Close()
+	// The failed commit's frame was kept and written with the next one:
+	// the coordinator's memory already held it, so the file agrees with
+	// what the broker answered from before the restart.
+	offs := g.ListGroupOffsets("g")
+	if offs[TopicPartition{Topic: "t", Partition: 0}].Offset != 5 || offs[TopicPartition{Topic: "t", Partition: 1}].Offset != 5 {
+		t.Fatalf("after reopen: %v", offs)
 	}
 }
 

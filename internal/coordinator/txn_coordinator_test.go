@@ -298,12 +298,54 @@ func TestTxnLogFailedSync(t *testing.T) {
 	h := newTxnHarness(t, efs, dir)
 	tx := h.open()
 	defer tx.Close()
+	if _, err := tx.InitProducerID("s", 1000, -1, -1); err != nil { // creates the file
+		t.Fatal(err)
+	}
 	efs.Inject(errorfs.Rule{Op: errorfs.OpSync, PathContains: txnLogFile, Count: 1})
 	if _, err := tx.InitProducerID("t", 1000, -1, -1); !errors.Is(err, ErrTxnLogUnavailable) {
 		t.Fatalf("init with failing fsync: %v", err)
 	}
 	if _, err := tx.InitProducerID("t", 1000, -1, -1); !errors.Is(err, ErrTxnLogUnavailable) {
 		t.Fatalf("init after a failed fsync: %v", err)
+	}
+}
+
+// A start that finds no transaction log creates none: the first append
+// does, with the epoch record, and a failed creation is not sticky.
+func TestTxnLogCreatedByFirstAppend(t *testing.T) {
+	efs := errorfs.Wrap(vfs.Default)
+	dir := t.TempDir()
+	path := filepath.Join(dir, txnLogFile)
+	h := newTxnHarness(t, efs, dir)
+	for range 2 {
+		tx := h.open()
+		if tx.CoordinatorEpoch() != 0 {
+			t.Fatalf("coordinator epoch %d with no log", tx.CoordinatorEpoch())
+		}
+		tx.Close()
+		if _, err := os.Stat(path); !errors.Is(err, os.ErrNotExist) {
+			t.Fatalf("a start without transactions made the log: %v", err)
+		}
+	}
+	tx := h.open()
+	efs.Inject(errorfs.Rule{Op: errorfs.OpSync, PathContains: txnLogFile, Count: 1})
+	if _, err := tx.InitProducerID("t", 1000, -1, -1); !errors.Is(err, ErrTxnLogUnavailable) {
+		t.Fatalf("init with the creation's fsync failing: %v", err)
+	}
+	if _, err := os.Stat(path); !errors.Is(err, os.ErrNotExist) {
+		t.Fatalf("a failed creation left the log: %v", err)
+	}
+	if _, err := tx.InitProducerID("t", 1000, -1, -1); err != nil {
+		t.Fatalf("init after a failed creation: %v", err)
+	}
+	tx.Close()
+	tx = h.open()
+	defer tx.Close()
+	if tx.CoordinatorEpoch() != 1 {
+		t.Fatalf("coordinator epoch %d after the log's first start, want 1", tx.CoordinatorEpoch())
+	}
+	if _, err := tx.Describe("t"); err != nil {
+		t.Fatal(err)
 	}
 }
 

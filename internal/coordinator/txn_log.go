@@ -25,6 +25,13 @@ import (
 // next start write the transaction's markers again, which is harmless, and
 // the next fsync makes it durable anyway.
 //
+// A start that finds no file does not create one: the first append does
+// (as Kafka creates __transaction_state on the first transactional
+// request), so a broker that never sees a transaction writes nothing here
+// and its start-up saves a file and two fsyncs. No marker can be written
+// before that first append is durable, so a crash before it leaves nothing
+// that the epoch (0 again on the next start) must be above.
+//
 // File:
 //
 //	0  4  magic "MBTX"
@@ -105,6 +112,11 @@ type txnLog struct {
 
 	brokenMu sync.Mutex
 	broken   error // a failed write or fsync leaves the log unusable
+
+	// unborn: no file yet; the first append creates it holding the epoch
+	// record for bornEpoch (writer only, and close).
+	unborn    bool
+	bornEpoch int32
 }
 
 func (l *txnLog) brokenErr() error {
@@ -131,7 +143,8 @@ func openTxnLog(fs vfs.FS, dir string) (*txnLog, map[string]TxnMetadata, int32, 
 	raw, err := vfs.ReadFile(fs, l.path)
 	switch {
 	case errors.Is(err, os.ErrNotExist):
-		raw = nil
+		l.unborn, l.bornEpoch = true, 0
+		return l, states, 0, nil
 	case err != nil:
 		return nil, nil, 0, fmt.Errorf("read transaction log: %w", err)
 	}
@@ -219,11 +232,7 @@ func (l *txnLog) openAppend(size int64, records int) error {
 // If that fails, appends go on to whichever complete file is at the path
 // (the old one, or the new one when only the directory fsync failed).
 func (l *txnLog) rewrite(states map[string]TxnMetadata, epoch int32) error {
-	buf := make([]byte, 0, 4096)
-	buf = append(buf, txnLogMagic...)
-	buf = binary.BigEndian.AppendUint16(buf, txnLogVersion)
-	buf = binary.BigEndian.AppendUint16(buf, 0)
-	buf = append(buf, encodeEpochRecord(epoch)...)
+	buf := txnLogStart(make([]byte, 0, 4096), epoch)
 	for _, md := range sortedStates(states) {
 		buf = append(buf, encodeTxnRecord(md)...)
 	}
@@ -250,11 +259,41 @@ func (l *txnLog) rewrite(states map[string]TxnMetadata, epoch int32) error {
 	return l.openAppend(int64(len(buf)), len(states)+1)
 }
 
+// txnLogStart appends the file header and the epoch record to b.
+func txnLogStart(b []byte, epoch int32) []byte {
+	b = append(b, txnLogMagic...)
+	b = binary.BigEndian.AppendUint16(b, txnLogVersion)
+	b = binary.BigEndian.AppendUint16(b, 0)
+	return append(b, encodeEpochRecord(epoch)...)
+}
+
+// create makes the file of an unborn log, holding its epoch. On failure
+// the log stays unborn and the next append tries again.
+func (l *txnLog) create() error {
+	buf := txnLogStart(nil, l.bornEpoch)
+	l.syncMu.Lock()
+	defer l.syncMu.Unlock()
+	if err := vfs.WriteFileAtomic(l.fs, l.dir, l.path, buf); err != nil {
+		_ = l.fs.Remove(l.path + ".tmp")
+		return fmt.Errorf("create transaction log: %w", err)
+	}
+	if err := l.openAppend(int64(len(buf)), 1); err != nil {
+		return err
+	}
+	l.unborn = false
+	return nil
+}
+
 // append writes one framed record (no fsync) and returns its sequence
 // number, for waitSynced.
 func (l *txnLog) append(rec []byte) (int64, error) {
 	if err := l.brokenErr(); err != nil {
 		return 0, err
+	}
+	if l.unborn {
+		if err := l.create(); err != nil {
+			return 0, err
+		}
 	}
 	if l.f == nil {
 		return 0, errors.New("transaction log closed")
@@ -297,6 +336,7 @@ func (l *txnLog) needsCompaction(live int) bool {
 func (l *txnLog) close() error {
 	l.syncMu.Lock()
 	defer l.syncMu.Unlock()
+	l.unborn = false
 	if l.f == nil {
 		return nil
 	}
