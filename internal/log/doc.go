@@ -115,7 +115,12 @@
 // base). recovery-point is rewritten after full flushes and lowered by
 // truncation before it returns. clean-shutdown holds the log end offset at
 // Close; Open removes it, and opens without scanning only if it is present
-// and agrees with the log. Without it Open validates every batch (length,
+// and agrees with the log. Close writes recovery-point and clean-shutdown
+// through a temp file and a rename but without fsyncs, after it fsynced
+// the data (Kafka does not fsync its clean-shutdown file's directory
+// either). A power loss soon after a clean shutdown can only lose them,
+// which makes the next Open recover from the older recovery point. Every
+// other write of these files is fsynced. Without the marker Open validates every batch (length,
 // magic, CRC32C, increasing offsets) from the segment holding the recovery
 // point (the lower of recovery-point and Options.RecoveryPoint), cuts the
 // log at the first damaged byte and rebuilds the indexes.

@@ -394,3 +394,48 @@ func TestFaultRecoveredDataIsFlushed(t *testing.T) {
 	}
 	l2.Close()
 }
+
+// TestCloseHintsLostInCrash: Close writes the recovery point and the
+// clean-shutdown marker without fsyncs, after fsyncing the data. A
+// restart finds them and opens clean; a power loss right after Close
+// loses them, and the open recovers from the older recovery point with
+// every batch there.
+func TestCloseHintsLostInCrash(t *testing.T) {
+	l, _, mem := faultLog(t, testConfig())
+	all := slices.Concat(appendN(t, l, 30, 2, 0, 0, 300)...) // rolls: a durable recovery point
+	if err := l.Flush(); err != nil {
+		t.Fatal(err)
+	}
+	l.flusher.stop() // no roll's background flush moves the recovery point from here to Close
+	flushedRP := l.RecoveryPoint()
+	all = append(all, slices.Concat(appendN(t, l, 5, 2, 0, 0, 300)...)...)
+	leo := l.LogEndOffset()
+	if flushedRP >= leo {
+		t.Fatalf("recovery point %d not below the log end %d before Close", flushedRP, leo)
+	}
+	if err := l.Close(); err != nil {
+		t.Fatal(err)
+	}
+
+	// A restart: the marker and the new recovery point are there.
+	if off, ok, _ := readCleanShutdown(mem, faultDir); !ok || off != leo {
+		t.Fatalf("clean-shutdown marker after Close: %d %v, want %d", off, ok, leo)
+	}
+	if rp, ok, _ := readOffsetFile(mem, faultDir, recoveryPointName); !ok || rp != leo {
+		t.Fatalf("recovery point after Close: %d %v, want %d", rp, ok, leo)
+	}
+
+	// A power loss: both are gone, the data is not.
+	crashed := mem.CrashClone()
+	if _, ok, _ := readCleanShutdown(crashed, faultDir); ok {
+		t.Fatal("the clean-shutdown marker survived a power loss without an fsync")
+	}
+	if rp, ok, _ := readOffsetFile(crashed, faultDir, recoveryPointName); !ok || rp != flushedRP {
+		t.Fatalf("recovery point after a power loss: %d %v, want the flushed %d", rp, ok, flushedRP)
+	}
+	l2, got := reopenOn(t, crashed)
+	defer l2.Close()
+	if !bytes.Equal(got, all) || l2.LogEndOffset() != leo {
+		t.Fatalf("after a power loss past Close: LEO %d (want %d), %d of %d bytes", l2.LogEndOffset(), leo, len(got), len(all))
+	}
+}

@@ -98,13 +98,20 @@ func (l *Log) flush(withIndexes bool) error {
 		l.recoveryPoint = max(l.recoveryPoint, rp)
 	}
 	l.releaseWaitersLocked()
-	rp, persisted := l.recoveryPoint, l.persistedRP
+	rp, persisted, closing := l.recoveryPoint, l.persistedRP, l.closing
 	l.mu.Unlock()
 	if err == nil && withIndexes && rp > persisted {
 		// Persist it (full flushes only: rolls, log.flush.interval.ms,
 		// Flush, Close). Truncation, which lowers it, waits for truncMu,
-		// which this flush holds for reading.
-		if werr := writeOffsetFile(l.fs, l.dir, recoveryPointName, rp); werr != nil {
+		// which this flush holds for reading. Close writes it without
+		// fsyncs: everything below it is durable now, and should the
+		// file and the clean-shutdown marker after it be lost, the next
+		// open recovers from the older recovery point, only for longer.
+		write := writeOffsetFile
+		if closing {
+			write = writeOffsetHint
+		}
+		if werr := write(l.fs, l.dir, recoveryPointName, rp); werr != nil {
 			l.mu.Lock()
 			err = l.failLocked(werr)
 			l.mu.Unlock()

@@ -63,6 +63,27 @@ func (osFS) SyncDir(dir string) error {
 	return d.Sync()
 }
 
+// ReplaceFile writes data to name through a temp file renamed over it,
+// with no fsync: a reader, or a start after a crash, finds the old
+// contents, the new ones, or (after a power loss) possibly an empty file,
+// never a mix. It is for hints whose loss costs only time, written after
+// the data they describe was made durable.
+func ReplaceFile(fs FS, name string, data []byte) error {
+	tmp := name + ".tmp"
+	f, err := fs.OpenFile(tmp, os.O_CREATE|os.O_TRUNC|os.O_WRONLY, 0o644)
+	if err != nil {
+		return err
+	}
+	if _, err := f.Write(data); err != nil {
+		f.Close()
+		return err
+	}
+	if err := f.Close(); err != nil {
+		return err
+	}
+	return fs.Rename(tmp, name)
+}
+
 // WriteFileAtomic writes data to name through a temp file that is fsynced,
 // renamed over name, and made durable by fsyncing the directory.
 func WriteFileAtomic(fs FS, dir, name string, data []byte) error {
