@@ -69,16 +69,8 @@ func (osFS) SyncDir(dir string) error {
 // never a mix. It is for hints whose loss costs only time, written after
 // the data they describe was made durable.
 func ReplaceFile(fs FS, name string, data []byte) error {
-	tmp := name + ".tmp"
-	f, err := fs.OpenFile(tmp, os.O_CREATE|os.O_TRUNC|os.O_WRONLY, 0o644)
+	tmp, err := writeTemp(fs, name, data, false)
 	if err != nil {
-		return err
-	}
-	if _, err := f.Write(data); err != nil {
-		f.Close()
-		return err
-	}
-	if err := f.Close(); err != nil {
 		return err
 	}
 	return fs.Rename(tmp, name)
@@ -87,26 +79,35 @@ func ReplaceFile(fs FS, name string, data []byte) error {
 // WriteFileAtomic writes data to name through a temp file that is fsynced,
 // renamed over name, and made durable by fsyncing the directory.
 func WriteFileAtomic(fs FS, dir, name string, data []byte) error {
-	tmp := name + ".tmp"
-	f, err := fs.OpenFile(tmp, os.O_CREATE|os.O_TRUNC|os.O_WRONLY, 0o644)
+	tmp, err := writeTemp(fs, name, data, true)
 	if err != nil {
-		return err
-	}
-	if _, err := f.Write(data); err != nil {
-		f.Close()
-		return err
-	}
-	if err := f.Sync(); err != nil {
-		f.Close()
-		return err
-	}
-	if err := f.Close(); err != nil {
 		return err
 	}
 	if err := fs.Rename(tmp, name); err != nil {
 		return err
 	}
 	return fs.SyncDir(dir)
+}
+
+// writeTemp writes data to name's temp file (name + ".tmp"), fsyncing it
+// if sync, and returns the temp file's name.
+func writeTemp(fs FS, name string, data []byte, sync bool) (string, error) {
+	tmp := name + ".tmp"
+	f, err := fs.OpenFile(tmp, os.O_CREATE|os.O_TRUNC|os.O_WRONLY, 0o644)
+	if err != nil {
+		return "", err
+	}
+	if _, err := f.Write(data); err != nil {
+		f.Close()
+		return "", err
+	}
+	if sync {
+		if err := f.Sync(); err != nil {
+			f.Close()
+			return "", err
+		}
+	}
+	return tmp, f.Close()
 }
 
 // ReadFile reads a whole file through fs.
