@@ -123,6 +123,15 @@ func Open(dir, topic string, index int32, cfg Config, opts Options) (*Partition,
 		return nil, fmt.Errorf("open partition %s-%d: %w", topic, index, err)
 	}
 	p.log = l
+	// A power loss can keep a snapshot and lose the log tail it describes
+	// (a snapshot at a roll or Close reaches the disk before that data).
+	// Such a snapshot is never loaded now, but once the log grew past it
+	// again it would be: remove it, as Kafka's ProducerStateManager
+	// removes snapshots outside the log on load.
+	if err := psm.DeleteSnapshotsAfter(p.fs, p.dir, l.LogEndOffset()); err != nil {
+		l.Close()
+		return nil, fmt.Errorf("open partition %s-%d: %w", topic, index, err)
+	}
 	p.appendMu.Lock()
 	err = p.rebuildProducerStateLocked(l.LogEndOffset(), opts.PSMMetrics)
 	p.appendMu.Unlock()

@@ -15,6 +15,8 @@ import (
 	"github.com/minibroker/minibroker/internal/batch"
 	mlog "github.com/minibroker/minibroker/internal/log"
 	"github.com/minibroker/minibroker/internal/psm"
+	"github.com/minibroker/minibroker/internal/vfs"
+	"github.com/minibroker/minibroker/internal/vfs/errorfs"
 )
 
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
@@ -49,10 +51,12 @@ func at(raw []byte, offset int64, epoch int32) []byte {
 	return raw
 }
 
-func open(t *testing.T, dir string) *Partition {
+func open(t *testing.T, dir string) *Partition { return openOn(t, vfs.Default, dir) }
+
+func openOn(t *testing.T, fsys vfs.FS, dir string) *Partition {
 	t.Helper()
 	cfg := Config{Log: mlog.DefaultConfig(), PSM: psm.Config{}, MessageMaxBytes: 1 << 20}
-	p, err := Open(dir, "t", 0, cfg, Options{Now: func() time.Time { return time.UnixMilli(2000) }})
+	p, err := Open(dir, "t", 0, cfg, Options{FS: fsys, Now: func() time.Time { return time.UnixMilli(2000) }})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -237,6 +241,62 @@ func TestBarrierDuringRecovery(t *testing.T) {
 		if tracked == withBarrier {
 			t.Fatalf("barrier=%v: producer 5 tracked after recovery = %v", withBarrier, tracked)
 		}
+	}
+}
+
+// TestStaleSnapshotAboveRecoveredEnd: a power loss can keep a producer
+// snapshot (written at a roll or at Close) and lose the log tail it
+// describes. Open deletes snapshots above the recovered log end, as
+// Kafka's ProducerStateManager does; otherwise, once the log grew past
+// that offset again, a later open would load the stale state: here it
+// loses a producer whose retry is then appended twice.
+func TestStaleSnapshotAboveRecoveredEnd(t *testing.T) {
+	mem := errorfs.NewMem()
+	const dir = "/data/t-0"
+	if err := mem.MkdirAll(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	p := openOn(t, mem, dir)
+	for seq := int32(0); seq < 5; seq++ {
+		if _, err := p.AppendAsLeader(encode(7, 0, seq, 1, false)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := p.log.Flush(); err != nil {
+		t.Fatal(err)
+	}
+	for seq := int32(5); seq < 10; seq++ {
+		if _, err := p.AppendAsLeader(encode(7, 0, seq, 1, false)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// The snapshot at 10 reaches the disk, the records 5..9 do not.
+	if err := p.psm.WriteSnapshot(mem, dir, 10); err != nil {
+		t.Fatal(err)
+	}
+	crashed := mem.CrashClone()
+	p.Abandon()
+
+	p = openOn(t, crashed, dir)
+	if end := p.Offsets().LogEnd; end != 5 {
+		t.Fatalf("log end %d after the power loss, want 5", end)
+	}
+	// Another producer fills the log to 10 again; then a crash.
+	for seq := int32(0); seq < 5; seq++ {
+		if _, err := p.AppendAsLeader(encode(8, 0, seq, 1, false)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := p.log.Flush(); err != nil {
+		t.Fatal(err)
+	}
+	p.Abandon()
+
+	p = openOn(t, crashed, dir)
+	defer p.Close()
+	res, err := p.AppendAsLeader(encode(8, 0, 4, 1, false)) // producer 8 retries its last batch
+	if err != nil || !res.Duplicate {
+		t.Fatalf("producer 8's retry after reopening: %+v %v, want a duplicate (a stale snapshot was loaded)", res, err)
 	}
 }
 
