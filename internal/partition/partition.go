@@ -275,7 +275,11 @@ func (p *Partition) Close() error {
 	p.closed = true
 	p.signalLocked()
 	p.mu.Unlock()
-	if err := p.psm.WriteSnapshot(p.fs, p.dir, p.log.LogEndOffset()); err != nil {
+	// Not fsynced (Kafka fsyncs it): the log's Close fsyncs the data and
+	// leaves its own hints unsynced too, and losing the snapshot in a
+	// power loss only makes the next open replay more of the log. With
+	// 1,000 partitions its two fsyncs were half of a shutdown's.
+	if err := p.psm.WriteSnapshotNoSync(p.fs, p.dir, p.log.LogEndOffset()); err != nil {
 		p.logger.Warn("producer snapshot at close failed", zap.Error(err))
 	}
 	return p.log.Close()

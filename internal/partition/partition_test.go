@@ -300,6 +300,42 @@ func TestStaleSnapshotAboveRecoveredEnd(t *testing.T) {
 	}
 }
 
+// TestCloseSnapshotLostInCrash: Close writes the producer snapshot
+// without an fsync. A restart loads it; a power loss right after Close
+// loses it, and the log's replay rebuilds the same state.
+func TestCloseSnapshotLostInCrash(t *testing.T) {
+	mem := errorfs.NewMem()
+	const dir = "/data/t-0"
+	if err := mem.MkdirAll(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	p := openOn(t, mem, dir)
+	for seq := int32(0); seq < 5; seq++ {
+		if _, err := p.AppendAsLeader(encode(7, 0, seq, 1, false)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := p.Close(); err != nil {
+		t.Fatal(err)
+	}
+	snapshot := filepath.Join(dir, psm.SnapshotFileName(5))
+	if _, err := mem.Stat(snapshot); err != nil {
+		t.Fatalf("no snapshot at the log end after Close: %v", err)
+	}
+	crashed := mem.CrashClone()
+	if data, err := vfs.ReadFile(crashed, snapshot); err == nil && len(data) > 0 {
+		t.Fatal("the close snapshot's bytes survived a power loss without an fsync")
+	}
+	for name, fsys := range map[string]vfs.FS{"restart": mem, "power loss": crashed} {
+		p := openOn(t, fsys, dir)
+		res, err := p.AppendAsLeader(encode(7, 0, 4, 1, false))
+		p.Close()
+		if err != nil || !res.Duplicate {
+			t.Fatalf("%s: producer 7's retry: %+v %v, want a duplicate", name, res, err)
+		}
+	}
+}
+
 func TestTruncateRebuildsProducerState(t *testing.T) {
 	dir := t.TempDir()
 	p := open(t, dir)

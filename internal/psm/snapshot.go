@@ -210,6 +210,20 @@ func (m *Manager) WriteSnapshot(fsys vfs.FS, dir string, offset int64) error {
 	return nil
 }
 
+// WriteSnapshotNoSync is WriteSnapshot without the fsyncs (vfs.ReplaceFile),
+// for a partition's close. A power loss can lose the file or leave it
+// empty or torn: LoadLatestSnapshot deletes such a file and takes an older
+// snapshot, from which the log is replayed, so its loss costs only time.
+// A snapshot that outlives the log's tail is above the recovered log end
+// and is never loaded.
+func (m *Manager) WriteSnapshotNoSync(fsys vfs.FS, dir string, offset int64) error {
+	data := m.encodeSnapshot(offset)
+	if err := vfs.ReplaceFile(fsys, filepath.Join(dir, SnapshotFileName(offset)), data); err != nil {
+		return fmt.Errorf("write producer snapshot at %d: %w", offset, err)
+	}
+	return nil
+}
+
 // SnapshotOffsets lists the offsets of the snapshot files in dir, ascending.
 // A missing directory has none.
 func SnapshotOffsets(fsys vfs.FS, dir string) ([]int64, error) {
