@@ -113,10 +113,10 @@ type txnLog struct {
 	brokenMu sync.Mutex
 	broken   error // a failed write or fsync leaves the log unusable
 
-	// unborn: no file yet; the first append creates it holding the epoch
-	// record for bornEpoch (writer only, and close).
-	unborn    bool
-	bornEpoch int32
+	// unborn: no file yet; the first append creates it, holding the
+	// epoch record for 0, the epoch openTxnLog gave (writer only, and
+	// close).
+	unborn bool
 }
 
 func (l *txnLog) brokenErr() error {
@@ -143,7 +143,7 @@ func openTxnLog(fs vfs.FS, dir string) (*txnLog, map[string]TxnMetadata, int32, 
 	raw, err := vfs.ReadFile(fs, l.path)
 	switch {
 	case errors.Is(err, os.ErrNotExist):
-		l.unborn, l.bornEpoch = true, 0
+		l.unborn = true
 		return l, states, 0, nil
 	case err != nil:
 		return nil, nil, 0, fmt.Errorf("read transaction log: %w", err)
@@ -267,10 +267,10 @@ func txnLogStart(b []byte, epoch int32) []byte {
 	return append(b, encodeEpochRecord(epoch)...)
 }
 
-// create makes the file of an unborn log, holding its epoch. On failure
-// the log stays unborn and the next append tries again.
+// create makes the file of an unborn log, holding epoch 0. On failure the
+// log stays unborn and the next append tries again.
 func (l *txnLog) create() error {
-	buf := txnLogStart(nil, l.bornEpoch)
+	buf := txnLogStart(nil, 0)
 	l.syncMu.Lock()
 	defer l.syncMu.Unlock()
 	if err := vfs.WriteFileAtomic(l.fs, l.dir, l.path, buf); err != nil {
