@@ -203,22 +203,28 @@ func decodeSnapshot(b []byte) (int64, []Entry, error) {
 // WriteSnapshot writes the manager's state as the snapshot at offset,
 // atomically (temp file, fsync, rename, directory fsync).
 func (m *Manager) WriteSnapshot(fsys vfs.FS, dir string, offset int64) error {
-	data := m.encodeSnapshot(offset)
-	if err := vfs.WriteFileAtomic(fsys, dir, filepath.Join(dir, SnapshotFileName(offset)), data); err != nil {
-		return fmt.Errorf("write producer snapshot at %d: %w", offset, err)
-	}
-	return nil
+	return m.writeSnapshot(fsys, dir, offset, true)
 }
 
 // WriteSnapshotNoSync is WriteSnapshot without the fsyncs (vfs.ReplaceFile),
 // for a partition's close. A power loss can lose the file or leave it
 // empty or torn: LoadLatestSnapshot deletes such a file and takes an older
 // snapshot, from which the log is replayed, so its loss costs only time.
-// A snapshot that outlives the log's tail is above the recovered log end
-// and is never loaded.
+// One that outlives the log tail it describes is above the recovered log
+// end, where the partition's open deletes it (DeleteSnapshotsAfter).
 func (m *Manager) WriteSnapshotNoSync(fsys vfs.FS, dir string, offset int64) error {
-	data := m.encodeSnapshot(offset)
-	if err := vfs.ReplaceFile(fsys, filepath.Join(dir, SnapshotFileName(offset)), data); err != nil {
+	return m.writeSnapshot(fsys, dir, offset, false)
+}
+
+func (m *Manager) writeSnapshot(fsys vfs.FS, dir string, offset int64, durable bool) error {
+	path, data := filepath.Join(dir, SnapshotFileName(offset)), m.encodeSnapshot(offset)
+	var err error
+	if durable {
+		err = vfs.WriteFileAtomic(fsys, dir, path, data)
+	} else {
+		err = vfs.ReplaceFile(fsys, path, data)
+	}
+	if err != nil {
 		return fmt.Errorf("write producer snapshot at %d: %w", offset, err)
 	}
 	return nil
