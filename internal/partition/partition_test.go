@@ -244,6 +244,31 @@ func TestBarrierDuringRecovery(t *testing.T) {
 	}
 }
 
+// memDir is the partition directory of openMem's partitions.
+const memDir = "/data/t-0"
+
+// openMem opens a partition on an in-memory file system that can model a
+// power loss (errorfs.MemFS.CrashClone).
+func openMem(t *testing.T) (*errorfs.MemFS, *Partition) {
+	t.Helper()
+	mem := errorfs.NewMem()
+	if err := mem.MkdirAll(memDir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	return mem, openOn(t, mem, memDir)
+}
+
+// appendSeqs appends one single-record batch per sequence in [from, to)
+// for producer pid, epoch 0.
+func appendSeqs(t *testing.T, p *Partition, pid int64, from, to int32) {
+	t.Helper()
+	for seq := from; seq < to; seq++ {
+		if _, err := p.AppendAsLeader(encode(pid, 0, seq, 1, false)); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
 // TestStaleSnapshotAboveRecoveredEnd: a power loss can keep a producer
 // snapshot (written at a roll or at Close) and lose the log tail it
 // describes. Open deletes snapshots above the recovered log end, as
@@ -251,48 +276,31 @@ func TestBarrierDuringRecovery(t *testing.T) {
 // that offset again, a later open would load the stale state: here it
 // loses a producer whose retry is then appended twice.
 func TestStaleSnapshotAboveRecoveredEnd(t *testing.T) {
-	mem := errorfs.NewMem()
-	const dir = "/data/t-0"
-	if err := mem.MkdirAll(dir, 0o755); err != nil {
-		t.Fatal(err)
-	}
-	p := openOn(t, mem, dir)
-	for seq := int32(0); seq < 5; seq++ {
-		if _, err := p.AppendAsLeader(encode(7, 0, seq, 1, false)); err != nil {
-			t.Fatal(err)
-		}
-	}
+	mem, p := openMem(t)
+	appendSeqs(t, p, 7, 0, 5)
 	if err := p.log.Flush(); err != nil {
 		t.Fatal(err)
 	}
-	for seq := int32(5); seq < 10; seq++ {
-		if _, err := p.AppendAsLeader(encode(7, 0, seq, 1, false)); err != nil {
-			t.Fatal(err)
-		}
-	}
+	appendSeqs(t, p, 7, 5, 10)
 	// The snapshot at 10 reaches the disk, the records 5..9 do not.
-	if err := p.psm.WriteSnapshot(mem, dir, 10); err != nil {
+	if err := p.psm.WriteSnapshot(mem, memDir, 10); err != nil {
 		t.Fatal(err)
 	}
 	crashed := mem.CrashClone()
 	p.Abandon()
 
-	p = openOn(t, crashed, dir)
+	p = openOn(t, crashed, memDir)
 	if end := p.Offsets().LogEnd; end != 5 {
 		t.Fatalf("log end %d after the power loss, want 5", end)
 	}
 	// Another producer fills the log to 10 again; then a crash.
-	for seq := int32(0); seq < 5; seq++ {
-		if _, err := p.AppendAsLeader(encode(8, 0, seq, 1, false)); err != nil {
-			t.Fatal(err)
-		}
-	}
+	appendSeqs(t, p, 8, 0, 5)
 	if err := p.log.Flush(); err != nil {
 		t.Fatal(err)
 	}
 	p.Abandon()
 
-	p = openOn(t, crashed, dir)
+	p = openOn(t, crashed, memDir)
 	defer p.Close()
 	res, err := p.AppendAsLeader(encode(8, 0, 4, 1, false)) // producer 8 retries its last batch
 	if err != nil || !res.Duplicate {
@@ -304,21 +312,12 @@ func TestStaleSnapshotAboveRecoveredEnd(t *testing.T) {
 // without an fsync. A restart loads it; a power loss right after Close
 // loses it, and the log's replay rebuilds the same state.
 func TestCloseSnapshotLostInCrash(t *testing.T) {
-	mem := errorfs.NewMem()
-	const dir = "/data/t-0"
-	if err := mem.MkdirAll(dir, 0o755); err != nil {
-		t.Fatal(err)
-	}
-	p := openOn(t, mem, dir)
-	for seq := int32(0); seq < 5; seq++ {
-		if _, err := p.AppendAsLeader(encode(7, 0, seq, 1, false)); err != nil {
-			t.Fatal(err)
-		}
-	}
+	mem, p := openMem(t)
+	appendSeqs(t, p, 7, 0, 5)
 	if err := p.Close(); err != nil {
 		t.Fatal(err)
 	}
-	snapshot := filepath.Join(dir, psm.SnapshotFileName(5))
+	snapshot := filepath.Join(memDir, psm.SnapshotFileName(5))
 	if _, err := mem.Stat(snapshot); err != nil {
 		t.Fatalf("no snapshot at the log end after Close: %v", err)
 	}
@@ -327,7 +326,7 @@ func TestCloseSnapshotLostInCrash(t *testing.T) {
 		t.Fatal("the close snapshot's bytes survived a power loss without an fsync")
 	}
 	for name, fsys := range map[string]vfs.FS{"restart": mem, "power loss": crashed} {
-		p := openOn(t, fsys, dir)
+		p := openOn(t, fsys, memDir)
 		res, err := p.AppendAsLeader(encode(7, 0, 4, 1, false))
 		p.Close()
 		if err != nil || !res.Duplicate {
