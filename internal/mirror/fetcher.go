@@ -28,6 +28,7 @@ type fetcher struct {
 	wake  chan struct{} // pause state changed
 	pmu   sync.Mutex
 	pause bool
+	loop  *brokerLoop // the broker loop f last joined; guarded by pmu
 	// evictions carries the error that took the partition out of its
 	// broker loop.
 	evictions chan error
@@ -67,14 +68,38 @@ func (f *fetcher) close() {
 	<-f.done
 }
 
+// setPaused pauses or resumes f. A pause takes f out of its broker loop
+// before it returns, so once Pause returns nothing more is appended: the
+// fetcher's goroutine also leaves when it wakes, but the scheduler may run
+// it after the loop has appended another fetch.
 func (f *fetcher) setPaused(p bool) {
 	f.pmu.Lock()
 	f.pause = p
+	var joined *brokerLoop
+	if p {
+		joined, f.loop = f.loop, nil
+	}
 	f.pmu.Unlock()
+	if joined != nil {
+		joined.remove(f)
+	}
 	select {
 	case f.wake <- struct{}{}:
 	default:
 	}
+}
+
+// join adds f to loop unless f is paused. It and setPaused hold pmu, so
+// a pause that comes after the fetcher last looked is not missed.
+func (f *fetcher) join(loop *brokerLoop) bool {
+	f.pmu.Lock()
+	defer f.pmu.Unlock()
+	if f.pause {
+		return false
+	}
+	f.loop = loop
+	loop.add(f)
+	return true
 }
 
 func (f *fetcher) paused() bool {
@@ -177,12 +202,17 @@ func (f *fetcher) run() {
 		}
 		loop := src.loop(leader, f.m.opts.FetchMaxWait, f.m.opts.FetchMaxBytes)
 		joined := time.Now()
-		loop.add(f)
+		if !f.join(loop) {
+			continue // paused since the check above
+		}
 		select {
 		case <-f.ctx.Done():
 			loop.remove(f)
 			return
 		case <-f.wake: // paused (or resumed): leave and look again
+			if h := f.m.opts.FetcherWakeHook; h != nil {
+				h(f.k.topic, f.k.partition)
+			}
 			loop.remove(f)
 		case err := <-f.evictions:
 			if time.Since(joined) > 10*time.Second {

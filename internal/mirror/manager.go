@@ -60,6 +60,11 @@ type Options struct {
 	// error aborts the stop there, as a crash at that step would. Tests
 	// only.
 	StopStepHook func(step StopStep, topic string, partition int32) error
+	// FetcherWakeHook, when set, is called by a partition's fetcher
+	// goroutine when a pause or resume wakes it, before it leaves its
+	// broker loop; a test blocks in it to stand for a goroutine the
+	// scheduler runs late. Tests only.
+	FetcherWakeHook func(topic string, partition int32)
 }
 
 // StopStep names the steps of STOPPING, in order.

@@ -227,3 +227,56 @@ func TestSourcePartitionsAddedArePickedUp(t *testing.T) {
 		time.Sleep(20 * time.Millisecond)
 	}
 }
+
+// Once Pause returns, nothing more is appended, even while the
+// partition's fetcher goroutine has not run yet: Pause itself takes the
+// partition out of its broker loop. The hook holds that goroutine, as a
+// busy scheduler can, while the loop's long poll is answered with a new
+// record.
+func TestPauseStopsAppendsBeforeItReturns(t *testing.T) {
+	src := minibrokertest.Start(t, minibrokertest.Topic("orders", 1))
+	produce(t, src.Addr(), "orders", 5)
+	l := &local{dir: t.TempDir(), parts: map[string][]*partition.Partition{}}
+	defer l.close()
+	release := make(chan struct{})
+	m, err := mirror.Open(l, l.dir, mirror.Options{FetchMaxWait: 5 * time.Second,
+		FetcherWakeHook: func(string, int32) { <-release }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer m.Close()
+	var once sync.Once
+	unblock := func() { once.Do(func() { close(release) }) }
+	defer unblock() // before Close, which waits for the fetcher
+	if err := m.Create("m", []string{src.Addr()}, ""); err != nil {
+		t.Fatal(err)
+	}
+	if err := m.Start(t.Context(), "m", []string{"orders"}); err != nil {
+		t.Fatal(err)
+	}
+	end := func() int64 { return l.Partitions("orders")[0].Offsets().LogEnd }
+	for deadline := time.Now().Add(10 * time.Second); end() != 5; {
+		if time.Now().After(deadline) {
+			t.Fatalf("mirror at %d, want 5", end())
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	if err := m.Pause("m", nil); err != nil {
+		t.Fatal(err)
+	}
+	produce(t, src.Addr(), "orders", 1) // answers the loop's long poll
+	time.Sleep(500 * time.Millisecond)
+	if got := end(); got != 5 {
+		t.Fatalf("paused mirror appended: log end %d, want 5", got)
+	}
+	unblock()
+	if err := m.Resume("m", nil); err != nil {
+		t.Fatal(err)
+	}
+	for deadline := time.Now().Add(10 * time.Second); end() != 6; {
+		if time.Now().After(deadline) {
+			t.Fatalf("resumed mirror at %d, want 6", end())
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
