@@ -42,6 +42,8 @@ type Options struct {
 	Registry *prometheus.Registry
 	// Mirror tunes mirrors; its test-only fields are never set from config.
 	Mirror mirror.Options
+	// HTTP bounds the HTTP listener's clients (zero: DefaultHTTPLimits).
+	HTTP HTTPLimits
 }
 
 // Broker is one running minibroker node.
@@ -67,6 +69,7 @@ type Broker struct {
 	kafkaLn  net.Listener
 	httpLn   net.Listener
 	httpSrv  *http.Server
+	httpLim  HTTPLimits
 	handlers map[int16]api
 	admin    map[string]http.Handler
 
@@ -96,7 +99,7 @@ func New(opts Options) (*Broker, error) {
 	b := &Broker{
 		cfg: cfg, logger: opts.Logger, fs: opts.FS, dataDir: cfg.DataDir, nodeID: cfg.NodeID,
 		registry: opts.Registry, topics: map[string]*Topic{}, topicsByID: map[[16]byte]*Topic{},
-		stop: make(chan struct{}),
+		stop: make(chan struct{}), httpLim: opts.HTTP.withDefaults(),
 	}
 	b.metrics = newMetrics(b, opts.Registry)
 	b.psmMetrics = psm.NewMetrics(opts.Registry)
@@ -249,9 +252,13 @@ func (b *Broker) Serve() {
 	b.bg.Add(1)
 	go func() { defer b.bg.Done(); b.server.Serve(b.kafkaLn) }()
 	if b.httpLn != nil {
-		b.httpSrv = &http.Server{Handler: b.httpHandler(), ReadHeaderTimeout: 10 * time.Second}
+		b.httpSrv = b.newHTTPServer(b.httpLim)
+		var ln net.Listener = &capListener{Listener: b.httpLn, max: b.httpLim.MaxConnections, rejected: b.metrics.HTTPRejected.Inc}
+		if b.httpLim.headerTimeoutOnly {
+			ln = b.httpLn
+		}
 		b.bg.Add(1)
-		go func() { defer b.bg.Done(); b.httpSrv.Serve(b.httpLn) }()
+		go func() { defer b.bg.Done(); b.httpSrv.Serve(ln) }()
 	}
 	b.bg.Add(1)
 	go func() { defer b.bg.Done(); b.retentionLoop() }()

@@ -12,6 +12,7 @@ type Metrics struct {
 	ProduceErrors *prometheus.CounterVec
 	BytesInTopic  *prometheus.CounterVec
 	BytesOutTopic *prometheus.CounterVec
+	HTTPRejected  prometheus.Counter
 }
 
 func newMetrics(b *Broker, reg prometheus.Registerer) *Metrics {
@@ -23,8 +24,10 @@ func newMetrics(b *Broker, reg prometheus.Registerer) *Metrics {
 			Help: "Record bytes appended by producers, by topic."}, []string{"topic"}),
 		BytesOutTopic: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "minibroker_topic_bytes_out_total",
 			Help: "Record bytes returned by Fetch, by topic."}, []string{"topic"}),
+		HTTPRejected: prometheus.NewCounter(prometheus.CounterOpts{Name: "minibroker_http_connections_rejected_total",
+			Help: "HTTP connections closed at accept because the HTTP connection cap was reached."}),
 	}
-	reg.MustRegister(m.Partitions, m.ProduceErrors, m.BytesInTopic, m.BytesOutTopic, &offsetsCollector{b: b})
+	reg.MustRegister(m.Partitions, m.ProduceErrors, m.BytesInTopic, m.BytesOutTopic, m.HTTPRejected, &offsetsCollector{b: b})
 	return m
 }
 
