@@ -9,6 +9,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net"
 	"regexp"
 	"sort"
 	"sync"
@@ -65,6 +66,10 @@ type Options struct {
 	// broker loop; a test blocks in it to stand for a goroutine the
 	// scheduler runs late. Tests only.
 	FetcherWakeHook func(topic string, partition int32)
+	// SourceDialer, when set, returns the dial function for a mirror's
+	// connections to its source (the broker's fault injection wraps them
+	// to pause, slow or cut the link); nil dials directly.
+	SourceDialer func(mirror string) func(ctx context.Context, network, host string) (net.Conn, error)
 }
 
 // StopStep names the steps of STOPPING, in order.
@@ -213,7 +218,11 @@ func (m *Manager) source(rt *runtime) (*source, error) {
 		return nil, errStopped
 	default:
 	}
-	src, err := newSource(rt.spec.Source, rt.spec.ClientID, m.logger)
+	var dial func(ctx context.Context, network, host string) (net.Conn, error)
+	if m.opts.SourceDialer != nil {
+		dial = m.opts.SourceDialer(rt.spec.Name)
+	}
+	src, err := newSource(rt.spec.Source, rt.spec.ClientID, dial, m.logger)
 	if err != nil {
 		return nil, err
 	}

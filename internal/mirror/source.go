@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net"
 	"sync"
 	"time"
 
@@ -23,18 +24,22 @@ type source struct {
 	loops map[int32]*brokerLoop
 }
 
-func newSource(addrs []string, clientID string, logger *zap.Logger) (*source, error) {
+func newSource(addrs []string, clientID string, dial func(ctx context.Context, network, host string) (net.Conn, error), logger *zap.Logger) (*source, error) {
 	if clientID == "" {
 		clientID = "minibroker-mirror"
 	}
-	cl, err := kgo.NewClient(
+	opts := []kgo.Opt{
 		kgo.SeedBrokers(addrs...),
 		kgo.ClientID(clientID),
 		kgo.RequestRetries(2),
-		kgo.RetryTimeout(5*time.Second),
-		kgo.DialTimeout(5*time.Second),
-		kgo.RequestTimeoutOverhead(5*time.Second),
-	)
+		kgo.RetryTimeout(5 * time.Second),
+		kgo.DialTimeout(5 * time.Second),
+		kgo.RequestTimeoutOverhead(5 * time.Second),
+	}
+	if dial != nil {
+		opts = append(opts, kgo.Dialer(dial))
+	}
+	cl, err := kgo.NewClient(opts...)
 	if err != nil {
 		return nil, fmt.Errorf("mirror: source client: %w", err)
 	}
