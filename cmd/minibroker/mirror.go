@@ -16,44 +16,75 @@ import (
 )
 
 // newMirrorCmd is the operator surface for mirrors; every subcommand talks
-// to a broker's admin API (--admin).
+// to a broker's admin API (--admin) and prints text for a person, or the
+// admin API's JSON with --json.
 func newMirrorCmd() *cobra.Command {
 	var admin string
+	var asJSON bool
 	cmd := &cobra.Command{
 		Use:   "mirror",
 		Short: "Manage cluster mirrors on a broker (create, start, stop = failover, …)",
 	}
 	cmd.PersistentFlags().StringVar(&admin, "admin", "127.0.0.1:9644", "the broker's HTTP admin address")
+	cmd.PersistentFlags().BoolVar(&asJSON, "json", false, "print the admin API's JSON instead of text")
 	client := func() *adminClient { return &adminClient{base: "http://" + admin} }
 
 	var source []string
 	var clientID string
 	var groupsInclude, groupsExclude []string
+	var noCheck bool
 	create := &cobra.Command{
-		Use: "create NAME --source HOST:PORT[,…]", Short: "Define a mirror of a source cluster", Args: cobra.ExactArgs(1),
+		Use: "create NAME --source HOST:PORT[,…]", Short: "Define a mirror of a source cluster (checks the source first)", Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			return client().do(cmd.OutOrStdout(), "POST", "/v1/mirrors", mirror.CreateRequest{Name: args[0], Source: source, ClientID: clientID,
-				GroupsInclude: groupsInclude, GroupsExclude: groupsExclude}, nil)
+			var st mirror.Status
+			if err := client().do("POST", "/v1/mirrors", mirror.CreateRequest{Name: args[0], Source: source, ClientID: clientID,
+				GroupsInclude: groupsInclude, GroupsExclude: groupsExclude, NoCheck: noCheck}, &st); err != nil {
+				return err
+			}
+			if asJSON {
+				return printJSON(cmd.OutOrStdout(), st)
+			}
+			cluster := "not checked (--no-check)"
+			if !noCheck {
+				cluster = st.SourceClusterID
+				if cluster == "" {
+					cluster = "none (the source's Metadata has no cluster id)"
+				}
+			}
+			fmt.Fprintf(cmd.OutOrStdout(), "created mirror %s\nsource          %s\nsource cluster  %s\n", st.Name, strings.Join(st.Source, ","), cluster)
+			return nil
 		},
 	}
 	create.Flags().StringSliceVar(&source, "source", nil, "source bootstrap servers")
 	create.Flags().StringVar(&clientID, "client-id", "", "client id used at the source")
 	create.Flags().StringSliceVar(&groupsInclude, "groups-include", nil, "regexps of source groups whose offsets are synced (default: all)")
 	create.Flags().StringSliceVar(&groupsExclude, "groups-exclude", nil, "regexps of source groups not synced")
+	create.Flags().BoolVar(&noCheck, "no-check", false, "do not connect to the source before creating the mirror")
 	create.MarkFlagRequired("source")
 
 	del := &cobra.Command{
 		Use: "delete NAME", Short: "Delete a mirror whose partitions are stopped", Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			return client().do(cmd.OutOrStdout(), "DELETE", "/v1/mirrors/"+args[0], nil, nil)
+			var out map[string]string
+			if err := client().do("DELETE", "/v1/mirrors/"+args[0], nil, &out); err != nil {
+				return err
+			}
+			if asJSON {
+				return printJSON(cmd.OutOrStdout(), out)
+			}
+			fmt.Fprintf(cmd.OutOrStdout(), "deleted mirror %s\n", args[0])
+			return nil
 		},
 	}
 	list := &cobra.Command{
 		Use: "list", Short: "List mirrors", Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			var names []string
-			if err := client().do(nil, "GET", "/v1/mirrors", nil, &names); err != nil {
+			if err := client().do("GET", "/v1/mirrors", nil, &names); err != nil {
 				return err
+			}
+			if asJSON {
+				return printJSON(cmd.OutOrStdout(), names)
 			}
 			for _, n := range names {
 				fmt.Fprintln(cmd.OutOrStdout(), n)
@@ -61,18 +92,16 @@ func newMirrorCmd() *cobra.Command {
 			return nil
 		},
 	}
-	var asJSON bool
 	describe := &cobra.Command{
 		Use: "describe NAME", Short: "Show a mirror's partitions: state, offsets, lag", Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			var st mirror.Status
-			if err := client().do(nil, "GET", "/v1/mirrors/"+args[0], nil, &st); err != nil {
+			if err := client().do("GET", "/v1/mirrors/"+args[0], nil, &st); err != nil {
 				return err
 			}
 			return printStatus(cmd.OutOrStdout(), st, asJSON)
 		},
 	}
-	describe.Flags().BoolVar(&asJSON, "json", false, "print JSON")
 	cmd.AddCommand(create, del, list, describe)
 
 	for _, action := range []struct{ name, short string }{
@@ -82,19 +111,17 @@ func newMirrorCmd() *cobra.Command {
 		{"resume", "Resume fetching for topics"},
 	} {
 		var topics []string
-		var out bool
 		c := &cobra.Command{
 			Use: action.name + " NAME --topics T[,…]", Short: action.short, Args: cobra.ExactArgs(1),
 			RunE: func(cmd *cobra.Command, args []string) error {
 				var st mirror.Status
-				if err := client().do(nil, "POST", "/v1/mirrors/"+args[0]+"/"+action.name, mirror.TopicsRequest{Topics: topics}, &st); err != nil {
+				if err := client().do("POST", "/v1/mirrors/"+args[0]+"/"+action.name, mirror.TopicsRequest{Topics: topics}, &st); err != nil {
 					return err
 				}
-				return printStatus(cmd.OutOrStdout(), st, out)
+				return printStatus(cmd.OutOrStdout(), st, asJSON)
 			},
 		}
 		c.Flags().StringSliceVar(&topics, "topics", nil, "topics (stop/pause/resume: all of the mirror's when empty)")
-		c.Flags().BoolVar(&out, "json", false, "print JSON")
 		if action.name == "start" {
 			c.MarkFlagRequired("topics")
 		}
@@ -105,7 +132,8 @@ func newMirrorCmd() *cobra.Command {
 
 type adminClient struct{ base string }
 
-func (a *adminClient) do(w io.Writer, method, path string, body, out any) error {
+// do sends a request to the admin API and decodes its JSON answer into out.
+func (a *adminClient) do(method, path string, body, out any) error {
 	var rd io.Reader
 	if body != nil {
 		b, _ := json.Marshal(body)
@@ -129,20 +157,21 @@ func (a *adminClient) do(w io.Writer, method, path string, body, out any) error 
 		}
 		return fmt.Errorf("admin API: HTTP %d: %s", resp.StatusCode, strings.TrimSpace(string(raw)))
 	}
-	if out != nil {
-		return json.Unmarshal(raw, out)
+	if err := json.Unmarshal(raw, out); err != nil {
+		return fmt.Errorf("admin API: %w", err)
 	}
-	if w != nil {
-		_, err = w.Write(raw)
-	}
-	return err
+	return nil
+}
+
+func printJSON(w io.Writer, v any) error {
+	enc := json.NewEncoder(w)
+	enc.SetIndent("", "  ")
+	return enc.Encode(v)
 }
 
 func printStatus(w io.Writer, st mirror.Status, asJSON bool) error {
 	if asJSON {
-		enc := json.NewEncoder(w)
-		enc.SetIndent("", "  ")
-		return enc.Encode(st)
+		return printJSON(w, st)
 	}
 	fmt.Fprintf(w, "mirror %s  source %s  source cluster %s\n", st.Name, strings.Join(st.Source, ","), st.SourceClusterID)
 	tw := tabwriter.NewWriter(w, 2, 4, 2, ' ', 0)

@@ -9,7 +9,8 @@ import (
 
 // Admin HTTP API (JSON), served on the broker's HTTP listener:
 //
-//	POST   /v1/mirrors                      {"name","source":[…],"client_id"}
+//	POST   /v1/mirrors                      {"name","source":[…],"client_id","no_check"} → Status
+//	                                        (checks the source first unless no_check)
 //	GET    /v1/mirrors                      → ["name", …]
 //	GET    /v1/mirrors/{name}               → Status
 //	DELETE /v1/mirrors/{name}
@@ -27,6 +28,9 @@ type CreateRequest struct {
 	ClientID      string   `json:"client_id,omitempty"`
 	GroupsInclude []string `json:"groups_include,omitempty"`
 	GroupsExclude []string `json:"groups_exclude,omitempty"`
+	// NoCheck skips the source check (ApiVersions and cluster id) that
+	// create makes by default.
+	NoCheck bool `json:"no_check,omitempty"`
 }
 
 // TopicsRequest is the body of start/stop/pause/resume.
@@ -42,8 +46,13 @@ func (m *Manager) Routes(handle func(pattern string, h http.Handler)) {
 			return
 		}
 		err := m.CreateWith(req.Name, req.Source, CreateOptions{ClientID: req.ClientID,
-			GroupsInclude: req.GroupsInclude, GroupsExclude: req.GroupsExclude})
-		reply(w, err, map[string]string{"created": req.Name})
+			GroupsInclude: req.GroupsInclude, GroupsExclude: req.GroupsExclude, CheckSource: !req.NoCheck})
+		if err != nil {
+			reply(w, err, nil)
+			return
+		}
+		st, err := m.Describe(req.Name)
+		reply(w, err, st)
 	}))
 	handle("GET /v1/mirrors", http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		reply(w, nil, m.Names())

@@ -218,16 +218,22 @@ func (m *Manager) source(rt *runtime) (*source, error) {
 		return nil, errStopped
 	default:
 	}
-	var dial func(ctx context.Context, network, host string) (net.Conn, error)
-	if m.opts.SourceDialer != nil {
-		dial = m.opts.SourceDialer(rt.spec.Name)
-	}
-	src, err := newSource(rt.spec.Source, rt.spec.ClientID, dial, m.logger)
+	src, err := newSource(m.sourceConfig(rt.spec))
 	if err != nil {
 		return nil, err
 	}
 	rt.src = src
 	return src, nil
+}
+
+// sourceConfig is what a mirror's source client is made from: the spec's
+// addresses and client id, and the broker's dialer.
+func (m *Manager) sourceConfig(spec *mirrorSpec) sourceConfig {
+	cfg := sourceConfig{Addrs: spec.Source, ClientID: spec.ClientID}
+	if m.opts.SourceDialer != nil {
+		cfg.Dial = m.opts.SourceDialer(spec.Name)
+	}
+	return cfg
 }
 
 // saveLocked persists the document; m.mu held.
@@ -239,7 +245,15 @@ type CreateOptions struct {
 	// GroupsInclude and GroupsExclude select the source groups whose
 	// offsets are synced (regular expressions; default: every group).
 	GroupsInclude, GroupsExclude []string
+	// CheckSource makes Create connect to the source first (ApiVersions,
+	// then Metadata for its cluster id) and refuse a source that does not
+	// answer. The admin API sets it unless asked not to; static mirrors
+	// from the config file do not (their source may start later).
+	CheckSource bool
 }
+
+// checkTimeout bounds the source check at create.
+const checkTimeout = 15 * time.Second
 
 // Create defines a mirror.
 func (m *Manager) Create(name string, sources []string, clientID string) error {
@@ -258,13 +272,25 @@ func (m *Manager) CreateWith(name string, sources []string, co CreateOptions) er
 	if len(sources) == 0 {
 		return fmt.Errorf("%w: a source bootstrap address is required", ErrBadRequest)
 	}
+	spec := &mirrorSpec{Name: name, Source: sources, ClientID: clientID, Topics: map[string]*topicSpec{},
+		GroupsInclude: co.GroupsInclude, GroupsExclude: co.GroupsExclude}
+	if co.CheckSource {
+		if _, err := m.runtime(name); err == nil {
+			return fmt.Errorf("%w: %s", ErrExists, name)
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), checkTimeout)
+		clusterID, err := checkSource(ctx, m.sourceConfig(spec))
+		cancel()
+		if err != nil {
+			return err
+		}
+		spec.SourceClusterID = clusterID
+	}
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	if _, ok := m.mirrors[name]; ok {
 		return fmt.Errorf("%w: %s", ErrExists, name)
 	}
-	spec := &mirrorSpec{Name: name, Source: sources, ClientID: clientID, Topics: map[string]*topicSpec{},
-		GroupsInclude: co.GroupsInclude, GroupsExclude: co.GroupsExclude}
 	m.doc.Mirrors = append(m.doc.Mirrors, spec)
 	if err := m.saveLocked(); err != nil {
 		m.doc.Mirrors = m.doc.Mirrors[:len(m.doc.Mirrors)-1]

@@ -5,13 +5,13 @@ import (
 	"errors"
 	"fmt"
 	"net"
+	"strings"
 	"sync"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
-	"go.uber.org/zap"
 )
 
 // source is a mirror's connection to its source cluster: kgo handles
@@ -24,26 +24,87 @@ type source struct {
 	loops map[int32]*brokerLoop
 }
 
-func newSource(addrs []string, clientID string, dial func(ctx context.Context, network, host string) (net.Conn, error), logger *zap.Logger) (*source, error) {
+// sourceConfig is everything a mirror's source client is made from
+// (Manager.sourceConfig builds it from the mirror's spec);
+// newSourceClient is the one place that turns it into a client, so every
+// connection to a source (fetchers, metadata, group sync, the check at
+// create) is made the same way.
+type sourceConfig struct {
+	Addrs    []string
+	ClientID string
+	// Dial, when set, dials the source's connections (the broker's fault
+	// injection); nil dials directly.
+	Dial func(ctx context.Context, network, host string) (net.Conn, error)
+}
+
+// newSourceClient makes the kgo client for a source.
+func newSourceClient(cfg sourceConfig) (*kgo.Client, error) {
+	clientID := cfg.ClientID
 	if clientID == "" {
 		clientID = "minibroker-mirror"
 	}
 	opts := []kgo.Opt{
-		kgo.SeedBrokers(addrs...),
+		kgo.SeedBrokers(cfg.Addrs...),
 		kgo.ClientID(clientID),
 		kgo.RequestRetries(2),
 		kgo.RetryTimeout(5 * time.Second),
 		kgo.DialTimeout(5 * time.Second),
 		kgo.RequestTimeoutOverhead(5 * time.Second),
 	}
-	if dial != nil {
-		opts = append(opts, kgo.Dialer(dial))
+	if cfg.Dial != nil {
+		opts = append(opts, kgo.Dialer(cfg.Dial))
 	}
 	cl, err := kgo.NewClient(opts...)
 	if err != nil {
 		return nil, fmt.Errorf("mirror: source client: %w", err)
 	}
+	return cl, nil
+}
+
+func newSource(cfg sourceConfig) (*source, error) {
+	cl, err := newSourceClient(cfg)
+	if err != nil {
+		return nil, err
+	}
 	return &source{cl: cl}, nil
+}
+
+// checkSource connects to a source as a mirror would and asks it for its
+// API versions and its cluster id (Metadata with no topics). It answers the
+// cluster id, or why the source cannot be mirrored.
+func checkSource(ctx context.Context, cfg sourceConfig) (string, error) {
+	cl, err := newSourceClient(cfg)
+	if err != nil {
+		return "", err
+	}
+	defer cl.Close()
+	where := strings.Join(cfg.Addrs, ",")
+	versions, err := kmsg.NewPtrApiVersionsRequest().RequestWith(ctx, cl)
+	if err != nil {
+		return "", fmt.Errorf("mirror: source %s unreachable: %w", where, err)
+	}
+	if err := kerr.ErrorForCode(versions.ErrorCode); err != nil {
+		return "", fmt.Errorf("mirror: source %s ApiVersions: %w", where, err)
+	}
+	for _, need := range []int16{kmsg.Fetch.Int16(), kmsg.Metadata.Int16(), kmsg.ListOffsets.Int16(), kmsg.OffsetForLeaderEpoch.Int16()} {
+		found := false
+		for _, k := range versions.ApiKeys {
+			found = found || k.ApiKey == need
+		}
+		if !found {
+			return "", fmt.Errorf("mirror: source %s does not serve %s", where, kmsg.NameForKey(need))
+		}
+	}
+	md := kmsg.NewPtrMetadataRequest()
+	md.Topics = []kmsg.MetadataRequestTopic{} // none: only brokers and the cluster id
+	resp, err := md.RequestWith(ctx, cl)
+	if err != nil {
+		return "", fmt.Errorf("mirror: source %s metadata: %w", where, err)
+	}
+	if resp.ClusterID == nil {
+		return "", nil // Metadata before v2 has no cluster id
+	}
+	return *resp.ClusterID, nil
 }
 
 // close stops the broker loops (after every fetcher left them) and the
