@@ -5,8 +5,9 @@ package broker
 // NumPartitions -1 takes num.partitions. ReplicationFactor must be -1 or 1
 // (one node holds one replica: INVALID_REPLICATION_FACTOR otherwise); a
 // manual assignment may name only this node. Topic configs are checked
-// against the topic-level names minibroker knows (INVALID_CONFIG
-// otherwise). v5+ returns the partition count and the topic's configs;
+// against the settings table (internal/config), with Kafka's types, ranges
+// and allowed values: INVALID_CONFIG naming the key, the value and the
+// rule otherwise; a config given without a value is INVALID_CONFIG too. v5+ returns the partition count and the topic's configs;
 // v7 the topic ID.
 
 import (
@@ -15,6 +16,7 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/minibroker/minibroker/internal/config"
 	"github.com/minibroker/minibroker/internal/protocol"
 )
 
@@ -60,9 +62,10 @@ func (b *Broker) createTopicFromRequest(rt kmsg.CreateTopicsRequestTopic, valida
 	}
 	configs := map[string]string{}
 	for _, c := range rt.Configs {
-		if c.Value != nil {
-			configs[c.Name] = *c.Value
+		if c.Value == nil {
+			return fmt.Errorf("%w: %s has no value", errInvalidConfig, c.Name)
 		}
+		configs[c.Name] = *c.Value
 	}
 	t, err := b.CreateTopic(rt.Topic, parts, configs, [16]byte{}, validateOnly)
 	if err != nil {
@@ -75,14 +78,12 @@ func (b *Broker) createTopicFromRequest(rt kmsg.CreateTopicsRequestTopic, valida
 	}
 	st.ReplicationFactor = 1
 	for _, name := range sortedTopicConfigNames() {
-		v, def := b.topicValue(t, name)
-		val := v
+		s, _ := config.LookupTopic(name)
+		v, src := b.topicValue(t.Configs, name) // t is not shared yet, or is b's own on validate_only
 		c := kmsg.NewCreateTopicsResponseTopicConfig()
-		c.Name, c.Value = name, &val
-		c.Source = int8(kmsg.ConfigSourceDynamicTopicConfig)
-		if def {
-			c.Source = int8(kmsg.ConfigSourceDefaultConfig)
-		}
+		c.Name, c.Value = name, &v
+		c.Source = int8(kafkaSource(src))
+		c.IsSensitive = s.Sensitive()
 		st.Configs = append(st.Configs, c)
 	}
 	return nil

@@ -2,17 +2,21 @@ package broker
 
 // DescribeConfigs, v0–v4.
 //
-// Topics (resource type 2): every topic-level config minibroker knows, with
-// its value and source (DYNAMIC_TOPIC_CONFIG for an override,
-// DEFAULT_CONFIG otherwise) and, when asked (v1+), the broker setting it
-// falls back to as a synonym. Broker (4), named by this node's id or "":
-// the Kafka-named settings (STATIC_BROKER_CONFIG when set, DEFAULT_CONFIG
-// otherwise). Other resource types answer INVALID_REQUEST.
+// Topics (resource type 2): every topic-level config of the settings table
+// (internal/config), with its value and source: DYNAMIC_TOPIC_CONFIG for
+// the topic's override (CreateTopics, AlterConfigs,
+// IncrementalAlterConfigs), STATIC_BROKER_CONFIG when the broker setting
+// it falls back to was set at start-up, DEFAULT_CONFIG otherwise; and,
+// when asked (v1+), the synonyms in Kafka's order (the override, the
+// static broker setting, the default). Broker (4), named by this node's id
+// or "": the Kafka-named settings, read-only (minibroker changes no broker
+// setting at run time), STATIC_BROKER_CONFIG when set, DEFAULT_CONFIG
+// otherwise; a PASSWORD's value is null and marked sensitive, as Kafka.
+// Other resource types answer INVALID_REQUEST.
 
 import (
 	"context"
 	"slices"
-	"sort"
 	"strconv"
 
 	"github.com/twmb/franz-go/pkg/kerr"
@@ -36,11 +40,15 @@ func (b *Broker) handleDescribeConfigs(_ context.Context, r *protocol.Request) k
 				sr.ErrorCode = kerr.UnknownTopicOrPartition.Code
 				break
 			}
-			for _, name := range sortedTopicConfigNames() {
-				if want(name) {
-					sr.Configs = append(sr.Configs, b.topicConfigEntry(t, name, req.Version, req.IncludeSynonyms))
+			overrides := b.configsOf(t)
+			for _, s := range config.TopicSettings() {
+				if want(s.Topic) {
+					sr.Configs = append(sr.Configs, b.topicConfigEntry(overrides, s, req.Version, req.IncludeSynonyms))
 				}
 			}
+			slices.SortFunc(sr.Configs, func(a, b kmsg.DescribeConfigsResponseResourceConfig) int {
+				return compareStrings(a.Name, b.Name)
+			})
 		case kmsg.ConfigResourceTypeBroker:
 			if rr.ResourceName != "" && rr.ResourceName != strconv.Itoa(int(b.nodeID)) {
 				sr.ErrorCode = kerr.InvalidRequest.Code
@@ -59,41 +67,57 @@ func (b *Broker) handleDescribeConfigs(_ context.Context, r *protocol.Request) k
 	return resp
 }
 
-func sortedTopicConfigNames() []string {
-	names := make([]string, 0, len(topicConfigNames))
-	for n := range topicConfigNames {
-		names = append(names, n)
+func compareStrings(a, b string) int {
+	switch {
+	case a < b:
+		return -1
+	case a > b:
+		return 1
 	}
-	sort.Strings(names)
-	return names
+	return 0
 }
 
-func (b *Broker) topicConfigEntry(t *Topic, name string, version int16, synonyms bool) kmsg.DescribeConfigsResponseResourceConfig {
-	c := kmsg.NewDescribeConfigsResponseResourceConfig()
-	v, isDefault := b.topicValue(t, name)
-	c.Name, c.Value = name, &v
-	c.IsDefault = isDefault
-	c.Source = kmsg.ConfigSourceDynamicTopicConfig
-	if isDefault {
-		c.Source = kmsg.ConfigSourceDefaultConfig
-		if broker := topicConfigNames[name]; broker != "" {
-			if _, set := b.cfg.Kafka[broker]; set {
-				c.Source = kmsg.ConfigSourceStaticBrokerConfig
-			}
-		}
+// kafkaSource maps a topic config's source to Kafka's.
+func kafkaSource(src configSource) kmsg.ConfigSource {
+	switch src {
+	case sourceTopic:
+		return kmsg.ConfigSourceDynamicTopicConfig
+	case sourceStatic:
+		return kmsg.ConfigSourceStaticBrokerConfig
 	}
-	c.ConfigType = configType(name)
+	return kmsg.ConfigSourceDefaultConfig
+}
+
+func (b *Broker) topicConfigEntry(overrides map[string]string, s config.Setting, version int16, synonyms bool) kmsg.DescribeConfigsResponseResourceConfig {
+	name := s.Topic
+	c := kmsg.NewDescribeConfigsResponseResourceConfig()
+	v, src := b.topicValue(overrides, name)
+	c.Name, c.Value = name, &v
+	c.Source = kafkaSource(src)
+	c.IsDefault = src == sourceDefault
+	c.ConfigType = configType(s.Kind)
+	if version >= 3 {
+		doc := s.Doc
+		c.Documentation = &doc
+	}
 	if synonyms && version >= 1 {
-		if !isDefault {
-			s := kmsg.NewDescribeConfigsResponseResourceConfigConfigSynonym()
-			s.Name, s.Value, s.Source = name, &v, kmsg.ConfigSourceDynamicTopicConfig
-			c.ConfigSynonyms = append(c.ConfigSynonyms, s)
+		if src == sourceTopic {
+			sv := v
+			syn := kmsg.NewDescribeConfigsResponseResourceConfigConfigSynonym()
+			syn.Name, syn.Value, syn.Source = name, &sv, kmsg.ConfigSourceDynamicTopicConfig
+			c.ConfigSynonyms = append(c.ConfigSynonyms, syn)
 		}
-		if broker := topicConfigNames[name]; broker != "" {
-			bv := b.cfg.String(broker)
-			s := kmsg.NewDescribeConfigsResponseResourceConfigConfigSynonym()
-			s.Name, s.Value, s.Source = broker, &bv, kmsg.ConfigSourceDefaultConfig
-			c.ConfigSynonyms = append(c.ConfigSynonyms, s)
+		if s.Name != "" {
+			if _, set := b.cfg.Kafka[s.Name]; set {
+				bv := b.cfg.String(s.Name)
+				syn := kmsg.NewDescribeConfigsResponseResourceConfigConfigSynonym()
+				syn.Name, syn.Value, syn.Source = s.Name, &bv, kmsg.ConfigSourceStaticBrokerConfig
+				c.ConfigSynonyms = append(c.ConfigSynonyms, syn)
+			}
+			dv := s.Default
+			syn := kmsg.NewDescribeConfigsResponseResourceConfigConfigSynonym()
+			syn.Name, syn.Value, syn.Source = s.Name, &dv, kmsg.ConfigSourceDefaultConfig
+			c.ConfigSynonyms = append(c.ConfigSynonyms, syn)
 		}
 	}
 	return c
@@ -101,22 +125,20 @@ func (b *Broker) topicConfigEntry(t *Topic, name string, version int16, synonyms
 
 func (b *Broker) brokerConfigEntry(s config.Setting, version int16) kmsg.DescribeConfigsResponseResourceConfig {
 	c := kmsg.NewDescribeConfigsResponseResourceConfig()
-	v := b.cfg.String(s.Name)
-	c.Name, c.Value, c.ReadOnly = s.Name, &v, true
+	c.Name, c.ReadOnly = s.Name, true
+	if s.Sensitive() {
+		c.IsSensitive = true
+	} else {
+		v := b.cfg.String(s.Name)
+		c.Value = &v
+	}
 	_, set := b.cfg.Kafka[s.Name]
 	c.IsDefault = !set
 	c.Source = kmsg.ConfigSourceDefaultConfig
 	if set {
 		c.Source = kmsg.ConfigSourceStaticBrokerConfig
 	}
-	switch s.Kind {
-	case config.KindBool:
-		c.ConfigType = kmsg.ConfigTypeBoolean
-	case config.KindInt:
-		c.ConfigType = kmsg.ConfigTypeLong
-	default:
-		c.ConfigType = kmsg.ConfigTypeString
-	}
+	c.ConfigType = configType(s.Kind)
 	if version >= 3 {
 		doc := s.Doc
 		c.Documentation = &doc
@@ -124,18 +146,21 @@ func (b *Broker) brokerConfigEntry(s config.Setting, version int16) kmsg.Describ
 	return c
 }
 
-func configType(topicConfig string) kmsg.ConfigType {
-	switch topicConfig {
-	case "cleanup.policy":
-		return kmsg.ConfigTypeList
-	case "message.timestamp.type", "compression.type":
-		return kmsg.ConfigTypeString
-	case "unclean.leader.election.enable", "message.downconversion.enable", "preallocate", "remote.storage.enable":
+// configType is Kafka's DescribeConfigs type of a setting's kind.
+func configType(k config.Kind) kmsg.ConfigType {
+	switch k {
+	case config.KindBool:
 		return kmsg.ConfigTypeBoolean
-	case "min.cleanable.dirty.ratio":
-		return kmsg.ConfigTypeDouble
-	case "min.insync.replicas", "max.message.bytes", "index.interval.bytes", "segment.index.bytes", "segment.bytes":
+	case config.KindInt:
 		return kmsg.ConfigTypeInt
+	case config.KindLong:
+		return kmsg.ConfigTypeLong
+	case config.KindList:
+		return kmsg.ConfigTypeList
+	case config.KindDouble:
+		return kmsg.ConfigTypeDouble
+	case config.KindPassword:
+		return kmsg.ConfigTypePassword
 	}
-	return kmsg.ConfigTypeLong
+	return kmsg.ConfigTypeString
 }

@@ -80,11 +80,25 @@ type Broker struct {
 	stop     chan struct{}
 	bg       sync.WaitGroup
 	stopOnce sync.Once
+
+	// Test-only seams for negative controls, never set outside tests:
+	// skipValidation starts with settings the table refuses (New does not
+	// call Config.Validate nor check meta.properties' version);
+	// skipApplyConfigs stores altered topic configs without applying them
+	// to the running partitions.
+	skipValidation   bool
+	skipApplyConfigs bool
 }
 
 // New opens the data directory (creating meta.properties on first start),
 // opens every topic, and binds the Kafka and HTTP listeners. Call Serve.
 func New(opts Options) (*Broker, error) {
+	return newBroker(opts, nil)
+}
+
+// newBroker is New; seams, if set, adjusts the broker before it opens
+// anything (tests only).
+func newBroker(opts Options, seams func(*Broker)) (*Broker, error) {
 	cfg := opts.Config
 	if opts.Logger == nil {
 		opts.Logger = zap.NewNop()
@@ -100,6 +114,14 @@ func New(opts Options) (*Broker, error) {
 		cfg: cfg, logger: opts.Logger, fs: opts.FS, dataDir: cfg.DataDir, nodeID: cfg.NodeID,
 		registry: opts.Registry, topics: map[string]*Topic{}, topicsByID: map[[16]byte]*Topic{},
 		stop: make(chan struct{}), httpLim: opts.HTTP.withDefaults(),
+	}
+	if seams != nil {
+		seams(b)
+	}
+	if !b.skipValidation {
+		if err := cfg.Validate(); err != nil {
+			return nil, fmt.Errorf("refusing to start: %w", err)
+		}
 	}
 	b.metrics = newMetrics(b, opts.Registry)
 	b.psmMetrics = psm.NewMetrics(opts.Registry)
@@ -462,6 +484,14 @@ func (b *Broker) loadMeta() error {
 		if k, v, ok := strings.Cut(line, "="); ok {
 			props[strings.TrimSpace(k)] = strings.TrimSpace(v)
 		}
+	}
+	// Kafka's MetaPropertiesVersion knows 0 (ZooKeeper) and 1 (KRaft); a
+	// KRaft node needs 1. A missing version is 0, as Kafka reads it.
+	if v := props["version"]; v != "1" && !b.skipValidation {
+		if v == "" {
+			v = "0 (none given)"
+		}
+		return fmt.Errorf("refusing to start: %s has version=%s; minibroker reads version 1 (Kafka KRaft's)", path, v)
 	}
 	stored := props["cluster.id"]
 	if stored == "" {

@@ -75,11 +75,11 @@ func TestTopicsPersistAndDataDirLock(t *testing.T) {
 	if !ok || got.ID != tp.ID || len(got.Partitions) != 3 || got.Configs["retention.ms"] != "1000" {
 		t.Fatalf("after restart: %+v", got)
 	}
-	if v, def := b.topicValue(got, "retention.ms"); v != "1000" || def {
-		t.Fatalf("override lost: %s %v", v, def)
+	if v, src := b.topicValue(got.Configs, "retention.ms"); v != "1000" || src != sourceTopic {
+		t.Fatalf("override lost: %s %v", v, src)
 	}
-	if v, def := b.topicValue(got, "segment.bytes"); v != "1073741824" || !def {
-		t.Fatalf("default: %s %v", v, def)
+	if v, src := b.topicValue(got.Configs, "segment.bytes"); v != "1073741824" || src != sourceDefault {
+		t.Fatalf("default: %s %v", v, src)
 	}
 }
 

@@ -1,6 +1,7 @@
 package broker
 
 import (
+	"github.com/minibroker/minibroker/internal/config"
 	"github.com/minibroker/minibroker/internal/mirror"
 	"github.com/minibroker/minibroker/internal/partition"
 )
@@ -57,7 +58,7 @@ func (l mirrorLocal) EnsureTopic(name string, partitions int32, configs map[stri
 	if len(configs) > 0 {
 		known = map[string]string{}
 		for k, v := range configs {
-			if _, ok := topicConfigNames[k]; ok {
+			if _, ok := config.LookupTopic(k); ok {
 				known[k] = v
 			}
 		}

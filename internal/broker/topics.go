@@ -9,16 +9,12 @@ import (
 	"path/filepath"
 	"regexp"
 	"sort"
-	"strconv"
-	"strings"
 	"sync/atomic"
 
 	"go.uber.org/zap"
 
-	"github.com/minibroker/minibroker/internal/config"
 	mlog "github.com/minibroker/minibroker/internal/log"
 	"github.com/minibroker/minibroker/internal/partition"
-	"github.com/minibroker/minibroker/internal/psm"
 	"github.com/minibroker/minibroker/internal/vfs"
 )
 
@@ -26,7 +22,10 @@ import (
 type Topic struct {
 	Name       string
 	ID         [16]byte
-	Configs    map[string]string // topic-level overrides
+	// Configs are the topic-level overrides (DYNAMIC_TOPIC_CONFIG),
+	// guarded by the broker's mu: replaced whole, never changed in place,
+	// so a reader may keep the map it read under the lock.
+	Configs map[string]string
 	Partitions []*partition.Partition
 }
 
@@ -69,93 +68,6 @@ func validTopicName(name string) error {
 		return fmt.Errorf("%w: %q has characters other than [a-zA-Z0-9._-]", errInvalidTopic, name)
 	}
 	return nil
-}
-
-// topicConfigNames are the topic-level configs minibroker accepts. Those
-// without a broker default are accepted for compatibility and not acted on
-// (see docs in configs/minibroker.yaml).
-var topicConfigNames = func() map[string]string {
-	m := config.TopicDefaults()
-	for _, extra := range []string{"cleanup.policy", "min.insync.replicas", "compression.type",
-		"unclean.leader.election.enable", "message.downconversion.enable", "preallocate",
-		"min.compaction.lag.ms", "max.compaction.lag.ms", "delete.retention.ms", "file.delete.delay.ms",
-		"min.cleanable.dirty.ratio", "message.timestamp.difference.max.ms", "local.retention.ms", "local.retention.bytes", "remote.storage.enable"} {
-		m[extra] = ""
-	}
-	return m
-}()
-
-func checkTopicConfigs(cfgs map[string]string) error {
-	for k, v := range cfgs {
-		broker, ok := topicConfigNames[k]
-		if !ok {
-			return fmt.Errorf("%w: unknown config %q", errInvalidConfig, k)
-		}
-		if broker != "" {
-			c := config.Default()
-			if err := c.Set(broker, v); err != nil {
-				return fmt.Errorf("%w: %s: %v", errInvalidConfig, k, err)
-			}
-		}
-		if k == "message.timestamp.type" && v != "CreateTime" && v != "LogAppendTime" {
-			return fmt.Errorf("%w: message.timestamp.type=%q", errInvalidConfig, v)
-		}
-		if k == "cleanup.policy" && v != "delete" && v != "compact" && v != "compact,delete" && v != "delete,compact" {
-			return fmt.Errorf("%w: cleanup.policy=%q", errInvalidConfig, v)
-		}
-	}
-	return nil
-}
-
-// topicValue is a topic config's effective value and whether it is the
-// default.
-func (b *Broker) topicValue(t *Topic, name string) (string, bool) {
-	if v, ok := t.Configs[name]; ok {
-		return v, false
-	}
-	if broker := topicConfigNames[name]; broker != "" {
-		return b.cfg.String(broker), true
-	}
-	switch name {
-	case "cleanup.policy":
-		return "delete", true
-	case "min.insync.replicas":
-		return "1", true
-	case "compression.type":
-		return "producer", true
-	}
-	return "", true
-}
-
-func (b *Broker) partitionConfig(t *Topic) partition.Config {
-	num := func(name string) int64 {
-		v, _ := b.topicValue(t, name)
-		n, _ := strconv.ParseInt(v, 10, 64)
-		return n
-	}
-	lc := mlog.DefaultConfig()
-	lc.SegmentBytes = num("segment.bytes")
-	lc.SegmentMs = num("segment.ms")
-	lc.RetentionMs = num("retention.ms")
-	lc.RetentionBytes = num("retention.bytes")
-	lc.IndexIntervalBytes = int(num("index.interval.bytes"))
-	lc.SegmentIndexBytes = int(num("segment.index.bytes"))
-	lc.FlushIntervalMessages = num("flush.messages")
-	lc.FlushIntervalMs = num("flush.ms")
-	ts, _ := b.topicValue(t, "message.timestamp.type")
-	policy, _ := b.topicValue(t, "cleanup.policy")
-	return partition.Config{
-		Compacted:       strings.Contains(policy, "compact"),
-		Log:             lc,
-		PSM:             psm.Config{MaxBatchesPerProducer: 5, ProducerIDExpirationMs: b.cfg.Int64("producer.id.expiration.ms")},
-		MessageMaxBytes: int32(num("max.message.bytes")),
-		LogAppendTime:   ts == "LogAppendTime",
-		BoundTimestamps: true,
-		// message.timestamp.difference.max.ms, which Kafka 3.6
-		// deprecated for these two, is accepted and not acted on.
-		TimestampBeforeMaxMs: num("message.timestamp.before.max.ms"),
-		TimestampAfterMaxMs:  num("message.timestamp.after.max.ms"),
-	}
 }
 
 func partitionDir(dataDir, topic string, p int32) string {
@@ -214,7 +126,7 @@ func (b *Broker) loadTopics() error {
 			return fmt.Errorf("%s: topic %s: %d partitions", topicsFile, tj.Name, tj.Partitions)
 		}
 		t.Partitions = make([]*partition.Partition, tj.Partitions)
-		pc := b.partitionConfig(t)
+		pc := b.partitionConfig(t.Configs)
 		for i := range int32(tj.Partitions) {
 			jobs = append(jobs, toOpen{topic: t, cfg: pc, index: i})
 		}
@@ -267,7 +179,7 @@ func (b *Broker) openPartition(t *Topic, index int32, pc partition.Config) (*par
 // nothing is left on disk for a later topic or CreatePartitions of the
 // same name to pick up, and returns the error.
 func (b *Broker) openPartitions(t *Topic, from, to int32) error {
-	pc := b.partitionConfig(t)
+	pc := b.partitionConfig(t.Configs)
 	parts := append([]*partition.Partition(nil), t.Partitions...)
 	defer func() { t.Partitions = parts }()
 	for i := from; i < to; i++ {

@@ -81,19 +81,48 @@ func (c *Config) LoadFile(path string) error {
 	return nil
 }
 
-// Set records a Kafka-named setting after checking its name and value.
+// Set records a Kafka-named setting after checking its name and value
+// against the settings table; the error names the key, the value and the
+// rule.
 func (c *Config) Set(name, value string) error {
-	def, ok := lookup(name)
-	if !ok {
-		return fmt.Errorf("unknown setting %q (minibroker accepts: %s)", name, strings.Join(Names(), ", "))
-	}
-	if err := def.check(value); err != nil {
-		return fmt.Errorf("setting %s=%q: %w", name, value, err)
+	value = strings.TrimSpace(value)
+	if err := checkSetting(name, value); err != nil {
+		return err
 	}
 	if c.Kafka == nil {
 		c.Kafka = map[string]string{}
 	}
 	c.Kafka[name] = value
+	return nil
+}
+
+func checkSetting(name, value string) error {
+	def, ok := Lookup(name)
+	if !ok {
+		return fmt.Errorf("unknown setting %q (minibroker accepts: %s)", name, strings.Join(Names(), ", "))
+	}
+	return def.Validate(name, value)
+}
+
+// Validate checks the whole configuration as start-up does, whoever built
+// it (flags, file, --set, or a Go caller filling Kafka directly): every
+// Kafka-named setting against the settings table, and the node id (Kafka
+// in KRaft mode requires node.id >= 0). The first problem is returned,
+// naming the key, the value and the rule.
+func (c *Config) Validate() error {
+	if c.NodeID < 0 {
+		return fmt.Errorf("invalid value %d for --node-id (node.id): value must be at least 0", c.NodeID)
+	}
+	names := make([]string, 0, len(c.Kafka))
+	for k := range c.Kafka {
+		names = append(names, k)
+	}
+	sort.Strings(names)
+	for _, k := range names {
+		if err := checkSetting(k, c.Kafka[k]); err != nil {
+			return err
+		}
+	}
 	return nil
 }
 
@@ -111,7 +140,7 @@ func (c *Config) String(name string) string {
 	if v, ok := c.Kafka[name]; ok {
 		return v
 	}
-	def, ok := lookup(name)
+	def, ok := Lookup(name)
 	if !ok {
 		panic("config: unknown setting " + name) // programming error, not input
 	}
@@ -120,40 +149,41 @@ func (c *Config) String(name string) string {
 
 // Int64 returns a numeric setting.
 func (c *Config) Int64(name string) int64 {
-	v, _ := strconv.ParseInt(c.String(name), 10, 64)
+	v, _ := strconv.ParseInt(strings.TrimSpace(c.String(name)), 10, 64)
 	return v
 }
 
-// Int32 returns a numeric setting clamped to int32.
+// Int32 returns a numeric setting. Validate has refused values outside an
+// INT setting's range; the clamp only guards a LONG read as an int32.
 func (c *Config) Int32(name string) int32 {
 	v := c.Int64(name)
 	return int32(max(min(v, math.MaxInt32), math.MinInt32))
 }
 
-// Bool returns a boolean setting.
+// Bool returns a boolean setting ("true" in any case, as Kafka).
 func (c *Config) Bool(name string) bool {
-	v, _ := strconv.ParseBool(c.String(name))
-	return v
+	return strings.EqualFold(strings.TrimSpace(c.String(name)), "true")
 }
 
-// Names lists every Kafka-named setting minibroker accepts.
+// Names lists every Kafka-named broker setting minibroker accepts.
 func Names() []string {
 	out := make([]string, 0, len(settings))
 	for _, s := range settings {
-		out = append(out, s.Name)
+		if s.Name != "" {
+			out = append(out, s.Name)
+		}
 	}
 	sort.Strings(out)
 	return out
 }
 
-// Settings returns the table of Kafka-named settings.
-func Settings() []Setting { return append([]Setting(nil), settings...) }
-
-func lookup(name string) (Setting, bool) {
+// Settings returns the broker settings of the table, in table order.
+func Settings() []Setting {
+	out := make([]Setting, 0, len(settings))
 	for _, s := range settings {
-		if s.Name == name {
-			return s, true
+		if s.Name != "" {
+			out = append(out, s)
 		}
 	}
-	return Setting{}, false
+	return out
 }

@@ -15,7 +15,7 @@ func TestShippedConfigDocumentsEverySetting(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, s := range settings {
+	for _, s := range Settings() {
 		if !strings.Contains(string(raw), s.Name+": \""+s.Default+"\"") {
 			t.Errorf("configs/minibroker.yaml lacks %s with default %s", s.Name, s.Default)
 		}
@@ -85,5 +85,97 @@ func TestParseConnectionOverrides(t *testing.T) {
 	}
 	if err := c.Set("max.connections.per.ip", "0"); err != nil {
 		t.Fatalf("Kafka allows max.connections.per.ip=0: %v", err)
+	}
+}
+
+// Each value Kafka's ConfigDef refuses is refused, the error naming the
+// key, the value and the rule; none is bent to something else.
+func TestSettingsRefusedWithKeyValueAndRule(t *testing.T) {
+	for _, c := range []struct{ name, value, rule string }{
+		{"log.segment.bytes", "3000000000", "not a number of type INT"},
+		{"log.segment.bytes", "13", "value must be at least 14"},
+		{"socket.request.max.bytes", "3000000000", "not a number of type INT"},
+		{"socket.request.max.bytes", "0", "value must be at least 1"},
+		{"log.message.timestamp.type", "Bogus", "string must be one of: CreateTime, LogAppendTime"},
+		{"log.message.timestamp.type", "createtime", "string must be one of"},
+		{"log.retention.ms", "-2", "value must be at least -1"},
+		{"log.retention.ms", "99999999999999999999", "not a number of type LONG"},
+		{"fetch.max.bytes", "1023", "value must be at least 1024"},
+		{"default.replication.factor", "3", "value must be no more than 1"},
+		{"auto.create.topics.enable", "yes", "true or false"},
+		{"num.partitions", "1.5", "not a number of type INT"},
+	} {
+		cfg := Default()
+		err := cfg.Set(c.name, c.value)
+		if err == nil {
+			t.Errorf("%s=%s accepted", c.name, c.value)
+			continue
+		}
+		for _, want := range []string{c.name, c.value, c.rule} {
+			if !strings.Contains(err.Error(), want) {
+				t.Errorf("%s=%s: %q lacks %q", c.name, c.value, err, want)
+			}
+		}
+		if _, set := cfg.Kafka[c.name]; set {
+			t.Errorf("%s=%s: kept after refusal", c.name, c.value)
+		}
+		// Validate (start-up) refuses the same value however it got in.
+		cfg.Kafka[c.name] = c.value
+		if err := cfg.Validate(); err == nil || !strings.Contains(err.Error(), c.rule) {
+			t.Errorf("Validate %s=%s: %v", c.name, c.value, err)
+		}
+	}
+	cfg := Default()
+	cfg.NodeID = -1
+	if err := cfg.Validate(); err == nil || !strings.Contains(err.Error(), "node-id") || !strings.Contains(err.Error(), "-1") {
+		t.Errorf("node id -1: %v", err)
+	}
+	// Values at the edges are accepted as they are.
+	for _, ok := range [][2]string{{"log.segment.bytes", "2147483647"}, {"log.segment.bytes", "14"},
+		{"log.retention.bytes", "-5"}, {"auto.create.topics.enable", "FALSE"}, {"log.retention.ms", "0"}} {
+		cfg := Default()
+		if err := cfg.Set(ok[0], ok[1]); err != nil || cfg.String(ok[0]) != ok[1] {
+			t.Errorf("%s=%s: %v", ok[0], ok[1], err)
+		}
+	}
+	if c := Default(); c.Set("auto.create.topics.enable", "FALSE") != nil || c.Bool("auto.create.topics.enable") {
+		t.Error("FALSE read as true")
+	}
+}
+
+// Topic-level configs go through the same table under their topic names.
+func TestTopicConfigRules(t *testing.T) {
+	for _, c := range []struct{ name, value, want string }{
+		{"segment.bytes", "3000000000", "segment.bytes"},
+		{"retention.ms", "-2", "at least -1"},
+		{"message.timestamp.type", "Bogus", "CreateTime, LogAppendTime"},
+		{"cleanup.policy", "delete,shred", "shred"},
+		{"min.cleanable.dirty.ratio", "1.5", "between 0 and 1"},
+		{"no.such.config", "1", "unknown topic config name: no.such.config"},
+	} {
+		err := ValidateTopicConfig(c.name, c.value)
+		if err == nil || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("%s=%s: %v, want %q", c.name, c.value, err, c.want)
+		}
+	}
+	for _, ok := range [][2]string{{"segment.bytes", "1048576"}, {"cleanup.policy", "compact, delete"},
+		{"retention.ms", "-1"}, {"min.cleanable.dirty.ratio", "0.25"}, {"compression.type", "zstd"}} {
+		if err := ValidateTopicConfig(ok[0], ok[1]); err != nil {
+			t.Errorf("%s=%s: %v", ok[0], ok[1], err)
+		}
+	}
+	// Every row is well formed: a name, a kind, and a default its own
+	// rule accepts.
+	for _, s := range settings {
+		name := s.Name
+		if name == "" {
+			name = s.Topic
+		}
+		if name == "" || s.Kind == 0 {
+			t.Errorf("row %+v: no name or kind", s)
+		}
+		if err := s.Validate(name, s.Default); err != nil {
+			t.Errorf("default of %s: %v", name, err)
+		}
 	}
 }

@@ -55,12 +55,8 @@ func (c Config) normalized() Config {
 	if c.SegmentIndexBytes < offsetEntrySize*4 {
 		c.SegmentIndexBytes = d.SegmentIndexBytes
 	}
-	if c.RetentionMs == 0 {
-		c.RetentionMs = d.RetentionMs
-	}
-	if c.RetentionBytes == 0 {
-		c.RetentionBytes = -1
-	}
+	// RetentionMs and RetentionBytes 0 are Kafka's "delete every segment
+	// but the active one at the next retention run", not unset.
 	if c.FlushIntervalMessages <= 0 {
 		c.FlushIntervalMessages = d.FlushIntervalMessages
 	}
@@ -68,6 +64,24 @@ func (c Config) normalized() Config {
 		c.SegmentMs = d.SegmentMs
 	}
 	return c
+}
+
+// SetConfig applies new settings to the open log, as Kafka's
+// UnifiedLog.updateConfig: the next append rolls by the new segment size,
+// age and index limits and fsyncs by the new flush.messages, the next
+// ApplyRetention deletes by the new retention, and the background flush
+// follows the new flush.ms. Segments already written are not rewritten.
+func (l *Log) SetConfig(cfg Config) {
+	cfg = cfg.normalized()
+	l.appendMu.Lock()
+	l.mu.Lock()
+	old := l.cfg
+	l.cfg = cfg
+	l.mu.Unlock()
+	l.appendMu.Unlock()
+	if old.flushInterval() != cfg.flushInterval() && l.flusher != nil {
+		l.flusher.setPeriod(cfg.flushInterval())
+	}
 }
 
 // flushInterval is the background flush period, or 0 for none.

@@ -190,13 +190,15 @@ type flusher struct {
 	interval time.Duration
 	full     atomic.Bool // a kick asked for a full flush (roll)
 	kickCh   chan struct{}
+	periodCh chan time.Duration // a new log.flush.interval.ms (SetConfig)
 	stopCh   chan struct{}
 	done     sync.WaitGroup
 	once     sync.Once
 }
 
 func startFlusher(l *Log, interval time.Duration) *flusher {
-	f := &flusher{l: l, interval: interval, kickCh: make(chan struct{}, 1), stopCh: make(chan struct{})}
+	f := &flusher{l: l, interval: interval, kickCh: make(chan struct{}, 1), periodCh: make(chan time.Duration),
+		stopCh: make(chan struct{})}
 	f.done.Add(1)
 	go f.run()
 	return f
@@ -204,17 +206,28 @@ func startFlusher(l *Log, interval time.Duration) *flusher {
 
 func (f *flusher) run() {
 	defer f.done.Done()
+	var ticker *time.Ticker
 	var tick <-chan time.Time
-	if f.interval > 0 {
-		t := time.NewTicker(f.interval)
-		defer t.Stop()
-		tick = t.C
+	setPeriod := func(d time.Duration) {
+		if ticker != nil {
+			ticker.Stop()
+			ticker, tick = nil, nil
+		}
+		if d > 0 {
+			ticker = time.NewTicker(d)
+			tick = ticker.C
+		}
 	}
+	setPeriod(f.interval)
+	defer func() { setPeriod(0) }()
 	for {
 		full := true
 		select {
 		case <-f.stopCh:
 			return
+		case d := <-f.periodCh:
+			setPeriod(d)
+			continue
 		case <-f.kickCh:
 			full = f.full.Swap(false)
 		case <-tick:
@@ -242,6 +255,15 @@ func (f *flusher) kick(full bool) {
 	select {
 	case f.kickCh <- struct{}{}:
 	default:
+	}
+}
+
+// setPeriod changes the background flush period (0: none); it returns
+// once the flusher took it, or at once if the flusher is stopped.
+func (f *flusher) setPeriod(d time.Duration) {
+	select {
+	case f.periodCh <- d:
+	case <-f.stopCh:
 	}
 }
 

@@ -27,7 +27,8 @@ type AppendResult struct {
 // assigned in place, producer state checked for the whole request before
 // anything is written. records is modified (base offsets, epochs).
 func (p *Partition) AppendAsLeader(records []byte) (AppendResult, error) {
-	batches, err := p.validateClientBatches(records)
+	cfg := p.config() // one view of the topic's configs for the whole append
+	batches, err := p.validateClientBatches(cfg, records)
 	if err != nil {
 		return AppendResult{}, err
 	}
@@ -53,7 +54,7 @@ func (p *Partition) AppendAsLeader(records []byte) (AppendResult, error) {
 		b := &batches[i]
 		batch.SetBaseOffset(b.Raw, next)
 		batch.SetPartitionLeaderEpoch(b.Raw, epoch)
-		if p.cfg.LogAppendTime {
+		if cfg.LogAppendTime {
 			setMaxTimestamp(b.Raw, now, true)
 			appendTime = now
 			b.Header.MaxTimestamp = now
@@ -112,7 +113,7 @@ func (p *Partition) applyLocked(pend *psm.Pending) {
 // log.flush.interval.messages=1 consumers never see what a power loss
 // could take back.
 func (p *Partition) advanceHighWatermark(upTo int64) error {
-	if p.cfg.Log.FlushIntervalMessages == 1 {
+	if p.config().Log.FlushIntervalMessages == 1 {
 		// Concurrent producers share one fsync (group commit).
 		if err := p.log.WaitFlushed(upTo); err != nil {
 			return fmt.Errorf("flush: %w", err)
@@ -141,7 +142,7 @@ func (p *Partition) advanceHighWatermark(upTo int64) error {
 // sequence for a producer id, and every record (batch.CheckRecords), all
 // INVALID_RECORD, but INVALID_TIMESTAMP when a record's timestamp is
 // among the refusals.
-func (p *Partition) validateClientBatches(records []byte) ([]psm.PreparedBatch, error) {
+func (p *Partition) validateClientBatches(cfg *Config, records []byte) ([]psm.PreparedBatch, error) {
 	if len(records) < batch.LogOverhead {
 		return nil, fmt.Errorf("%w: no record batch", ErrInvalidRecord)
 	}
@@ -155,8 +156,8 @@ func (p *Partition) validateClientBatches(records []byte) ([]psm.PreparedBatch, 
 		return nil, fmt.Errorf("%w: magic %d (produce v3+ takes magic 2 only)", ErrInvalidRecord, int8(records[16]))
 	case size < int64(len(records)):
 		return nil, fmt.Errorf("%w: more than one batch for the partition", ErrInvalidRecord)
-	case p.cfg.MessageMaxBytes > 0 && size > int64(p.cfg.MessageMaxBytes):
-		return nil, fmt.Errorf("%w: %d bytes > message.max.bytes %d", ErrTooLarge, size, p.cfg.MessageMaxBytes)
+	case cfg.MessageMaxBytes > 0 && size > int64(cfg.MessageMaxBytes):
+		return nil, fmt.Errorf("%w: %d bytes > message.max.bytes %d", ErrTooLarge, size, cfg.MessageMaxBytes)
 	}
 	h, err := batch.Validate(records)
 	if err != nil {
@@ -172,11 +173,11 @@ func (p *Partition) validateClientBatches(records []byte) ([]psm.PreparedBatch, 
 	case h.HasProducer() && h.BaseSequence < 0:
 		return nil, fmt.Errorf("%w: sequence %d for producer %d", ErrInvalidRecord, h.BaseSequence, h.ProducerID)
 	}
-	rules := batch.Rules{NeedKey: p.cfg.Compacted, CreateTime: !p.cfg.LogAppendTime,
+	rules := batch.Rules{NeedKey: cfg.Compacted, CreateTime: !cfg.LogAppendTime,
 		MinTimestamp: math.MinInt64, MaxTimestamp: math.MaxInt64}
-	if rules.CreateTime && p.cfg.BoundTimestamps {
+	if rules.CreateTime && cfg.BoundTimestamps {
 		rules.MinTimestamp, rules.MaxTimestamp = batch.TimestampBounds(p.now().UnixMilli(),
-			p.cfg.TimestampBeforeMaxMs, p.cfg.TimestampAfterMaxMs)
+			cfg.TimestampBeforeMaxMs, cfg.TimestampAfterMaxMs)
 	}
 	maxTs, err := batch.CheckRecords(records, &h, rules)
 	if err != nil {
@@ -186,7 +187,7 @@ func (p *Partition) validateClientBatches(records []byte) ([]psm.PreparedBatch, 
 		}
 		return nil, fmt.Errorf("%w: %w", ErrInvalidRecord, err)
 	}
-	if !p.cfg.LogAppendTime && (maxTs != h.MaxTimestamp || h.LogAppendTimeType()) {
+	if !cfg.LogAppendTime && (maxTs != h.MaxTimestamp || h.LogAppendTimeType()) {
 		// LogValidator sets a CreateTime batch's max timestamp to its
 		// records' largest, whatever the producer wrote, so that the time
 		// index, ListOffsets by time and time retention read the truth.

@@ -24,9 +24,10 @@ func FuzzValidateClientBatches(f *testing.F) {
 	binary.BigEndian.PutUint32(wrong[17:], batch.ComputeCRC(wrong))
 	f.Add(wrong)
 	f.Add([]byte{0, 0, 0, 0, 0, 0, 0, 0, 0x7f, 0xff, 0xff, 0xff, 0, 0, 0, 0, 2})
-	p := &Partition{cfg: Config{Log: mlog.DefaultConfig(), MessageMaxBytes: 1 << 20}}
+	cfg := &Config{Log: mlog.DefaultConfig(), MessageMaxBytes: 1 << 20}
+	p := &Partition{}
 	f.Fuzz(func(t *testing.T, in []byte) {
-		bs, err := p.validateClientBatches(in)
+		bs, err := p.validateClientBatches(cfg, in)
 		if err != nil {
 			return
 		}

@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"go.uber.org/zap"
@@ -80,7 +81,7 @@ type Partition struct {
 	Index int32
 
 	dir    string
-	cfg    Config
+	cfg    atomic.Pointer[Config] // replaced whole by SetConfig; read with config()
 	fs     vfs.FS
 	logger *zap.Logger
 	now    func() time.Time
@@ -114,10 +115,11 @@ func Open(dir, topic string, index int32, cfg Config, opts Options) (*Partition,
 		opts.Now = time.Now
 	}
 	p := &Partition{
-		Topic: topic, Index: index, dir: dir, cfg: cfg, fs: opts.FS,
+		Topic: topic, Index: index, dir: dir, fs: opts.FS,
 		logger: opts.Logger.With(zap.String("partition", fmt.Sprintf("%s-%d", topic, index))),
 		now:    opts.Now, notify: make(chan struct{}),
 	}
+	p.cfg.Store(&cfg)
 	l, err := mlog.Open(dir, cfg.Log, mlog.Options{FS: opts.FS, Logger: p.logger, Now: opts.Now, OnRoll: p.onRoll})
 	if err != nil {
 		return nil, fmt.Errorf("open partition %s-%d: %w", topic, index, err)
@@ -150,6 +152,22 @@ func Open(dir, topic string, index int32, cfg Config, opts Options) (*Partition,
 	return p, nil
 }
 
+// config is the partition's current configuration (never modified).
+func (p *Partition) config() *Config { return p.cfg.Load() }
+
+// SetConfig applies a topic's altered configs to the running partition,
+// as Kafka's LogManager.updateTopicConfig does: appends from now on are
+// checked and stamped with it (message.max.bytes, timestamp type and
+// bounds, cleanup.policy's key requirement), the log rolls at the new
+// segment size and age, retention applies the new limits at its next
+// run, and the fsync policy follows. Producer-state settings (broker-wide)
+// are kept.
+func (p *Partition) SetConfig(cfg Config) {
+	cfg.PSM = p.config().PSM
+	p.cfg.Store(&cfg)
+	p.log.SetConfig(cfg.Log)
+}
+
 // onRoll snapshots producer state at a new segment's base offset, as Kafka
 // does. The log calls it from Append, so appendMu is held.
 func (p *Partition) onRoll(base int64) {
@@ -165,7 +183,7 @@ func (p *Partition) onRoll(base int64) {
 // replays the log from there to upTo with REPLICATION semantics, so a
 // barrier in the replayed range clears state exactly as a live append does.
 func (p *Partition) rebuildProducerStateLocked(upTo int64, metrics *psm.Metrics) error {
-	m, from, err := psm.LoadLatestSnapshot(p.fs, p.dir, upTo, p.cfg.PSM, p.logger, metrics)
+	m, from, err := psm.LoadLatestSnapshot(p.fs, p.dir, upTo, p.config().PSM, p.logger, metrics)
 	if err != nil {
 		return fmt.Errorf("load producer snapshot: %w", err)
 	}

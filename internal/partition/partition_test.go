@@ -130,7 +130,9 @@ func TestClientInputValidation(t *testing.T) {
 	badCount := append([]byte(nil), good...)
 	binary.BigEndian.PutUint32(badCount[57:], 2) // NumRecords 2, last offset delta 0
 	binary.BigEndian.PutUint32(badCount[17:], crc32.Checksum(badCount[21:], castagnoli))
-	p.cfg.MessageMaxBytes = int32(len(ctrl) + 10)
+	small := *p.config()
+	small.MessageMaxBytes = int32(len(ctrl) + 10)
+	p.SetConfig(small)
 	for _, c := range []struct {
 		name string
 		in   []byte

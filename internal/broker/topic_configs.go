@@ -1,0 +1,158 @@
+package broker
+
+// Topic-level configs: checked against the one settings table
+// (internal/config), stored in topics.json beside the topic, and applied
+// to the topic's running partitions when altered (AlterConfigs,
+// IncrementalAlterConfigs): no restart, as Kafka.
+
+import (
+	"fmt"
+	"maps"
+	"sort"
+	"strconv"
+	"strings"
+
+	"go.uber.org/zap"
+
+	"github.com/minibroker/minibroker/internal/config"
+	mlog "github.com/minibroker/minibroker/internal/log"
+	"github.com/minibroker/minibroker/internal/partition"
+	"github.com/minibroker/minibroker/internal/psm"
+)
+
+// checkTopicConfigs validates topic-level configs against the settings
+// table: an unknown name or a value outside its rule is INVALID_CONFIG,
+// the message naming the key, the value and the rule.
+func checkTopicConfigs(cfgs map[string]string) error {
+	names := make([]string, 0, len(cfgs))
+	for k := range cfgs {
+		names = append(names, k)
+	}
+	sort.Strings(names)
+	for _, k := range names {
+		if err := config.ValidateTopicConfig(k, cfgs[k]); err != nil {
+			return fmt.Errorf("%w: %w", errInvalidConfig, err)
+		}
+	}
+	return nil
+}
+
+// sortedTopicConfigNames lists the topic-level configs, by name.
+func sortedTopicConfigNames() []string {
+	var names []string
+	for _, s := range config.TopicSettings() {
+		names = append(names, s.Topic)
+	}
+	sort.Strings(names)
+	return names
+}
+
+// configsOf returns a topic's overrides (never to be modified).
+func (b *Broker) configsOf(t *Topic) map[string]string {
+	b.mu.RLock()
+	defer b.mu.RUnlock()
+	return t.Configs
+}
+
+// configSource says where a topic config's value comes from.
+type configSource int
+
+const (
+	sourceDefault configSource = 1 // Kafka's (or minibroker's) default
+	sourceStatic  configSource = 2 // the broker setting, set at start-up
+	sourceTopic   configSource = 3 // the topic's override
+)
+
+// topicValue is a topic config's effective value given the topic's
+// overrides, and where it comes from.
+func (b *Broker) topicValue(overrides map[string]string, name string) (string, configSource) {
+	if v, ok := overrides[name]; ok {
+		return v, sourceTopic
+	}
+	s, ok := config.LookupTopic(name)
+	if !ok {
+		return "", sourceDefault
+	}
+	if s.Name != "" {
+		if _, set := b.cfg.Kafka[s.Name]; set {
+			return b.cfg.String(s.Name), sourceStatic
+		}
+	}
+	return s.Default, sourceDefault
+}
+
+// partitionConfig is what the partitions of a topic with these overrides
+// run with.
+func (b *Broker) partitionConfig(overrides map[string]string) partition.Config {
+	num := func(name string) int64 {
+		v, _ := b.topicValue(overrides, name)
+		n, _ := strconv.ParseInt(strings.TrimSpace(v), 10, 64)
+		return n
+	}
+	str := func(name string) string {
+		v, _ := b.topicValue(overrides, name)
+		return strings.TrimSpace(v)
+	}
+	lc := mlog.DefaultConfig()
+	lc.SegmentBytes = num("segment.bytes")
+	lc.SegmentMs = num("segment.ms")
+	lc.RetentionMs = num("retention.ms")
+	lc.RetentionBytes = num("retention.bytes")
+	lc.IndexIntervalBytes = int(num("index.interval.bytes"))
+	lc.SegmentIndexBytes = int(num("segment.index.bytes"))
+	lc.FlushIntervalMessages = num("flush.messages")
+	lc.FlushIntervalMs = num("flush.ms")
+	compacted := false
+	for _, p := range config.SplitList(str("cleanup.policy")) {
+		compacted = compacted || p == "compact"
+	}
+	return partition.Config{
+		Compacted:       compacted,
+		Log:             lc,
+		PSM:             psm.Config{MaxBatchesPerProducer: 5, ProducerIDExpirationMs: b.cfg.Int64("producer.id.expiration.ms")},
+		MessageMaxBytes: int32(num("max.message.bytes")),
+		LogAppendTime:   str("message.timestamp.type") == "LogAppendTime",
+		BoundTimestamps: true,
+		// message.timestamp.difference.max.ms, which Kafka 3.6
+		// deprecated for these two, is accepted and not acted on.
+		TimestampBeforeMaxMs: num("message.timestamp.before.max.ms"),
+		TimestampAfterMaxMs:  num("message.timestamp.after.max.ms"),
+	}
+}
+
+// SetTopicConfigs replaces a topic's overrides with configs (nil: none),
+// after checking every one: on any error nothing changes. Unless
+// validateOnly, the new set is written to topics.json (atomically, before
+// anything else sees it: a crash keeps the old set or the new one) and
+// then applied to the topic's running partitions.
+func (b *Broker) SetTopicConfigs(name string, configs map[string]string, validateOnly bool) error {
+	if err := checkTopicConfigs(configs); err != nil {
+		return err
+	}
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	t, ok := b.topics[name]
+	if !ok {
+		return fmt.Errorf("%w: %s", errUnknownTopic, name)
+	}
+	if validateOnly {
+		return nil
+	}
+	old := t.Configs
+	t.Configs = maps.Clone(configs)
+	if len(t.Configs) == 0 {
+		t.Configs = nil
+	}
+	if err := b.saveTopicsLocked(); err != nil {
+		t.Configs = old
+		return err
+	}
+	if !b.skipApplyConfigs {
+		pc := b.partitionConfig(t.Configs)
+		for _, p := range t.Partitions {
+			p.SetConfig(pc)
+		}
+	}
+	b.logger.Info("altered topic configs", zap.String("topic", name), zap.Any("configs", t.Configs))
+	return nil
+}
