@@ -1,12 +1,12 @@
 package coordinator
 
 import (
-	"encoding/binary"
 	"errors"
 	"fmt"
-	"hash/crc32"
 
 	"github.com/twmb/franz-go/pkg/kbin"
+
+	"github.com/minibroker/minibroker/internal/recordlog"
 )
 
 // The group log (file "group-log" in the data directory) holds every
@@ -14,6 +14,7 @@ import (
 // before the request that made it is answered, and rewritten from the live
 // state when it has grown (compaction), so that loading it stays short.
 //
+// The file is a recordlog (byte diagram in internal/recordlog/format.go).
 // File header (8 bytes):
 //
 //	0  4  magic "MBGL"
@@ -22,7 +23,7 @@ import (
 //
 // then frames, back to back:
 //
-//	0  4  length L of type+payload (uint32, big endian)
+//	0  4  length L of type+payload (uint32, big endian; at most 64 MiB)
 //	4  4  CRC-32C (Castagnoli) of type+payload
 //	8  1  record type
 //	9  L-1 payload
@@ -48,14 +49,20 @@ import (
 // A frame that is short or fails its CRC (or does not decode) with no valid
 // frame after it is the torn tail of a write that was never acknowledged:
 // it is cut off at load. Damage with valid frames after it is skipped, and
-// logged: only the damaged records are lost.
+// logged: only the damaged records are lost (recordlog's Resync).
 const (
 	groupLogFile      = "group-log"
-	groupLogMagic     = "MBGL"
 	groupLogVersion   = 1
-	groupLogHeaderLen = 8
-	frameHeaderLen    = 8
-	maxFrameLen       = 64 << 20
+	groupLogHeaderLen = recordlog.HeaderLen
+	frameHeaderLen    = recordlog.FrameHeaderLen
+)
+
+var (
+	groupLogFormat = recordlog.Format{Magic: "MBGL", Version: groupLogVersion, MaxRecord: 64 << 20}
+	groupLogScan   = recordlog.ScanOptions{Resync: true, Check: func(body []byte) error {
+		_, err := decodeRecord(body)
+		return err
+	}}
 )
 
 type recordType uint8
@@ -99,33 +106,20 @@ type memberMetadata struct {
 // writes (a foreign file, or a newer format), or a record does not decode.
 var ErrGroupLogCorrupt = errors.New("coordinator: group log corrupt")
 
-func groupLogHeader() []byte {
-	h := make([]byte, groupLogHeaderLen)
-	copy(h, groupLogMagic)
-	binary.BigEndian.PutUint16(h[4:], groupLogVersion)
-	return h
-}
+func groupLogHeader() []byte { return groupLogFormat.AppendHeader(nil) }
 
 func checkGroupLogHeader(b []byte) error {
-	if len(b) < groupLogHeaderLen || string(b[:4]) != groupLogMagic {
-		return fmt.Errorf("%w: bad magic", ErrGroupLogCorrupt)
-	}
-	if v := binary.BigEndian.Uint16(b[4:]); v != groupLogVersion {
-		return fmt.Errorf("%w: unknown version %d", ErrGroupLogCorrupt, v)
+	if err := groupLogFormat.CheckHeader(b); err != nil {
+		return fmt.Errorf("%w: %v", ErrGroupLogCorrupt, err)
 	}
 	return nil
 }
 
 // appendFrame appends r as one frame.
 func appendFrame(dst []byte, r *record) []byte {
-	start := len(dst)
-	dst = append(dst, make([]byte, frameHeaderLen)...)
-	dst = append(dst, byte(r.typ))
-	dst = appendPayload(dst, r)
-	body := dst[start+frameHeaderLen:]
-	binary.BigEndian.PutUint32(dst[start:], uint32(len(body)))
-	binary.BigEndian.PutUint32(dst[start+4:], crc32.Checksum(body, crcTable))
-	return dst
+	return recordlog.AppendFrameFunc(dst, func(b []byte) []byte {
+		return appendPayload(append(b, byte(r.typ)), r)
+	})
 }
 
 func appendOffset(dst []byte, om OffsetAndMetadata) []byte {
@@ -237,32 +231,11 @@ func decodeRecord(body []byte) (record, error) {
 	return rec, nil
 }
 
-// frameAt decodes the frame at pos: ok is false unless it is complete,
-// passes its CRC and decodes.
-func frameAt(b []byte, pos int) (rec record, size int, ok bool) {
-	if pos+frameHeaderLen > len(b) {
-		return record{}, 0, false
-	}
-	l := int(binary.BigEndian.Uint32(b[pos:]))
-	if l == 0 || l > maxFrameLen || pos+frameHeaderLen+l > len(b) {
-		return record{}, 0, false
-	}
-	body := b[pos+frameHeaderLen : pos+frameHeaderLen+l]
-	if crc32.Checksum(body, crcTable) != binary.BigEndian.Uint32(b[pos+4:]) {
-		return record{}, 0, false
-	}
-	rec, err := decodeRecord(body)
-	if err != nil {
-		return record{}, 0, false
-	}
-	return rec, frameHeaderLen + l, true
-}
-
 // CorruptRange is a damaged stretch of the group log with valid frames
 // after it: not a torn write (every frame is fsynced before the next
 // request is answered) but damage to written data. Its records are lost;
 // the rest is kept.
-type CorruptRange struct{ From, To int }
+type CorruptRange = recordlog.Damage
 
 // scanFrames walks the frames after the header and calls fn for each. It
 // returns where the valid log ends (header included): a damaged frame with
@@ -270,27 +243,14 @@ type CorruptRange struct{ From, To int }
 // acknowledged, and the log ends there. A damaged stretch followed by
 // valid frames is skipped and reported.
 func scanFrames(b []byte, fn func(record)) (end int, damaged []CorruptRange) {
-	pos := groupLogHeaderLen
-	for pos < len(b) {
-		if rec, size, ok := frameAt(b, pos); ok {
+	end, damaged, _ = groupLogFormat.Scan(b, groupLogScan, func(_ int, body []byte) error {
+		rec, err := decodeRecord(body)
+		if err == nil {
 			fn(rec)
-			pos += size
-			continue
 		}
-		next := -1
-		for p := pos + 1; p+frameHeaderLen <= len(b); p++ {
-			if _, _, ok := frameAt(b, p); ok {
-				next = p
-				break
-			}
-		}
-		if next < 0 {
-			return pos, damaged // torn tail
-		}
-		damaged = append(damaged, CorruptRange{From: pos, To: next})
-		pos = next
-	}
-	return pos, damaged
+		return nil
+	})
+	return end, damaged
 }
 
 func cloneBytes(b []byte) []byte {

@@ -135,7 +135,7 @@ func (t *Transactions) persistLocked(md TxnMetadata) error {
 	if t.closed {
 		return errors.New("coordinator closed")
 	}
-	_, err := t.log.append(encodeTxnRecord(md))
+	_, err := t.log.append(encodeTxnState(md))
 	return err
 }
 
@@ -313,7 +313,7 @@ func (t *Transactions) InitProducerID(txnID string, timeoutMs int32, expectedPID
 	t.decideMu.Lock()
 	t.mu.Lock()
 	res, job, err := t.machine.InitProducerID(txnID, timeoutMs, expectedPID, expectedEpoch, t.nowMs())
-	after := t.log.seq.Load()
+	after := t.log.seq()
 	claimed := t.claimLocked(job)
 	t.mu.Unlock()
 	t.decideMu.Unlock()
@@ -336,7 +336,7 @@ func (t *Transactions) InitProducerID(txnID string, timeoutMs int32, expectedPID
 func (t *Transactions) AddPartitions(txnID string, pid int64, epoch int16, parts []TopicPartition) error {
 	t.mu.Lock()
 	err := t.machine.AddPartitions(txnID, pid, epoch, parts, t.nowMs())
-	after := t.log.seq.Load()
+	after := t.log.seq()
 	t.mu.Unlock()
 	t.poke() // a new transaction's timeout may be the next deadline
 	if err != nil {
@@ -349,7 +349,7 @@ func (t *Transactions) AddPartitions(txnID string, pid int64, epoch int16, parts
 func (t *Transactions) AddOffsets(txnID string, pid int64, epoch int16, group string) error {
 	t.mu.Lock()
 	err := t.machine.AddOffsets(txnID, pid, epoch, group, t.nowMs())
-	after := t.log.seq.Load()
+	after := t.log.seq()
 	t.mu.Unlock()
 	t.poke()
 	if err != nil {
@@ -366,7 +366,7 @@ func (t *Transactions) EndTxn(txnID string, pid int64, epoch int16, commit bool)
 	t.decideMu.Lock()
 	t.mu.Lock()
 	job, err := t.machine.EndTxn(txnID, pid, epoch, commit, t.nowMs())
-	after := t.log.seq.Load()
+	after := t.log.seq()
 	claimed := t.claimLocked(job)
 	t.mu.Unlock()
 	t.decideMu.Unlock()
@@ -488,7 +488,7 @@ func (t *Transactions) tick() time.Duration {
 		}
 	}
 	deadline, hasDeadline := t.machine.NextDeadline()
-	after := t.log.seq.Load()
+	after := t.log.seq()
 	t.mu.Unlock()
 	t.decideMu.Unlock()
 	if err := t.durable(after); err != nil {

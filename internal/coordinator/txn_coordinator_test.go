@@ -276,14 +276,14 @@ func TestTxnLogCompaction(t *testing.T) {
 		tx.InitProducerID("t", 1000, -1, -1)
 	}
 	tx.InitProducerID("u", 1000, -1, -1)
-	if tx.log.records != 52 {
-		t.Fatalf("%d records before compaction", tx.log.records)
+	if tx.log.records() != 52 {
+		t.Fatalf("%d records before compaction", tx.log.records())
 	}
 	tx.Close()
 	tx = h.open()
 	defer tx.Close()
-	if tx.log.records != 3 {
-		t.Fatalf("%d records after compaction", tx.log.records)
+	if tx.log.records() != 3 {
+		t.Fatalf("%d records after compaction", tx.log.records())
 	}
 	md, _ := tx.Describe("t")
 	if md.ProducerEpoch != 49 || tx.CoordinatorEpoch() != 1 {

@@ -4,14 +4,10 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
-	"hash/crc32"
 	"io"
-	"os"
-	"path/filepath"
 	"sort"
-	"sync"
-	"sync/atomic"
 
+	"github.com/minibroker/minibroker/internal/recordlog"
 	"github.com/minibroker/minibroker/internal/vfs"
 )
 
@@ -32,18 +28,13 @@ import (
 // before that first append is durable, so a crash before it leaves nothing
 // that the epoch (0 again on the next start) must be above.
 //
-// File:
+// File (a recordlog, byte diagram in internal/recordlog/format.go):
 //
 //	0  4  magic "MBTX"
 //	4  2  version (1)
 //	6  2  reserved (0)
-//	8  …  records
-//
-// Record:
-//
-//	0  4  body length N (big endian)
-//	4  4  CRC-32C (Castagnoli) of the body
-//	8  N  body
+//	8  …  frames: 4 body length N, 4 CRC-32C of the body, N body
+//	      (bodies up to 16 MiB)
 //
 // Body, type 1 (transactional id state):
 //
@@ -66,26 +57,29 @@ import (
 //	0  1  type (2)
 //	1  4  coordinator epoch
 //
-// Opening replays the file; a record cut short or failing its CRC ends the
-// replay and the file is truncated there (a torn tail from a crash during
-// an append, which was never acknowledged). The coordinator epoch is bumped
-// on every open, so markers written by this incarnation carry a higher
-// coordinator epoch than any earlier one. The file is compacted (rewritten
-// with one record per live id, through a temp file, fsync and rename) when
-// opened with dead records in it and when it grows past
-// txnLogCompactBytes with more than half of it dead.
+// The file is a recordlog (internal/recordlog: header, frames, torn-tail
+// cut, group commit, rewrite by rename), written through: a record is
+// written to the file when the coordinator persists it, under its lock, and
+// fsynced by the first request that waits for it. Opening replays the file;
+// a record cut short or failing its CRC ends the replay and the file is
+// truncated there (a torn tail from a crash during an append, which was
+// never acknowledged). The coordinator epoch is bumped on every open, so
+// markers written by this incarnation carry a higher coordinator epoch
+// than any earlier one. The file is compacted (rewritten with one record
+// per live id, through a temp file, fsync and rename) when opened with
+// dead records in it and when it grows past txnLogCompactBytes with more
+// than half of it dead.
 const (
 	txnLogFile    = "transaction-state.log"
-	txnLogMagic   = "MBTX"
 	txnLogVersion = 1
-	txnLogHeader  = 8
 
 	txnRecordState = 1
 	txnRecordEpoch = 2
 
-	txnLogMaxRecord    = 16 << 20
 	txnLogCompactBytes = 4 << 20
 )
+
+var txnLogFormat = recordlog.Format{Magic: "MBTX", Version: txnLogVersion, MaxRecord: 16 << 20}
 
 // ErrTxnLogCorrupt means the transaction log's header cannot be trusted.
 var ErrTxnLogCorrupt = errors.New("coordinator: transaction log corrupt")
@@ -94,80 +88,23 @@ var ErrTxnLogCorrupt = errors.New("coordinator: transaction log corrupt")
 // time (the coordinator holds its lock); waitSynced may be called by many
 // goroutines at once, and one fsync makes every record written before it
 // durable (group commit), so the coordinator's lock is never held across
-// an fsync.
+// an fsync (but for the first append, which creates the file).
 type txnLog struct {
-	fs   vfs.FS
-	dir  string
-	path string
-
-	// syncMu is held around fsyncs and file swaps (rewrite, close). The
-	// writer takes it only to swap the file.
-	syncMu sync.Mutex
-	f      vfs.File
-	synced int64 // records known durable (guarded by syncMu)
-
-	seq     atomic.Int64 // records appended since open (never decreases)
-	size    int64        // bytes in the file (writer only)
-	records int          // records in the file (writer only)
-
-	brokenMu sync.Mutex
-	broken   error // a failed write or fsync leaves the log unusable
-
-	// unborn: no file yet; the first append creates it, holding the
-	// epoch record for 0, the epoch openTxnLog gave (writer only, and
-	// close).
-	unborn bool
-}
-
-func (l *txnLog) brokenErr() error {
-	l.brokenMu.Lock()
-	defer l.brokenMu.Unlock()
-	return l.broken
-}
-
-func (l *txnLog) setBroken(err error) error {
-	l.brokenMu.Lock()
-	defer l.brokenMu.Unlock()
-	if l.broken == nil {
-		l.broken = err
-	}
-	return l.broken
+	w *recordlog.Writer
 }
 
 // openTxnLog replays the log in dir into states (one per live id) and
 // returns it open for appends, with the coordinator epoch already bumped.
 func openTxnLog(fs vfs.FS, dir string) (*txnLog, map[string]TxnMetadata, int32, error) {
-	l := &txnLog{fs: fs, dir: dir, path: filepath.Join(dir, txnLogFile)}
 	states := map[string]TxnMetadata{}
 	epoch := int32(-1)
-	raw, err := vfs.ReadFile(fs, l.path)
-	switch {
-	case errors.Is(err, os.ErrNotExist):
-		l.unborn = true
-		return l, states, 0, nil
-	case err != nil:
-		return nil, nil, 0, fmt.Errorf("read transaction log: %w", err)
-	}
-	records := 0
-	if len(raw) > 0 {
-		if len(raw) < txnLogHeader {
-			raw = nil // a crash while creating the file
-		} else if string(raw[:4]) != txnLogMagic || binary.BigEndian.Uint16(raw[4:]) != txnLogVersion {
-			return nil, nil, 0, fmt.Errorf("%w: bad header in %s", ErrTxnLogCorrupt, l.path)
-		}
-	}
-	if raw != nil {
-		pos := txnLogHeader
-		for pos < len(raw) {
-			body, n, ok := readTxnRecord(raw[pos:])
-			if !ok {
-				break
-			}
+	w, rec, err := recordlog.Open(recordlog.Options{FS: fs, Dir: dir, Name: txnLogFile, Format: txnLogFormat, WriteThrough: true},
+		func(pos int, body []byte) error {
 			switch body[0] {
 			case txnRecordState:
 				md, err := decodeTxnState(body)
 				if err != nil {
-					return nil, nil, 0, fmt.Errorf("%w at byte %d: %v", ErrTxnLogCorrupt, pos, err)
+					return fmt.Errorf("%w at byte %d: %v", ErrTxnLogCorrupt, pos, err)
 				}
 				if md.State == TxnDead {
 					delete(states, md.TransactionalID)
@@ -176,174 +113,97 @@ func openTxnLog(fs vfs.FS, dir string) (*txnLog, map[string]TxnMetadata, int32, 
 				}
 			case txnRecordEpoch:
 				if len(body) != 5 {
-					return nil, nil, 0, fmt.Errorf("%w at byte %d: epoch record of %d bytes", ErrTxnLogCorrupt, pos, len(body))
+					return fmt.Errorf("%w at byte %d: epoch record of %d bytes", ErrTxnLogCorrupt, pos, len(body))
 				}
 				epoch = int32(binary.BigEndian.Uint32(body[1:]))
 			default:
-				return nil, nil, 0, fmt.Errorf("%w at byte %d: record type %d", ErrTxnLogCorrupt, pos, body[0])
+				return fmt.Errorf("%w at byte %d: record type %d", ErrTxnLogCorrupt, pos, body[0])
 			}
-			pos += n
-			records++
-		}
-		raw = raw[:pos]
+			return nil
+		})
+	switch {
+	case errors.Is(err, recordlog.ErrBadHeader):
+		return nil, nil, 0, fmt.Errorf("%w: %v", ErrTxnLogCorrupt, err)
+	case err != nil:
+		return nil, nil, 0, fmt.Errorf("transaction log: %w", err)
+	}
+	l := &txnLog{w: w}
+	if w.Unborn() {
+		// The first append creates the file with the epoch record for 0.
+		return l, states, 0, nil
 	}
 	epoch++
-	// Rewrite whenever there is anything to drop (dead records, a torn
-	// tail) or no file yet; otherwise append the new epoch.
-	if raw == nil || records > len(states)+1 || len(raw) != l.fileSize() {
+	if rec.Records > len(states)+1 {
+		// Dead records to drop: rewrite.
 		if err := l.rewrite(states, epoch); err != nil {
 			l.close()
 			return nil, nil, 0, err
 		}
-	} else {
-		if err := l.openAppend(int64(len(raw)), records); err != nil {
-			return nil, nil, 0, err
-		}
-		seq, err := l.append(encodeEpochRecord(epoch))
-		if err == nil {
-			err = l.waitSynced(seq)
-		}
-		if err != nil {
-			l.close()
-			return nil, nil, 0, err
-		}
+		return l, states, epoch, nil
+	}
+	seq, err := l.w.Append(encodeEpochBody(epoch))
+	if err == nil {
+		err = l.w.Wait(seq)
+	}
+	if err != nil {
+		l.close()
+		return nil, nil, 0, err
 	}
 	return l, states, epoch, nil
-}
-
-func (l *txnLog) fileSize() int {
-	fi, err := l.fs.Stat(l.path)
-	if err != nil {
-		return -1
-	}
-	return int(fi.Size())
-}
-
-func (l *txnLog) openAppend(size int64, records int) error {
-	f, err := l.fs.OpenFile(l.path, os.O_WRONLY|os.O_APPEND, 0o644)
-	if err != nil {
-		return fmt.Errorf("open transaction log: %w", err)
-	}
-	l.f, l.size, l.records = f, size, records
-	return nil
 }
 
 // rewrite replaces the file with one record per live id and the epoch.
 // If that fails, appends go on to whichever complete file is at the path
 // (the old one, or the new one when only the directory fsync failed).
 func (l *txnLog) rewrite(states map[string]TxnMetadata, epoch int32) error {
-	buf := txnLogStart(make([]byte, 0, 4096), epoch)
+	buf := recordlog.AppendFrame(make([]byte, 0, 4096), encodeEpochBody(epoch))
 	for _, md := range sortedStates(states) {
-		buf = append(buf, encodeTxnRecord(md)...)
+		buf = recordlog.AppendFrame(buf, encodeTxnState(md))
 	}
-	l.syncMu.Lock()
-	defer l.syncMu.Unlock()
-	err := vfs.WriteFileAtomic(l.fs, l.dir, l.path, buf)
-	if l.f != nil {
-		l.f.Close()
-		l.f = nil
+	if err := l.w.Rewrite(buf, len(states)+1); err != nil {
+		return fmt.Errorf("compact transaction log: %w", err)
 	}
-	if err != nil {
-		err = fmt.Errorf("compact transaction log: %w", err)
-		size := l.fileSize()
-		if size < 0 {
-			return l.setBroken(err)
-		}
-		if oerr := l.openAppend(int64(size), l.records); oerr != nil {
-			l.setBroken(oerr)
-		}
-		return err
-	}
-	// The new file holds every state, fsynced.
-	l.synced = l.seq.Load()
-	return l.openAppend(int64(len(buf)), len(states)+1)
-}
-
-// txnLogStart appends the file header and the epoch record to b.
-func txnLogStart(b []byte, epoch int32) []byte {
-	b = append(b, txnLogMagic...)
-	b = binary.BigEndian.AppendUint16(b, txnLogVersion)
-	b = binary.BigEndian.AppendUint16(b, 0)
-	return append(b, encodeEpochRecord(epoch)...)
-}
-
-// create makes the file of an unborn log, holding epoch 0. On failure the
-// log stays unborn and the next append tries again.
-func (l *txnLog) create() error {
-	buf := txnLogStart(nil, 0)
-	l.syncMu.Lock()
-	defer l.syncMu.Unlock()
-	if err := vfs.WriteFileAtomic(l.fs, l.dir, l.path, buf); err != nil {
-		_ = l.fs.Remove(l.path + ".tmp")
-		return fmt.Errorf("create transaction log: %w", err)
-	}
-	if err := l.openAppend(int64(len(buf)), 1); err != nil {
-		return err
-	}
-	l.unborn = false
 	return nil
 }
 
-// append writes one framed record (no fsync) and returns its sequence
-// number, for waitSynced.
-func (l *txnLog) append(rec []byte) (int64, error) {
-	if err := l.brokenErr(); err != nil {
-		return 0, err
+// append writes one record (no fsync) and returns its sequence number,
+// for waitSynced. The first append of an unborn log creates the file,
+// fsynced, holding the epoch record for 0 before the record.
+func (l *txnLog) append(body []byte) (int64, error) {
+	bodies := [][]byte{body}
+	if l.w.Unborn() {
+		bodies = [][]byte{encodeEpochBody(0), body}
 	}
-	if l.unborn {
-		if err := l.create(); err != nil {
-			return 0, err
-		}
+	seq, err := l.w.Append(bodies...)
+	if err != nil {
+		return 0, fmt.Errorf("transaction log append: %w", err)
 	}
-	if l.f == nil {
-		return 0, errors.New("transaction log closed")
-	}
-	if _, err := l.f.Write(rec); err != nil {
-		return 0, l.setBroken(fmt.Errorf("transaction log append: %w", err))
-	}
-	l.size += int64(len(rec))
-	l.records++
-	return l.seq.Add(1), nil
+	return int64(seq), nil
 }
 
 // waitSynced returns once record seq (and every record before it) is
 // durable. Concurrent callers share one fsync.
-func (l *txnLog) waitSynced(seq int64) error {
-	l.syncMu.Lock()
-	defer l.syncMu.Unlock()
-	if err := l.brokenErr(); err != nil {
-		return err
-	}
-	if l.synced >= seq {
-		return nil
-	}
-	if l.f == nil {
-		return errors.New("transaction log closed")
-	}
-	target := l.seq.Load() // every record whose write has returned
-	if err := l.f.Sync(); err != nil {
-		return l.setBroken(fmt.Errorf("transaction log fsync: %w", err))
-	}
-	l.synced = target
-	return nil
+func (l *txnLog) waitSynced(seq int64) error { return l.w.Wait(uint64(seq)) }
+
+// seq is the number of the last record appended.
+func (l *txnLog) seq() int64 { return int64(l.w.Appended()) }
+
+func (l *txnLog) brokenErr() error { return l.w.Err() }
+
+func (l *txnLog) records() int {
+	_, _, n := l.w.Stats()
+	return n
 }
 
 // needsCompaction reports whether the file is large and mostly dead.
 func (l *txnLog) needsCompaction(live int) bool {
-	return l.size >= txnLogCompactBytes && l.records >= 2*(live+1) && l.brokenErr() == nil
+	size, _, records := l.w.Stats()
+	return size >= txnLogCompactBytes && records >= 2*(live+1) && l.w.Err() == nil
 }
 
-func (l *txnLog) close() error {
-	l.syncMu.Lock()
-	defer l.syncMu.Unlock()
-	l.unborn = false
-	if l.f == nil {
-		return nil
-	}
-	err := l.f.Close()
-	l.f = nil
-	return err
-}
+// close makes the records no request waited for (Complete records)
+// durable and closes the file.
+func (l *txnLog) close() error { return l.w.Close(false) }
 
 func sortedStates(states map[string]TxnMetadata) []TxnMetadata {
 	out := make([]TxnMetadata, 0, len(states))
@@ -355,38 +215,24 @@ func sortedStates(states map[string]TxnMetadata) []TxnMetadata {
 }
 
 // readTxnRecord frames one record; ok is false for a torn or corrupt one.
-func readTxnRecord(b []byte) (body []byte, n int, ok bool) {
-	if len(b) < 8 {
-		return nil, 0, false
-	}
-	size := binary.BigEndian.Uint32(b)
-	if size == 0 || size > txnLogMaxRecord || int(size) > len(b)-8 {
-		return nil, 0, false
-	}
-	body = b[8 : 8+size]
-	if crc32.Checksum(body, crcTable) != binary.BigEndian.Uint32(b[4:]) {
-		return nil, 0, false
-	}
-	return body, 8 + int(size), true
+func readTxnRecord(b []byte) (body []byte, n int, ok bool) { return txnLogFormat.ReadFrame(b) }
+
+func encodeEpochBody(epoch int32) []byte {
+	return binary.BigEndian.AppendUint32([]byte{txnRecordEpoch}, uint32(epoch))
 }
 
-func frameTxnRecord(body []byte) []byte {
-	out := make([]byte, 8, 8+len(body))
-	binary.BigEndian.PutUint32(out, uint32(len(body)))
-	binary.BigEndian.PutUint32(out[4:], crc32.Checksum(body, crcTable))
-	return append(out, body...)
-}
+// encodeEpochRecord is the framed epoch record.
+func encodeEpochRecord(epoch int32) []byte { return recordlog.AppendFrame(nil, encodeEpochBody(epoch)) }
 
-func encodeEpochRecord(epoch int32) []byte {
-	return frameTxnRecord(binary.BigEndian.AppendUint32([]byte{txnRecordEpoch}, uint32(epoch)))
-}
+// encodeTxnRecord is the framed state record of md.
+func encodeTxnRecord(md TxnMetadata) []byte { return recordlog.AppendFrame(nil, encodeTxnState(md)) }
 
 func appendString16(b []byte, s string) []byte {
 	b = binary.BigEndian.AppendUint16(b, uint16(len(s)))
 	return append(b, s...)
 }
 
-func encodeTxnRecord(md TxnMetadata) []byte {
+func encodeTxnState(md TxnMetadata) []byte {
 	b := []byte{txnRecordState}
 	b = appendString16(b, md.TransactionalID)
 	b = binary.BigEndian.AppendUint64(b, uint64(md.ProducerID))
@@ -406,7 +252,7 @@ func encodeTxnRecord(md TxnMetadata) []byte {
 	for _, g := range md.Groups {
 		b = appendString16(b, g)
 	}
-	return frameTxnRecord(b)
+	return b
 }
 
 // txnDecoder reads big-endian fields, remembering the first short read.
