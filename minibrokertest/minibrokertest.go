@@ -20,6 +20,7 @@ import (
 
 	"github.com/minibroker/minibroker/internal/broker"
 	"github.com/minibroker/minibroker/internal/config"
+	"github.com/minibroker/minibroker/internal/fault"
 )
 
 // TB is the subset of testing.TB the package needs; *testing.T and
@@ -87,6 +88,10 @@ type Cluster struct {
 	opts options
 	cfg  config.Config
 
+	// faults outlives the brokers of restarts: a fault set before Kill
+	// still holds after Revive.
+	faults *fault.Registry
+
 	mu     sync.Mutex
 	b      *broker.Broker
 	addr   string
@@ -122,6 +127,8 @@ func StartE(t TB, opts ...Option) (*Cluster, error) {
 	}
 	// Tests want a group to form at once, as kfake does.
 	cfg.Kafka["group.initial.rebalance.delay.ms"] = "0"
+	// Fault injection is on in tests (Cluster.Fault); Set may turn it off.
+	cfg.Kafka["faults.enable"] = "true"
 	for _, kv := range c.opts.sets {
 		if err := cfg.Set(kv[0], kv[1]); err != nil {
 			return nil, err
@@ -154,7 +161,10 @@ func (c *Cluster) logger() *zap.Logger {
 }
 
 func (c *Cluster) start() error {
-	b, err := broker.New(broker.Options{Config: c.cfg, Logger: c.logger()})
+	if c.faults == nil {
+		c.faults = fault.NewRegistry(nil)
+	}
+	b, err := broker.New(broker.Options{Config: c.cfg, Logger: c.logger(), Faults: c.faults})
 	if err != nil {
 		return err
 	}

@@ -54,8 +54,13 @@ func (b *Broker) apis() map[int16]api {
 	}
 }
 
-// Handle implements protocol.Handler.
+// Handle implements protocol.Handler. With a fault set (faults.enable)
+// the request goes through the fault registry first (faults.go); without,
+// that costs one atomic load.
 func (b *Broker) Handle(ctx context.Context, req *protocol.Request) kmsg.Response {
+	if b.faults.Active() {
+		return b.handleWithFaults(ctx, req)
+	}
 	return b.handlers[req.Key].fn(ctx, req)
 }
 

@@ -26,6 +26,7 @@ import (
 
 	"github.com/minibroker/minibroker/internal/config"
 	"github.com/minibroker/minibroker/internal/coordinator"
+	"github.com/minibroker/minibroker/internal/fault"
 	"github.com/minibroker/minibroker/internal/mirror"
 	"github.com/minibroker/minibroker/internal/partition"
 	"github.com/minibroker/minibroker/internal/protocol"
@@ -44,6 +45,9 @@ type Options struct {
 	Mirror mirror.Options
 	// HTTP bounds the HTTP listener's clients (zero: DefaultHTTPLimits).
 	HTTP HTTPLimits
+	// Faults is the fault registry to use when faults.enable is on (a
+	// test cluster keeps one across restarts); nil makes a new one.
+	Faults *fault.Registry
 }
 
 // Broker is one running minibroker node.
@@ -63,7 +67,8 @@ type Broker struct {
 	txns       *coordinator.Transactions
 	groups     *coordinator.Groups // the group coordinator, opened after the topics
 	mirrors    *mirror.Manager
-	lock       *os.File // data-dir lock
+	faults     *fault.Registry // nil unless faults.enable
+	lock       *os.File        // data-dir lock
 
 	server   *protocol.Server
 	kafkaLn  net.Listener
@@ -168,6 +173,10 @@ func newBroker(opts Options, seams func(*Broker)) (*Broker, error) {
 			IDExpirationMs: cfg.Int64("transactional.id.expiration.ms")},
 	}); err != nil {
 		return nil, fmt.Errorf("transaction coordinator: %w", err)
+	}
+	b.openFaults(opts.Faults)
+	if b.faults != nil {
+		opts.Mirror.SourceDialer = b.faults.SourceDialer
 	}
 	if err := b.openMirrors(opts.Mirror); err != nil {
 		return nil, err

@@ -313,6 +313,10 @@ func (c *conn) handle(req *Request) (resp kmsg.Response) {
 		}
 	}()
 	resp = c.s.handler.Handle(c.handlerCtx, req)
+	if req.closeConn {
+		c.fail("closed by handler")
+		return nil
+	}
 	if resp != nil {
 		resp.SetVersion(req.Version)
 	}

@@ -26,7 +26,15 @@ type Request struct {
 	// closes them. sendsFiles: the server can (AddFileRecords).
 	files      []fileRecords
 	sendsFiles bool
+	// closeConn: the handler asked for the connection to be closed
+	// instead of answering (CloseConnection).
+	closeConn bool
 }
+
+// CloseConnection makes the server close the connection instead of
+// answering this request (the broker's fault injection): the handler then
+// returns nil. Requests read after it on the connection are not answered.
+func (r *Request) CloseConnection() { r.closeConn = true }
 
 // fileRecords is the record set of partition p of topic t of a Fetch
 // response: n bytes of f from pos.
