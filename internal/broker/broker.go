@@ -204,6 +204,13 @@ func newBroker(opts Options, seams func(*Broker)) (*Broker, error) {
 		IdleTimeout:       time.Duration(cfg.Int64("connections.max.idle.ms")) * time.Millisecond,
 		QueuedMaxRequests: int(cfg.Int32("queued.max.requests")),
 	}
+	if pc.QueuedMaxRequestBytes, err = queuedMaxRequestBytes(cfg); err != nil {
+		b.kafkaLn.Close()
+		if b.httpLn != nil {
+			b.httpLn.Close()
+		}
+		return nil, err
+	}
 	if pc.MaxConnectionsPerIP, pc.MaxConnectionsPerIPOverrides, err = connectionLimits(cfg); err != nil {
 		b.kafkaLn.Close()
 		if b.httpLn != nil {
@@ -214,6 +221,22 @@ func newBroker(opts Options, seams func(*Broker)) (*Broker, error) {
 	b.server = protocol.NewServer(pc, b, b.logger.Named("protocol"), protocol.NewMetrics(opts.Registry))
 	ok = true
 	return b, nil
+}
+
+// queuedMaxRequestBytes checks queued.max.request.bytes against
+// socket.request.max.bytes: a bound a request of the largest size cannot
+// be read under would leave such a request waiting forever.
+func queuedMaxRequestBytes(cfg config.Config) (int64, error) {
+	v := cfg.Int64("queued.max.request.bytes")
+	if v == -1 {
+		return -1, nil
+	}
+	least := protocol.MinQueuedMaxRequestBytes(cfg.Int32("socket.request.max.bytes"))
+	if v < least {
+		return 0, fmt.Errorf("setting queued.max.request.bytes=%d: must be -1 (unbounded) or at least %d "+
+			"(1.5 × socket.request.max.bytes + 64 KiB: a frame's buffer grows as its bytes arrive)", v, least)
+	}
+	return v, nil
 }
 
 // connectionLimits turns max.connections.per.ip and its overrides into

@@ -57,8 +57,11 @@ type inflight struct {
 	// frame until handled, then its response until written.
 	reserved int64
 	// frame is a pooled Produce frame, returned to the pool once the
-	// request is handled (see frameFor).
+	// request is handled (see readFrame).
 	frame []byte
+	// memory is what the frame holds of queued.max.request.bytes until
+	// the request is handled (see requestMemory).
+	memory int64
 }
 
 func newConn(s *Server, nc net.Conn, ip string) *conn {
@@ -157,18 +160,24 @@ func (c *conn) read() {
 		if c.s.cfg.IdleTimeout > 0 {
 			c.nc.SetReadDeadline(time.Now().Add(c.s.cfg.IdleTimeout))
 		}
-		frame, pooled := c.frameFor(br, size)
-		if _, err := io.ReadFull(br, frame); err != nil {
-			c.fail("short frame", zap.Error(err))
+		frame, pooled, memory, err := c.readFrame(br, size)
+		if err != nil {
+			if errors.Is(err, errMemoryDeadlock) {
+				c.fail("request memory", zap.Error(err))
+			} else if c.ctx.Err() == nil && !errors.Is(err, context.Canceled) {
+				c.fail("short frame", zap.Error(err))
+			}
 			return
 		}
 		c.s.metrics.BytesIn.Add(float64(size + 4))
 		in, err := c.decode(frame)
 		if err != nil {
+			c.s.mem.release(memory)
 			c.fail("decode", zap.Error(err))
 			return
 		}
 		in.reserved = int64(size)
+		in.memory = memory
 		if pooled {
 			in.frame = frame
 			if c.s.cfg.reuseFrameBeforeHandle {
@@ -193,6 +202,7 @@ func (c *conn) read() {
 				in.token = true
 				c.s.metrics.RequestQueue.Inc()
 			case <-c.ctx.Done():
+				c.releaseMemory(in)
 				return
 			}
 		}
@@ -201,6 +211,7 @@ func (c *conn) read() {
 		case c.reqs <- in:
 		case <-c.ctx.Done():
 			c.release(in)
+			c.releaseMemory(in)
 			return
 		}
 	}
@@ -209,24 +220,6 @@ func (c *conn) read() {
 // produceKey is the Produce API's key.
 const produceKey = 0
 
-// frameFor returns the buffer a request frame of size bytes is read into.
-// A Produce frame over 64 KiB comes from the shared buffer pool and goes
-// back to it once the request is handled (a producer's 1 MiB requests
-// otherwise cost a large allocation each, zeroed and page-faulted, and a
-// GC every few requests); pooled is then true. Other frames are
-// allocated: handlers copy what they keep of a request (Handler), and
-// only the Produce path is held to reading its frame within Handle.
-func (c *conn) frameFor(br *bufio.Reader, size int32) (frame []byte, pooled bool) {
-	if size > 1<<minPooledShift {
-		// The key is the frame's first two bytes; a failed peek leaves
-		// the failure to the read that follows.
-		if hdr, err := br.Peek(2); err == nil && int16(binary.BigEndian.Uint16(hdr)) == produceKey {
-			return getBuffer(int(size))[:size], true
-		}
-	}
-	return make([]byte, size), false
-}
-
 // releaseFrame hands a pooled frame back to the pool: the request's body,
 // which aliases it, must not be read again.
 func (in *inflight) releaseFrame() {
@@ -234,6 +227,13 @@ func (in *inflight) releaseFrame() {
 		putBuffer(in.frame)
 		in.frame = nil
 	}
+}
+
+// releaseMemory gives back what the request's frame holds of the
+// server's request memory (the frame is no longer read).
+func (c *conn) releaseMemory(in *inflight) {
+	c.s.mem.release(in.memory)
+	in.memory = 0
 }
 
 func isClosed(err error) bool {
@@ -275,6 +275,7 @@ func (c *conn) process() {
 		// it); from here the request holds its response's size.
 		in.req.Body = nil
 		in.releaseFrame()
+		c.releaseMemory(in)
 		c.processing.Add(-1)
 		size := responseSize(in.resp)
 		c.budget.grow(size - in.reserved)
@@ -286,6 +287,7 @@ func (c *conn) process() {
 			in.req.Release() // never written: its buffers and files go now
 			for in := range c.reqs {
 				c.release(in)
+				c.releaseMemory(in)
 			}
 			return
 		}

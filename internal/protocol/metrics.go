@@ -22,6 +22,10 @@ type Metrics struct {
 	// RequestQueue is Kafka's RequestQueueSize: requests decoded and
 	// waiting to be processed, at most queued.max.requests.
 	RequestQueue prometheus.Gauge
+	// RequestMemory is the bytes of request frames read, in part or in
+	// full, and not yet handled; RequestMemoryLimit is its bound,
+	// queued.max.request.bytes (-1: unbounded).
+	RequestMemory, RequestMemoryLimit prometheus.Gauge
 
 	// byKey caches the labelled series of each API key, so a request does
 	// not hash its label value (WithLabelValues) twice.
@@ -63,10 +67,14 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 		Panics: prometheus.NewCounter(prometheus.CounterOpts{Name: "minibroker_request_panics_total", Help: "Panics recovered while reading or handling a request."}),
 		RequestQueue: prometheus.NewGauge(prometheus.GaugeOpts{Name: "minibroker_request_queue_size",
 			Help: "Requests decoded and waiting to be processed (at most queued.max.requests)."}),
+		RequestMemory: prometheus.NewGauge(prometheus.GaugeOpts{Name: "minibroker_request_memory_bytes",
+			Help: "Bytes held by request frames read, in part or in full, and not yet handled (at most queued.max.request.bytes)."}),
+		RequestMemoryLimit: prometheus.NewGauge(prometheus.GaugeOpts{Name: "minibroker_request_memory_limit_bytes",
+			Help: "queued.max.request.bytes: the bound of minibroker_request_memory_bytes (-1: unbounded)."}),
 	}
 	if reg != nil {
 		reg.MustRegister(m.Requests, m.Latency, m.BytesIn, m.BytesOut, m.BytesSentFromFiles, m.Connections, m.ConnectionsTotal,
-			m.ConnectionsRejected, m.ConnectionsClosedOnError, m.Panics, m.RequestQueue)
+			m.ConnectionsRejected, m.ConnectionsClosedOnError, m.Panics, m.RequestQueue, m.RequestMemory, m.RequestMemoryLimit)
 	}
 	return m
 }

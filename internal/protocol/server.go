@@ -57,6 +57,14 @@ type Config struct {
 	// PipelineDepth is how many requests one connection may have read
 	// and not yet answered.
 	PipelineDepth int
+	// QueuedMaxRequestBytes is queued.max.request.bytes: the bytes of
+	// request frames read, in part or in full, and not yet handled,
+	// across connections (0: defaultQueuedMaxRequestBytes; negative:
+	// unbounded, Kafka's default). Past it, readers stop reading their
+	// sockets until memory is freed; it must be at least
+	// MinQueuedMaxRequestBytes(MaxRequestSize) or larger requests are
+	// never read.
+	QueuedMaxRequestBytes int64
 
 	// pipelineBytes is the per-connection byte budget (see
 	// defaultPipelineBytes); 0 is the default, negative is unbounded: the
@@ -69,6 +77,10 @@ type Config struct {
 	// copyFileRecords declines sendfile(2) (Request.SendsFiles is false):
 	// the seam for comparing it with the copying path.
 	copyFileRecords bool
+	// preallocateFrames allocates a frame's whole declared size before
+	// its bytes arrive, as before frames grew as they are read: the seam
+	// for the negative control of TestStalledFramesHoldTheirBytes.
+	preallocateFrames bool
 }
 
 // NoConnections as MaxConnectionsPerIP admits no client whose address has
@@ -92,6 +104,7 @@ type Server struct {
 	logger  *zap.Logger
 	metrics *Metrics
 	queue   chan struct{} // queued.max.requests tokens
+	mem     *requestMemory
 
 	ctx    context.Context // cancelled at hard stop
 	cancel context.CancelFunc
@@ -129,12 +142,17 @@ func NewServer(cfg Config, h Handler, logger *zap.Logger, metrics *Metrics) *Ser
 	if cfg.pipelineBytes == 0 {
 		cfg.pipelineBytes = defaultPipelineBytes
 	}
+	if cfg.QueuedMaxRequestBytes == 0 {
+		cfg.QueuedMaxRequestBytes = max(defaultQueuedMaxRequestBytes, MinQueuedMaxRequestBytes(cfg.MaxRequestSize))
+	}
+	metrics.RequestMemoryLimit.Set(float64(max(cfg.QueuedMaxRequestBytes, -1)))
 	ctx, cancel := context.WithCancel(context.Background())
 	drain, cancelDrain := context.WithCancel(ctx)
 	return &Server{
 		drain: drain, cancelDrain: cancelDrain,
 		cfg: cfg, handler: h, logger: logger, metrics: metrics,
 		queue: make(chan struct{}, cfg.QueuedMaxRequests),
+		mem:   newRequestMemory(cfg.QueuedMaxRequestBytes, metrics.RequestMemory),
 		ctx:   ctx, cancel: cancel,
 		conns: make(map[*conn]struct{}), perIP: make(map[string]int), slotFreed: make(chan struct{}),
 	}
