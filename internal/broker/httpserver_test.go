@@ -7,6 +7,7 @@ import (
 	"net"
 	"net/http"
 	"os"
+	"strings"
 	"testing"
 	"time"
 
@@ -133,4 +134,24 @@ func TestHTTPSlowClientsClosed(t *testing.T) {
 			}
 		})
 	}
+}
+
+// queued.max.request.bytes below what the largest request needs while its
+// buffer grows is refused at start-up, naming the setting and the rule.
+func TestQueuedMaxRequestBytesTooSmallRefused(t *testing.T) {
+	cfg := config.Default()
+	cfg.DataDir, cfg.Listen, cfg.HTTPListen = t.TempDir(), "127.0.0.1:0", ""
+	if err := cfg.Set("queued.max.request.bytes", "104857600"); err != nil {
+		t.Fatal(err)
+	}
+	_, err := New(Options{Config: cfg})
+	if err == nil || !strings.Contains(err.Error(), "queued.max.request.bytes=104857600") || !strings.Contains(err.Error(), "at least") {
+		t.Fatalf("New = %v, want a refusal naming queued.max.request.bytes", err)
+	}
+	cfg.Set("queued.max.request.bytes", "-1")
+	b, err := New(Options{Config: cfg})
+	if err != nil {
+		t.Fatal(err)
+	}
+	closeBroker(t, b)
 }
