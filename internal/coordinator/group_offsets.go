@@ -253,6 +253,27 @@ func (c *groupCore) CommitAdmin(now time.Time, groupID string, offsets map[Topic
 	return nil
 }
 
+// ClampOffsets lowers every group's committed offset for tp that lies
+// above end to end, with an unknown leader epoch (-1), whatever the group's
+// state: a mirror's failover cut the partition's log at end, and an offset
+// past it would make a consumer skip the records written there next. Offsets
+// at or below end are untouched. It returns the groups changed, sorted.
+func (c *groupCore) ClampOffsets(now time.Time, tp TopicPartition, end int64) []string {
+	ids := make([]string, 0, len(c.groups))
+	for id, g := range c.groups {
+		if e := g.offsets[tp]; e != nil && e.Offset > end {
+			ids = append(ids, id)
+		}
+	}
+	sort.Strings(ids)
+	for _, id := range ids {
+		om := c.groups[id].offsets[tp].OffsetAndMetadata
+		om.Offset, om.LeaderEpoch, om.CommitTimestamp = end, -1, now.UnixMilli()
+		c.emit(record{typ: recOffsetCommit, group: id, tp: tp, offset: om})
+	}
+	return ids
+}
+
 // Offsets returns group's committed offsets (a copy).
 func (c *groupCore) Offsets(groupID string) map[TopicPartition]OffsetAndMetadata {
 	g := c.groups[groupID]

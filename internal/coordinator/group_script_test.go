@@ -34,6 +34,7 @@ import (
 //	delete GROUP ...
 //	offsetdelete GROUP TOPIC/P ...
 //	deletetopic TOPIC
+//	clamp TOPIC/P END
 //	describe GROUP | list | expire | restart | compact
 func TestGroupScripts(t *testing.T) {
 	files, _ := filepath.Glob("testdata/group_*.txt")
@@ -334,6 +335,10 @@ func (s *groupScript) event(f []string) {
 		return
 	case "deletetopic":
 		s.core.DeleteTopic(args[0])
+		group = "*"
+	case "clamp":
+		end, _ := strconv.ParseInt(args[1], 10, 64)
+		s.printf("clamp: %s", strings.Join(s.core.ClampOffsets(s.now, gsTP(args[0]), end), " "))
 		group = "*"
 	case "expire":
 		s.core.ExpireOffsets(s.now)

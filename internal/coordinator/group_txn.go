@@ -9,6 +9,8 @@ package coordinator
 // an ABORT drops them. While a partition of a group has staged offsets, an
 // OffsetFetch with RequireStable answers UNSTABLE_OFFSET_COMMIT for it.
 
+import "time"
+
 // TopicPartition names one partition.
 type TopicPartition struct {
 	Topic     string
@@ -69,4 +71,19 @@ func (g *Groups) GroupIsActive(group string) bool { return g.groupIsActive(group
 // transactional ones); nil for an unknown group.
 func (g *Groups) ListGroupOffsets(group string) map[TopicPartition]OffsetAndMetadata {
 	return g.listGroupOffsets(group)
+}
+
+// ClampOffsets lowers, for each partition in ends, every group's committed
+// offset above ends[tp] to ends[tp] (leader epoch -1), durably before it
+// returns (one group-log write for all), and answers how many offsets it
+// changed. A mirror's failover calls it after cutting the partitions' logs,
+// before they become writable.
+func (g *Groups) ClampOffsets(ends map[TopicPartition]int64) (int, error) {
+	changed := 0
+	err := g.call(func(now time.Time) {
+		for _, tp := range sortedTPs(ends) {
+			changed += len(g.core.ClampOffsets(now, tp, ends[tp]))
+		}
+	})
+	return changed, err
 }

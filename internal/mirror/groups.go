@@ -18,6 +18,9 @@ import (
 type GroupOffsets interface {
 	GroupIsActive(group string) bool
 	CommitOffsetsAdmin(group string, offsets map[coordinator.TopicPartition]coordinator.OffsetAndMetadata) error
+	// ClampOffsets lowers every group's offset above ends[tp] to it,
+	// durably, and answers how many it changed.
+	ClampOffsets(ends map[coordinator.TopicPartition]int64) (int, error)
 }
 
 // groupFilter selects the source groups whose offsets are copied:
@@ -59,10 +62,17 @@ func (f groupFilter) match(group string) bool {
 }
 
 // syncGroupOffsets copies the committed offsets of the source's groups for
-// the topics this mirror is mirroring into the local group coordinator,
+// the partitions this mirror is mirroring into the local group coordinator,
 // clamped to the local log start and end, skipping groups that have
 // members locally (they commit for themselves). Consumers that fail over
-// resume where they were at the source.
+// resume where they were. This is KIP-1279's rule, with the clamp its
+// discussion settled on: max(local log start, min(source offset, local log
+// end)), since re-reading records is better than skipping them.
+//
+// The network part runs unlocked; the commit runs under groupSyncMu and
+// only for partitions still MIRRORING or PAUSED, so a sync that races a
+// failover either commits before STOPPING clamps (which then corrects it)
+// or sees STOPPING and leaves the partition alone.
 func (m *Manager) syncGroupOffsets(ctx context.Context, rt *runtime) (synced int, err error) {
 	if m.opts.Groups == nil {
 		return 0, nil
@@ -72,7 +82,7 @@ func (m *Manager) syncGroupOffsets(ctx context.Context, rt *runtime) (synced int
 	mirrored := map[string]bool{}
 	for topic, ts := range rt.spec.Topics {
 		for _, rec := range ts.Partitions {
-			if rec.State == Mirroring || rec.State == Paused {
+			if rec.State.syncsOffsets() {
 				mirrored[topic] = true
 			}
 		}
@@ -98,17 +108,67 @@ func (m *Manager) syncGroupOffsets(ctx context.Context, rt *runtime) (synced int
 			m.logger.Debug("source group offsets", zap.String("group", g.Group), zap.Error(err))
 			continue
 		}
-		if len(offsets) == 0 {
-			continue
-		}
-		if err := m.opts.Groups.CommitOffsetsAdmin(g.Group, offsets); err != nil {
+		if err := m.commitSynced(rt, g.Group, offsets); err != nil {
 			m.logger.Debug("local group offsets not synced", zap.String("group", g.Group), zap.Error(err))
 			continue
 		}
-		synced++
+		if len(offsets) > 0 {
+			synced++
+		}
 	}
 	m.metrics.groupsSynced.WithLabelValues(rt.spec.Name).Add(float64(synced))
 	return synced, nil
+}
+
+// commitSynced commits a source group's offsets for the partitions still
+// mirrored, each clamped to the local log; it drops the others (offsets
+// is changed).
+func (m *Manager) commitSynced(rt *runtime, group string, offsets map[coordinator.TopicPartition]coordinator.OffsetAndMetadata) error {
+	m.groupSyncMu.Lock()
+	defer m.groupSyncMu.Unlock()
+	m.mu.Lock()
+	for tp := range offsets {
+		ts := rt.spec.Topics[tp.Topic]
+		if ts == nil || ts.Partitions[tp.Partition] == nil || !ts.Partitions[tp.Partition].State.syncsOffsets() {
+			delete(offsets, tp)
+		}
+	}
+	m.mu.Unlock()
+	for tp, om := range offsets {
+		parts := m.local.Partitions(tp.Topic)
+		if int(tp.Partition) >= len(parts) {
+			delete(offsets, tp)
+			continue
+		}
+		o := parts[tp.Partition].Offsets()
+		om.Offset = min(max(om.Offset, o.LogStart), o.LogEnd)
+		offsets[tp] = om
+	}
+	if len(offsets) == 0 {
+		return nil
+	}
+	return m.opts.Groups.CommitOffsetsAdmin(group, offsets)
+}
+
+// clampGroupOffsets is STOPPING's step after the truncation: every local
+// group's committed offset for a partition above where the failover cut
+// it comes down to the cut (the barrier's offset), durably, before the
+// barrier is written and the partition becomes writable. Offsets synced
+// while mirroring were clamped to the log end then, but the truncation to
+// the local LSO can cut below them; a consumer resuming from such an
+// offset would skip the records written there after the failover.
+// Idempotent, so a resumed STOPPING runs it again.
+func (m *Manager) clampGroupOffsets(ends map[coordinator.TopicPartition]int64) (int, error) {
+	if m.opts.Groups == nil || len(ends) == 0 {
+		return 0, nil
+	}
+	if m.opts.SkipGroupClamp {
+		m.logger.Warn("NEGATIVE CONTROL: group offsets not clamped at failover")
+		return 0, nil
+	}
+	m.groupSyncMu.Lock()
+	defer m.groupSyncMu.Unlock()
+	return m.opts.Groups.ClampOffsets(ends)
 }
 
 func (m *Manager) sourceGroupOffsets(ctx context.Context, src *source, group string, mirrored map[string]bool) (map[coordinator.TopicPartition]coordinator.OffsetAndMetadata, error) {
@@ -129,13 +189,7 @@ func (m *Manager) sourceGroupOffsets(ctx context.Context, src *source, group str
 		if !mirrored[topic] || code != 0 || offset < 0 {
 			return
 		}
-		parts := m.local.Partitions(topic)
-		if int(partition) >= len(parts) {
-			return
-		}
-		o := parts[partition].Offsets()
-		om := coordinator.OffsetAndMetadata{Offset: min(max(offset, o.LogStart), o.LogEnd), LeaderEpoch: epoch,
-			CommitTimestamp: time.Now().UnixMilli()}
+		om := coordinator.OffsetAndMetadata{Offset: offset, LeaderEpoch: epoch, CommitTimestamp: time.Now().UnixMilli()}
 		if meta != nil {
 			om.Metadata = *meta
 		}

@@ -53,6 +53,11 @@ type Options struct {
 	// exists only for the negative-control tests that show the corruption
 	// the barrier prevents; no config file, flag or API can set it.
 	SkipBarrier bool
+	// SkipGroupClamp leaves out STOPPING's clamp of group offsets to the
+	// cut. Like SkipBarrier it exists only for a negative-control test
+	// (a consumer that resumes past the cut skips records); nothing a user
+	// can reach sets it.
+	SkipGroupClamp bool
 	// Groups, when set, receives the source's committed group offsets
 	// every OffsetSyncInterval (default 10s).
 	Groups             GroupOffsets
@@ -78,6 +83,7 @@ type StopStep string
 const (
 	StepStopFetcher StopStep = "stop-fetcher"
 	StepTruncate    StopStep = "truncate-to-lso"
+	StepClamp       StopStep = "clamp-group-offsets"
 	StepBarrier     StopStep = "write-barrier"
 	StepStopped     StopStep = "mark-stopped"
 )
@@ -104,6 +110,10 @@ type Manager struct {
 	doc     *doc
 	mirrors map[string]*runtime
 	closed  bool
+
+	// groupSyncMu orders the offset sync's local commits with STOPPING's
+	// clamp of group offsets (taken before mu; never across network I/O).
+	groupSyncMu sync.Mutex
 }
 
 // runtime is a mirror's live part.

@@ -30,6 +30,10 @@ func (s State) active() bool {
 	return s == Preparing || s == Mirroring || s == Paused || s == Stopping
 }
 
+// syncsOffsets reports whether the source's group offsets are copied for
+// a partition in this state.
+func (s State) syncsOffsets() bool { return s == Mirroring || s == Paused }
+
 // mirrorsFile is every mirror's definition and per-partition state, JSON,
 // rewritten atomically (temp file, fsync, rename, dir fsync) on every state
 // change:

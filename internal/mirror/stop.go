@@ -8,6 +8,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/minibroker/minibroker/internal/batch"
+	"github.com/minibroker/minibroker/internal/coordinator"
 	"github.com/minibroker/minibroker/internal/partition"
 )
 
@@ -49,7 +50,8 @@ func (m *Manager) Stop(name string, topics []string) error {
 //  1. remove the fetcher and wait for it;
 //  2. truncate to the local LSO (no open transaction survives);
 //  3. persist the last mirrored offsets (the log ends after 2), for all
-//     the partitions at once;
+//     the partitions at once, then bring every group offset above them
+//     down to them, durably in the group log (clampGroupOffsets);
 //  4. write the MIRROR_PID_RESET barrier at an epoch above every epoch in
 //     the log, and flush it; skipped when a barrier already sits at the
 //     last mirrored offset (a crash after the write);
@@ -110,6 +112,24 @@ func (m *Manager) stopPartitions(rt *runtime, tps []tp) error {
 	m.mu.Unlock()
 	if err != nil {
 		return err
+	}
+	ends := map[coordinator.TopicPartition]int64{}
+	for i, k := range tps {
+		if errs[i] == nil {
+			errs[i] = m.hook(StepClamp, k)
+		}
+		if errs[i] == nil {
+			ends[coordinator.TopicPartition{Topic: k.topic, Partition: k.partition}] = records[i].LastMirroredOffset
+		}
+	}
+	if n, err := m.clampGroupOffsets(ends); err != nil {
+		for i := range tps {
+			if errs[i] == nil {
+				errs[i] = fmt.Errorf("clamp group offsets: %w", err)
+			}
+		}
+	} else if n > 0 {
+		m.logger.Info("failover lowered group offsets past the cut to it", zap.String("mirror", rt.spec.Name), zap.Int("offsets", n))
 	}
 	// 4: barriers, in parallel.
 	parallel(len(tps), func(i int) {

@@ -154,6 +154,7 @@ func startRaw(t *testing.T, dir string, mopts mirror.Options) *rawCluster {
 	cfg.DataDir = dir
 	cfg.Listen = "127.0.0.1:0"
 	cfg.HTTPListen = ""
+	cfg.Kafka["group.initial.rebalance.delay.ms"] = "0" // as minibrokertest: groups form at once
 	r := &rawCluster{t: t, cfg: cfg}
 	r.start(mopts)
 	t.Cleanup(func() {

@@ -1,0 +1,250 @@
+package integration
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/minibroker/minibroker/internal/mirror"
+	"github.com/minibroker/minibroker/minibrokertest"
+)
+
+// openTxnFailoverSource builds, on a fresh cluster, the source side of the
+// issue-27 scenario on ledger-0:
+//
+//	0..10   plain records
+//	11..15  T2's records (committed: its marker at 17)
+//	16      T1's record, left open: the source's LSO stays 16
+//	17      T2's COMMIT marker, past the source's LSO
+//
+// and commits offset 16 (the source's LSO, with its leader epoch) for each
+// group. A mirror of it stops at 16 with T2 still open locally (its local
+// LSO is 11), so the failover cuts 11..15. The returned func aborts T1.
+func openTxnFailoverSource(t *testing.T, groups ...string) (*minibrokertest.Cluster, func()) {
+	t.Helper()
+	a := minibrokertest.Start(t, minibrokertest.Topic("ledger", 1))
+	ctx := context.Background()
+	produceSerially(t, idempotentProducer(t, a.Addr()), "ledger", 0, "plain", 11)
+	t2 := mirrorTxnProducer(t, a.Addr(), "t2")
+	t1 := mirrorTxnProducer(t, a.Addr(), "t1")
+	if err := t2.BeginTransaction(); err != nil {
+		t.Fatal(err)
+	}
+	for i := 0; i < 5; i++ {
+		if err := t2.ProduceSync(ctx, &kgo.Record{Topic: "ledger", Value: fmt.Appendf(nil, "t2-%d", i)}).FirstErr(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := t1.BeginTransaction(); err != nil {
+		t.Fatal(err)
+	}
+	if err := t1.ProduceSync(ctx, &kgo.Record{Topic: "ledger", Value: []byte("t1-0")}).FirstErr(); err != nil {
+		t.Fatal(err)
+	}
+	if err := t2.EndTransaction(ctx, kgo.TryCommit); err != nil {
+		t.Fatal(err)
+	}
+	if o := mustPartition(t, a, "ledger", 0).Offsets(); o.LastStable != 16 || o.LogEnd != 18 {
+		t.Fatalf("source offsets %+v, want LSO 16 and log end 18", o)
+	}
+	epoch := mustPartition(t, a, "ledger", 0).LeaderEpoch()
+	adm := kadm.NewClient(newClient(t, a.Addr()))
+	for _, g := range groups {
+		os := kadm.Offsets{}
+		os.Add(kadm.Offset{Topic: "ledger", Partition: 0, At: 16, LeaderEpoch: epoch})
+		if r, err := adm.CommitOffsets(ctx, g, os); err != nil || r.Error() != nil {
+			t.Fatalf("commit %s on the source: %v %v", g, err, r.Error())
+		}
+	}
+	return a, func() { t1.EndTransaction(ctx, kgo.TryAbort) }
+}
+
+// committedOffset is a group's committed offset for ledger-0 (-1: none).
+func committedOffset(t *testing.T, addr, group string) int64 {
+	t.Helper()
+	resp, err := kadm.NewClient(newClient(t, addr)).FetchOffsets(context.Background(), group)
+	if err != nil {
+		t.Fatal(err)
+	}
+	o, ok := resp.Lookup("ledger", 0)
+	if !ok {
+		return -1
+	}
+	return o.At
+}
+
+// failoverGroupsScenario mirrors the open-transaction source to a fresh B
+// (started with mopts), syncs the groups' offsets (16), fails over (cut at
+// 11, barrier at 11) and writes b-0..b-4 at 12..16 on B.
+func failoverGroupsScenario(t *testing.T, mopts mirror.Options, groups ...string) *rawCluster {
+	t.Helper()
+	a, abort := openTxnFailoverSource(t, groups...)
+	defer abort()
+	b := startRaw(t, t.TempDir(), mopts)
+	m := mirrorOn(b)
+	if err := m.Create("from-a", []string{a.Addr()}, ""); err != nil {
+		t.Fatal(err)
+	}
+	if err := m.Start(t.Context(), "from-a", []string{"ledger"}); err != nil {
+		t.Fatal(err)
+	}
+	waitMirrored(t, a, b, "ledger", 1)
+	if n, err := m.SyncGroupOffsets(t.Context(), "from-a"); err != nil || n != len(groups) {
+		t.Fatalf("sync: %d groups, %v", n, err)
+	}
+	for _, g := range groups {
+		if got := committedOffset(t, b.Addr(), g); got != 16 {
+			t.Fatalf("%s synced at %d, want 16", g, got)
+		}
+	}
+	if err := m.Stop("from-a", nil); err != nil {
+		t.Fatal(err)
+	}
+	st, _ := m.Describe("from-a")
+	if ps := st.Partitions[0]; ps.BarrierOffset != 11 || ps.LostAtFailover != 5 {
+		t.Fatalf("failover: %+v, want the barrier at 11 after cutting 5", ps)
+	}
+	produceSerially(t, idempotentProducer(t, b.Addr()), "ledger", 0, "b", 5) // 12..16
+	return b
+}
+
+// resumeAndRead starts a group member of the client kind on B and returns
+// the data records it reads until it has b-4 (the barrier, which kafka-go
+// hands to the application, is left out).
+func resumeAndRead(t *testing.T, client, addr, group string) []compatRecord {
+	t.Helper()
+	var member compatMember
+	switch client {
+	case "sarama":
+		member = startSaramaMember(t, []string{addr}, group, "ledger")
+	case "kafka-go":
+		member = startKafkagoMember(t, addr, group, "ledger")
+	case "kgo":
+		member = startKgoMember(t, addr, group, "ledger")
+	}
+	defer member.close(t)
+	deadline := time.Now().Add(30 * time.Second)
+	for time.Now().Before(deadline) {
+		recs := member.records()
+		if len(recs) > 0 && recs[len(recs)-1].Value == "b-4" {
+			var data []compatRecord
+			for _, r := range recs {
+				if r.Offset != 11 { // the barrier
+					data = append(data, r)
+				}
+			}
+			return data
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	t.Fatalf("%s (group %s) never read b-4; read %v", client, group, member.records())
+	return nil
+}
+
+// TestMirrorFailoverClampsSyncedGroupOffsets (issue 27, item 1): a group's
+// offset synced from the source (16) lies past where the failover cuts the
+// partition (the local LSO, 11). STOPPING lowers it to the cut, durably,
+// before the partition becomes writable, so sarama and kafka-go's group
+// Reader (which check no leader epoch) and kgo resume at the barrier and
+// read B's first records. An offset committed on B after the failover is
+// left alone. The negative control runs the same failover without the
+// clamp: the offset stays 16 and sarama skips B's records 12..15.
+func TestMirrorFailoverClampsSyncedGroupOffsets(t *testing.T) {
+	t.Parallel()
+	clients := []string{"sarama", "kafka-go", "kgo"}
+	b := failoverGroupsScenario(t, mirror.Options{}, clients...)
+	for _, c := range clients {
+		if got := committedOffset(t, b.Addr(), c); got != 11 {
+			t.Fatalf("group %s at %d after the failover, want the barrier's offset 11", c, got)
+		}
+	}
+	for _, c := range clients {
+		recs := resumeAndRead(t, c, b.Addr(), c)
+		var got []string
+		for _, r := range recs {
+			got = append(got, r.Value)
+		}
+		if strings.Join(got, ",") != strings.Join(values("b", 5), ",") || recs[0].Offset != 12 {
+			t.Fatalf("%s resumed with %v (first offset %d), want b-0..b-4 from 12", c, got, recs[0].Offset)
+		}
+	}
+
+	// Offsets committed on B after the failover are B's own: a later
+	// sync and a restart leave them as they are.
+	adm := kadm.NewClient(newClient(t, b.Addr()))
+	os := kadm.Offsets{}
+	os.Add(kadm.Offset{Topic: "ledger", Partition: 0, At: 14, LeaderEpoch: -1})
+	if r, err := adm.CommitOffsets(t.Context(), "sarama", os); err != nil || r.Error() != nil {
+		t.Fatalf("commit on B: %v %v", err, r.Error())
+	}
+	if _, err := mirrorOn(b).SyncGroupOffsets(t.Context(), "from-a"); err != nil {
+		t.Fatal(err)
+	}
+	b.crashAndRestart(mirror.Options{})
+	if got := committedOffset(t, b.Addr(), "sarama"); got != 14 {
+		t.Fatalf("B's own commit changed to %d, want 14", got)
+	}
+}
+
+func TestMirrorFailoverWithoutGroupClamp(t *testing.T) {
+	t.Parallel()
+	b := failoverGroupsScenario(t, mirror.Options{SkipGroupClamp: true}, "sarama")
+	if got := committedOffset(t, b.Addr(), "sarama"); got != 16 {
+		t.Fatalf("negative control: group at %d, want the unclamped 16", got)
+	}
+	recs := resumeAndRead(t, "sarama", b.Addr(), "sarama")
+	if len(recs) != 1 || recs[0].Offset != 16 {
+		t.Fatalf("negative control: sarama read %v, want only b-4 at 16 (b-0..b-3 skipped)", recs)
+	}
+}
+
+// TestMirrorCrashBeforeGroupClamp: the broker is killed after STOPPING cut
+// the log and persisted the cut, before it clamped the group offsets; the
+// failover resumed at restart clamps them before the partition becomes
+// writable.
+func TestMirrorCrashBeforeGroupClamp(t *testing.T) {
+	t.Parallel()
+	for _, step := range []mirror.StopStep{mirror.StepClamp, mirror.StepBarrier, mirror.StepStopped} {
+		t.Run(string(step), func(t *testing.T) {
+			a, abort := openTxnFailoverSource(t, "g")
+			defer abort()
+			crashAt := mirror.Options{StopStepHook: func(s mirror.StopStep, _ string, _ int32) error {
+				if s == step {
+					return errCrash
+				}
+				return nil
+			}}
+			b := startRaw(t, t.TempDir(), crashAt)
+			m := mirrorOn(b)
+			if err := m.Create("from-a", []string{a.Addr()}, ""); err != nil {
+				t.Fatal(err)
+			}
+			if err := m.Start(t.Context(), "from-a", []string{"ledger"}); err != nil {
+				t.Fatal(err)
+			}
+			waitMirrored(t, a, b, "ledger", 1)
+			if _, err := m.SyncGroupOffsets(t.Context(), "from-a"); err != nil {
+				t.Fatal(err)
+			}
+			if err := m.Stop("from-a", nil); err == nil {
+				t.Fatal("stop did not crash")
+			}
+			if got := logEnd(b, "ledger", 0); step == mirror.StepClamp && got != 11 {
+				t.Fatalf("crashed after the cut with the log ending at %d, want 11", got)
+			}
+			b.crashAndRestart(mirror.Options{})
+			st, _ := mirrorOn(b).Describe("from-a")
+			if ps := st.Partitions[0]; ps.State != mirror.Stopped || ps.BarrierOffset != 11 {
+				t.Fatalf("after restart: %+v", ps)
+			}
+			if got := committedOffset(t, b.Addr(), "g"); got != 11 {
+				t.Fatalf("group at %d after the resumed failover, want 11", got)
+			}
+		})
+	}
+}
