@@ -171,8 +171,17 @@ func (c *linkConn) Read(p []byte) (int, error) {
 		p = p[:min(int64(len(p)), max(st.rate/10, 1))]
 	}
 	n, err := c.Conn.Read(p)
-	if n > 0 && st.rate > 0 {
-		c.throttle(n, st)
+	if n > 0 {
+		// A fault set while the read waited for bytes applies to them
+		// as if they arrived now: held while paused, lost when the
+		// source is unreachable, paced by a throttle.
+		now, ferr := c.await("read", false)
+		if ferr != nil {
+			return 0, ferr
+		}
+		if now.rate > 0 {
+			c.throttle(n, now)
+		}
 	}
 	return n, err
 }
