@@ -9,11 +9,12 @@ import (
 
 // Admin HTTP API (JSON), served on the broker's HTTP listener:
 //
-//	POST   /v1/mirrors                      {"name","source":[…],"client_id","no_check"} → Status
+//	POST   /v1/mirrors                      {"name","source":[…],"client_id","source_config":{…},"no_check"} → Status
 //	                                        (checks the source first unless no_check)
 //	GET    /v1/mirrors                      → ["name", …]
 //	GET    /v1/mirrors/{name}               → Status
 //	DELETE /v1/mirrors/{name}
+//	PUT    /v1/mirrors/{name}/source-config {"source_config":{…}} → Status (replaces them all, reconnects)
 //	POST   /v1/mirrors/{name}/start         {"topics":[…]}
 //	POST   /v1/mirrors/{name}/stop          {"topics":[…]}   (failover; returns when STOPPED)
 //	POST   /v1/mirrors/{name}/pause         {"topics":[…]}
@@ -31,6 +32,15 @@ type CreateRequest struct {
 	// NoCheck skips the source check (ApiVersions and cluster id) that
 	// create makes by default.
 	NoCheck bool `json:"no_check,omitempty"`
+	// SourceConfig is the source client's security settings, by Kafka's
+	// client names (security.protocol, sasl.mechanism, sasl.jaas.config,
+	// ssl.truststore.location, …). Secrets in it are never sent back.
+	SourceConfig map[string]string `json:"source_config,omitempty"`
+}
+
+// SourceConfigRequest is the body of PUT /v1/mirrors/{name}/source-config.
+type SourceConfigRequest struct {
+	SourceConfig map[string]string `json:"source_config"`
 }
 
 // TopicsRequest is the body of start/stop/pause/resume.
@@ -46,7 +56,8 @@ func (m *Manager) Routes(handle func(pattern string, h http.Handler)) {
 			return
 		}
 		err := m.CreateWith(req.Name, req.Source, CreateOptions{ClientID: req.ClientID,
-			GroupsInclude: req.GroupsInclude, GroupsExclude: req.GroupsExclude, CheckSource: !req.NoCheck})
+			GroupsInclude: req.GroupsInclude, GroupsExclude: req.GroupsExclude, CheckSource: !req.NoCheck,
+			SourceConfig: req.SourceConfig})
 		if err != nil {
 			reply(w, err, nil)
 			return
@@ -63,6 +74,19 @@ func (m *Manager) Routes(handle func(pattern string, h http.Handler)) {
 	}))
 	handle("DELETE /v1/mirrors/{name}", http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		reply(w, m.Delete(r.PathValue("name")), map[string]string{"deleted": r.PathValue("name")})
+	}))
+	handle("PUT /v1/mirrors/{name}/source-config", http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		var req SourceConfigRequest
+		if !decode(w, r, &req) {
+			return
+		}
+		name := r.PathValue("name")
+		if err := m.AlterSourceConfig(name, req.SourceConfig); err != nil {
+			reply(w, err, nil)
+			return
+		}
+		st, err := m.Describe(name)
+		reply(w, err, st)
 	}))
 	handle("POST /v1/mirrors/{name}/{action}", http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		var req TopicsRequest

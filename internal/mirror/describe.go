@@ -29,11 +29,14 @@ type PartitionStatus struct {
 
 // Status is a mirror as `mirror describe` shows it.
 type Status struct {
-	Name            string            `json:"name"`
-	Source          []string          `json:"source"`
-	ClientID        string            `json:"client_id,omitempty"`
-	SourceClusterID string            `json:"source_cluster_id,omitempty"`
-	Partitions      []PartitionStatus `json:"partitions"`
+	Name            string   `json:"name"`
+	Source          []string `json:"source"`
+	ClientID        string   `json:"client_id,omitempty"`
+	SourceClusterID string   `json:"source_cluster_id,omitempty"`
+	// SourceConfig is the source's security settings, secrets shown as
+	// Hidden.
+	SourceConfig map[string]string `json:"source_config,omitempty"`
+	Partitions   []PartitionStatus `json:"partitions"`
 }
 
 // Describe returns a mirror's state, per partition.
@@ -43,7 +46,8 @@ func (m *Manager) Describe(name string) (Status, error) {
 		return Status{}, err
 	}
 	m.mu.Lock()
-	st := Status{Name: rt.spec.Name, Source: rt.spec.Source, ClientID: rt.spec.ClientID, SourceClusterID: rt.spec.SourceClusterID}
+	st := Status{Name: rt.spec.Name, Source: rt.spec.Source, ClientID: rt.spec.ClientID, SourceClusterID: rt.spec.SourceClusterID,
+		SourceConfig: RedactSourceConfig(rt.spec.SourceConfig)}
 	type item struct {
 		k   tp
 		rec partitionRecord

@@ -51,8 +51,12 @@ func (m *Manager) startFetcher(rt *runtime, topic string, idx int32, p *partitio
 
 func (m *Manager) startFetcherLocked(rt *runtime, topic string, idx int32, p *partition.Partition, paused bool) {
 	k := tp{topic, idx}
-	if rt.fetchers[k] != nil {
-		return
+	if f := rt.fetchers[k]; f != nil {
+		select {
+		case <-f.done: // it failed and exited: a new one takes its place
+		default:
+			return
+		}
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	f := &fetcher{m: m, rt: rt, k: k, p: p, ctx: ctx, stop: cancel, done: make(chan struct{}),
@@ -141,6 +145,12 @@ func (f *fetcher) run() {
 	backoff := 100 * time.Millisecond
 	fail := func(err error) bool {
 		f.recordErr(err)
+		if isSecurityFailure(err) {
+			// Retrying with the same credentials cannot succeed:
+			// FAILED until the source config is changed.
+			f.m.fail(f.rt, f.k, fmt.Errorf("source refused the mirror's security settings: %w", err))
+			return false
+		}
 		log.Warn("mirror fetch failed; backing off", zap.Error(err), zap.Duration("backoff", backoff))
 		ok := f.sleep(backoff)
 		backoff = min(backoff*2, 5*time.Second)
@@ -151,7 +161,7 @@ func (f *fetcher) run() {
 		return // shut down, not failed: the state stays for the next start
 	}
 	if err != nil {
-		f.m.fail(f.rt, f.k, err)
+		f.m.fail(f.rt, f.k, err) // the source config cannot make a client
 		return
 	}
 	// PREPARING: align the local log with the source before fetching.
@@ -320,9 +330,15 @@ func (f *fetcher) state() State {
 	return f.rt.spec.Topics[f.k.topic].Partitions[f.k.partition].State
 }
 
-// fail moves a partition to FAILED with a reason; it stays read-only.
+// fail moves a partition to FAILED with a reason; it stays read-only. Every
+// failure comes from the source's settings (a client that cannot be made,
+// credentials or certificates refused), so changing them restarts it.
 func (m *Manager) fail(rt *runtime, k tp, err error) {
 	m.logger.Error("mirror partition failed", zap.String("mirror", rt.spec.Name), zap.String("topic", k.topic),
 		zap.Int32("partition", k.partition), zap.Error(err))
-	m.setRecord(rt, k, func(r *partitionRecord) { r.State, r.Reason = Failed, err.Error() })
+	m.setRecord(rt, k, func(r *partitionRecord) {
+		if r.State.active() && r.State != Stopping {
+			r.State, r.Reason, r.SecurityFailure = Failed, err.Error(), true
+		}
+	})
 }

@@ -156,6 +156,9 @@ func Open(local Local, dataDir string, opts Options) (*Manager, error) {
 	if err != nil {
 		return nil, err
 	}
+	if err := loadSourceConfigs(opts.FS, dataDir, d); err != nil {
+		return nil, err
+	}
 	m := &Manager{local: local, dataDir: dataDir, opts: opts, logger: opts.Logger.Named("mirror"),
 		doc: d, mirrors: map[string]*runtime{}}
 	m.metrics = newMetrics(m, opts.Registry)
@@ -239,7 +242,7 @@ func (m *Manager) source(rt *runtime) (*source, error) {
 // sourceConfig is what a mirror's source client is made from: the spec's
 // addresses and client id, and the broker's dialer.
 func (m *Manager) sourceConfig(spec *mirrorSpec) sourceConfig {
-	cfg := sourceConfig{Addrs: spec.Source, ClientID: spec.ClientID}
+	cfg := sourceConfig{Addrs: spec.Source, ClientID: spec.ClientID, Settings: spec.SourceConfig}
 	if m.opts.SourceDialer != nil {
 		cfg.Dial = m.opts.SourceDialer(spec.Name)
 	}
@@ -248,6 +251,11 @@ func (m *Manager) sourceConfig(spec *mirrorSpec) sourceConfig {
 
 // saveLocked persists the document; m.mu held.
 func (m *Manager) saveLocked() error { return saveDoc(m.opts.FS, m.dataDir, m.doc) }
+
+// saveSourceConfigsLocked persists the mirrors' source settings; m.mu held.
+func (m *Manager) saveSourceConfigsLocked() error {
+	return saveSourceConfigs(m.opts.FS, m.dataDir, m.doc)
+}
 
 // CreateOptions are a mirror's optional settings.
 type CreateOptions struct {
@@ -260,6 +268,9 @@ type CreateOptions struct {
 	// answer. The admin API sets it unless asked not to; static mirrors
 	// from the config file do not (their source may start later).
 	CheckSource bool
+	// SourceConfig is the source client's security settings, by Kafka's
+	// client names (see security.go); checked before the mirror is made.
+	SourceConfig map[string]string
 }
 
 // checkTimeout bounds the source check at create.
@@ -282,8 +293,12 @@ func (m *Manager) CreateWith(name string, sources []string, co CreateOptions) er
 	if len(sources) == 0 {
 		return fmt.Errorf("%w: a source bootstrap address is required", ErrBadRequest)
 	}
+	settings := cleanSourceConfig(co.SourceConfig)
+	if _, err := parseSourceConfig(settings); err != nil {
+		return err
+	}
 	spec := &mirrorSpec{Name: name, Source: sources, ClientID: clientID, Topics: map[string]*topicSpec{},
-		GroupsInclude: co.GroupsInclude, GroupsExclude: co.GroupsExclude}
+		GroupsInclude: co.GroupsInclude, GroupsExclude: co.GroupsExclude, SourceConfig: settings}
 	if co.CheckSource {
 		if _, err := m.runtime(name); err == nil {
 			return fmt.Errorf("%w: %s", ErrExists, name)
@@ -302,6 +317,11 @@ func (m *Manager) CreateWith(name string, sources []string, co CreateOptions) er
 		return fmt.Errorf("%w: %s", ErrExists, name)
 	}
 	m.doc.Mirrors = append(m.doc.Mirrors, spec)
+	// The settings first: a mirror in mirrors.json always has them.
+	if err := m.saveSourceConfigsLocked(); err != nil {
+		m.doc.Mirrors = m.doc.Mirrors[:len(m.doc.Mirrors)-1]
+		return err
+	}
 	if err := m.saveLocked(); err != nil {
 		m.doc.Mirrors = m.doc.Mirrors[:len(m.doc.Mirrors)-1]
 		return err
@@ -336,6 +356,9 @@ func (m *Manager) Delete(name string) error {
 		}
 	}
 	err := m.saveLocked()
+	if err == nil {
+		err = m.saveSourceConfigsLocked()
+	}
 	m.mu.Unlock()
 	m.shutdownRuntime(rt)
 	// A failed partition stays read-only until its mirror is gone.

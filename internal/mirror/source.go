@@ -25,13 +25,15 @@ type source struct {
 }
 
 // sourceConfig is everything a mirror's source client is made from
-// (Manager.sourceConfig builds it from the mirror's spec);
-// newSourceClient is the one place that turns it into a client, so every
-// connection to a source (fetchers, metadata, group sync, the check at
-// create) is made the same way.
+// (Manager.sourceConfig builds it from the mirror's spec): the bootstrap
+// addresses, the client id and the security settings (Kafka's client
+// names, checked by parseSourceConfig). newSourceClient is the one place
+// that turns it into a client, so every connection to a source (fetchers,
+// metadata, group sync, the check at create) is made the same way.
 type sourceConfig struct {
 	Addrs    []string
 	ClientID string
+	Settings map[string]string
 	// Dial, when set, dials the source's connections (the broker's fault
 	// injection); nil dials directly.
 	Dial func(ctx context.Context, network, host string) (net.Conn, error)
@@ -43,17 +45,22 @@ func newSourceClient(cfg sourceConfig) (*kgo.Client, error) {
 	if clientID == "" {
 		clientID = "minibroker-mirror"
 	}
-	opts := []kgo.Opt{
+	sec, err := parseSourceConfig(cfg.Settings)
+	if err != nil {
+		return nil, fmt.Errorf("mirror: source client: %w", err)
+	}
+	secOpts, err := sec.kgoOpts(cfg.Dial, 5*time.Second)
+	if err != nil {
+		return nil, fmt.Errorf("mirror: source client: %w", err)
+	}
+	opts := append([]kgo.Opt{
 		kgo.SeedBrokers(cfg.Addrs...),
 		kgo.ClientID(clientID),
 		kgo.RequestRetries(2),
 		kgo.RetryTimeout(5 * time.Second),
 		kgo.DialTimeout(5 * time.Second),
 		kgo.RequestTimeoutOverhead(5 * time.Second),
-	}
-	if cfg.Dial != nil {
-		opts = append(opts, kgo.Dialer(cfg.Dial))
-	}
+	}, secOpts...)
 	cl, err := kgo.NewClient(opts...)
 	if err != nil {
 		return nil, fmt.Errorf("mirror: source client: %w", err)

@@ -62,6 +62,10 @@ type mirrorSpec struct {
 	GroupsInclude   []string              `json:"groups_include,omitempty"`
 	GroupsExclude   []string              `json:"groups_exclude,omitempty"`
 	Topics          map[string]*topicSpec `json:"topics"`
+	// SourceConfig is the source client's security settings (Kafka's
+	// names). It holds secrets, so it is not in mirrors.json but in the
+	// owner-only sourceConfigsFile.
+	SourceConfig map[string]string `json:"-"`
 }
 
 type topicSpec struct {
@@ -80,6 +84,10 @@ type partitionRecord struct {
 	// LostAtFailover is how many offsets past the LSO STOPPING cut.
 	LostAtFailover int64  `json:"lost_at_failover,omitempty"`
 	Reason         string `json:"reason,omitempty"`
+	// SecurityFailure marks a FAILED partition whose source refused the
+	// mirror's credentials or certificate (or the other way round):
+	// changing the source config restarts it (AlterSourceConfig).
+	SecurityFailure bool `json:"security_failure,omitempty"`
 }
 
 func loadDoc(fs vfs.FS, dir string) (*doc, error) {

@@ -33,7 +33,7 @@ func (m *Manager) Stop(name string, topics []string) error {
 	for _, k := range tps {
 		rec := rt.spec.Topics[k.topic].Partitions[k.partition]
 		if rec.State != Stopping {
-			rec.State, rec.Reason = Stopping, ""
+			rec.State, rec.Reason, rec.SecurityFailure = Stopping, "", false
 		}
 	}
 	err = m.saveLocked()

@@ -5,6 +5,7 @@
 package vfs
 
 import (
+	"errors"
 	"io"
 	"os"
 )
@@ -89,11 +90,32 @@ func WriteFileAtomic(fs FS, dir, name string, data []byte) error {
 	return fs.SyncDir(dir)
 }
 
+// WriteFileAtomicPrivate is WriteFileAtomic for a file only its owner may
+// read or write (mode 0600): secrets. The temp file is created afresh with
+// that mode, so a stale temp file with a wider one is never reused.
+func WriteFileAtomicPrivate(fs FS, dir, name string, data []byte) error {
+	if err := fs.Remove(name + ".tmp"); err != nil && !errors.Is(err, os.ErrNotExist) {
+		return err
+	}
+	tmp, err := writeTempMode(fs, name, data, true, os.O_EXCL, 0o600)
+	if err != nil {
+		return err
+	}
+	if err := fs.Rename(tmp, name); err != nil {
+		return err
+	}
+	return fs.SyncDir(dir)
+}
+
 // writeTemp writes data to name's temp file (name + ".tmp"), fsyncing it
 // if sync, and returns the temp file's name.
 func writeTemp(fs FS, name string, data []byte, sync bool) (string, error) {
+	return writeTempMode(fs, name, data, sync, os.O_TRUNC, 0o644)
+}
+
+func writeTempMode(fs FS, name string, data []byte, sync bool, flag int, perm os.FileMode) (string, error) {
 	tmp := name + ".tmp"
-	f, err := fs.OpenFile(tmp, os.O_CREATE|os.O_TRUNC|os.O_WRONLY, 0o644)
+	f, err := fs.OpenFile(tmp, os.O_CREATE|os.O_WRONLY|flag, perm)
 	if err != nil {
 		return "", err
 	}

@@ -29,3 +29,23 @@ func TestWriteFileAtomicFailsWithoutDir(t *testing.T) {
 		t.Fatal("write into a missing directory succeeded")
 	}
 }
+
+// A private file is 0600 even when a stale temp file with a wider mode
+// was left by a crash (reusing it, as O_TRUNC would, keeps its mode).
+func TestWriteFileAtomicPrivate(t *testing.T) {
+	dir := t.TempDir()
+	name := filepath.Join(dir, "secrets.json")
+	if err := os.WriteFile(name+".tmp", []byte("stale"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := WriteFileAtomicPrivate(Default, dir, name, []byte("new")); err != nil {
+		t.Fatal(err)
+	}
+	fi, err := os.Stat(name)
+	if err != nil || fi.Mode().Perm() != 0o600 {
+		t.Fatalf("mode %v %v, want 0600", fi.Mode(), err)
+	}
+	if raw, _ := os.ReadFile(name); string(raw) != "new" {
+		t.Fatalf("contents %q", raw)
+	}
+}

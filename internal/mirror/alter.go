@@ -1,0 +1,84 @@
+package mirror
+
+import (
+	"fmt"
+
+	"go.uber.org/zap"
+)
+
+// AlterSourceConfig replaces a mirror's source security settings (all of
+// them: settings not given go back to their defaults) and reconnects: the
+// running fetchers are stopped, the source client is closed, and a new one
+// is made from the new settings. Partitions that FAILED because the source
+// refused the old settings go back to PREPARING, so a mirror failed for a
+// wrong password recovers once the password is fixed; their local logs are
+// kept and aligned with the source as at any start. Partitions that are
+// STOPPED or STOPPING are not touched.
+func (m *Manager) AlterSourceConfig(name string, settings map[string]string) error {
+	settings = cleanSourceConfig(settings)
+	if _, err := parseSourceConfig(settings); err != nil {
+		return err
+	}
+	rt, err := m.runtime(name)
+	if err != nil {
+		return err
+	}
+
+	// 1. Persist the new settings; take the fetchers and the client.
+	m.mu.Lock()
+	old := rt.spec.SourceConfig
+	rt.spec.SourceConfig = settings
+	if err := m.saveSourceConfigsLocked(); err != nil {
+		rt.spec.SourceConfig = old
+		m.mu.Unlock()
+		return err
+	}
+	fetchers := make([]*fetcher, 0, len(rt.fetchers))
+	for k, f := range rt.fetchers {
+		fetchers = append(fetchers, f)
+		delete(rt.fetchers, k)
+	}
+	src := rt.src
+	rt.src = nil
+	m.mu.Unlock()
+	m.logger.Info("mirror source config changed; reconnecting", zap.String("mirror", name),
+		zap.Any("source_config", RedactSourceConfig(settings)))
+
+	// 2. Stop them (outside the lock: a fetcher takes it to exit).
+	for _, f := range fetchers {
+		f.close()
+	}
+	if src != nil {
+		src.close()
+	}
+
+	// 3. Start a fetcher for every partition still fed by one, and for
+	// those the old settings failed. A Stop that ran meanwhile has set
+	// its partitions to STOPPING and is skipped here.
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	select {
+	case <-rt.stop:
+		return fmt.Errorf("%w: %s", ErrNotFound, name) // deleted or closing meanwhile
+	default:
+	}
+	restarted := 0
+	for topic, ts := range rt.spec.Topics {
+		parts := m.local.Partitions(topic)
+		for idx, rec := range ts.Partitions {
+			if rec.State == Failed && rec.SecurityFailure {
+				rec.State, rec.Reason, rec.SecurityFailure = Preparing, "", false
+				restarted++
+			}
+			if int(idx) >= len(parts) || rec.State == Stopping || !rec.State.active() {
+				continue
+			}
+			m.startFetcherLocked(rt, topic, idx, parts[idx], rec.State == Paused)
+		}
+	}
+	if restarted > 0 {
+		m.logger.Info("restarting partitions that failed on the source's security", zap.String("mirror", name),
+			zap.Int("partitions", restarted))
+	}
+	return m.saveLocked()
+}
