@@ -11,6 +11,7 @@ package minibrokertest
 import (
 	"context"
 	"net"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -172,9 +173,16 @@ func (c *Cluster) start() error {
 	c.mu.Lock()
 	c.b, c.addr, c.closed = b, b.Addr(), false
 	c.mu.Unlock()
-	// Later restarts reuse the port so clients holding the address
+	// Later restarts reuse the ports so clients holding the addresses
 	// reconnect to the same cluster.
 	c.cfg.Listen = b.Addr()
+	if c.cfg.String("listeners") != "" {
+		var bound []string
+		for _, l := range b.Listeners() {
+			bound = append(bound, l.Name+"://"+l.Bound)
+		}
+		c.cfg.Kafka["listeners"] = strings.Join(bound, ",")
+	}
 	if c.cfg.HTTPListen != "" {
 		c.cfg.HTTPListen = b.HTTPAddr()
 	}
@@ -186,6 +194,17 @@ func (c *Cluster) Addr() string {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	return c.addr
+}
+
+// ListenerAddr is the advertised address of the named listener (as in
+// the `listeners` setting, e.g. "SASL_SSL"), or "" when there is none.
+func (c *Cluster) ListenerAddr(name string) string {
+	for _, l := range c.Broker().Listeners() {
+		if strings.EqualFold(l.Name, name) {
+			return l.Advertised
+		}
+	}
+	return ""
 }
 
 // HTTPAddr is the HTTP listener's address ("" without the HTTP option).

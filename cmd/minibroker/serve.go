@@ -66,14 +66,17 @@ then the flags, then each --set key=value (Kafka's names, e.g.
 					return err
 				}
 			}
+			if cfg.String("listeners") != "" && (fs.Changed("listen") || fs.Changed("advertised-listener")) {
+				return fmt.Errorf("--listen and --advertised-listener are a shorthand for one PLAINTEXT listener: use them or the listeners setting, not both")
+			}
 			return serve(cmd.Context(), cfg)
 		},
 	}
 	f := cmd.Flags()
 	f.StringVar(&configFile, "config", "", "YAML config file (see configs/minibroker.yaml)")
 	f.StringVar(&flags.DataDir, "data-dir", flags.DataDir, "data directory")
-	f.StringVar(&flags.Listen, "listen", flags.Listen, "Kafka listener HOST:PORT")
-	f.StringVar(&flags.AdvertisedListener, "advertised-listener", "", "HOST:PORT clients are told to connect to (default: the listener)")
+	f.StringVar(&flags.Listen, "listen", flags.Listen, "Kafka PLAINTEXT listener HOST:PORT (shorthand for --set listeners=PLAINTEXT://HOST:PORT)")
+	f.StringVar(&flags.AdvertisedListener, "advertised-listener", "", "HOST:PORT clients are told to connect to (default: the listener; shorthand for advertised.listeners)")
 	f.StringVar(&flags.HTTPListen, "http-listen", flags.HTTPListen, "HTTP listener for /metrics, /healthz and the admin API (empty: off)")
 	f.StringVar(&flags.ClusterID, "cluster-id", "", "cluster id for a new data dir; must match a stored one")
 	f.Int32Var(&flags.NodeID, "node-id", flags.NodeID, "this broker's node id")

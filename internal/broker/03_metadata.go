@@ -22,7 +22,8 @@ import (
 func (b *Broker) handleMetadata(_ context.Context, r *protocol.Request) kmsg.Response {
 	req := r.Body.(*kmsg.MetadataRequest)
 	resp := req.ResponseKind().(*kmsg.MetadataResponse)
-	resp.Brokers = []kmsg.MetadataResponseBroker{{NodeID: b.nodeID, Host: b.advHost, Port: b.advPort}}
+	host, port := b.advertised(r)
+	resp.Brokers = []kmsg.MetadataResponseBroker{{NodeID: b.nodeID, Host: host, Port: port}}
 	cid := b.clusterID
 	resp.ClusterID = &cid
 	resp.ControllerID = b.nodeID

@@ -19,6 +19,7 @@ import (
 func (b *Broker) handleFindCoordinator(_ context.Context, r *protocol.Request) kmsg.Response {
 	req := r.Body.(*kmsg.FindCoordinatorRequest)
 	resp := req.ResponseKind().(*kmsg.FindCoordinatorResponse)
+	host, port := b.advertised(r)
 	check := func(key string) *kerr.Error {
 		switch {
 		case req.CoordinatorType != 0 && req.CoordinatorType != 1:
@@ -33,7 +34,7 @@ func (b *Broker) handleFindCoordinator(_ context.Context, r *protocol.Request) k
 			resp.ErrorCode, resp.NodeID, resp.Port = e.Code, -1, -1
 			return resp
 		}
-		resp.NodeID, resp.Host, resp.Port = b.nodeID, b.advHost, b.advPort
+		resp.NodeID, resp.Host, resp.Port = b.nodeID, host, port
 		return resp
 	}
 	for _, key := range req.CoordinatorKeys {
@@ -42,7 +43,7 @@ func (b *Broker) handleFindCoordinator(_ context.Context, r *protocol.Request) k
 		if e := check(key); e != nil {
 			c.ErrorCode, c.NodeID, c.Port = e.Code, -1, -1
 		} else {
-			c.NodeID, c.Host, c.Port = b.nodeID, b.advHost, b.advPort
+			c.NodeID, c.Host, c.Port = b.nodeID, host, port
 		}
 		resp.Coordinators = append(resp.Coordinators, c)
 	}

@@ -26,6 +26,7 @@ func (b *Broker) handleDescribeCluster(_ context.Context, r *protocol.Request) k
 	resp.EndpointType = 1
 	resp.ClusterID = b.clusterID
 	resp.ControllerID = b.nodeID
-	resp.Brokers = []kmsg.DescribeClusterResponseBroker{{NodeID: b.nodeID, Host: b.advHost, Port: b.advPort}}
+	host, port := b.advertised(r)
+	resp.Brokers = []kmsg.DescribeClusterResponseBroker{{NodeID: b.nodeID, Host: host, Port: port}}
 	return resp
 }

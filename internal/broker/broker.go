@@ -70,13 +70,13 @@ type Broker struct {
 	faults     *fault.Registry // nil unless faults.enable
 	lock       *os.File        // data-dir lock
 
-	server   *protocol.Server
-	kafkaLn  net.Listener
-	httpLn   net.Listener
-	httpSrv  *http.Server
-	httpLim  HTTPLimits
-	handlers map[int16]api
-	admin    map[string]http.Handler
+	server    *protocol.Server
+	listeners []*boundListener // the Kafka listeners (listeners.go)
+	httpLn    net.Listener
+	httpSrv   *http.Server
+	httpLim   HTTPLimits
+	handlers  map[int16]api
+	admin     map[string]http.Handler
 
 	mu         sync.RWMutex // guards topics, topicsByID and each Topic's Partitions slice
 	topics     map[string]*Topic
@@ -185,16 +185,12 @@ func newBroker(opts Options, seams func(*Broker)) (*Broker, error) {
 		zap.Int("topics", len(b.topics)), zap.Int("partitions", b.partitionCount()),
 		zap.Int("recovery_threads", b.recoveryThreads()), zap.Duration("took", time.Since(start)))
 
-	if b.kafkaLn, err = net.Listen("tcp", cfg.Listen); err != nil {
-		return nil, fmt.Errorf("kafka listener: %w", err)
-	}
-	if err := b.setAdvertised(); err != nil {
-		b.kafkaLn.Close()
+	if err := b.openListeners(); err != nil {
 		return nil, err
 	}
 	if cfg.HTTPListen != "" {
 		if b.httpLn, err = net.Listen("tcp", cfg.HTTPListen); err != nil {
-			b.kafkaLn.Close()
+			b.closeListeners()
 			return nil, fmt.Errorf("http listener: %w", err)
 		}
 	}
@@ -205,14 +201,14 @@ func newBroker(opts Options, seams func(*Broker)) (*Broker, error) {
 		QueuedMaxRequests: int(cfg.Int32("queued.max.requests")),
 	}
 	if pc.QueuedMaxRequestBytes, err = queuedMaxRequestBytes(cfg); err != nil {
-		b.kafkaLn.Close()
+		b.closeListeners()
 		if b.httpLn != nil {
 			b.httpLn.Close()
 		}
 		return nil, err
 	}
 	if pc.MaxConnectionsPerIP, pc.MaxConnectionsPerIPOverrides, err = connectionLimits(cfg); err != nil {
-		b.kafkaLn.Close()
+		b.closeListeners()
 		if b.httpLn != nil {
 			b.httpLn.Close()
 		}
@@ -276,35 +272,13 @@ func connectionLimits(cfg config.Config) (int, map[string]int, error) {
 	return perIP, overrides, nil
 }
 
-func (b *Broker) setAdvertised() error {
-	adv := b.cfg.AdvertisedListener
-	if adv == "" {
-		adv = b.kafkaLn.Addr().String()
-	}
-	host, port, err := net.SplitHostPort(adv)
-	if err != nil {
-		return fmt.Errorf("advertised listener %q: %w", adv, err)
-	}
-	p, err := strconv.Atoi(port)
-	if err != nil || p < 0 || p > 65535 {
-		return fmt.Errorf("advertised listener %q: bad port", adv)
-	}
-	if p == 0 { // listening on :0 — advertise the port the OS chose
-		_, real, _ := net.SplitHostPort(b.kafkaLn.Addr().String())
-		p, _ = strconv.Atoi(real)
-	}
-	if host == "" || host == "0.0.0.0" || host == "::" {
-		host = "127.0.0.1"
-	}
-	b.advHost, b.advPort = host, int32(p)
-	return nil
-}
-
 // Serve runs the Kafka and HTTP listeners and background work; it returns
 // at once.
 func (b *Broker) Serve() {
-	b.bg.Add(1)
-	go func() { defer b.bg.Done(); b.server.Serve(b.kafkaLn) }()
+	for _, l := range b.listeners {
+		b.bg.Add(1)
+		go func() { defer b.bg.Done(); b.server.ServeListener(l.ln, l.proto) }()
+	}
 	if b.httpLn != nil {
 		b.httpSrv = b.newHTTPServer(b.httpLim)
 		var ln net.Listener = &capListener{Listener: b.httpLn, max: b.httpLim.MaxConnections, rejected: b.metrics.HTTPRejected.Inc}
@@ -318,7 +292,13 @@ func (b *Broker) Serve() {
 	go func() { defer b.bg.Done(); b.retentionLoop() }()
 	b.startStaticMirrors()
 	b.txns.Start()
-	b.logger.Info("serving", zap.String("kafka", b.kafkaLn.Addr().String()), zap.String("advertised", b.Addr()),
+	ls := b.Listeners()
+	for _, l := range ls {
+		b.logger.Info("listening", zap.String("listener", l.Name), zap.String("security_protocol", l.Protocol),
+			zap.String("kafka", l.Bound), zap.String("advertised", l.Advertised))
+	}
+	// One line with the first listener's addresses, which scripts read.
+	b.logger.Info("serving", zap.String("kafka", ls[0].Bound), zap.String("advertised", ls[0].Advertised),
 		zap.Stringer("http", addrOrNil(b.httpLn)))
 }
 
@@ -333,11 +313,11 @@ func addrOrNil(l net.Listener) fmt.Stringer {
 	return l.Addr()
 }
 
-// ListenAddr is the address the Kafka listener is bound to; Addr is the
-// one advertised to clients (they differ behind a proxy).
-func (b *Broker) ListenAddr() string { return b.kafkaLn.Addr().String() }
+// ListenAddr is the address the first Kafka listener is bound to; Addr is
+// the one it advertises to clients (they differ behind a proxy).
+func (b *Broker) ListenAddr() string { return b.listeners[0].ln.Addr().String() }
 
-// Addr is the advertised Kafka address, host:port.
+// Addr is the first listener's advertised Kafka address, host:port.
 func (b *Broker) Addr() string { return net.JoinHostPort(b.advHost, strconv.Itoa(int(b.advPort))) }
 
 // HTTPAddr is the HTTP listener's address, or "".

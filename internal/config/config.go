@@ -89,6 +89,9 @@ func (c *Config) Set(name, value string) error {
 	if err := checkSetting(name, value); err != nil {
 		return err
 	}
+	if listener, rest, ok := listenerPrefix(name); ok {
+		name = "listener.name." + listener + "." + rest // Kafka's prefix is lower case
+	}
 	if c.Kafka == nil {
 		c.Kafka = map[string]string{}
 	}
@@ -97,6 +100,9 @@ func (c *Config) Set(name, value string) error {
 }
 
 func checkSetting(name, value string) error {
+	if listener, rest, ok := listenerPrefix(name); ok {
+		return checkListenerScoped(listener, rest, value)
+	}
 	def, ok := Lookup(name)
 	if !ok {
 		return fmt.Errorf("unknown setting %q (minibroker accepts: %s)", name, strings.Join(Names(), ", "))

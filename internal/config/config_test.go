@@ -179,3 +179,48 @@ func TestTopicConfigRules(t *testing.T) {
 		}
 	}
 }
+
+func TestListenerScopedSettings(t *testing.T) {
+	c := Default()
+	if err := c.Set("listener.name.SECURE.ssl.client.auth", "required"); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.Set("listener.name.secure.plain.sasl.jaas.config",
+		`org.apache.kafka.common.security.plain.PlainLoginModule required user_alice="alice-secret" user_bob="b";`); err != nil {
+		t.Fatal(err)
+	}
+	if got := c.ListenerString("SECURE", "ssl.client.auth"); got != "required" {
+		t.Fatalf("override: %q", got)
+	}
+	if got := c.ListenerString("OTHER", "ssl.client.auth"); got != "none" {
+		t.Fatalf("default: %q", got)
+	}
+	jaas, ok := c.JAAS("Secure", "PLAIN")
+	if !ok {
+		t.Fatal("no jaas")
+	}
+	e, err := ParseJAAS(jaas)
+	if err != nil || e.Options["user_alice"] != "alice-secret" || e.Options["user_bob"] != "b" {
+		t.Fatalf("%+v %v", e, err)
+	}
+	if !IsSensitive("listener.name.secure.plain.sasl.jaas.config") || !IsSensitive("ssl.key.password") || IsSensitive("ssl.client.auth") {
+		t.Fatal("sensitivity")
+	}
+	for _, bad := range []string{"listener.name.x.log.segment.bytes", "listener.name.x.ssl.client.auth=maybe"} {
+		k, v, _ := strings.Cut(bad, "=")
+		if v == "" {
+			v = "1"
+		}
+		if err := c.Set(k, v); err == nil {
+			t.Errorf("%s accepted", bad)
+		}
+	}
+	// A bad JAAS value is refused without echoing it (it holds passwords).
+	err = c.Set("listener.name.x.plain.sasl.jaas.config", `Mod required user_a="secret-pw"`)
+	if err == nil || strings.Contains(err.Error(), "secret-pw") {
+		t.Fatalf("bad jaas: %v", err)
+	}
+	if err := c.Set("ssl.key.password", "x"); err != nil {
+		t.Fatal(err)
+	}
+}

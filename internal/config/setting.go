@@ -61,6 +61,8 @@ type Setting struct {
 	Doc   string
 	// Check validates a value beyond the rules above, if set.
 	Check func(string) error
+	// Listener: a listener may override it (listener.name.<name>.<setting>).
+	Listener bool
 }
 
 // InvalidValueError is a value a setting's rule refuses. Its text names
@@ -77,6 +79,9 @@ func (e *InvalidValueError) Error() string {
 // name it was given under (the broker or the topic-level one).
 func (s Setting) Validate(name, v string) error {
 	if rule := s.rule(strings.TrimSpace(v)); rule != "" {
+		if s.Sensitive() {
+			v = "[hidden]"
+		}
 		return &InvalidValueError{Name: name, Value: v, Rule: rule}
 	}
 	return nil

@@ -91,3 +91,12 @@ var settings = []Setting{
 	{Topic: "local.retention.bytes", Kind: KindLong, Default: "-2", Min: -2, Doc: "Tiered storage; accepted, not acted on."},
 	{Topic: "remote.storage.enable", Kind: KindBool, Default: "false", Doc: "Tiered storage; accepted, not acted on."},
 }
+
+func init() {
+	settings = append(settings, securitySettings...)
+	for _, s := range securitySettings {
+		if s.Listener {
+			listenerScoped[s.Name] = true
+		}
+	}
+}

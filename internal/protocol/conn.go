@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"cmp"
 	"context"
+	"crypto/tls"
 	"encoding/binary"
 	"errors"
 	"io"
@@ -24,8 +25,19 @@ import (
 // conn is one client connection: a reader goroutine (this one, in serve),
 // a processor and a writer.
 type conn struct {
-	s      *Server
-	nc     net.Conn
+	s  *Server
+	nc net.Conn // raw, or a *tls.Conn over it
+	// raw is the TCP connection: closed to end the connection at once
+	// (a TLS close_notify could block on a peer that does not read).
+	raw net.Conn
+	// listener and session: how the connection is secured, and who it
+	// authenticated as (listener.go, sasl.go).
+	listener  *Listener
+	session   *Session
+	inSetup   bool // counted in the server's set-ups in progress
+	setupOnce sync.Once
+	authTimer *time.Timer // closes a SASL connection that does not authenticate in time
+
 	ip     string
 	ctx    context.Context // cancelled when the connection dies
 	cancel context.CancelFunc
@@ -62,20 +74,29 @@ type inflight struct {
 	// memory is what the frame holds of queued.max.request.bytes until
 	// the request is handled (see requestMemory).
 	memory int64
+	// closeAfter: close the connection once the response is written
+	// (a failed authentication, as Kafka).
+	closeAfter bool
 }
 
-func newConn(s *Server, nc net.Conn, ip string) *conn {
+func newConn(s *Server, raw net.Conn, ip string, l *Listener) *conn {
 	ctx, cancel := context.WithCancel(s.ctx)
 	hctx, hcancel := context.WithCancel(ctx)
 	stopDrain := context.AfterFunc(s.drain, hcancel)
-	return &conn{
-		s: s, nc: nc, ip: ip, ctx: ctx, cancel: cancel, handlerCtx: hctx, stopDrain: stopDrain,
+	nc := raw
+	if l.usesTLS() && l.TLS != nil {
+		nc = tls.Server(raw, l.TLS)
+	}
+	c := &conn{
+		s: s, nc: nc, raw: raw, listener: l, ip: ip, ctx: ctx, cancel: cancel, handlerCtx: hctx, stopDrain: stopDrain,
 		reqs:       make(chan *inflight, s.cfg.PipelineDepth),
 		resps:      make(chan *inflight, s.cfg.PipelineDepth),
 		budget:     newPipelineBudget(s.cfg.PipelineDepth, s.cfg.pipelineBytes),
 		stopped:    make(chan struct{}),
 		sendsFiles: canSendFile(nc) && !s.cfg.copyFileRecords,
 	}
+	c.session = newSession(c, l)
+	return c
 }
 
 // stopReading makes the reader stop at the next frame boundary: requests
@@ -84,11 +105,21 @@ func (c *conn) stopReading() {
 	c.stopOnce.Do(func() {
 		close(c.stopped)
 		// Wake a reader blocked waiting for the next frame's size.
-		c.nc.SetReadDeadline(time.Now())
+		c.raw.SetReadDeadline(time.Now())
 	})
 }
 
 func (c *conn) serve() {
+	defer c.finishSetup()
+	if !c.secure() {
+		c.stopDrain()
+		c.cancel()
+		c.raw.Close()
+		return
+	}
+	if c.authTimer != nil {
+		defer c.authTimer.Stop()
+	}
 	var wg sync.WaitGroup
 	wg.Add(2)
 	go func() { defer wg.Done(); c.process() }()
@@ -98,15 +129,15 @@ func (c *conn) serve() {
 	wg.Wait()
 	c.stopDrain()
 	c.cancel()
-	c.nc.Close()
+	c.raw.Close()
 }
 
 // fail closes the connection after a protocol violation.
 func (c *conn) fail(reason string, fields ...zap.Field) {
 	c.s.metrics.ConnectionsClosedOnError.WithLabelValues(reason).Inc()
-	c.s.logger.Debug("closing connection", append(fields, zap.String("reason", reason), zap.String("remote", c.nc.RemoteAddr().String()))...)
+	c.s.logger.Debug("closing connection", append(fields, zap.String("reason", reason), zap.String("remote", c.raw.RemoteAddr().String()))...)
 	c.cancel()
-	c.nc.Close()
+	c.raw.Close()
 }
 
 func (c *conn) read() {
@@ -146,6 +177,10 @@ func (c *conn) read() {
 		size := int32(binary.BigEndian.Uint32(sizeBuf[:]))
 		if size < 8 || size > c.s.cfg.MaxRequestSize {
 			c.fail("size", zap.Int32("size", size))
+			return
+		}
+		if !c.session.Authenticated() && c.listener.MaxReceiveBeforeAuth > 0 && size > c.listener.MaxReceiveBeforeAuth {
+			c.fail("size before authentication", zap.Int32("size", size))
 			return
 		}
 		// Read no further while the requests and responses this
@@ -247,7 +282,8 @@ func (c *conn) decode(frame []byte) (*inflight, error) {
 	if err != nil {
 		return nil, err
 	}
-	req.Remote = c.nc.RemoteAddr()
+	req.Remote = c.raw.RemoteAddr()
+	req.Session = c.session
 	req.sendsFiles = c.sendsFiles
 	return &inflight{start: time.Now(), req: req, resp: resp}, nil
 }
@@ -267,9 +303,13 @@ func (c *conn) process() {
 	defer close(c.resps)
 	for in := range c.reqs {
 		c.release(in) // out of the queue: being processed
-		if in.resp == nil {
+		if ok, reason := c.session.allows(in.req.Key); !ok {
+			c.fail(reason, zap.Int16("api_key", in.req.Key))
+			in.resp, in.noReply = nil, true
+		} else if in.resp == nil {
 			in.resp = c.handle(in.req)
 			in.noReply = in.resp == nil
+			in.closeAfter = c.session.takeCloseAfter()
 		}
 		// The frame is no longer needed (the response does not alias
 		// it); from here the request holds its response's size.
@@ -381,6 +421,12 @@ func (c *conn) write() {
 		c.budget.done(in.reserved)
 		c.s.metrics.BytesOut.Add(float64(n))
 		c.s.metrics.BytesSentFromFiles.Add(float64(fromFiles))
+		if in.closeAfter {
+			bw.Flush()
+			broken = true
+			c.fail("authentication failed")
+			continue
+		}
 		if len(c.resps) == 0 {
 			if err := bw.Flush(); err != nil {
 				broken = true

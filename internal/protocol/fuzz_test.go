@@ -87,7 +87,7 @@ func FuzzConnection(f *testing.F) {
 		cfg.MaxRequestSize = 1 << 20
 		s := NewServer(cfg, &everyAPI{}, nil, m)
 		client, server := net.Pipe()
-		s.admit(server)
+		s.admit(server, plaintextListener)
 		drained := make(chan struct{})
 		go func() { // read responses until the server closes
 			defer close(drained)

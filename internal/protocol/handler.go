@@ -18,6 +18,9 @@ type Request struct {
 	ClientID      string
 	Body          kmsg.Request
 	Remote        net.Addr
+	// Session is the connection's listener and authenticated principal
+	// (nil outside a Server: PLAINTEXT, User:ANONYMOUS).
+	Session *Session
 
 	// buffers are the pooled buffers handed out by Buffer, returned to
 	// the pool by Release.

@@ -26,6 +26,8 @@ type Metrics struct {
 	// full, and not yet handled; RequestMemoryLimit is its bound,
 	// queued.max.request.bytes (-1: unbounded).
 	RequestMemory, RequestMemoryLimit prometheus.Gauge
+	// security: the listeners' TLS and SASL series (secmetrics.go).
+	security securityMetrics
 
 	// byKey caches the labelled series of each API key, so a request does
 	// not hash its label value (WithLabelValues) twice.
@@ -72,6 +74,7 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 		RequestMemoryLimit: prometheus.NewGauge(prometheus.GaugeOpts{Name: "minibroker_request_memory_limit_bytes",
 			Help: "queued.max.request.bytes: the bound of minibroker_request_memory_bytes (-1: unbounded)."}),
 	}
+	m.security = newSecurityMetrics(reg)
 	if reg != nil {
 		reg.MustRegister(m.Requests, m.Latency, m.BytesIn, m.BytesOut, m.BytesSentFromFiles, m.Connections, m.ConnectionsTotal,
 			m.ConnectionsRejected, m.ConnectionsClosedOnError, m.Panics, m.RequestQueue, m.RequestMemory, m.RequestMemoryLimit)

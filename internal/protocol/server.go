@@ -26,6 +26,7 @@ import (
 	"errors"
 	"net"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"go.uber.org/zap"
@@ -65,6 +66,14 @@ type Config struct {
 	// MinQueuedMaxRequestBytes(MaxRequestSize) or larger requests are
 	// never read.
 	QueuedMaxRequestBytes int64
+
+	// SetupTimeout bounds a connection's TLS handshake and SASL
+	// authentication together (0: defaultSetupTimeout).
+	SetupTimeout time.Duration
+	// MaxSetupsInProgress bounds the connections in their TLS handshake
+	// or SASL authentication at once; past it, a new one is closed at
+	// once (0: defaultMaxSetups).
+	MaxSetupsInProgress int
 
 	// pipelineBytes is the per-connection byte budget (see
 	// defaultPipelineBytes); 0 is the default, negative is unbounded: the
@@ -120,6 +129,8 @@ type Server struct {
 	closed    bool
 	slotFreed chan struct{}  // closed and replaced when a connection ends
 	wg        sync.WaitGroup // accept loops and connections
+
+	setups atomic.Int64 // connections in their TLS handshake or SASL authentication
 }
 
 // NewServer returns a server; call Serve with a listener.
@@ -161,8 +172,9 @@ func NewServer(cfg Config, h Handler, logger *zap.Logger, metrics *Metrics) *Ser
 // ErrServerClosed is returned by Serve after Shutdown.
 var ErrServerClosed = errors.New("protocol: server closed")
 
-// Serve accepts connections on ln until Shutdown. It takes ownership of ln.
-func (s *Server) Serve(ln net.Listener) error {
+// ServeListener accepts connections on ln until Shutdown, securing them as
+// l says. It takes ownership of ln.
+func (s *Server) ServeListener(ln net.Listener, l *Listener) error {
 	s.mu.Lock()
 	if s.closed {
 		s.mu.Unlock()
@@ -211,7 +223,7 @@ func (s *Server) Serve(ln net.Listener) error {
 			failures, loggedAt = 0, time.Time{}
 		}
 		backoff = 0
-		s.admit(nc)
+		s.admit(nc, l)
 	}
 }
 
@@ -223,7 +235,7 @@ const acceptLogInterval = time.Minute
 // loop blocks; later connections wait in the listen backlog), then a
 // connection over its address's limit is closed at once, before anything
 // is read from it (TooManyConnectionsException).
-func (s *Server) admit(nc net.Conn) {
+func (s *Server) admit(nc net.Conn, l *Listener) {
 	ip := remoteIP(nc)
 	s.mu.Lock()
 	for !s.closed && s.cfg.MaxConnections > 0 && len(s.conns) >= s.cfg.MaxConnections {
@@ -250,7 +262,7 @@ func (s *Server) admit(nc net.Conn) {
 		nc.Close()
 		return
 	}
-	c := newConn(s, nc, ip)
+	c := newConn(s, nc, ip, l)
 	s.conns[c] = struct{}{}
 	s.perIP[ip]++
 	s.wg.Add(1)
@@ -327,7 +339,7 @@ func (s *Server) Shutdown(ctx context.Context) error {
 	s.cancel() // wake long polls and anything still blocked
 	s.mu.Lock()
 	for c := range s.conns {
-		c.nc.Close()
+		c.raw.Close()
 	}
 	s.mu.Unlock()
 	<-done

@@ -1,0 +1,129 @@
+package broker
+
+// Listeners, as Kafka names them: `listeners`, `advertised.listeners`,
+// `listener.security.protocol.map` and listener.name.<name>.* overrides
+// (internal/config/listeners.go parses them). Each listener binds its own
+// socket; a client is answered (Metadata, FindCoordinator,
+// DescribeCluster) with the advertised address of the listener it
+// connected through, as Kafka does.
+
+import (
+	"fmt"
+	"net"
+	"strconv"
+
+	"github.com/minibroker/minibroker/internal/config"
+	"github.com/minibroker/minibroker/internal/protocol"
+)
+
+// boundListener is one open Kafka listener.
+type boundListener struct {
+	spec    config.ListenerSpec
+	ln      net.Listener
+	proto   *protocol.Listener
+	advHost string
+	advPort int32
+}
+
+// ListenerAddr describes a listener: name, security protocol, the address
+// it is bound to and the one it advertises.
+type ListenerAddr struct {
+	Name, Protocol, Bound, Advertised string
+}
+
+// openListeners binds every configured listener and builds how each is
+// secured; on error, those already bound are closed.
+func (b *Broker) openListeners() (err error) {
+	specs, err := b.cfg.Listeners()
+	if err != nil {
+		return err
+	}
+	defer func() {
+		if err != nil {
+			b.closeListeners()
+		}
+	}()
+	for _, spec := range specs {
+		pl, err := b.securityFor(spec)
+		if err != nil {
+			return fmt.Errorf("listener %s: %w", spec.Name, err)
+		}
+		ln, err := net.Listen("tcp", spec.Addr)
+		if err != nil {
+			return fmt.Errorf("kafka listener %s: %w", spec.Name, err)
+		}
+		bl := &boundListener{spec: spec, ln: ln, proto: pl}
+		b.listeners = append(b.listeners, bl)
+		if bl.advHost, bl.advPort, err = advertisedAddr(spec.Advertised, ln.Addr().String()); err != nil {
+			return fmt.Errorf("listener %s: %w", spec.Name, err)
+		}
+	}
+	b.advHost, b.advPort = b.listeners[0].advHost, b.listeners[0].advPort
+	return nil
+}
+
+// closeListeners closes listeners not yet handed to the server.
+func (b *Broker) closeListeners() {
+	for _, l := range b.listeners {
+		l.ln.Close()
+	}
+	b.listeners = nil
+}
+
+// advertisedAddr is the host and port a listener advertises: adv, or the
+// bound address when adv is empty; port 0 is the bound port, and a
+// wildcard host is 127.0.0.1 (Kafka would advertise the canonical host
+// name).
+func advertisedAddr(adv, bound string) (string, int32, error) {
+	if adv == "" {
+		adv = bound
+	}
+	host, port, err := net.SplitHostPort(adv)
+	if err != nil {
+		return "", 0, fmt.Errorf("advertised listener %q: %w", adv, err)
+	}
+	p, err := strconv.Atoi(port)
+	if err != nil || p < 0 || p > 65535 {
+		return "", 0, fmt.Errorf("advertised listener %q: bad port", adv)
+	}
+	if p == 0 { // listening on :0 — advertise the port the OS chose
+		_, real, _ := net.SplitHostPort(bound)
+		p, _ = strconv.Atoi(real)
+	}
+	if host == "" || host == "0.0.0.0" || host == "::" {
+		host = "127.0.0.1"
+	}
+	return host, int32(p), nil
+}
+
+// advertised is the address to give the client of r: its listener's.
+func (b *Broker) advertised(r *protocol.Request) (string, int32) {
+	if r != nil && r.Session != nil {
+		name := r.Session.Listener()
+		for _, l := range b.listeners {
+			if l.spec.Name == name {
+				return l.advHost, l.advPort
+			}
+		}
+	}
+	return b.advHost, b.advPort
+}
+
+// Listeners describes every Kafka listener, in configuration order.
+func (b *Broker) Listeners() []ListenerAddr {
+	out := make([]ListenerAddr, 0, len(b.listeners))
+	for _, l := range b.listeners {
+		out = append(out, ListenerAddr{Name: l.spec.Name, Protocol: l.spec.Protocol, Bound: l.ln.Addr().String(),
+			Advertised: net.JoinHostPort(l.advHost, strconv.Itoa(int(l.advPort)))})
+	}
+	return out
+}
+
+// securityFor builds how a listener's connections are secured.
+func (b *Broker) securityFor(spec config.ListenerSpec) (*protocol.Listener, error) {
+	pl := &protocol.Listener{Name: spec.Name, Protocol: spec.Protocol}
+	if spec.UsesTLS() || spec.UsesSASL() {
+		return nil, fmt.Errorf("security protocol %s is not supported yet", spec.Protocol)
+	}
+	return pl, nil
+}
