@@ -20,12 +20,12 @@ import (
 
 // Topic is one topic with its partitions.
 type Topic struct {
-	Name       string
-	ID         [16]byte
+	Name string
+	ID   [16]byte
 	// Configs are the topic-level overrides (DYNAMIC_TOPIC_CONFIG),
 	// guarded by the broker's mu: replaced whole, never changed in place,
 	// so a reader may keep the map it read under the lock.
-	Configs map[string]string
+	Configs    map[string]string
 	Partitions []*partition.Partition
 }
 
