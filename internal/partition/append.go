@@ -33,16 +33,30 @@ func (p *Partition) AppendAsLeader(records []byte) (AppendResult, error) {
 		return AppendResult{}, err
 	}
 
+	res, err := p.appendClient(cfg, batches, records)
+	p.writeRollSnapshots()
+	if err != nil || res.Duplicate {
+		return res, err
+	}
+	if err := p.advanceHighWatermark(res.LastOffset + 1); err != nil {
+		return AppendResult{}, err
+	}
+	res.LogStartOffset = p.log.LogStartOffset()
+	return res, nil
+}
+
+// appendClient assigns offsets and the leader epoch to a client's
+// validated batches, checks producer state and writes them, holding
+// appendMu (released by defer, so a panic recovered by the connection
+// leaves the partition usable).
+func (p *Partition) appendClient(cfg *Config, batches []psm.PreparedBatch, records []byte) (AppendResult, error) {
 	p.appendMu.Lock()
-	p.mu.Lock()
-	mode, mirror, epoch, closed := p.mode, p.mirror, p.leaderEpoch, p.closed
-	p.mu.Unlock()
+	defer p.appendMu.Unlock()
+	mode, mirror, epoch, closed := p.writeState()
 	if closed {
-		p.appendMu.Unlock()
 		return AppendResult{}, ErrClosed
 	}
 	if mode == Mirrored {
-		p.appendMu.Unlock()
 		return AppendResult{}, &MirroredError{Mirror: mirror}
 	}
 
@@ -65,7 +79,6 @@ func (p *Partition) AppendAsLeader(records []byte) (AppendResult, error) {
 	}
 	pend, err := p.psm.Prepare(psm.OriginClient, batches, now)
 	if err != nil {
-		p.appendMu.Unlock()
 		var dup *psm.DuplicateError
 		if errors.As(err, &dup) {
 			return AppendResult{BaseOffset: dup.FirstOffset, LastOffset: dup.LastOffset, LogAppendTime: appendTime,
@@ -78,16 +91,17 @@ func (p *Partition) AppendAsLeader(records []byte) (AppendResult, error) {
 	// (outside the CRC) changed, or setMaxTimestamp recomputed the CRC.
 	res, err := p.log.AppendVerified(records)
 	if err != nil {
-		p.appendMu.Unlock()
 		return AppendResult{}, fmt.Errorf("append: %w", err)
 	}
 	p.applyLocked(pend)
-	p.appendMu.Unlock()
+	return AppendResult{BaseOffset: base, LastOffset: res.LastOffset, LogAppendTime: appendTime}, nil
+}
 
-	if err := p.advanceHighWatermark(res.LastOffset + 1); err != nil {
-		return AppendResult{}, err
-	}
-	return AppendResult{BaseOffset: base, LastOffset: res.LastOffset, LogAppendTime: appendTime, LogStartOffset: p.log.LogStartOffset()}, nil
+// writeState reads what an append needs to know under mu.
+func (p *Partition) writeState() (mode Mode, mirror string, epoch int32, closed bool) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.mode, p.mirror, p.leaderEpoch, p.closed
 }
 
 // applyLocked applies producer-state changes after a successful log write
@@ -120,14 +134,14 @@ func (p *Partition) advanceHighWatermark(upTo int64) error {
 		}
 	}
 	p.appendMu.Lock()
+	defer p.appendMu.Unlock()
 	p.mu.Lock()
+	defer p.mu.Unlock()
 	if upTo > p.highWatermark {
 		p.highWatermark = min(upTo, p.log.LogEndOffset())
 	}
 	p.updateLastStableLocked()
 	p.signalLocked()
-	p.mu.Unlock()
-	p.appendMu.Unlock()
 	return nil
 }
 
@@ -216,9 +230,8 @@ func setMaxTimestamp(raw []byte, ts int64, logAppendTime bool) {
 // Kafka follower updates it, no validation beyond framing and CRC.
 // Batches wholly below the log end (a refetch) are skipped.
 func (p *Partition) AppendAsMirror(records []byte) (appended int, err error) {
-	p.appendMu.Lock()
-	res, n, err := p.appendMirroredLocked(records)
-	p.appendMu.Unlock()
+	res, n, err := p.appendMirrored(records)
+	p.writeRollSnapshots()
 	if err != nil || n == 0 {
 		return 0, err
 	}
@@ -230,8 +243,10 @@ func (p *Partition) AppendAsMirror(records []byte) (appended int, err error) {
 	return n, nil
 }
 
-// appendMirroredLocked appends the batches past the log end; appendMu held.
-func (p *Partition) appendMirroredLocked(records []byte) (mlog.AppendResult, int, error) {
+// appendMirrored appends the batches past the log end, holding appendMu.
+func (p *Partition) appendMirrored(records []byte) (mlog.AppendResult, int, error) {
+	p.appendMu.Lock()
+	defer p.appendMu.Unlock()
 	leo := p.log.LogEndOffset()
 	var batches []psm.PreparedBatch
 	start, end := -1, 0
@@ -270,11 +285,9 @@ func (p *Partition) appendMirroredLocked(records []byte) (mlog.AppendResult, int
 		return mlog.AppendResult{}, 0, fmt.Errorf("mirror append: %w", err)
 	}
 	p.applyLocked(pend)
-	p.mu.Lock()
-	if e, ok := p.log.LatestEpoch(); ok && e > p.leaderEpoch {
-		p.leaderEpoch = e
+	if e, ok := p.log.LatestEpoch(); ok {
+		p.raiseLeaderEpoch(e)
 	}
-	p.mu.Unlock()
 	return res, len(batches), nil
 }
 
@@ -294,13 +307,25 @@ func (p *Partition) WriteBarrier(sourceClusterID string) (int64, error) {
 }
 
 func (p *Partition) appendControl(raw []byte, newEpoch bool) (int64, error) {
+	off, err := p.appendControlBatch(raw, newEpoch)
+	p.writeRollSnapshots()
+	if err != nil {
+		return 0, err
+	}
+	if err := p.advanceHighWatermark(off + 1); err != nil {
+		return 0, err
+	}
+	return off, nil
+}
+
+// appendControlBatch writes a control batch the broker built, holding
+// appendMu, and returns its offset.
+func (p *Partition) appendControlBatch(raw []byte, newEpoch bool) (int64, error) {
 	h, _ := batch.ParseHeader(raw)
 	p.appendMu.Lock()
-	p.mu.Lock()
-	epoch, closed := p.leaderEpoch, p.closed
-	p.mu.Unlock()
+	defer p.appendMu.Unlock()
+	_, _, epoch, closed := p.writeState()
 	if closed {
-		p.appendMu.Unlock()
 		return 0, ErrClosed
 	}
 	if newEpoch {
@@ -315,24 +340,29 @@ func (p *Partition) appendControl(raw []byte, newEpoch bool) (int64, error) {
 	h.BaseOffset, h.PartitionLeaderEpoch = off, epoch
 	pend, err := p.psm.Prepare(psm.OriginCoordinator, []psm.PreparedBatch{{Header: h, Raw: raw}}, p.now().UnixMilli())
 	if err != nil {
-		p.appendMu.Unlock()
 		return 0, err
 	}
 	// Verified: the broker built raw (EndTxnBatch, BarrierBatch compute
 	// its CRC) and changed only base offset and leader epoch since.
 	if _, err := p.log.AppendVerified(raw); err != nil {
-		p.appendMu.Unlock()
 		return 0, fmt.Errorf("append control batch: %w", err)
 	}
 	p.applyLocked(pend)
-	p.mu.Lock()
-	p.leaderEpoch = epoch
-	p.mu.Unlock()
-	p.appendMu.Unlock()
-	if err := p.advanceHighWatermark(off + 1); err != nil {
-		return 0, err
-	}
+	p.setLeaderEpoch(epoch)
 	return off, nil
+}
+
+// raiseLeaderEpoch makes e the leader epoch if it is above the current.
+func (p *Partition) raiseLeaderEpoch(e int32) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.leaderEpoch = max(p.leaderEpoch, e)
+}
+
+func (p *Partition) setLeaderEpoch(e int32) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.leaderEpoch = e
 }
 
 // TruncateTo removes every record at and after offset and rebuilds producer
@@ -343,6 +373,9 @@ func (p *Partition) TruncateTo(offset int64) error {
 	if offset >= p.log.LogEndOffset() {
 		return nil
 	}
+	p.snapshotWriteMu.Lock()
+	defer p.snapshotWriteMu.Unlock()
+	p.dropRollSnapshotsAfter(offset)
 	if err := p.log.TruncateTo(offset); err != nil {
 		return fmt.Errorf("truncate to %d: %w", offset, err)
 	}
@@ -353,13 +386,13 @@ func (p *Partition) TruncateTo(offset int64) error {
 		return err
 	}
 	p.mu.Lock()
+	defer p.mu.Unlock()
 	p.highWatermark = min(p.highWatermark, p.log.LogEndOffset())
 	if e, ok := p.log.LatestEpoch(); ok {
 		p.leaderEpoch = max(p.leaderEpoch, e)
 	}
 	p.updateLastStableLocked()
 	p.signalLocked()
-	p.mu.Unlock()
 	return nil
 }
 
@@ -367,9 +400,8 @@ func (p *Partition) TruncateTo(offset int64) error {
 func (p *Partition) DeleteRecordsBefore(offset int64) (int64, error) {
 	p.appendMu.Lock()
 	defer p.appendMu.Unlock()
-	p.mu.Lock()
-	mode, mirror, hw := p.mode, p.mirror, p.highWatermark
-	p.mu.Unlock()
+	mode, mirror, _, _ := p.writeState()
+	hw := p.Offsets().HighWatermark
 	if mode == Mirrored {
 		return 0, &MirroredError{Mirror: mirror}
 	}

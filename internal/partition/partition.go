@@ -76,6 +76,15 @@ type Options struct {
 }
 
 // Partition is one topic partition on this node.
+//
+// Lock order: appendMu, then snapshotWriteMu, then snapshotMu, then mu;
+// the log's own locks
+// are taken inside any of them (the log calls OnRoll with none of its
+// locks held). No lock is held across a network call; appendMu is held
+// across the log's writes (no fsync but a roll's small index sync, and a
+// flush.interval.messages=1 fsync is waited for after it is released).
+// Every release is deferred, so a panic recovered by the connection that
+// caused it leaves the partition usable.
 type Partition struct {
 	Topic string
 	Index int32
@@ -91,6 +100,14 @@ type Partition struct {
 	// and producer-state update). Readers do not take it.
 	appendMu sync.Mutex
 	psm      *psm.Manager // guarded by appendMu
+
+	// snapshotWriteMu is held while the producer snapshots taken at
+	// segment rolls are written (fsynced after appendMu is released), and
+	// by the truncations that delete snapshots, so a snapshot of a
+	// truncated tail is never written after its deletion.
+	snapshotWriteMu sync.Mutex
+	snapshotMu      sync.Mutex     // guards rollSnapshot
+	rollSnapshot    []psm.Snapshot // taken at rolls, not yet written
 
 	mu            sync.Mutex // guards the fields below
 	mode          Mode
@@ -134,10 +151,7 @@ func Open(dir, topic string, index int32, cfg Config, opts Options) (*Partition,
 		l.Close()
 		return nil, fmt.Errorf("open partition %s-%d: %w", topic, index, err)
 	}
-	p.appendMu.Lock()
-	err = p.rebuildProducerStateLocked(l.LogEndOffset(), opts.PSMMetrics)
-	p.appendMu.Unlock()
-	if err != nil {
+	if err := p.rebuildProducerState(l.LogEndOffset(), opts.PSMMetrics); err != nil {
 		l.Close()
 		return nil, err
 	}
@@ -169,14 +183,73 @@ func (p *Partition) SetConfig(cfg Config) {
 }
 
 // onRoll snapshots producer state at a new segment's base offset, as Kafka
-// does. The log calls it from Append, so appendMu is held.
+// does. The log calls it from Append, so appendMu is held: the state is
+// taken here and written (fsynced) by writeRollSnapshots once the append
+// has released appendMu, so a roll does not stall the partition's other
+// writers for an fsync.
 func (p *Partition) onRoll(base int64) {
 	if p.psm == nil {
 		return
 	}
-	if err := p.psm.WriteSnapshot(p.fs, p.dir, base); err != nil {
-		p.logger.Warn("producer snapshot at roll failed", zap.Int64("offset", base), zap.Error(err))
+	snap := p.psm.TakeSnapshot(base)
+	p.snapshotMu.Lock()
+	defer p.snapshotMu.Unlock()
+	p.rollSnapshot = append(p.rollSnapshot, snap)
+}
+
+// writeRollSnapshots writes the snapshots taken at rolls. Called without
+// appendMu by every append, before it returns. If another append is
+// writing them it returns at once: that writer looks again for snapshots
+// taken meanwhile before it lets go.
+func (p *Partition) writeRollSnapshots() {
+	for p.rollSnapshotsPending() {
+		if !p.snapshotWriteMu.TryLock() {
+			return
+		}
+		p.writeRollSnapshotsLocked()
+		p.snapshotWriteMu.Unlock()
 	}
+}
+
+func (p *Partition) rollSnapshotsPending() bool {
+	p.snapshotMu.Lock()
+	defer p.snapshotMu.Unlock()
+	return len(p.rollSnapshot) > 0
+}
+
+// writeRollSnapshotsLocked writes the pending roll snapshots;
+// snapshotWriteMu held.
+func (p *Partition) writeRollSnapshotsLocked() {
+	p.snapshotMu.Lock()
+	snaps := p.rollSnapshot
+	p.rollSnapshot = nil
+	p.snapshotMu.Unlock()
+	for _, snap := range snaps {
+		if err := snap.WriteFile(p.fs, p.dir); err != nil {
+			p.logger.Warn("producer snapshot at roll failed", zap.Int64("offset", snap.Offset), zap.Error(err))
+		}
+	}
+}
+
+// dropRollSnapshotsAfter forgets unwritten roll snapshots above offset (a
+// truncation removes the log they describe). appendMu and snapshotWriteMu
+// held.
+func (p *Partition) dropRollSnapshotsAfter(offset int64) {
+	p.snapshotMu.Lock()
+	defer p.snapshotMu.Unlock()
+	kept := p.rollSnapshot[:0]
+	for _, snap := range p.rollSnapshot {
+		if snap.Offset <= offset {
+			kept = append(kept, snap)
+		}
+	}
+	p.rollSnapshot = kept
+}
+
+func (p *Partition) rebuildProducerState(upTo int64, metrics *psm.Metrics) error {
+	p.appendMu.Lock()
+	defer p.appendMu.Unlock()
+	return p.rebuildProducerStateLocked(upTo, metrics)
 }
 
 // rebuildProducerStateLocked loads the newest snapshot at or below upTo and
@@ -234,8 +307,8 @@ func (p *Partition) Mode() (Mode, string) {
 // SetMode switches between writable and mirrored.
 func (p *Partition) SetMode(m Mode, mirror string) {
 	p.mu.Lock()
+	defer p.mu.Unlock()
 	p.mode, p.mirror = m, mirror
-	p.mu.Unlock()
 }
 
 // LeaderEpoch is the epoch this node stamps on batches it writes.
@@ -281,18 +354,29 @@ func (p *Partition) updateLastStableLocked() {
 	p.lastStable = lso
 }
 
+// markClosed marks the partition closed and wakes its readers; false if
+// it already was.
+func (p *Partition) markClosed() bool {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.closed {
+		return false
+	}
+	p.closed = true
+	p.signalLocked()
+	return true
+}
+
 // Close flushes and closes the log after writing a producer snapshot.
 func (p *Partition) Close() error {
 	p.appendMu.Lock()
 	defer p.appendMu.Unlock()
-	p.mu.Lock()
-	if p.closed {
-		p.mu.Unlock()
+	if !p.markClosed() {
 		return nil
 	}
-	p.closed = true
-	p.signalLocked()
-	p.mu.Unlock()
+	p.snapshotWriteMu.Lock()
+	defer p.snapshotWriteMu.Unlock()
+	p.writeRollSnapshotsLocked()
 	// Not fsynced (Kafka fsyncs it): the log's Close fsyncs the data and
 	// leaves its own hints unsynced too, and losing the snapshot in a
 	// power loss only makes the next open replay more of the log. With
@@ -307,10 +391,10 @@ func (p *Partition) Close() error {
 func (p *Partition) Delete() error {
 	p.appendMu.Lock()
 	defer p.appendMu.Unlock()
-	p.mu.Lock()
-	p.closed = true
-	p.signalLocked()
-	p.mu.Unlock()
+	p.markClosed()
+	p.snapshotWriteMu.Lock()
+	defer p.snapshotWriteMu.Unlock()
+	p.dropRollSnapshotsAfter(-1)
 	return p.log.Delete()
 }
 
@@ -319,13 +403,11 @@ func (p *Partition) Delete() error {
 func (p *Partition) Abandon() {
 	p.appendMu.Lock()
 	defer p.appendMu.Unlock()
-	p.mu.Lock()
-	if p.closed {
-		p.mu.Unlock()
+	if !p.markClosed() {
 		return
 	}
-	p.closed = true
-	p.signalLocked()
-	p.mu.Unlock()
+	p.snapshotWriteMu.Lock()
+	defer p.snapshotWriteMu.Unlock()
+	p.dropRollSnapshotsAfter(-1)
 	p.log.Abandon()
 }

@@ -6,10 +6,7 @@ package partition
 func (p *Partition) ExpireProducers() int {
 	p.appendMu.Lock()
 	defer p.appendMu.Unlock()
-	p.mu.Lock()
-	closed := p.closed
-	p.mu.Unlock()
-	if closed {
+	if _, _, _, closed := p.writeState(); closed {
 		return 0
 	}
 	return p.psm.RemoveExpired(p.now().UnixMilli())

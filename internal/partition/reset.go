@@ -12,6 +12,9 @@ import (
 func (p *Partition) TruncateFullyAndStartAt(offset int64) error {
 	p.appendMu.Lock()
 	defer p.appendMu.Unlock()
+	p.snapshotWriteMu.Lock()
+	defer p.snapshotWriteMu.Unlock()
+	p.dropRollSnapshotsAfter(-1)
 	if err := p.log.TruncateFullyAndStartAt(offset); err != nil {
 		return fmt.Errorf("restart log at %d: %w", offset, err)
 	}
@@ -21,9 +24,9 @@ func (p *Partition) TruncateFullyAndStartAt(offset int64) error {
 	p.psm.Clear()
 	p.psm.SetLastOffset(offset)
 	p.mu.Lock()
+	defer p.mu.Unlock()
 	p.highWatermark = offset
 	p.updateLastStableLocked()
 	p.signalLocked()
-	p.mu.Unlock()
 	return nil
 }

@@ -216,8 +216,31 @@ func (m *Manager) WriteSnapshotNoSync(fsys vfs.FS, dir string, offset int64) err
 	return m.writeSnapshot(fsys, dir, offset, false)
 }
 
+// Snapshot is the manager's state at an offset, encoded, to be written
+// later (WriteFile) without the manager: a partition takes it under its
+// append lock at a roll and fsyncs it after releasing the lock.
+type Snapshot struct {
+	Offset int64
+	data   []byte
+}
+
+// TakeSnapshot encodes the manager's state as the snapshot at offset.
+func (m *Manager) TakeSnapshot(offset int64) Snapshot {
+	return Snapshot{Offset: offset, data: m.encodeSnapshot(offset)}
+}
+
+// WriteFile writes s in dir as WriteSnapshot does (temp file, fsync,
+// rename, directory fsync).
+func (s Snapshot) WriteFile(fsys vfs.FS, dir string) error {
+	return writeSnapshotData(fsys, dir, s.Offset, s.data, true)
+}
+
 func (m *Manager) writeSnapshot(fsys vfs.FS, dir string, offset int64, durable bool) error {
-	path, data := filepath.Join(dir, SnapshotFileName(offset)), m.encodeSnapshot(offset)
+	return writeSnapshotData(fsys, dir, offset, m.encodeSnapshot(offset), durable)
+}
+
+func writeSnapshotData(fsys vfs.FS, dir string, offset int64, data []byte, durable bool) error {
+	path := filepath.Join(dir, SnapshotFileName(offset))
 	var err error
 	if durable {
 		err = vfs.WriteFileAtomic(fsys, dir, path, data)
