@@ -9,11 +9,18 @@ package broker
 // and allowed values: INVALID_CONFIG naming the key, the value and the
 // rule otherwise; a config given without a value is INVALID_CONFIG too. v5+ returns the partition count and the topic's configs;
 // v7 the topic ID.
+//
+// As Kafka's controller (ReplicationControlManager), a request asking for
+// more than 10,000 partitions in all is refused whole: every topic
+// POLICY_VIOLATION, "Excessively large number of partitions per request.".
+// max.broker.partitions (KIP-578's name; Kafka has no such limit) refuses a
+// topic that would take the broker past it, with POLICY_VIOLATION.
 
 import (
 	"context"
 	"fmt"
 
+	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/minibroker/minibroker/internal/config"
@@ -24,8 +31,28 @@ func (b *Broker) handleCreateTopics(_ context.Context, r *protocol.Request) kmsg
 	req := r.Body.(*kmsg.CreateTopicsRequest)
 	resp := req.ResponseKind().(*kmsg.CreateTopicsResponse)
 	seen := map[string]int{}
+	total := int64(0)
 	for _, rt := range req.Topics {
 		seen[rt.Topic]++
+		switch {
+		case len(rt.ReplicaAssignment) > 0:
+			total += int64(len(rt.ReplicaAssignment))
+		case rt.NumPartitions == -1:
+			total += int64(b.cfg.Int32("num.partitions"))
+		case rt.NumPartitions > 0:
+			total += int64(rt.NumPartitions)
+		}
+	}
+	if total > maxPartitionsPerRequest {
+		msg := msgTooManyCreated
+		for _, rt := range req.Topics {
+			st := kmsg.NewCreateTopicsResponseTopic()
+			st.Topic = rt.Topic
+			st.NumPartitions, st.ReplicationFactor = -1, -1
+			st.ErrorCode, st.ErrorMessage = kerr.PolicyViolation.Code, &msg
+			resp.Topics = append(resp.Topics, st)
+		}
+		return resp
 	}
 	for _, rt := range req.Topics {
 		st := kmsg.NewCreateTopicsResponseTopic()

@@ -78,9 +78,18 @@ type Broker struct {
 	handlers  map[int16]api
 	admin     map[string]http.Handler
 
+	// adminMu serializes changes to which topics and partitions exist
+	// (create, grow, delete), as Kafka's controller does; it is held
+	// while partitions are created, b.mu only to register them.
+	adminMu    sync.Mutex
 	mu         sync.RWMutex // guards topics, topicsByID and each Topic's Partitions slice
 	topics     map[string]*Topic
 	topicsByID map[[16]byte]*Topic
+
+	// createUnderRegistryLock creates partitions holding b.mu, as before
+	// creation moved out of it: the seam for the negative control of
+	// TestCreateDoesNotStallProduce.
+	createUnderRegistryLock bool
 
 	stop     chan struct{}
 	bg       sync.WaitGroup
@@ -421,6 +430,8 @@ func (b *Broker) closeFiles() error {
 		errs = append(errs, b.groups.Close())
 		b.groups = nil
 	}
+	b.adminMu.Lock() // a creation in progress has given up (b.stop)
+	defer b.adminMu.Unlock()
 	b.mu.Lock()
 	parts := b.allPartitionsLocked()
 	errs = append(errs, forEachBounded(b.recoveryThreads(), len(parts), func(i int) error {
@@ -553,6 +564,8 @@ func (b *Broker) Kill() {
 			b.groups.Kill()
 			b.groups = nil
 		}
+		b.adminMu.Lock()
+		defer b.adminMu.Unlock()
 		b.mu.Lock()
 		for _, t := range b.topics {
 			for _, p := range t.Partitions {

@@ -48,6 +48,8 @@ var errorTable = []struct {
 	{errReplication, kerr.InvalidReplicationFactor},
 	{errInvalidRequest, kerr.InvalidRequest},
 	{errTopicDeletionDisabled, kerr.TopicDeletionDisabled},
+	{errPolicy, kerr.PolicyViolation},
+	{errCreationStopped, kerr.RequestTimedOut},
 	// transaction coordinator
 	{coordinator.ErrProducerFenced, kerr.ProducerFenced},
 	{coordinator.ErrInvalidProducerEpoch, kerr.InvalidProducerEpoch},

@@ -32,7 +32,10 @@ func TestStartRefusesBadSettings(t *testing.T) {
 					t.Errorf("segment.bytes %d", got)
 				}
 			}},
-		{name: "request size", edit: func(c *config.Config) { c.Kafka["socket.request.max.bytes"] = "3000000000" },
+		{name: "request size", edit: func(c *config.Config) {
+			c.Kafka["socket.request.max.bytes"] = "3000000000"
+			c.Kafka["queued.max.request.bytes"] = "-1" // else refused for another reason without the check
+		},
 			want: []string{"socket.request.max.bytes", "3000000000", "not a number of type INT"},
 			bended: func(t *testing.T, b *Broker) {
 				if got := b.cfg.Int32("socket.request.max.bytes"); got != 2147483647 {

@@ -91,6 +91,7 @@ func newTopicID() [16]byte {
 func (b *Broker) loadTopics() error {
 	raw, err := vfs.ReadFile(b.fs, filepath.Join(b.dataDir, topicsFile))
 	if errors.Is(err, os.ErrNotExist) {
+		b.removeOrphanPartitions(nil, false)
 		return nil
 	}
 	if err != nil {
@@ -132,6 +133,11 @@ func (b *Broker) loadTopics() error {
 		}
 		topics = append(topics, t)
 	}
+	listed := map[string]int{}
+	for _, tj := range doc.Topics {
+		listed[tj.Name] = tj.Partitions
+	}
+	b.removeOrphanPartitions(listed, true)
 	var failed atomic.Bool
 	errs := forEachBounded(b.recoveryThreads(), len(jobs), func(k int) error {
 		if failed.Load() {
@@ -169,34 +175,6 @@ func (b *Broker) openPartition(t *Topic, index int32, pc partition.Config) (*par
 	return partition.Open(partitionDir(b.dataDir, t.Name, index), t.Name, index, pc, partition.Options{
 		FS: b.fs, Logger: b.logger, PSMMetrics: b.psmMetrics,
 	})
-}
-
-// openPartitions opens (creating) partitions [from, to) of t one by one,
-// for CreateTopic and AddPartitions; b.mu held, and t's partitions from
-// `from` on are registered nowhere. On a failure (typically EMFILE: too
-// many partitions for the process's file limit) it deletes what it
-// created, the directory of the partition that failed included, so
-// nothing is left on disk for a later topic or CreatePartitions of the
-// same name to pick up, and returns the error.
-func (b *Broker) openPartitions(t *Topic, from, to int32) error {
-	pc := b.partitionConfig(t.Configs)
-	parts := append([]*partition.Partition(nil), t.Partitions...)
-	defer func() { t.Partitions = parts }()
-	for i := from; i < to; i++ {
-		p, err := b.openPartition(t, i, pc)
-		if err != nil {
-			b.logger.Warn("creating partitions failed: removing those created", zap.String("topic", t.Name),
-				zap.Int32("from", from), zap.Int32("to", to), zap.Int32("failed", i), zap.Error(err))
-			b.deletePartitions(parts[from:])
-			if err := b.fs.RemoveAll(partitionDir(b.dataDir, t.Name, i)); err != nil {
-				b.logger.Warn("removing partition files", zap.String("dir", partitionDir(b.dataDir, t.Name, i)), zap.Error(err))
-			}
-			parts = parts[:from]
-			return err
-		}
-		parts = append(parts, p)
-	}
-	return nil
 }
 
 // deletePartitions closes partitions and removes their files, logging
@@ -254,53 +232,10 @@ func (b *Broker) TopicNames() []string {
 	return names
 }
 
-// CreateTopic creates a topic. partitions -1 means num.partitions. id may be
-// zero (a new random id) or a source topic's id (mirroring).
-func (b *Broker) CreateTopic(name string, partitions int32, configs map[string]string, id [16]byte, validateOnly bool) (*Topic, error) {
-	if err := validTopicName(name); err != nil {
-		return nil, err
-	}
-	if partitions == -1 {
-		partitions = b.cfg.Int32("num.partitions")
-	}
-	if partitions <= 0 || partitions > 100000 {
-		return nil, fmt.Errorf("%w: %d", errInvalidParts, partitions)
-	}
-	if err := checkTopicConfigs(configs); err != nil {
-		return nil, err
-	}
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	if _, ok := b.topics[name]; ok {
-		return nil, fmt.Errorf("%w: %s", errTopicExists, name)
-	}
-	if id == ([16]byte{}) {
-		id = newTopicID()
-	} else if _, ok := b.topicsByID[id]; ok {
-		return nil, fmt.Errorf("%w: topic id already used", errTopicExists)
-	}
-	t := &Topic{Name: name, ID: id, Configs: configs}
-	if validateOnly {
-		return t, nil
-	}
-	if err := b.openPartitions(t, 0, partitions); err != nil {
-		return nil, err
-	}
-	b.topics[name] = t
-	b.topicsByID[id] = t
-	if err := b.saveTopicsLocked(); err != nil {
-		delete(b.topics, name)
-		delete(b.topicsByID, id)
-		b.deletePartitions(t.Partitions)
-		return nil, err
-	}
-	b.metrics.Partitions.Add(float64(partitions))
-	b.logger.Info("created topic", zap.String("topic", name), zap.Int32("partitions", partitions))
-	return t, nil
-}
-
 // DeleteTopic removes a topic and its files.
 func (b *Broker) DeleteTopic(name string) error {
+	b.adminMu.Lock()
+	defer b.adminMu.Unlock()
 	b.mu.Lock()
 	t, ok := b.topics[name]
 	if !ok {
@@ -332,38 +267,6 @@ func (b *Broker) DeleteTopic(name string) error {
 	}
 	b.metrics.Partitions.Sub(float64(len(t.Partitions)))
 	b.logger.Info("deleted topic", zap.String("topic", name))
-	return nil
-}
-
-// AddPartitions grows a topic to count partitions.
-func (b *Broker) AddPartitions(name string, count int32, validateOnly bool) error {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	t, ok := b.topics[name]
-	if !ok {
-		return fmt.Errorf("%w: %s", errUnknownTopic, name)
-	}
-	have := int32(len(t.Partitions))
-	if count <= have || count > 100000 {
-		return fmt.Errorf("%w: topic has %d partitions, asked for %d", errInvalidParts, have, count)
-	}
-	if validateOnly {
-		return nil
-	}
-	old := t.Partitions
-	if err := b.openPartitions(t, have, count); err != nil {
-		return err
-	}
-	// Until topics.json lists them, the new partitions would not survive
-	// a restart (their records would be lost): no one may see them (b.mu
-	// is held) before it does.
-	if err := b.saveTopicsLocked(); err != nil {
-		added := t.Partitions[have:]
-		t.Partitions = old
-		b.deletePartitions(added)
-		return err
-	}
-	b.metrics.Partitions.Add(float64(count - have))
 	return nil
 }
 
