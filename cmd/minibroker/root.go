@@ -18,7 +18,7 @@ func newRootCmd() *cobra.Command {
 		SilenceUsage:  true,
 		SilenceErrors: true,
 	}
-	root.AddCommand(newServeCmd(), newVersionCmd(), newMirrorCmd())
+	root.AddCommand(newServeCmd(), newVersionCmd(), newMirrorCmd(), newFaultCmd())
 	root.AddCommand(newDumpLogCmd(), newVerifyLogCmd())
 	root.AddCommand(newPerfCmd())
 	return root

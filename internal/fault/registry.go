@@ -242,11 +242,12 @@ func (r *Registry) Match(req Request) []Fired {
 			f.Kind, f.ErrorCode = Error, storageErrorCode
 		}
 		out = append(out, f)
-		if e.fired == 1 || (s.Count > 0 && e.fired >= s.Count) {
-			logs = append(logs, e.status())
-		}
-		if s.Count > 0 && e.fired >= s.Count {
+		spent := s.Count > 0 && e.fired >= s.Count
+		if spent {
 			r.deactivateLocked(e)
+		}
+		if e.fired == 1 || spent {
+			logs = append(logs, e.status())
 		}
 	}
 	logger := r.logger
