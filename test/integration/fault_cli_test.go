@@ -43,8 +43,13 @@ func TestFaultBinaryDisabledByDefault(t *testing.T) {
 	if m := httpGet(t, "http://"+p.httpAddr+"/metrics"); strings.Contains(m, "minibroker_fault") {
 		t.Fatal("fault series in /metrics with faults disabled")
 	}
-	if resp, err := http.Get("http://" + p.httpAddr + "/v1/faults"); err != nil || resp.StatusCode != http.StatusNotFound {
-		t.Fatalf("after the Kafka client's attempt: %v %v", resp.StatusCode, err)
+	resp, err := http.Get("http://" + p.httpAddr + "/v1/faults")
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusNotFound {
+		t.Fatalf("after the Kafka client's attempt: HTTP %d", resp.StatusCode)
 	}
 }
 
