@@ -105,6 +105,10 @@ type Options struct {
 	// data dir). After an unclean shutdown only segments from the one
 	// containing it onwards are scanned. 0 scans everything.
 	RecoveryPoint int64
+
+	// seams are switched on only by this package's negative-control
+	// tests (span.go).
+	seams testSeams
 }
 
 func (o Options) normalized() Options {
@@ -116,6 +120,9 @@ func (o Options) normalized() Options {
 	}
 	if o.Now == nil {
 		o.Now = time.Now
+	}
+	if o.seams.spanDrainTimeout <= 0 {
+		o.seams.spanDrainTimeout = spanDrainTimeout
 	}
 	return o
 }

@@ -64,8 +64,10 @@ type Log struct {
 	committing bool
 	commitDone *sync.Cond
 	// spansOut counts the Spans handed out and not yet closed; TruncateTo
-	// waits for them (span.go).
-	spansOut int
+	// waits for them (span.go) on spansDrained, made by the waiter and
+	// closed by the Span.Close that brings spansOut to 0.
+	spansOut     int
+	spansDrained chan struct{}
 
 	flusher *flusher
 }

@@ -36,44 +36,81 @@ type Span struct {
 func (s Span) Close() error {
 	err := s.File.Close()
 	if s.log != nil {
-		s.log.mu.Lock()
-		s.log.spansOut--
-		s.log.mu.Unlock()
+		s.log.spanClosed()
 	}
 	return err
 }
 
+// spanClosed counts a span in and, when it was the last one out, wakes a
+// waiting TruncateTo.
+func (l *Log) spanClosed() {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.spansOut--
+	if l.spansOut == 0 && l.spansDrained != nil {
+		close(l.spansDrained)
+		l.spansDrained = nil
+	}
+}
+
 // spanDrainTimeout bounds how long TruncateTo waits for spans to close (a
 // client reading its response slowly holds one until the write ends).
-var spanDrainTimeout = 30 * time.Second
+const spanDrainTimeout = 30 * time.Second
+
+// testSeams switch rules off for this package's negative-control tests
+// (Options.seams); production code never sets them.
+type testSeams struct {
+	// spanTruncateNoWait: TruncateTo cuts under spans still out, which
+	// the wait keeps from sending cut or rewritten bytes.
+	spanTruncateNoWait bool
+	// spanSkipsVerification lets unverified batches into a span, which
+	// is what the verification check keeps out.
+	spanSkipsVerification bool
+	// spanDrainTimeout replaces spanDrainTimeout (0: the constant).
+	spanDrainTimeout time.Duration
+}
 
 // waitSpans waits, with truncMu held for writing (so no new span is
 // handed out), until no span of the log is out, when a truncation to
-// offset would cut anything.
+// offset would cut anything. It sleeps on spansDrained, which the last
+// Span.Close closes, holding no lock but truncMu meanwhile.
 func (l *Log) waitSpans(offset int64) error {
-	if spanTruncateNoWait {
+	if l.opts.seams.spanTruncateNoWait {
 		return nil
 	}
-	deadline := time.Now().Add(spanDrainTimeout)
-	for {
-		l.mu.Lock()
-		n, cuts := l.spansOut, offset < l.leo
+	l.mu.Lock()
+	n, cuts := l.spansOut, offset < l.leo
+	if n == 0 || !cuts {
 		l.mu.Unlock()
-		if n == 0 || !cuts {
+		return nil
+	}
+	if l.spansDrained == nil {
+		l.spansDrained = make(chan struct{})
+	}
+	drained := l.spansDrained
+	l.mu.Unlock()
+	timeout := l.opts.seams.spanDrainTimeout
+	timer := time.NewTimer(timeout)
+	defer timer.Stop()
+	select {
+	case <-drained:
+		return nil
+	case <-timer.C:
+		l.mu.Lock()
+		defer l.mu.Unlock()
+		if l.spansOut == 0 {
 			return nil
 		}
-		if time.Now().After(deadline) {
-			return fmt.Errorf("%w: %d after %v", ErrSpansOutstanding, n, spanDrainTimeout)
-		}
-		time.Sleep(time.Millisecond)
+		return fmt.Errorf("%w: %d after %v", ErrSpansOutstanding, l.spansOut, timeout)
 	}
 }
 
 // spanRead asks read for a Span of at least min bytes; out is the span
 // found (File nil: the batches were read into the buffer as usual).
 type spanRead struct {
-	min int
-	out Span
+	min              int
+	skipVerification bool // a negative-control test seam (testSeams)
+	out              Span
 }
 
 // The header walk that measures a span costs a pread per batch (a window
@@ -97,7 +134,7 @@ const (
 // be nil; see ReadInto) and the Span is empty. Either way the batches are
 // those ReadInto would return.
 func (l *Log) ReadSpan(get func(n int) []byte, offset, maxOffset int64, maxBytes int, minOneBatch bool, minSpan int) ([]byte, Span, error) {
-	sr := &spanRead{min: max(minSpan, 1)}
+	sr := &spanRead{min: max(minSpan, 1), skipVerification: l.opts.seams.spanSkipsVerification}
 	out, err := l.read(nil, growInto(get), offset, maxOffset, maxBytes, minOneBatch, sr)
 	return out, sr.out, err
 }
@@ -135,7 +172,7 @@ func (r *spanRead) of(v segmentView, first batch.Header, pos, maxOffset int64, m
 		if n+size > want || h.BaseOffset >= maxOffset {
 			break
 		}
-		if h.BaseOffset < next || !(spanSkipsVerification || v.verified.covers(at, at+size)) {
+		if h.BaseOffset < next || !(r.skipVerification || v.verified.covers(at, at+size)) {
 			return false
 		}
 		next = h.LastOffset() + 1
@@ -151,11 +188,3 @@ func (r *spanRead) of(v segmentView, first batch.Header, pos, maxOffset int64, m
 	r.out = Span{File: f, Pos: pos, Len: int(n)}
 	return true
 }
-
-// spanTruncateNoWait is a test seam: TruncateTo cuts under spans still
-// out, which the wait keeps from sending cut or rewritten bytes.
-var spanTruncateNoWait = false
-
-// spanSkipsVerification is a test seam: it lets unverified batches into a
-// span, which is what the verification check keeps out.
-var spanSkipsVerification = false

@@ -154,9 +154,7 @@ func TestSpanOnlyVerified(t *testing.T) {
 			}
 			damaged := segmentFileName(dir, bases[0], logSuffix)
 			flip(t, damaged, 70, 0x01)
-			spanSkipsVerification = skip
-			defer func() { spanSkipsVerification = false }()
-			l = openTest(t, dir, testConfig(), Options{})
+			l = openTest(t, dir, testConfig(), Options{seams: testSeams{spanSkipsVerification: skip}})
 			defer l.Close()
 			get := func(n int) []byte { return make([]byte, 0, n) }
 			_, s, err := l.ReadSpan(get, bases[0], math.MaxInt64, 1<<20, true, 1)
@@ -241,14 +239,12 @@ func TestSpansWhileSegmentsGo(t *testing.T) {
 		{"negative control: truncation not waiting for spans", true, true},
 	} {
 		t.Run(c.name, func(t *testing.T) {
-			spanTruncateNoWait = c.noWait
-			defer func() { spanTruncateNoWait = false }()
-			got := spansUnderChange(t, c.truncating)
+			got := spansUnderChange(t, c.truncating, c.noWait)
 			// A cut inside a span's hold is a race: the negative control
 			// runs more rounds until one shows (under load, 300 spans
 			// went by without one once).
 			for round := 1; c.noWait && got.short+got.changed == 0 && round < 10; round++ {
-				got = spansUnderChange(t, c.truncating)
+				got = spansUnderChange(t, c.truncating, c.noWait)
 			}
 			t.Logf("%+v", got)
 			switch {
@@ -267,11 +263,11 @@ func TestSpansWhileSegmentsGo(t *testing.T) {
 // short, and those that held other bytes than the batches asked for.
 type spanResults struct{ spans, short, changed int64 }
 
-func spansUnderChange(t *testing.T, truncating bool) spanResults {
+func spansUnderChange(t *testing.T, truncating, noWait bool) spanResults {
 	cfg := testConfig()
 	cfg.SegmentBytes = 96 << 10
 	cfg.RetentionBytes = 256 << 10
-	l := openTest(t, t.TempDir(), cfg, Options{})
+	l := openTest(t, t.TempDir(), cfg, Options{seams: testSeams{spanTruncateNoWait: noWait}})
 	defer l.Close()
 	appendOne := func(value int) {
 		leo := l.LogEndOffset()
@@ -364,5 +360,51 @@ func checkSpanBatches(t *testing.T, b []byte, off int64) {
 			return
 		}
 		next, p = h.LastOffset()+1, p+size
+	}
+}
+
+// TestTruncateWaitsForSpanClose: TruncateTo sleeps until the last span
+// out is closed (Span.Close wakes it, no polling) and gives up with
+// ErrSpansOutstanding after the drain timeout.
+func TestTruncateWaitsForSpanClose(t *testing.T) {
+	for _, timeout := range []time.Duration{0, 50 * time.Millisecond} {
+		t.Run(fmt.Sprint("timeout=", timeout), func(t *testing.T) {
+			l := openTest(t, t.TempDir(), testConfig(), Options{seams: testSeams{spanDrainTimeout: timeout}})
+			defer l.Close()
+			for i := range 4 {
+				if _, err := l.AppendVerified(testBatch{base: int64(2 * i), records: 2, ts: 1, valueSize: spanMinBatch}.build()); err != nil {
+					t.Fatal(err)
+				}
+			}
+			get := func(n int) []byte { return make([]byte, 0, n) }
+			_, s, err := l.ReadSpan(get, 0, math.MaxInt64, 1<<20, true, 1)
+			if err != nil || s.File == nil {
+				t.Fatalf("no span: %v", err)
+			}
+			done := make(chan error, 1)
+			go func() { done <- l.TruncateTo(2) }()
+			if timeout > 0 {
+				err := <-done
+				s.Close()
+				if !errors.Is(err, ErrSpansOutstanding) {
+					t.Fatalf("truncate with a span out past the timeout: %v", err)
+				}
+				return
+			}
+			select {
+			case err := <-done:
+				t.Fatalf("TruncateTo returned (%v) with a span out", err)
+			case <-time.After(50 * time.Millisecond):
+			}
+			s.Close()
+			select {
+			case err := <-done:
+				if err != nil || l.LogEndOffset() != 2 {
+					t.Fatalf("truncate after the span closed: %v, log end %d", err, l.LogEndOffset())
+				}
+			case <-time.After(10 * time.Second):
+				t.Fatal("TruncateTo still waiting after the span closed")
+			}
+		})
 	}
 }
