@@ -97,7 +97,8 @@ type Broker struct {
 
 	// Test-only seams for negative controls, never set outside tests:
 	// skipValidation starts with settings the table refuses (New does not
-	// call Config.Validate nor check meta.properties' version);
+	// call Config.Validate nor check meta.properties' version) and stores
+	// altered topic configs unchecked;
 	// skipApplyConfigs stores altered topic configs without applying them
 	// to the running partitions.
 	skipValidation   bool

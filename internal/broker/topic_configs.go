@@ -120,29 +120,45 @@ func (b *Broker) partitionConfig(overrides map[string]string) partition.Config {
 	}
 }
 
-// SetTopicConfigs replaces a topic's overrides with configs (nil: none),
-// after checking every one: on any error nothing changes. Unless
-// validateOnly, the new set is written to topics.json (atomically, before
-// anything else sees it: a crash keeps the old set or the new one) and
-// then applied to the topic's running partitions.
+// SetTopicConfigs replaces a topic's overrides with configs (nil: none):
+// AlterConfigs' semantics.
 func (b *Broker) SetTopicConfigs(name string, configs map[string]string, validateOnly bool) error {
-	if err := checkTopicConfigs(configs); err != nil {
-		return err
-	}
+	return b.updateTopicConfigs(name, func(map[string]string) (map[string]string, error) {
+		return maps.Clone(configs), nil
+	}, validateOnly)
+}
+
+// updateTopicConfigs computes a topic's new overrides from its current
+// ones (update may modify the copy it is given) and checks every one: on
+// any error nothing changes. Unless validateOnly, the new set is written
+// to topics.json (atomically and fsynced, before anyone sees it: a crash
+// keeps the old set or the new one) and then applied to the topic's
+// running partitions. b.mu is held throughout, so concurrent updates of
+// one topic each see the other's result.
+func (b *Broker) updateTopicConfigs(name string, update func(map[string]string) (map[string]string, error), validateOnly bool) error {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	t, ok := b.topics[name]
 	if !ok {
 		return fmt.Errorf("%w: %s", errUnknownTopic, name)
 	}
+	next, err := update(maps.Clone(t.Configs))
+	if err != nil {
+		return err
+	}
+	if !b.skipValidation {
+		if err := checkTopicConfigs(next); err != nil {
+			return err
+		}
+	}
 	if validateOnly {
 		return nil
 	}
-	old := t.Configs
-	t.Configs = maps.Clone(configs)
-	if len(t.Configs) == 0 {
-		t.Configs = nil
+	if len(next) == 0 {
+		next = nil
 	}
+	old := t.Configs
+	t.Configs = next
 	if err := b.saveTopicsLocked(); err != nil {
 		t.Configs = old
 		return err

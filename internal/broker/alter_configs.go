@@ -1,0 +1,64 @@
+package broker
+
+// What AlterConfigs and IncrementalAlterConfigs share: Kafka's checks of
+// a request before any resource is altered (ConfigAdminManager.preprocess)
+// and the answer for resources other than topics.
+
+import (
+	"fmt"
+	"strconv"
+
+	"github.com/twmb/franz-go/pkg/kmsg"
+)
+
+// resourceKey names a resource for the duplicate check.
+type resourceKey struct {
+	kind kmsg.ConfigResourceType
+	name string
+}
+
+// duplicateResources returns the resources named more than once: Kafka
+// refuses each of them (INVALID_REQUEST "Each resource must appear at
+// most once.").
+func duplicateResources(keys []resourceKey) map[resourceKey]bool {
+	seen := map[resourceKey]int{}
+	for _, k := range keys {
+		seen[k]++
+	}
+	dup := map[resourceKey]bool{}
+	for k, n := range seen {
+		if n > 1 {
+			dup[k] = true
+		}
+	}
+	return dup
+}
+
+// checkAlterNames refuses a config named twice in one resource, as Kafka
+// (INVALID_REQUEST).
+func checkAlterNames(names []string) error {
+	seen := map[string]bool{}
+	for _, n := range names {
+		if seen[n] {
+			return fmt.Errorf("%w: error due to duplicate config keys (%s)", errInvalidRequest, n)
+		}
+		seen[n] = true
+	}
+	return nil
+}
+
+// checkNonTopicResource answers a resource that is not a topic. Broker
+// settings are static in minibroker (read at start-up, described
+// read-only), so altering one is INVALID_REQUEST, as Kafka answers for a
+// broker config it cannot change dynamically; a broker other than this
+// one, BROKER_LOGGER and unknown types are INVALID_REQUEST too.
+func (b *Broker) checkNonTopicResource(kind kmsg.ConfigResourceType, name string) error {
+	switch kind {
+	case kmsg.ConfigResourceTypeBroker:
+		if name != "" && name != strconv.Itoa(int(b.nodeID)) {
+			return fmt.Errorf("%w: unexpected broker id %q (this node is %d)", errInvalidRequest, name, b.nodeID)
+		}
+		return fmt.Errorf("%w: minibroker changes no broker setting at run time; set it at start-up (--set, --config)", errInvalidRequest)
+	}
+	return fmt.Errorf("%w: resource type %d cannot be altered", errInvalidRequest, kind)
+}
