@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"sort"
 	"strings"
 	"text/tabwriter"
 	"time"
@@ -33,12 +34,17 @@ func newMirrorCmd() *cobra.Command {
 	var clientID string
 	var groupsInclude, groupsExclude []string
 	var noCheck bool
+	var srcCfg sourceConfigFlags
 	create := &cobra.Command{
 		Use: "create NAME --source HOST:PORT[,…]", Short: "Define a mirror of a source cluster (checks the source first)", Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
+			settings, err := srcCfg.settings()
+			if err != nil {
+				return err
+			}
 			var st mirror.Status
 			if err := client().do("POST", "/v1/mirrors", mirror.CreateRequest{Name: args[0], Source: source, ClientID: clientID,
-				GroupsInclude: groupsInclude, GroupsExclude: groupsExclude, NoCheck: noCheck}, &st); err != nil {
+				GroupsInclude: groupsInclude, GroupsExclude: groupsExclude, NoCheck: noCheck, SourceConfig: settings}, &st); err != nil {
 				return err
 			}
 			if asJSON {
@@ -60,7 +66,29 @@ func newMirrorCmd() *cobra.Command {
 	create.Flags().StringSliceVar(&groupsInclude, "groups-include", nil, "regexps of source groups whose offsets are synced (default: all)")
 	create.Flags().StringSliceVar(&groupsExclude, "groups-exclude", nil, "regexps of source groups not synced")
 	create.Flags().BoolVar(&noCheck, "no-check", false, "do not connect to the source before creating the mirror")
+	srcCfg.register(create)
 	create.MarkFlagRequired("source")
+
+	var alterCfg sourceConfigFlags
+	alter := &cobra.Command{
+		Use: "alter NAME --source-config KEY=VALUE … | --source-config-file FILE", Args: cobra.ExactArgs(1),
+		Short: "Replace a mirror's source security settings and reconnect (partitions FAILED on them restart)",
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if len(alterCfg.pairs) == 0 && alterCfg.file == "" {
+				return fmt.Errorf("give the new settings with --source-config or --source-config-file (they replace all the old ones)")
+			}
+			settings, err := alterCfg.settings()
+			if err != nil {
+				return err
+			}
+			var st mirror.Status
+			if err := client().do("PUT", "/v1/mirrors/"+args[0]+"/source-config", mirror.SourceConfigRequest{SourceConfig: settings}, &st); err != nil {
+				return err
+			}
+			return printStatus(cmd.OutOrStdout(), st, asJSON)
+		},
+	}
+	alterCfg.register(alter)
 
 	del := &cobra.Command{
 		Use: "delete NAME", Short: "Delete a mirror whose partitions are stopped", Args: cobra.ExactArgs(1),
@@ -102,7 +130,7 @@ func newMirrorCmd() *cobra.Command {
 			return printStatus(cmd.OutOrStdout(), st, asJSON)
 		},
 	}
-	cmd.AddCommand(create, del, list, describe)
+	cmd.AddCommand(create, alter, del, list, describe)
 
 	for _, action := range []struct{ name, short string }{
 		{"start", "Start mirroring topics (creates them locally, read-only)"},
@@ -174,6 +202,17 @@ func printStatus(w io.Writer, st mirror.Status, asJSON bool) error {
 		return printJSON(w, st)
 	}
 	fmt.Fprintf(w, "mirror %s  source %s  source cluster %s\n", st.Name, strings.Join(st.Source, ","), st.SourceClusterID)
+	if len(st.SourceConfig) > 0 {
+		keys := make([]string, 0, len(st.SourceConfig))
+		for k := range st.SourceConfig {
+			keys = append(keys, k)
+		}
+		sort.Strings(keys)
+		for i, k := range keys {
+			keys[i] = k + "=" + st.SourceConfig[k] // secrets arrive as [hidden]
+		}
+		fmt.Fprintf(w, "source config  %s\n", strings.Join(keys, " "))
+	}
 	tw := tabwriter.NewWriter(w, 2, 4, 2, ' ', 0)
 	fmt.Fprintln(tw, "TOPIC\tPARTITION\tSTATE\tLOCAL END\tSOURCE HW\tLAG\tLAG MS\tLAST MIRRORED\tBARRIER\tNOTE")
 	for _, p := range st.Partitions {

@@ -14,14 +14,31 @@ import (
 // startStaticMirrors creates the mirrors declared in the config file (if
 // missing) and starts their topics, retrying in the background until the
 // source answers. A topic already mirrored, stopped or failed over is left
-// as it is: the declaration never undoes an operator's failover.
+// as it is: the declaration never undoes an operator's failover. The
+// declared source security settings are the file's to give: when they
+// differ from a known mirror's, they replace them (so credentials are
+// rotated by editing the file and restarting).
 func (b *Broker) startStaticMirrors() {
 	for _, sm := range b.cfg.Mirrors {
-		err := b.mirrors.CreateWith(sm.Name, sm.Source, mirror.CreateOptions{ClientID: sm.ClientID,
-			GroupsInclude: sm.GroupsInclude, GroupsExclude: sm.GroupsExclude})
+		settings, err := sm.SourceSettings()
+		if err != nil {
+			b.logger.Error("static mirror", zap.String("mirror", sm.Name), zap.Error(err))
+			continue
+		}
+		err = b.mirrors.CreateWith(sm.Name, sm.Source, mirror.CreateOptions{ClientID: sm.ClientID,
+			GroupsInclude: sm.GroupsInclude, GroupsExclude: sm.GroupsExclude, SourceConfig: settings})
 		switch {
 		case errors.Is(err, mirror.ErrExists):
-			continue // known from mirrors.json: its state is authoritative
+			// Known from mirrors.json: its state is authoritative, its
+			// source settings are the file's.
+			if b.mirrors.SourceConfigDiffers(sm.Name, settings) {
+				if err := b.mirrors.AlterSourceConfig(sm.Name, settings); err != nil {
+					b.logger.Error("static mirror: source config", zap.String("mirror", sm.Name), zap.Error(err))
+				} else {
+					b.logger.Info("static mirror: source config taken from the config file", zap.String("mirror", sm.Name))
+				}
+			}
+			continue
 		case err != nil:
 			b.logger.Error("static mirror", zap.String("mirror", sm.Name), zap.Error(err))
 			continue

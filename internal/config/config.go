@@ -39,6 +39,28 @@ type StaticMirror struct {
 	Topics        []string `yaml:"topics"`
 	GroupsInclude []string `yaml:"groups-include"`
 	GroupsExclude []string `yaml:"groups-exclude"`
+	// SourceConfig is the source client's security settings by Kafka's
+	// client names (security.protocol, sasl.mechanism, sasl.jaas.config,
+	// ssl.truststore.location, …); SourceConfigFile names a Java
+	// .properties file of them, read first (SourceConfig's keys win).
+	SourceConfig     map[string]string `yaml:"source-config"`
+	SourceConfigFile string            `yaml:"source-config-file"`
+}
+
+// SourceSettings merges the mirror's source-config-file and source-config.
+func (sm StaticMirror) SourceSettings() (map[string]string, error) {
+	out := map[string]string{}
+	if sm.SourceConfigFile != "" {
+		props, err := ReadPropertiesFile(sm.SourceConfigFile)
+		if err != nil {
+			return nil, fmt.Errorf("mirror %s: source-config-file: %w", sm.Name, err)
+		}
+		out = props
+	}
+	for k, v := range sm.SourceConfig {
+		out[k] = v
+	}
+	return out, nil
 }
 
 // Default returns the embedded defaults `make run` uses.

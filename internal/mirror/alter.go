@@ -2,6 +2,7 @@ package mirror
 
 import (
 	"fmt"
+	"maps"
 
 	"go.uber.org/zap"
 )
@@ -81,4 +82,14 @@ func (m *Manager) AlterSourceConfig(name string, settings map[string]string) err
 			zap.Int("partitions", restarted))
 	}
 	return m.saveLocked()
+}
+
+// SourceConfigDiffers reports whether a mirror's source settings differ
+// from settings (a missing mirror differs).
+func (m *Manager) SourceConfigDiffers(name string, settings map[string]string) bool {
+	settings = cleanSourceConfig(settings)
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	rt, ok := m.mirrors[name]
+	return !ok || !maps.Equal(rt.spec.SourceConfig, settings)
 }
