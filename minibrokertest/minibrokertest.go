@@ -10,6 +10,7 @@ package minibrokertest
 
 import (
 	"context"
+	"maps"
 	"net"
 	"strings"
 	"sync"
@@ -181,7 +182,9 @@ func (c *Cluster) start() error {
 		for _, l := range b.Listeners() {
 			bound = append(bound, l.Name+"://"+l.Bound)
 		}
-		c.cfg.Kafka["listeners"] = strings.Join(bound, ",")
+		kafka := maps.Clone(c.cfg.Kafka) // the running broker reads the old map
+		kafka["listeners"] = strings.Join(bound, ",")
+		c.cfg.Kafka = kafka
 	}
 	if c.cfg.HTTPListen != "" {
 		c.cfg.HTTPListen = b.HTTPAddr()

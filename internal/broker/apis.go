@@ -61,6 +61,9 @@ func (b *Broker) apis() map[int16]api {
 // the request goes through the fault registry first (faults.go); without,
 // that costs one atomic load.
 func (b *Broker) Handle(ctx context.Context, req *protocol.Request) kmsg.Response {
+	if adminAPIs[req.Key] {
+		b.logAdmin(req)
+	}
 	if b.faults.Active() {
 		return b.handleWithFaults(ctx, req)
 	}

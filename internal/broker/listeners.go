@@ -11,9 +11,11 @@ import (
 	"fmt"
 	"net"
 	"strconv"
+	"time"
 
 	"github.com/minibroker/minibroker/internal/config"
 	"github.com/minibroker/minibroker/internal/protocol"
+	"github.com/minibroker/minibroker/internal/security"
 )
 
 // boundListener is one open Kafka listener.
@@ -119,11 +121,37 @@ func (b *Broker) Listeners() []ListenerAddr {
 	return out
 }
 
-// securityFor builds how a listener's connections are secured.
+// securityFor builds how a listener's connections are secured: its TLS
+// configuration (ssl.*, overridable per listener) and SASL mechanisms.
 func (b *Broker) securityFor(spec config.ListenerSpec) (*protocol.Listener, error) {
 	pl := &protocol.Listener{Name: spec.Name, Protocol: spec.Protocol}
-	if spec.UsesTLS() || spec.UsesSASL() {
-		return nil, fmt.Errorf("security protocol %s is not supported yet", spec.Protocol)
+	get := func(name string) string { return b.cfg.ListenerString(spec.Name, name) }
+	if spec.UsesTLS() {
+		tlsCfg, _, err := security.ServerTLS(security.TLSSettings{
+			Listener:               spec.Name,
+			KeystoreLocation:       get("ssl.keystore.location"),
+			KeystoreKey:            get("ssl.keystore.key"),
+			KeystoreChain:          get("ssl.keystore.certificate.chain"),
+			KeyPassword:            get("ssl.key.password"),
+			TruststoreLocation:     get("ssl.truststore.location"),
+			TruststoreCertificates: get("ssl.truststore.certificates"),
+			ClientAuth:             get("ssl.client.auth"),
+			Protocols:              config.SplitList(get("ssl.enabled.protocols")),
+			CipherSuites:           config.SplitList(get("ssl.cipher.suites")),
+		}, b.logger.Named("tls"))
+		if err != nil {
+			return nil, err
+		}
+		pl.TLS = tlsCfg
+	}
+	if spec.UsesSASL() {
+		sasl, err := b.saslFor(spec)
+		if err != nil {
+			return nil, err
+		}
+		pl.SASL = sasl
+		pl.MaxReceiveBeforeAuth = int32(b.cfg.ListenerInt64(spec.Name, "sasl.server.max.receive.size"))
+		pl.ReauthAfter = time.Duration(b.cfg.ListenerInt64(spec.Name, "connections.max.reauth.ms")) * time.Millisecond
 	}
 	return pl, nil
 }
