@@ -189,6 +189,50 @@ func ValidateFraming(b []byte) (Header, error) {
 // ComputeCRC returns the CRC-32C a batch's header should carry.
 func ComputeCRC(b []byte) uint32 { return crc32.Checksum(b[attrOffset:], crc32cTable) }
 
+// Accessors of single header fields of the batch at the start of b, for
+// callers that must not parse the whole header (ok false: b is too short
+// to hold the field). Nothing outside this package indexes a batch's
+// bytes.
+const (
+	magicOffset        = 16
+	maxTimestampOffset = 35
+)
+
+// MagicOf is the batch's magic byte.
+func MagicOf(b []byte) (int8, bool) {
+	if len(b) <= magicOffset {
+		return 0, false
+	}
+	return int8(b[magicOffset]), true
+}
+
+// CodecOf is the compression codec in the batch's attributes.
+func CodecOf(b []byte) (int8, bool) {
+	if len(b) < attrOffset+2 {
+		return 0, false
+	}
+	return int8(binary.BigEndian.Uint16(b[attrOffset:]) & AttrCompressionMask), true
+}
+
+// CRCOf is the CRC the batch's header carries.
+func CRCOf(b []byte) uint32 { return binary.BigEndian.Uint32(b[crcOffset:]) }
+
+// SetCRC writes the CRC the batch's bytes call for (ComputeCRC).
+func SetCRC(b []byte) { binary.BigEndian.PutUint32(b[crcOffset:], ComputeCRC(b)) }
+
+// SetMaxTimestamp writes a batch's max timestamp and timestamp type
+// (LogAppendTime or CreateTime) and recomputes its CRC, as Kafka's
+// RecordBatch.setMaxTimestamp.
+func SetMaxTimestamp(b []byte, ts int64, logAppendTime bool) {
+	attrs := binary.BigEndian.Uint16(b[attrOffset:]) &^ AttrTimestampType
+	if logAppendTime {
+		attrs |= AttrTimestampType
+	}
+	binary.BigEndian.PutUint16(b[attrOffset:], attrs)
+	binary.BigEndian.PutUint64(b[maxTimestampOffset:], uint64(ts))
+	SetCRC(b)
+}
+
 // SetBaseOffset rewrites the base offset of the batch at the start of b.
 func SetBaseOffset(b []byte, off int64) { binary.BigEndian.PutUint64(b[0:], uint64(off)) }
 

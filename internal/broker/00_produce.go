@@ -58,7 +58,7 @@ func (b *Broker) handleProduce(_ context.Context, r *protocol.Request) kmsg.Resp
 				sp.ErrorCode = kerr.InvalidRequiredAcks.Code
 			case topicErr != nil:
 				sp.ErrorCode = errorCode(topicErr)
-			case req.Version < 7 && len(rp.Records) > 22 && rp.Records[22]&batch.AttrCompressionMask == batch.CodecZstd:
+			case req.Version < 7 && isZstd(rp.Records):
 				// Kafka's ProduceRequest.validateRecords: zstd needs v7+.
 				sp.ErrorCode = kerr.UnsupportedCompressionType.Code
 			default:
@@ -112,4 +112,10 @@ func (b *Broker) producePartition(t *Topic, rp kmsg.ProduceRequestTopicPartition
 	if !res.Duplicate {
 		b.metrics.BytesInTopic.WithLabelValues(t.Name).Add(float64(len(rp.Records)))
 	}
+}
+
+// isZstd reports whether the batch at the start of records says zstd.
+func isZstd(records []byte) bool {
+	codec, ok := batch.CodecOf(records)
+	return ok && codec == batch.CodecZstd
 }

@@ -17,7 +17,8 @@ package broker
 // Fetch sessions (KIP-227) are declined: every response carries session id
 // 0, so clients send full fetches, which Kafka allows. A request naming a
 // session id answers FETCH_SESSION_ID_NOT_FOUND. The CurrentLeaderEpoch of
-// v9+ is checked (FENCED_LEADER_EPOCH / UNKNOWN_LEADER_EPOCH). v17 and v18
+// v9+ is checked (FENCED_LEADER_EPOCH / UNKNOWN_LEADER_EPOCH,
+// partition.CheckLeaderEpoch). v17 and v18
 // add only follower tagged fields (ReplicaDirectoryId, KIP-853; the
 // replica's HighWatermark, KIP-1166) and leave the response as v16.
 
@@ -145,15 +146,9 @@ func (b *Broker) fetchOnce(r *protocol.Request, req *kmsg.FetchRequest, resp *km
 // zero-copy fetch.
 func (b *Broker) fetchPartition(r *protocol.Request, p *partition.Partition, rp kmsg.FetchRequestTopicPartition, sp *kmsg.FetchResponseTopicPartition,
 	at [2]int, limit int, first, committed bool) int {
-	if e := rp.CurrentLeaderEpoch; e >= 0 {
-		switch cur := p.LeaderEpoch(); {
-		case e < cur:
-			sp.ErrorCode = kerr.FencedLeaderEpoch.Code
-			return 0
-		case e > cur:
-			sp.ErrorCode = kerr.UnknownLeaderEpoch.Code
-			return 0
-		}
+	if err := p.CheckLeaderEpoch(rp.CurrentLeaderEpoch); err != nil {
+		sp.ErrorCode = errorCode(err)
+		return 0
 	}
 	var res partition.ReadResult
 	var err error

@@ -10,7 +10,8 @@ package broker
 // a timestamp ≥ 0 the first offset at or after it (-1/-1 when none). v10's
 // TimeoutMs (KIP-1075) bounds remote-storage lookups; there are none. v11
 // (-6, earliest pending upload) is not served. The leader epoch answered is the epoch of the batch holding the
-// offset. CurrentLeaderEpoch (v4+) is checked as in Fetch.
+// offset. CurrentLeaderEpoch (v4+) is checked as in Fetch
+// (partition.CheckLeaderEpoch).
 
 import (
 	"context"
@@ -46,14 +47,11 @@ func (b *Broker) handleListOffsets(_ context.Context, r *protocol.Request) kmsg.
 }
 
 func listOffset(p *partition.Partition, rp kmsg.ListOffsetsRequestTopicPartition, committed bool, sp *kmsg.ListOffsetsResponseTopicPartition) {
-	cur := p.LeaderEpoch()
-	if e := rp.CurrentLeaderEpoch; e >= 0 && e != cur {
-		sp.ErrorCode = kerr.FencedLeaderEpoch.Code
-		if e > cur {
-			sp.ErrorCode = kerr.UnknownLeaderEpoch.Code
-		}
+	if err := p.CheckLeaderEpoch(rp.CurrentLeaderEpoch); err != nil {
+		sp.ErrorCode = errorCode(err)
 		return
 	}
+	cur := p.LeaderEpoch()
 	o := p.Offsets()
 	switch ts := rp.Timestamp; {
 	case ts == -1:
@@ -64,31 +62,19 @@ func listOffset(p *partition.Partition, rp kmsg.ListOffsetsRequestTopicPartition
 		sp.LeaderEpoch = cur
 	case ts == -2 || ts == -4:
 		sp.Offset = o.LogStart
-		sp.LeaderEpoch = epochAt(p, o.LogStart)
+		sp.LeaderEpoch = p.EpochAt(o.LogStart)
 	case ts == -5:
 		// Already -1/-1/-1: nothing is tiered.
 	case ts == -3:
-		off, maxTs := p.Log().MaxTimestamp()
+		off, maxTs := p.MaxTimestamp()
 		if off >= 0 && off < o.HighWatermark {
-			sp.Offset, sp.Timestamp, sp.LeaderEpoch = off, maxTs, epochAt(p, off)
+			sp.Offset, sp.Timestamp, sp.LeaderEpoch = off, maxTs, p.EpochAt(off)
 		}
 	case ts >= 0:
-		if off, found, ok := p.Log().OffsetForTimestamp(ts); ok && off < o.HighWatermark {
-			sp.Offset, sp.Timestamp, sp.LeaderEpoch = off, found, epochAt(p, off)
+		if off, found, ok := p.OffsetForTimestamp(ts); ok && off < o.HighWatermark {
+			sp.Offset, sp.Timestamp, sp.LeaderEpoch = off, found, p.EpochAt(off)
 		}
 	default:
 		sp.ErrorCode = kerr.InvalidRequest.Code
 	}
-}
-
-// epochAt is the leader epoch of the batch holding offset, -1 if unknown.
-func epochAt(p *partition.Partition, offset int64) int32 {
-	epoch := int32(-1)
-	for _, e := range p.Log().EpochEntries() {
-		if e.StartOffset > offset {
-			break
-		}
-		epoch = e.Epoch
-	}
-	return epoch
 }

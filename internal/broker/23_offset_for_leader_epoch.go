@@ -6,7 +6,8 @@ package broker
 // leader-epoch cache and the end offset of that epoch (the start of the next
 // epoch, or the log end for the latest), as Kafka's leader answers it.
 // Consumers use it to detect truncation; mirrors use it to find where a
-// local log diverges from its source (failback).
+// local log diverges from its source (failback). CurrentLeaderEpoch is
+// checked as in Fetch (partition.CheckLeaderEpoch).
 
 import (
 	"context"
@@ -34,14 +35,11 @@ func (b *Broker) handleOffsetForLeaderEpoch(_ context.Context, r *protocol.Reque
 				st.Partitions = append(st.Partitions, sp)
 				continue
 			}
-			cur := p.LeaderEpoch()
-			switch e := rp.CurrentLeaderEpoch; {
-			case e >= 0 && e < cur:
-				sp.ErrorCode = kerr.FencedLeaderEpoch.Code
-			case e > cur:
-				sp.ErrorCode = kerr.UnknownLeaderEpoch.Code
-			default:
-				sp.LeaderEpoch, sp.EndOffset = p.Log().EndOffsetForEpoch(rp.LeaderEpoch)
+			if err := p.CheckLeaderEpoch(rp.CurrentLeaderEpoch); err != nil {
+				sp.ErrorCode = errorCode(err)
+			} else {
+				cur := p.LeaderEpoch()
+				sp.LeaderEpoch, sp.EndOffset = p.EndOffsetForEpoch(rp.LeaderEpoch)
 				if rp.LeaderEpoch == cur && sp.LeaderEpoch < cur {
 					// The current epoch has no batch yet: it ends at the log end.
 					sp.LeaderEpoch, sp.EndOffset = cur, p.Offsets().LogEnd

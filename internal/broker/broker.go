@@ -386,7 +386,7 @@ func (b *Broker) applyRetention() {
 			continue
 		}
 		for _, p := range b.partitions(t) {
-			if n, err := p.Log().ApplyRetention(); err != nil {
+			if n, err := p.ApplyRetention(); err != nil {
 				b.logger.Warn("retention", zap.String("dir", p.Dir()), zap.Error(err))
 			} else if n > 0 {
 				b.logger.Info("retention deleted segments", zap.String("dir", p.Dir()), zap.Int("segments", n))

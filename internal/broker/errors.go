@@ -31,6 +31,8 @@ var errorTable = []struct {
 	// message naming the mirror instead of retrying until timeout.
 	{partition.ErrMirrored, kerr.PolicyViolation},
 	{partition.ErrClosed, kerr.NotLeaderForPartition},
+	{partition.ErrFencedLeaderEpoch, kerr.FencedLeaderEpoch},
+	{partition.ErrUnknownLeaderEpoch, kerr.UnknownLeaderEpoch},
 	{psm.ErrOutOfOrderSequence, kerr.OutOfOrderSequenceNumber},
 	{psm.ErrControlBatchFromClient, kerr.InvalidRecord},
 	{psm.ErrMalformedControl, kerr.CorruptMessage},

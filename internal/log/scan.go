@@ -106,8 +106,8 @@ func (s *scanner) next(whole bool) (h batch.Header, raw []byte, pos int64, err e
 		return h, nil, pos, corrupt(fmt.Errorf("%w: batch length %d", batch.ErrInvalid, length))
 	}
 	if pos+size > s.end {
-		if hb[16] != 2 {
-			return h, nil, pos, corrupt(fmt.Errorf("%w %d", batch.ErrMagic, int8(hb[16])))
+		if m, _ := batch.MagicOf(hb); m != 2 {
+			return h, nil, pos, corrupt(fmt.Errorf("%w %d", batch.ErrMagic, m))
 		}
 		return h, nil, pos, corrupt(errTornTail)
 	}

@@ -166,8 +166,8 @@ func (p *Partition) validateClientBatches(cfg *Config, records []byte) ([]psm.Pr
 		return nil, fmt.Errorf("%w: no record batch (length %d with %d bytes)", ErrInvalidRecord, size, len(records))
 	case size < batch.HeaderSize:
 		return nil, fmt.Errorf("%w: a batch of %d bytes is smaller than its header", ErrCorrupt, size)
-	case int8(records[16]) != 2:
-		return nil, fmt.Errorf("%w: magic %d (produce v3+ takes magic 2 only)", ErrInvalidRecord, int8(records[16]))
+	case magic(records) != 2:
+		return nil, fmt.Errorf("%w: magic %d (produce v3+ takes magic 2 only)", ErrInvalidRecord, magic(records))
 	case size < int64(len(records)):
 		return nil, fmt.Errorf("%w: more than one batch for the partition", ErrInvalidRecord)
 	case cfg.MessageMaxBytes > 0 && size > int64(cfg.MessageMaxBytes):
@@ -206,7 +206,7 @@ func (p *Partition) validateClientBatches(cfg *Config, records []byte) ([]psm.Pr
 		// records' largest, whatever the producer wrote, so that the time
 		// index, ListOffsets by time and time retention read the truth.
 		setMaxTimestamp(records, maxTs, false)
-		h.MaxTimestamp, h.Attributes, h.CRC = maxTs, h.Attributes&^batch.AttrTimestampType, binary.BigEndian.Uint32(records[17:])
+		h.MaxTimestamp, h.Attributes, h.CRC = maxTs, h.Attributes&^batch.AttrTimestampType, batch.CRCOf(records)
 	}
 	return []psm.PreparedBatch{{Header: h, Raw: records}}, nil
 }
@@ -216,13 +216,14 @@ func (p *Partition) validateClientBatches(cfg *Config, records []byte) ([]psm.Pr
 // RecordBatch.setMaxTimestamp: for topics with
 // message.timestamp.type=LogAppendTime it stamps the broker's time.
 func setMaxTimestamp(raw []byte, ts int64, logAppendTime bool) {
-	attrs := binary.BigEndian.Uint16(raw[21:]) &^ batch.AttrTimestampType
-	if logAppendTime {
-		attrs |= batch.AttrTimestampType
-	}
-	binary.BigEndian.PutUint16(raw[21:], attrs)
-	binary.BigEndian.PutUint64(raw[35:], uint64(ts))
-	binary.BigEndian.PutUint32(raw[17:], batch.ComputeCRC(raw))
+	batch.SetMaxTimestamp(raw, ts, logAppendTime)
+}
+
+// magic is the magic byte of the batch at records (long enough: checked
+// by the caller).
+func magic(records []byte) int8 {
+	m, _ := batch.MagicOf(records)
+	return m
 }
 
 // AppendAsMirror appends batches fetched from a source cluster (origin

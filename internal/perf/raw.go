@@ -58,8 +58,7 @@ func rawBatch(size int) (raw []byte, records int32) {
 		ProducerID: -1, ProducerEpoch: -1, FirstSequence: -1, NumRecords: records, Records: body}
 	rb.Length = int32(batch.HeaderSize - batch.LogOverhead + len(body))
 	raw = rb.AppendTo(nil)
-	crc := batch.ComputeCRC(raw)
-	raw[17], raw[18], raw[19], raw[20] = byte(crc>>24), byte(crc>>16), byte(crc>>8), byte(crc)
+	batch.SetCRC(raw)
 	return raw, records
 }
 
