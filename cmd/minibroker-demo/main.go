@@ -22,7 +22,7 @@ func main() {
 		SilenceErrors: true,
 	}
 	root.AddCommand(newProduceCmd(), newConsumeCmd(), newOffsetsCmd(), newRoundtripCmd(),
-		newCheckLogsCmd(), newReportCmd(), newTimelineCmd())
+		newCheckLogsCmd(), newReportCmd(), newTimelineCmd(), newWaitCmd(), newMetricCmd())
 	if err := root.Execute(); err != nil {
 		fmt.Fprintln(os.Stderr, "error:", err)
 		os.Exit(1)

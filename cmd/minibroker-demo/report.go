@@ -127,9 +127,12 @@ func report(w io.Writer, dir, logPath string) error {
 	fmt.Fprintf(w, "duplicates: stored twice in the log:      %s\n", brief(stored2))
 	fmt.Fprintf(w, "duplicates: read twice by the group:      %s\n", brief(read2))
 	fmt.Fprintf(w, "stray records acknowledged after a cut:   %d, still in the final log: %d\n", stray, final.OtherValues)
-	for _, e := range events {
+	for i, e := range events {
 		if !strings.HasPrefix(e.label, "mirror stop") {
 			continue
+		}
+		if i+1 < len(events) && strings.HasSuffix(events[i+1].label, "writable") {
+			fmt.Fprintf(w, "%s: returned, %s, after %d ms\n", e.label, events[i+1].label, events[i+1].ms-e.ms)
 		}
 		first := int64(0)
 		for _, p := range prods {
@@ -138,7 +141,7 @@ func report(w io.Writer, dir, logPath string) error {
 			}
 		}
 		if first > 0 {
-			fmt.Fprintf(w, "%s → first record acknowledged there: %d ms\n", e.label, first-e.ms)
+			fmt.Fprintf(w, "%s → first record acknowledged there: %d ms (the producer's container starts in between)\n", e.label, first-e.ms)
 		}
 	}
 	bad := len(lost) + len(unread) + len(stored2) + len(read2) + twice + final.OtherValues + len(final.Gaps) + len(final.SecondCopy)

@@ -14,6 +14,7 @@ import (
 type series struct {
 	name   string
 	colour string
+	dashed bool
 	points [][2]float64
 }
 
@@ -44,8 +45,15 @@ func renderTimeline(samplesPath, eventsPath, out, title string) error {
 	}
 	t0 := all[0].Ms
 	names := []string{}
-	last := map[string]sample{}
-	rate, lag := map[string]*series{}, map[string]*series{}
+	rate, lag, reported := map[string]*series{}, map[string]*series{}, map[string]*series{}
+	history := map[string][]sample{} // since the cluster last answered
+	furthest := map[int]float64{}    // per round: the longest log end of any cluster
+	for _, s := range all {
+		if s.Up {
+			furthest[s.Round] = math.Max(furthest[s.Round], s.LogEnd)
+		}
+	}
+	gap := [2]float64{math.NaN(), math.NaN()}
 	for _, s := range all {
 		if _, ok := rate[s.Cluster]; !ok {
 			names = append(names, s.Cluster)
@@ -55,21 +63,30 @@ func renderTimeline(samplesPath, eventsPath, out, title string) error {
 			}
 			rate[s.Cluster] = &series{name: s.Cluster, colour: c}
 			lag[s.Cluster] = &series{name: s.Cluster, colour: c}
+			reported[s.Cluster] = &series{name: s.Cluster, colour: c, dashed: true}
 		}
-		if !s.Up {
-			// a cluster that does not answer has no curve there
-			rate[s.Cluster].points = append(rate[s.Cluster].points, [2]float64{math.NaN(), math.NaN()})
-			lag[s.Cluster].points = append(lag[s.Cluster].points, [2]float64{math.NaN(), math.NaN()})
-			delete(last, s.Cluster)
+		if !s.Up { // a cluster that does not answer has no curve there
+			rate[s.Cluster].points = append(rate[s.Cluster].points, gap)
+			lag[s.Cluster].points = append(lag[s.Cluster].points, gap)
+			reported[s.Cluster].points = append(reported[s.Cluster].points, gap)
+			delete(history, s.Cluster)
 			continue
 		}
 		x := float64(s.Ms-t0) / 1000
-		if p, ok := last[s.Cluster]; ok && s.Ms > p.Ms {
+		h := append(history[s.Cluster], s)
+		for len(h) > 1 && s.Ms-h[1].Ms >= 1000 { // rate over the last second
+			h = h[1:]
+		}
+		history[s.Cluster] = h
+		if p := h[0]; s.Ms-p.Ms >= 500 {
 			r := (s.LogEnd - p.LogEnd) / (float64(s.Ms-p.Ms) / 1000)
 			rate[s.Cluster].points = append(rate[s.Cluster].points, [2]float64{x, math.Max(r, 0)})
 		}
-		lag[s.Cluster].points = append(lag[s.Cluster].points, [2]float64{x, s.Lag})
-		last[s.Cluster] = s
+		lag[s.Cluster].points = append(lag[s.Cluster].points, [2]float64{x, furthest[s.Round] - s.LogEnd})
+		reported[s.Cluster].points = append(reported[s.Cluster].points, [2]float64{x, s.Lag})
+	}
+	for _, n := range names { // the dashed curves are drawn in the lag panel too
+		lag[n+" reported"] = reported[n]
 	}
 	xmax := float64(all[len(all)-1].Ms-t0) / 1000
 	var b strings.Builder
@@ -78,9 +95,14 @@ func renderTimeline(samplesPath, eventsPath, out, title string) error {
 	fmt.Fprintf(&b, `<rect width="%d" height="%d" fill="white"/>`+"\n", W, H)
 	fmt.Fprintf(&b, `<text x="%d" y="22" font-size="16" text-anchor="middle">%s</text>`+"\n", W/2, html.EscapeString(title))
 	top := panel{x: 70, y: 50, w: W - 100, h: 190, xmax: xmax, label: "records/s appended (log end offset, per second)"}
-	bottom := panel{x: 70, y: 300, w: W - 100, h: 190, xmax: xmax, label: "mirror lag (records behind the source)"}
+	bottom := panel{x: 70, y: 300, w: W - 100, h: 190, xmax: xmax,
+		label: "lag: records behind the longest log of the three (solid); minibroker_mirror_lag_records (dashed)"}
 	top.draw(&b, names, rate)
-	bottom.draw(&b, names, lag)
+	var lagNames []string
+	for _, n := range names {
+		lagNames = append(lagNames, n, n+" reported")
+	}
+	bottom.draw(&b, lagNames, lag)
 	for i, e := range events {
 		x := top.px(float64(e.ms-t0) / 1000)
 		fmt.Fprintf(&b, `<line x1="%.1f" y1="%d" x2="%.1f" y2="%d" stroke="#999" stroke-dasharray="4,3"/>`+"\n", x, top.y, x, bottom.y+bottom.h)
@@ -140,7 +162,11 @@ func (p *panel) draw(b *strings.Builder, names []string, s map[string]*series) {
 			fmt.Fprintf(&path, "%s%.1f,%.1f ", cmd, p.px(pt[0]), p.py(pt[1]))
 			pen = true
 		}
-		fmt.Fprintf(b, `<path d="%s" fill="none" stroke="%s" stroke-width="1.5"/>`+"\n", strings.TrimSpace(path.String()), s[n].colour)
+		dash := ""
+		if s[n].dashed {
+			dash = ` stroke-dasharray="5,3"`
+		}
+		fmt.Fprintf(b, `<path d="%s" fill="none" stroke="%s" stroke-width="1.5"%s/>`+"\n", strings.TrimSpace(path.String()), s[n].colour, dash)
 	}
 }
 

@@ -21,6 +21,7 @@ import (
 // sample is one scrape of one cluster's /metrics, a line of the samples file.
 type sample struct {
 	Ms      int64   `json:"t"`
+	Round   int     `json:"round"` // one scrape of every target
 	Cluster string  `json:"cluster"`
 	Up      bool    `json:"up"`
 	LogEnd  float64 `json:"log_end"` // minibroker_partition_log_end_offset, summed over the topic
@@ -78,10 +79,10 @@ func recordTimeline(ctx context.Context, targets []string, topic string, interva
 	hc := &http.Client{Timeout: interval}
 	tick := time.NewTicker(interval)
 	defer tick.Stop()
-	for {
+	for round := 0; ; round++ {
 		for _, t := range targets {
 			name, url, _ := strings.Cut(t, "=")
-			s := sample{Ms: time.Now().UnixMilli(), Cluster: name}
+			s := sample{Ms: time.Now().UnixMilli(), Round: round, Cluster: name}
 			if fams, err := scrape(hc, url); err == nil {
 				s.Up = true
 				s.LogEnd = sumFor(fams["minibroker_partition_log_end_offset"], topic)
@@ -125,4 +126,27 @@ func sumFor(fam *dto.MetricFamily, topic string) float64 {
 		}
 	}
 	return sum
+}
+
+// newMetricCmd prints one gauge of one broker's /metrics, summed over the
+// topic's partitions: the demo shows a's log end while b cannot see a.
+func newMetricCmd() *cobra.Command {
+	var url, name, topic string
+	cmd := &cobra.Command{
+		Use:   "metric --url URL --name METRIC",
+		Short: "Print a gauge from a broker's /metrics, summed over the topic's partitions",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			fams, err := scrape(&http.Client{Timeout: 5 * time.Second}, url)
+			if err != nil {
+				return err
+			}
+			fmt.Fprintf(cmd.OutOrStdout(), "%.0f\n", sumFor(fams[name], topic))
+			return nil
+		},
+	}
+	cmd.Flags().StringVar(&url, "url", "", "http://HOST:PORT/metrics")
+	cmd.Flags().StringVar(&name, "name", "minibroker_partition_log_end_offset", "metric")
+	cmd.Flags().StringVar(&topic, "topic", "demo", "topic")
+	return cmd
 }
