@@ -17,12 +17,17 @@ build:
 run: build
 	./$(BIN) serve
 
-## deps: what the client tests need (kcat), installed when missing
+## deps: what the tests need, installed when missing: kcat (client tests), promtool (Debian's prometheus
+## package: the alert rules' tests)
 deps:
 	@command -v kcat >/dev/null 2>&1 || { \
 	  echo "installing kcat"; \
 	  if [ "$$(id -u)" = 0 ]; then apt-get update -qq && apt-get install -y -qq kcat; \
 	  else sudo apt-get update -qq && sudo apt-get install -y -qq kcat; fi; }
+	@command -v promtool >/dev/null 2>&1 || { \
+	  echo "installing promtool (package prometheus)"; \
+	  if [ "$$(id -u)" = 0 ]; then apt-get update -qq && apt-get install -y -qq --no-install-recommends prometheus; \
+	  else sudo apt-get update -qq && sudo apt-get install -y -qq --no-install-recommends prometheus; fi; }
 
 vet:
 	$(GO) vet ./...
@@ -30,10 +35,12 @@ vet:
 fmt:
 	@out=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
 
-## test: every test — formatting, vet, unit tests, race tests, fuzz seeds, integration with real clients
+## test: every test — formatting, vet, unit tests, race tests, fuzz seeds, integration with real clients,
+## and the docker-compose failover demo end to end when a Docker engine answers (else it says it skipped it)
 test: deps fmt vet build
 	$(GO) test -count=1 -parallel 4 -timeout 15m ./...
 	$(GO) test -count=1 -race -timeout 10m $(PKGS_RACE)
+	@$(MAKE) --no-print-directory demo-if-docker
 
 ## compat: the client compatibility matrix (kgo, sarama, kafka-go, confluent-kafka-go, kcat); rewrites
 ## its table in README.md. `make test` runs the same test and fails when the README's table differs.

@@ -76,8 +76,17 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 		m.ProducersExpired = register(reg, m.ProducersExpired)
 		m.CorruptSnapshots = register(reg, m.CorruptSnapshots)
 	}
+	// Every kind is exported from the start, at 0: an alert on
+	// increase(minibroker_psm_replication_anomalies_total[5m]) needs a
+	// sample before the first anomaly, and a dashboard a series to show.
+	for _, kind := range anomalyKinds {
+		m.ReplicationAnomalies.WithLabelValues(kind)
+	}
 	return m
 }
+
+var anomalyKinds = []string{AnomalyEpochRegression, AnomalySequenceGap, AnomalyNewEpochSequence, AnomalyCoordinatorEpoch,
+	AnomalyMarkerWithoutTxn, AnomalyNonTxnDuringTxn, AnomalyMalformedControl, AnomalyTransactionalBarrier}
 
 func register[C prometheus.Collector](reg prometheus.Registerer, c C) C {
 	if err := reg.Register(c); err != nil {
