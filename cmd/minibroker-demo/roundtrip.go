@@ -11,8 +11,9 @@ import (
 )
 
 func newRoundtripCmd() *cobra.Command {
-	var brokers, topic, tag string
+	var brokers, topic, tag, expect string
 	var n int
+	var timeout time.Duration
 	cmd := &cobra.Command{
 		Use:   "roundtrip",
 		Short: "Produce records tagged --tag and read them back; print the address the broker advertised",
@@ -26,11 +27,14 @@ one on the host localhost. Exit 1 when anything differs.`,
 			if topic == "" {
 				topic = "listeners-" + tag
 			}
-			ctx, cancel := context.WithTimeout(cmd.Context(), 30*time.Second)
+			ctx, cancel := context.WithTimeout(cmd.Context(), timeout)
 			defer cancel()
 			advertised, err := roundtrip(ctx, brokers, topic, tag, n)
+			if expect != "" && advertised != expect {
+				return fmt.Errorf("%s via %s: the broker advertised %q, want %q", tag, brokers, advertised, expect)
+			}
 			if err != nil {
-				return fmt.Errorf("%s via %s: %w", tag, brokers, err)
+				return fmt.Errorf("%s via %s, broker advertised as %s: %w", tag, brokers, advertised, err)
 			}
 			fmt.Fprintf(cmd.OutOrStdout(), "%s: bootstrap %s, broker advertised as %s: produced %d records and read them back\n",
 				tag, brokers, advertised, n)
@@ -42,6 +46,8 @@ one on the host localhost. Exit 1 when anything differs.`,
 	f.StringVar(&topic, "topic", "", "topic (auto-created; default listeners-TAG)")
 	f.StringVar(&tag, "tag", "client", "value prefix naming this client")
 	f.IntVar(&n, "records", 10, "records")
+	f.StringVar(&expect, "expect-advertised", "", "fail unless Metadata advertises this HOST:PORT")
+	f.DurationVar(&timeout, "timeout", 30*time.Second, "give up after this long")
 	cmd.MarkFlagRequired("brokers")
 	return cmd
 }

@@ -29,8 +29,10 @@ func newHealthcheckCmd() *cobra.Command {
 		Use:   "healthcheck",
 		Short: "Exit 0 when the broker answers ApiVersions on its Kafka listener",
 		Long: `Exit 0 when the broker answers ApiVersions on its Kafka listener, 1 when
-it does not within --timeout. The address is --broker, or the listener of
---config (a wildcard host is asked on 127.0.0.1), or 127.0.0.1:9092.`,
+it does not within --timeout. The address is --broker, or the first listener of
+--config (its first entry of listeners, else listen; a wildcard host is
+asked on 127.0.0.1), or 127.0.0.1:9092. It speaks plaintext: give it a
+PLAINTEXT listener.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			addr := brokerAddr
@@ -41,7 +43,11 @@ it does not within --timeout. The address is --broker, or the listener of
 						return err
 					}
 				}
-				addr = dialable(cfg.Listen)
+				ls, err := cfg.Listeners()
+				if err != nil {
+					return err
+				}
+				addr = dialable(ls[0].Addr) // the first of `listeners`, or --listen
 			}
 			ctx, cancel := context.WithTimeout(cmd.Context(), timeout)
 			defer cancel()

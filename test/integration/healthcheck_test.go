@@ -38,6 +38,14 @@ func TestBinaryHealthcheck(t *testing.T) {
 	if out, code := run("--config", cfg); code != 0 {
 		t.Fatalf("--config: exit %d: %s", code, out)
 	}
+	// … or the first of Kafka's listeners.
+	if err := os.WriteFile(cfg, []byte("kafka:\n  listeners: INSIDE://0.0.0.0:"+port+",OUTSIDE://127.0.0.1:1\n"+
+		"  listener.security.protocol.map: INSIDE:PLAINTEXT,OUTSIDE:PLAINTEXT\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if out, code := run("--config", cfg); code != 0 {
+		t.Fatalf("--config with listeners: exit %d: %s", code, out)
+	}
 	// Negative controls: an HTTP server is not a Kafka listener.
 	if out, code := run("--broker", p.httpAddr); code != 1 {
 		t.Fatalf("HTTP port taken for a Kafka listener: exit %d: %s", code, out)
