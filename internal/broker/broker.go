@@ -441,10 +441,7 @@ func (b *Broker) closeFiles() error {
 	b.topics = map[string]*Topic{}
 	b.topicsByID = map[[16]byte]*Topic{}
 	b.mu.Unlock()
-	if b.lock != nil {
-		b.lock.Close()
-		b.lock = nil
-	}
+	b.unlockDataDir()
 	return errors.Join(errs...)
 }
 
@@ -576,10 +573,7 @@ func (b *Broker) Kill() {
 		b.topics = map[string]*Topic{}
 		b.topicsByID = map[[16]byte]*Topic{}
 		b.mu.Unlock()
-		if b.lock != nil {
-			b.lock.Close()
-			b.lock = nil
-		}
+		b.unlockDataDir()
 		b.logger.Info("killed")
 	})
 }

@@ -21,3 +21,17 @@ func (b *Broker) lockDataDir() error {
 	b.lock = f
 	return nil
 }
+
+// unlockDataDir releases the data-directory lock. It unlocks before it
+// closes: a child process that a concurrent fork (os/exec, in this process)
+// is about to exec holds a duplicate of the descriptor until its exec, and
+// a close alone leaves the lock held by that duplicate, so a broker
+// restarted at once on the same directory was refused as "in use".
+func (b *Broker) unlockDataDir() {
+	if b.lock == nil {
+		return
+	}
+	syscall.Flock(int(b.lock.Fd()), syscall.LOCK_UN)
+	b.lock.Close()
+	b.lock = nil
+}
