@@ -7,7 +7,8 @@
 //	go run ./test/bench -runs 5 -duration 3s -startup-mb 1024 -out docs/PERFORMANCE.md
 //
 // Everything above the "end of generated section" marker of the output
-// file is regenerated; what follows it (the optimisation log) is kept.
+// file is regenerated; what follows it (hand-written: reproducing, the
+// hot-path benchmarks, the pointer to docs/OPTIMISATIONS.md) is kept.
 package main
 
 import (

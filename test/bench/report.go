@@ -8,7 +8,9 @@ import (
 )
 
 // marker separates the generated report from the hand-written part
-// (the optimisation log) that regeneration keeps.
+// (how to reproduce it, the hot-path benchmarks, and a pointer to the
+// optimisation log, which is docs/OPTIMISATIONS.md) that regeneration
+// keeps.
 const marker = "<!-- end of generated section: everything below is kept by make bench -->"
 
 type report struct {
@@ -25,7 +27,7 @@ type report struct {
 }
 
 func (r *report) write(path string) error {
-	kept := "\n## Optimisation log\n\n(Hand-written; kept across regenerations.)\n"
+	kept := "\n## Optimisation log\n\nWhat was changed for speed, and how it was measured, is in [OPTIMISATIONS.md](OPTIMISATIONS.md).\n"
 	if old, err := os.ReadFile(path); err == nil {
 		if _, after, ok := strings.Cut(string(old), marker); ok {
 			kept = after
@@ -90,7 +92,7 @@ func (r *report) render(b *strings.Builder) {
 	p("Medians of %d runs with the range (min–max) in brackets; runs alternate between the brokers (the one going first rotates).\n\n", r.opts.runs)
 	p("**Machine.** %d CPUs (%s), %s memory, %s, %s. Load average %s before the run and %s after it: the machine is shared with other engineers' builds and tests, so absolute numbers are noisy; ratios from the same run are the figures to read.\n\n",
 		m.cpus, m.cpuModel, m.mem, m.kernel, m.goVersion, m.loadBefore, m.loadAfter)
-	p("**How.** Every workload runs the load tool, `minibroker perf` (package `internal/perf`, kgo, one client, acks=all, no compression, linger 0, non-idempotent unless stated), as a process of its own, once per run, against brokers that each run as a process of their own as users run them: minibroker as `minibroker serve` built from this tree (a temp data dir on the local disk, default flush policy, i.e. no fsync per produce, as Kafka) and kfake as `test/bench/kfakeserve` (a main around `kfake.NewCluster(kfake.NumBrokers(1))`, in memory). The store-nothing broker is kfakeserve with `BlackholeProduce()`. Each process has its own heap and garbage collector (see the optimisation log for why). Each produce run writes to a new topic for %s; each consume run reads %d MiB from offset 0. CPU per MB is a process's user and system CPU time during the run (a broker's from /proc/PID/stat, the load tool's from its rusage) over the MB (10^6 bytes) of record values moved. Parameters: `go run ./test/bench -runs %d -duration %s -startup-mb %d -consume-mb %d -disk-mb %d -mirror-backlog-mb %d`.\n\n",
+	p("**How.** Every workload runs the load tool, `minibroker perf` (package `internal/perf`, kgo, one client, acks=all, no compression, linger 0, non-idempotent unless stated), as a process of its own, once per run, against brokers that each run as a process of their own as users run them: minibroker as `minibroker serve` built from this tree (a temp data dir on the local disk, default flush policy, i.e. no fsync per produce, as Kafka) and kfake as `test/bench/kfakeserve` (a main around `kfake.NewCluster(kfake.NumBrokers(1))`, in memory). The store-nothing broker is kfakeserve with `BlackholeProduce()`. Each process has its own heap and garbage collector (see OPTIMISATIONS.md, 21, for why). Each produce run writes to a new topic for %s; each consume run reads %d MiB from offset 0. CPU per MB is a process's user and system CPU time during the run (a broker's from /proc/PID/stat, the load tool's from its rusage) over the MB (10^6 bytes) of record values moved. Parameters: `go run ./test/bench -runs %d -duration %s -startup-mb %d -consume-mb %d -disk-mb %d -mirror-backlog-mb %d`.\n\n",
 		r.opts.duration, r.opts.consumeMB, r.opts.runs, r.opts.duration, r.opts.startupMB, r.opts.consumeMB, r.opts.diskMB, r.opts.mirrorMB)
 	if len(r.failures) > 0 {
 		p("**Failures in this run:**\n\n")
@@ -116,7 +118,7 @@ func (r *report) render(b *strings.Builder) {
 				ratio(med(idem.samples["minibroker"]), med(plain.samples["minibroker"])),
 				ratio(med(idem.samples["kfake"]), med(plain.samples["kfake"])))
 		}
-		p("\nkgo keeps one produce request in flight per broker for a non-idempotent producer and five for an idempotent one, so the plain rows are bound by request round trips and the idempotent row by throughput. The Java producer behind kafka-producer-perf-test.sh keeps up to five for either (max.in.flight.requests.per.connection): the last row is the 10 KiB row with five. Each run starts on a new topic: the 1,000-partition row includes the first append to every partition (see the optimisation log).\n")
+		p("\nkgo keeps one produce request in flight per broker for a non-idempotent producer and five for an idempotent one, so the plain rows are bound by request round trips and the idempotent row by throughput. The Java producer behind kafka-producer-perf-test.sh keeps up to five for either (max.in.flight.requests.per.connection): the last row is the 10 KiB row with five. Each run starts on a new topic: the 1,000-partition row includes the first append to every partition (see OPTIMISATIONS.md, 5).\n")
 		r.renderCPU(b, r.produce, []string{"minibroker", "kfake", "store-nothing"})
 		p("\nCommands (ADDR is each broker in turn, T a new topic per run):\n\n```\n")
 		for _, rw := range r.produce {

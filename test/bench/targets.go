@@ -13,7 +13,7 @@ import (
 // load tool runs as a third process (`minibroker perf`). Brokers started
 // in the benchmark's own process would share one heap with each other and
 // with the client, so kfake's stored records would set how often the
-// garbage collector ran for all of them (see the optimisation log).
+// garbage collector ran for all of them (see docs/OPTIMISATIONS.md).
 type target struct {
 	name  string
 	flags []string // kfakeserve flags
