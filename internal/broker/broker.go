@@ -307,6 +307,7 @@ func (b *Broker) Serve() {
 		b.logger.Info("listening", zap.String("listener", l.Name), zap.String("security_protocol", l.Protocol),
 			zap.String("kafka", l.Bound), zap.String("advertised", l.Advertised))
 	}
+	b.warnWildcardHTTP()
 	// One line with the first listener's addresses, which scripts read.
 	b.logger.Info("serving", zap.String("kafka", ls[0].Bound), zap.String("advertised", ls[0].Advertised),
 		zap.Stringer("http", addrOrNil(b.httpLn)))

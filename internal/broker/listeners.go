@@ -8,10 +8,14 @@ package broker
 // connected through, as Kafka does.
 
 import (
+	"errors"
 	"fmt"
 	"net"
+	"os"
 	"strconv"
 	"time"
+
+	"go.uber.org/zap"
 
 	"github.com/minibroker/minibroker/internal/config"
 	"github.com/minibroker/minibroker/internal/protocol"
@@ -56,8 +60,12 @@ func (b *Broker) openListeners() (err error) {
 		}
 		bl := &boundListener{spec: spec, ln: ln, proto: pl}
 		b.listeners = append(b.listeners, bl)
-		if bl.advHost, bl.advPort, err = advertisedAddr(spec.Advertised, ln.Addr().String()); err != nil {
+		if bl.advHost, bl.advPort, err = advertisedAddr(spec.Advertised, spec.Addr, ln.Addr().String()); err != nil {
 			return fmt.Errorf("listener %s: %w", spec.Name, err)
+		}
+		if hostOf(spec.Advertised, spec.Addr) == "" {
+			b.logger.Info("listener has no host: advertising the host name, as Kafka does", zap.String("listener", spec.Name),
+				zap.String("advertised", net.JoinHostPort(bl.advHost, strconv.Itoa(int(bl.advPort)))))
 		}
 	}
 	b.advHost, b.advPort = b.listeners[0].advHost, b.listeners[0].advPort
@@ -72,13 +80,18 @@ func (b *Broker) closeListeners() {
 	b.listeners = nil
 }
 
-// advertisedAddr is the host and port a listener advertises: adv, or the
-// bound address when adv is empty; port 0 is the bound port, and a
-// wildcard host is 127.0.0.1 (Kafka would advertise the canonical host
-// name).
-func advertisedAddr(adv, bound string) (string, int32, error) {
+// advertisedAddr is the host and port a listener advertises: adv, or,
+// when adv is empty, the address it listens at (listen, as configured);
+// port 0 is the bound port (bound is the listener's real address). See
+// advertisedHost for the host.
+func advertisedAddr(adv, listen, bound string) (string, int32, error) {
+	return advertisedAddrWith(adv, listen, bound, os.Hostname)
+}
+
+func advertisedAddrWith(adv, listen, bound string, hostname func() (string, error)) (string, int32, error) {
+	configured := adv
 	if adv == "" {
-		adv = bound
+		adv = listen
 	}
 	host, port, err := net.SplitHostPort(adv)
 	if err != nil {
@@ -92,10 +105,64 @@ func advertisedAddr(adv, bound string) (string, int32, error) {
 		_, real, _ := net.SplitHostPort(bound)
 		p, _ = strconv.Atoi(real)
 	}
-	if host == "" || host == "0.0.0.0" || host == "::" {
-		host = "127.0.0.1"
+	host, err = advertisedHost(host, configured, hostname)
+	if err != nil {
+		return "", 0, err
 	}
 	return host, int32(p), nil
+}
+
+// hostOf is the host of the advertised address, else the bound one.
+func hostOf(adv, bound string) string {
+	if adv == "" {
+		adv = bound
+	}
+	h, _, _ := net.SplitHostPort(adv)
+	return h
+}
+
+// warnWildcardHTTP says when the HTTP listener (/metrics, /healthz and the
+// admin API, which stops mirrors: a failover) is bound to every interface.
+func (b *Broker) warnWildcardHTTP() {
+	if b.httpLn == nil {
+		return
+	}
+	if a, ok := b.httpLn.Addr().(*net.TCPAddr); ok && a.IP.IsUnspecified() {
+		b.logger.Warn("the HTTP admin API is served on every interface, without authentication: anyone who reaches "+
+			"this port can stop a mirror (a failover); bind --http-listen to 127.0.0.1 or a private address",
+			zap.String("http", a.String()))
+	}
+}
+
+// errWildcardAdvertised is Kafka's refusal (KafkaConfig): an advertised
+// address must be one a client can connect to.
+var errWildcardAdvertised = errors.New("advertised.listeners cannot use the nonroutable meta-address 0.0.0.0. Use a routable IP address")
+
+// advertisedHost applies Kafka's rules to the host a listener advertises
+// (its advertised address, else its bound one, whose host is the
+// listener's, e.g. 0.0.0.0 from --listen 0.0.0.0:9092): a wildcard
+// address (0.0.0.0, and :: where Kafka checks only 0.0.0.0) is refused at
+// start-up, as Kafka refuses it, because every client would be sent to
+// an address that is not the broker's (before, minibroker advertised
+// 127.0.0.1: each remote client connected to its own host); an empty host
+// (--listen :9092) is the machine's host name, as Kafka advertises the
+// canonical host name.
+func advertisedHost(host, configured string, hostname func() (string, error)) (string, error) {
+	switch host {
+	case "0.0.0.0", "::":
+		if configured == "" {
+			return "", fmt.Errorf("%w: the listener is bound to %s and has no advertised address: set --advertised-listener "+
+				"(or advertised.listeners) to the host name or address clients reach this broker at", errWildcardAdvertised, host)
+		}
+		return "", fmt.Errorf("%w (%s)", errWildcardAdvertised, configured)
+	case "":
+		h, err := hostname()
+		if err != nil || h == "" {
+			return "", fmt.Errorf("the listener has no host and the host name is unknown (%v): set an advertised address", err)
+		}
+		return h, nil
+	}
+	return host, nil
 }
 
 // advertised is the address to give the client of r: its listener's.
