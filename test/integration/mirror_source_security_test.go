@@ -445,3 +445,53 @@ func TestMirrorSourceSecurityRefused(t *testing.T) {
 		}
 	}
 }
+
+// TestMirrorSourceRefusedFailsAndRecovers: a mirror whose source settings
+// stop being accepted (here an alter to a truststore of another CA, as
+// when the source's certificate is renewed from a CA the mirror does not
+// trust) goes FAILED with the TLS error in describe, stays read-only, and
+// recovers from its local log end once the settings are fixed.
+func TestMirrorSourceRefusedFailsAndRecovers(t *testing.T) {
+	t.Parallel()
+	pki, other := newSrcPKI(t, "src"), newSrcPKI(t, "other")
+	src, admin := secureKfake(t, pki, "kfake-refused")
+	produceN(t, admin, "first", 100)
+	b := minibrokertest.Start(t, minibrokertest.HTTP())
+	cfg := func(ca string) map[string]string {
+		return map[string]string{"security.protocol": "SASL_SSL", "sasl.mechanism": "SCRAM-SHA-512",
+			"sasl.jaas.config": scramJaas("mirror", srcMirrorPass), "ssl.truststore.location": ca}
+	}
+	if err := b.Broker().Mirrors().CreateWith("m", src.ListenAddrs(), mirror.CreateOptions{SourceConfig: cfg(pki.CAFile)}); err != nil {
+		t.Fatal(err)
+	}
+	b.Mirror("m").Start("orders")
+	waitMirror(t, b, "m", "caught up", caughtUpTo(sourceEnds(t, admin, "orders")))
+
+	base := "http://" + b.HTTPAddr() + "/v1/mirrors/m"
+	if code, raw := adminCall(t, "PUT", base+"/source-config", map[string]any{"source_config": cfg(other.CAFile)}); code != http.StatusOK {
+		t.Fatalf("alter: %d %s", code, raw)
+	}
+	produceN(t, admin, "second", 100)
+	waitMirror(t, b, "m", "FAILED", func(st mirror.Status) bool {
+		for _, p := range st.Partitions {
+			if p.State != mirror.Failed || !strings.Contains(p.Reason, "certificate signed by unknown authority") {
+				return false
+			}
+		}
+		return len(st.Partitions) == 2
+	})
+	prod := newClient(t, b.Addr(), kgo.DefaultProduceTopic("orders"), kgo.RecordRetries(0))
+	if err := prod.ProduceSync(context.Background(), &kgo.Record{Value: []byte("x")}).FirstErr(); err == nil {
+		t.Fatal("a FAILED mirrored partition took a produce")
+	}
+	if code, raw := adminCall(t, "PUT", base+"/source-config", map[string]any{"source_config": cfg(pki.CAFile)}); code != http.StatusOK {
+		t.Fatalf("alter: %d %s", code, raw)
+	}
+	ends := sourceEnds(t, admin, "orders")
+	waitMirror(t, b, "m", "caught up after the fix", caughtUpTo(ends))
+	for p, end := range ends {
+		if got, want := rawLog(t, b, "orders", p, 0, end), sourceRawLog(t, admin, "orders", p, end); !bytes.Equal(got, want) {
+			t.Fatalf("orders-%d differs from the source after recovery", p)
+		}
+	}
+}
