@@ -3,7 +3,6 @@ package integration
 import (
 	"context"
 	"errors"
-	"os"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -17,27 +16,6 @@ import (
 
 	"github.com/minibroker/minibroker/minibrokertest"
 )
-
-// segmentFiles lists a partition's segment files and their sizes.
-func segmentFiles(t *testing.T, dataDir, topic string, p int) map[string]int64 {
-	t.Helper()
-	dir := filepath.Join(dataDir, topic+"-"+strconv.Itoa(p))
-	ents, err := os.ReadDir(dir)
-	if err != nil {
-		t.Fatal(err)
-	}
-	out := map[string]int64{}
-	for _, e := range ents {
-		if strings.HasSuffix(e.Name(), ".log") {
-			fi, err := e.Info()
-			if err != nil {
-				t.Fatal(err)
-			}
-			out[e.Name()] = fi.Size()
-		}
-	}
-	return out
-}
 
 // produceValues writes n records of size bytes to topic partition 0, one
 // batch each.

@@ -1,12 +1,8 @@
 package integration
 
 import (
-	"bufio"
 	"context"
-	"encoding/json"
 	"fmt"
-	"io"
-	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -25,27 +21,6 @@ var (
 	buildErr  error
 )
 
-// minibrokerBinary builds cmd/minibroker once per test run.
-func minibrokerBinary(t *testing.T) string {
-	t.Helper()
-	buildOnce.Do(func() {
-		dir, err := os.MkdirTemp("", "minibroker-bin-")
-		if err != nil {
-			buildErr = err
-			return
-		}
-		binPath = filepath.Join(dir, "minibroker")
-		out, err := exec.Command("go", "build", "-o", binPath, "github.com/minibroker/minibroker/cmd/minibroker").CombinedOutput()
-		if err != nil {
-			buildErr = fmt.Errorf("go build: %v\n%s", err, out)
-		}
-	})
-	if buildErr != nil {
-		t.Fatal(buildErr)
-	}
-	return binPath
-}
-
 // brokerProc is the built binary running `serve`.
 type brokerProc struct {
 	cmd      *exec.Cmd
@@ -54,53 +29,6 @@ type brokerProc struct {
 	exited   chan error
 	logs     *strings.Builder
 	logMu    *sync.Mutex
-}
-
-// startBinary runs `minibroker serve` on dataDir with free ports and waits
-// for its "serving" log line.
-func startBinary(t *testing.T, dataDir string, extra ...string) *brokerProc {
-	t.Helper()
-	args := append([]string{"serve", "--data-dir", dataDir, "--listen", "127.0.0.1:0",
-		"--http-listen", "127.0.0.1:0", "--log-format", "json"}, extra...)
-	cmd := exec.Command(minibrokerBinary(t), args...)
-	stderr, _ := cmd.StderrPipe()
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	p := &brokerProc{cmd: cmd, exited: make(chan error, 1), logs: &strings.Builder{}, logMu: &sync.Mutex{}}
-	ready := make(chan struct{})
-	go func() {
-		sc := bufio.NewScanner(stderr)
-		sc.Buffer(make([]byte, 1<<20), 1<<20)
-		for sc.Scan() {
-			line := sc.Text()
-			p.logMu.Lock()
-			p.logs.WriteString(line + "\n")
-			p.logMu.Unlock()
-			var m map[string]any
-			if json.Unmarshal([]byte(line), &m) == nil && m["msg"] == "serving" {
-				p.addr, _ = m["advertised"].(string)
-				p.httpAddr, _ = m["http"].(string)
-				close(ready)
-			}
-		}
-		p.exited <- cmd.Wait()
-	}()
-	t.Cleanup(func() {
-		cmd.Process.Kill()
-		select {
-		case <-p.exited:
-		case <-time.After(5 * time.Second):
-		}
-	})
-	select {
-	case <-ready:
-	case err := <-p.exited:
-		t.Fatalf("broker exited before serving: %v\n%s", err, p.output())
-	case <-time.After(20 * time.Second):
-		t.Fatalf("broker did not start\n%s", p.output())
-	}
-	return p
 }
 
 func (p *brokerProc) output() string {
@@ -195,18 +123,4 @@ func TestBinaryVersionAndBadFlags(t *testing.T) {
 	if err == nil || !strings.Contains(string(out), "log.segment.bytes") {
 		t.Fatalf("bad --set accepted: %s", out)
 	}
-}
-
-func httpGet(t *testing.T, url string) string {
-	t.Helper()
-	resp, err := http.Get(url)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer resp.Body.Close()
-	b, _ := io.ReadAll(resp.Body)
-	if resp.StatusCode != 200 {
-		t.Fatalf("GET %s: %d %s", url, resp.StatusCode, b)
-	}
-	return string(b)
 }

@@ -16,13 +16,6 @@ import (
 // The workloads of the client-versions tests: what an application does
 // with each client, every call expected to succeed.
 
-func must(t *testing.T, what string, err error) {
-	t.Helper()
-	if err != nil {
-		t.Fatalf("%s: %v", what, err)
-	}
-}
-
 func kgoWorkload(t *testing.T, addr string) {
 	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
 	defer cancel()

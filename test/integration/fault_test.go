@@ -4,8 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io"
-	"net/http"
 	"strings"
 	"testing"
 	"time"
@@ -202,21 +200,4 @@ func TestFaultLatency(t *testing.T) {
 	if d := time.Since(start); d < 300*time.Millisecond {
 		t.Fatalf("produce took %v with 300ms of injected latency", d)
 	}
-}
-
-// metric returns one series' value from /metrics, "" when absent.
-func metric(t *testing.T, httpAddr, series string) string {
-	t.Helper()
-	resp, err := http.Get("http://" + httpAddr + "/metrics")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer resp.Body.Close()
-	body, _ := io.ReadAll(resp.Body)
-	for _, line := range strings.Split(string(body), "\n") {
-		if v, ok := strings.CutPrefix(line, series+" "); ok {
-			return v
-		}
-	}
-	return ""
 }

@@ -146,17 +146,6 @@ func groupsConsumeExactly(t *testing.T, prefix string, n int, members ...*groupM
 	}
 }
 
-func waitFor(t *testing.T, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(30 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s", what)
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
-}
-
 // TestGroupsKgo: a kgo consumer group with two members splits the
 // partitions, rebalances to the survivor when one leaves, and committed
 // offsets resume after a member restart, a broker restart and a crash.

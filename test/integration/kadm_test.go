@@ -17,24 +17,6 @@ import (
 	"github.com/minibroker/minibroker/minibrokertest"
 )
 
-func kadmClient(t *testing.T, addr string, opts ...kgo.Opt) *kadm.Client {
-	t.Helper()
-	return kadm.NewClient(newClient(t, addr, opts...))
-}
-
-// kadmMetadata asks a new client, so nothing comes from kgo's metadata
-// cache (kadm answers from it for up to MetadataMinAge).
-func kadmMetadata(t *testing.T, addr string, topics ...string) kadm.Metadata {
-	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-	defer cancel()
-	md, err := kadmClient(t, addr).Metadata(ctx, topics...)
-	if err != nil {
-		t.Fatalf("metadata: %v", err)
-	}
-	return md
-}
-
 func partitionIDs(td kadm.TopicDetail) []int32 {
 	var ids []int32
 	for p := range td.Partitions {

@@ -1,12 +1,10 @@
 package integration
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
 	"hash/crc32"
-	"os/exec"
 	"slices"
 	"strings"
 	"testing"
@@ -18,33 +16,6 @@ import (
 
 	"github.com/minibroker/minibroker/minibrokertest"
 )
-
-// kcatBinary finds kcat (librdkafka's command-line client). It is a
-// required test dependency, never a silent skip: `make deps` installs it.
-func kcatBinary(t *testing.T) string {
-	t.Helper()
-	path, err := exec.LookPath("kcat")
-	if err != nil {
-		t.Fatalf("kcat is not on PATH (%v): run `make deps` (apt-get install kcat) before the integration tests", err)
-	}
-	return path
-}
-
-// runKcat runs kcat with args and stdin, within a timeout, and returns
-// its standard output and error. A non-zero exit fails the test.
-func runKcat(t *testing.T, stdin string, args ...string) (string, string) {
-	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
-	cmd := exec.CommandContext(ctx, kcatBinary(t), args...)
-	cmd.Stdin = strings.NewReader(stdin)
-	var stdout, stderr bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &stdout, &stderr
-	if err := cmd.Run(); err != nil {
-		t.Fatalf("kcat %s: %v (context: %v)\nstderr:\n%s", strings.Join(args, " "), err, ctx.Err(), stderr.String())
-	}
-	return stdout.String(), stderr.String()
-}
 
 // TestKcatMetadata: `kcat -L` lists this broker as controller and every
 // topic with its partitions, each led by node 0 with replicas and ISR [0].
@@ -195,15 +166,6 @@ func TestKcatProduceConsume(t *testing.T) {
 }
 
 func head(s []string) []string { return s[:min(len(s), 3)] }
-
-// librdkafkaVersion is the librdkafka version kcat -V reports.
-func librdkafkaVersion(t *testing.T) string {
-	out, _ := runKcat(t, "", "-V")
-	if _, v, ok := strings.Cut(out, "librdkafka "); ok {
-		return strings.Fields(v)[0]
-	}
-	return "unknown"
-}
 
 // TestFetchEmptyRecordsNotNull: a partition with nothing to return comes
 // back with an empty record set (size 0), never a null one (size -1), at

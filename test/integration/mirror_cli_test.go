@@ -2,7 +2,6 @@ package integration
 
 import (
 	"encoding/json"
-	"os/exec"
 	"strings"
 	"syscall"
 	"testing"
@@ -11,13 +10,6 @@ import (
 
 	"github.com/minibroker/minibroker/internal/mirror"
 )
-
-// runCLI runs the built binary and returns its combined output.
-func runCLI(t *testing.T, args ...string) (string, error) {
-	t.Helper()
-	out, err := exec.Command(minibrokerBinary(t), args...).CombinedOutput()
-	return string(out), err
-}
 
 // TestMirrorCLIFailover drives a failover between two built binaries with
 // the operator's commands: create, start, describe, stop, list, delete.

@@ -57,15 +57,6 @@ func TestMirrorCrashWhileMirroring(t *testing.T) {
 	}
 }
 
-func mustPartition(t *testing.T, n node, topic string, p int32) *partition.Partition {
-	t.Helper()
-	part, ok := n.Broker().Partition(topic, p)
-	if !ok {
-		t.Fatalf("no %s-%d", topic, p)
-	}
-	return part
-}
-
 var errCrash = errors.New("simulated crash")
 
 // TestMirrorCrashAtEachStoppingStep: a crash at every step of STOPPING is

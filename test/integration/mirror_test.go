@@ -16,24 +16,6 @@ import (
 // waitMirrored waits until dst's partitions hold everything src has.
 const timeout = 20 * time.Second
 
-func waitMirrored(t *testing.T, src, dst node, topic string, parts int32) {
-	t.Helper()
-	deadline := time.Now().Add(20 * time.Second)
-	for p := int32(0); p < parts; p++ {
-		sp, _ := src.Broker().Partition(topic, p)
-		for {
-			dp, ok := dst.Broker().Partition(topic, p)
-			if ok && dp.Offsets().HighWatermark >= sp.Offsets().LastStable {
-				break
-			}
-			if time.Now().After(deadline) {
-				t.Fatalf("%s-%d not mirrored: source LSO %d", topic, p, sp.Offsets().LastStable)
-			}
-			time.Sleep(10 * time.Millisecond)
-		}
-	}
-}
-
 // TestMirrorActivePassive: B mirrors A byte for byte, refuses produce while
 // mirrored, fails over with exactly one barrier per partition, and a new
 // producer on B that draws A's producer id (both clusters start at 0)

@@ -2,41 +2,10 @@ package integration
 
 import (
 	"fmt"
-	"strings"
 	"testing"
 
 	"github.com/minibroker/minibroker/minibrokertest"
 )
-
-// values builds "prefix-0" … "prefix-(n-1)".
-func values(prefix string, n int) []string {
-	out := make([]string, n)
-	for i := range out {
-		out[i] = fmt.Sprintf("%s-%d", prefix, i)
-	}
-	return out
-}
-
-func concat(parts ...[]string) []string {
-	var out []string
-	for _, p := range parts {
-		out = append(out, p...)
-	}
-	return out
-}
-
-func assertValues(t *testing.T, n node, topic string, p int32, want []string) {
-	t.Helper()
-	got := readValues(t, n.Addr(), topic, p, 0)
-	if strings.Join(got, ",") != strings.Join(want, ",") {
-		t.Fatalf("%s %s-%d holds\n  %v\nwant\n  %v", n.Addr(), topic, p, got, want)
-	}
-}
-
-func logEnd(n node, topic string, p int32) int64 {
-	part, _ := n.Broker().Partition(topic, p)
-	return part.Offsets().LogEnd
-}
 
 // TestMirrorFailback: A→B, B fails over while A keeps writing; A then
 // mirrors B back, which truncates A's records written after the failover
@@ -74,44 +43,6 @@ func TestMirrorFailback(t *testing.T) {
 	if e := part.LeaderEpoch(); e != 2 {
 		t.Fatalf("A writes at epoch %d after failback, want 2", e)
 	}
-}
-
-// chain runs A→B→C with failover at B, then at C. Without barriers it
-// returns what C holds so the negative control can show the loss.
-func chain(t *testing.T, b, c node) {
-	a := minibrokertest.Start(t, minibrokertest.Topic("orders", 1))
-	pa := idempotentProducer(t, a.Addr())
-	produceSerially(t, pa, "orders", 0, "a", 5)
-	for _, hop := range []struct {
-		dst  node
-		name string
-		src  string
-	}{{b, "from-a", a.Addr()}, {c, "from-b", b.Addr()}} {
-		if err := mirrorOn(hop.dst).Create(hop.name, []string{hop.src}, ""); err != nil {
-			t.Fatal(err)
-		}
-		if err := mirrorOn(hop.dst).Start(t.Context(), hop.name, []string{"orders"}); err != nil {
-			t.Fatal(err)
-		}
-	}
-	waitMirrored(t, a, b, "orders", 1)
-	waitMirrored(t, b, c, "orders", 1)
-	assertIdentical(t, a, b, "orders", 0, 5)
-	assertIdentical(t, a, c, "orders", 0, 5)
-
-	if err := mirrorOn(b).Stop("from-a", nil); err != nil { // failover at B
-		t.Fatal(err)
-	}
-	pb := idempotentProducer(t, b.Addr())
-	produceSerially(t, pb, "orders", 0, "b", 5)
-	waitMirrored(t, b, c, "orders", 1)
-	assertIdentical(t, b, c, "orders", 0, logEnd(b, "orders", 0))
-
-	if err := mirrorOn(c).Stop("from-b", nil); err != nil { // failover at C
-		t.Fatal(err)
-	}
-	pc := idempotentProducer(t, c.Addr())
-	produceSerially(t, pc, "orders", 0, "c", 5)
 }
 
 // TestMirrorChain: A→B→C. B's barrier reaches C through mirroring; each

@@ -12,24 +12,6 @@ import (
 	"github.com/minibroker/minibroker/minibrokertest"
 )
 
-// saramaConfig is a sarama config for a SyncProducer that writes to the
-// partition each message names (so the expected order per partition is
-// known) and a consumer; version is the Kafka version sarama assumes, which
-// picks its request versions.
-func saramaConfig(version sarama.KafkaVersion) *sarama.Config {
-	cfg := sarama.NewConfig()
-	cfg.Version = version
-	cfg.ClientID = "minibroker-it"
-	cfg.Producer.Return.Successes = true
-	cfg.Producer.Partitioner = sarama.NewManualPartitioner
-	cfg.Producer.Timeout = 10 * time.Second
-	cfg.Net.DialTimeout = 5 * time.Second
-	cfg.Metadata.Retry.Backoff = 50 * time.Millisecond
-	cfg.Consumer.Return.Errors = true
-	cfg.Consumer.MaxWaitTime = 20 * time.Millisecond // short long polls: the tests read to the end
-	return cfg
-}
-
 // saramaMessages builds n messages spread over parts partitions
 // (message i goes to partition i%parts), each with a key, a value and a
 // header.

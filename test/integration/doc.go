@@ -1,0 +1,81 @@
+// Package integration holds minibroker's black-box tests: real brokers (in
+// process through minibrokertest, or the built binary) over real TCP,
+// driven by real clients (kgo/kmsg/kadm, sarama, kafka-go,
+// confluent-kafka-go, kcat), with real TLS and real files. Shared helpers
+// are in helpers_test.go and mirror_helpers_test.go.
+//
+// Each rule below is proven by the tests named beside it; where a rule is
+// a safety rule, a negative control runs the same scenario with the rule
+// switched off (through broker options no user can reach) and shows the
+// failure. docs/ARCHITECTURE.md lists the unit tests of the same rules.
+//
+// # The mirroring barrier (the seed)
+//
+//   - Failover writes one MIRROR_PID_RESET per partition, after the
+//     fetcher is gone and the log is cut to its local LSO, and producer
+//     ids from the source never collide with local ones:
+//     TestMirrorActivePassive, TestMirrorFailoverTruncatesToLocalLSO,
+//     TestMirrorTransactionalCollision, TestMirrorCLIFailover.
+//     Negative controls: TestMirrorActivePassiveWithoutBarrier,
+//     TestMirrorChainWithoutBarrier, TestVerifyLogFailoverWithoutBarrier.
+//   - A crash anywhere in STOPPING resumes it without a second barrier:
+//     TestMirrorCrashAtEachStoppingStep; a crash while mirroring resumes
+//     byte for byte: TestMirrorCrashWhileMirroring,
+//     TestMirrorBinaryKill9WhileMirroring.
+//   - Topologies: TestMirrorFailback, TestMirrorChain, TestMirrorFanOut,
+//     TestMirrorFanIn, TestMirrorFailoverFailbackCycles,
+//     TestMirrorFromKfakeCluster.
+//   - Every client consumes over the barrier and transaction markers:
+//     TestCompatMatrix (row control-batches).
+//   - dump-log decodes the barrier; verify-log finds a failover without
+//     one: TestLogToolsCLI, TestVerifyLogFailoverWithBarrier,
+//     TestVerifyLogSwallowedFailoverLeavesNoTrace.
+//   - Group offsets synced from the source are clamped to the failover's
+//     cut: TestMirrorFailoverClampsSyncedGroupOffsets, TestMirrorCrashBeforeGroupClamp.
+//     Negative control: TestMirrorFailoverWithoutGroupClamp.
+//   - A mirrored topic is read-only to every client, failing fast:
+//     TestMirroredTopicRefusesEveryClientFast.
+//   - A mirror checks its source is the same cluster and topic:
+//     TestMirrorCopiesTopicIdentity, TestMirrorSourceLogStartMovedPast,
+//     TestMirrorCLICreateChecksSource.
+//
+// # Durability
+//
+//   - An acknowledged record survives kill -9: TestBinaryKill9KeepsAcknowledgedRecords,
+//     TestKgoIdempotentProduceConsumeRestart.
+//   - Committed group offsets survive kill -9: TestGroupsBinaryKill9,
+//     TestGroupsKgoMemberAcrossBrokerRestart.
+//   - Transactions decided before a crash complete after it; producer
+//     ids never repeat: TestTxnOpenAcrossCrash,
+//     TestTxnCommitCompletesAfterCrashBeforeMarkers,
+//     TestTxnExactlyOncePipelineAcrossCrash,
+//     TestTxnProducerIDsNeverRepeatAcrossRestarts.
+//
+// # Kafka's producer and transaction rules
+//
+//   - Deduplication, epoch fencing and sequences through the broker:
+//     TestProducerStateThroughTheBroker, TestIdleProducersExpire.
+//   - A transactional produce is verified against its transaction:
+//     TestTxnProduceVerification.
+//   - Records are validated as Kafka's LogValidator validates them:
+//     TestProduceValidatesRecords, TestProduceBoundsTimestamps,
+//     TestProduceRewritesMaxTimestamp, TestProduceCorruptCRCAndPipelining.
+//
+// # Bad input and limits
+//
+//   - Hostile bytes get a Kafka error or a closed connection, never a
+//     panic or a hang: TestHostileInputAtTheSocket, TestHostileClientSuite,
+//     TestApiVersionsUnsupportedVersion.
+//   - Connection, fetch-size, slow-reader and file-descriptor limits:
+//     TestBrokerConnectionsPerIP, TestFetchMaxBytesCapsTheResponse,
+//     TestSlowReadersBinary, TestFileLimitBinary.
+//   - Every advertised API version round-trips: TestEveryAdvertisedVersionRoundTrips.
+//
+// # Security
+//
+//   - TLS and mutual TLS listeners, keystore reload: TestTLSListener,
+//     TestMutualTLS, TestKeystoreReload, TestEncryptedKeystoreKey.
+//   - A mirror's source connection with SASL/SSL, refused credentials
+//     sending the partition to FAILED: TestMirrorSourceSASLSSL,
+//     TestMirrorSourceSecurityRefused, TestMirrorSourceRotatedPasswordRecovers.
+package integration

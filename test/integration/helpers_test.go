@@ -1,0 +1,675 @@
+// Helpers shared by the integration tests (clients, binaries, raw
+// connections, mirrored clusters). The rule each test proves is mapped in
+// doc.go.
+
+package integration
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/binary"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"hash/crc32"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/IBM/sarama"
+	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kbin"
+	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/kmsg"
+	"go.uber.org/zap"
+
+	"github.com/minibroker/minibroker/internal/batch"
+	"github.com/minibroker/minibroker/internal/broker"
+	"github.com/minibroker/minibroker/internal/config"
+	"github.com/minibroker/minibroker/internal/mirror"
+	"github.com/minibroker/minibroker/internal/partition"
+	"github.com/minibroker/minibroker/minibrokertest"
+)
+
+// rawLog returns a partition's log bytes in [from, to).
+func rawLog(t *testing.T, c node, topic string, p int32, from, to int64) []byte {
+	t.Helper()
+	part, ok := c.Broker().Partition(topic, p)
+	if !ok {
+		t.Fatalf("no partition %s-%d", topic, p)
+	}
+	var out []byte
+	for from < to {
+		raw, err := part.Log().ReadUpTo(from, to, 1<<20, true)
+		if err != nil {
+			t.Fatalf("read %s-%d at %d: %v", topic, p, from, err)
+		}
+		if len(raw) == 0 {
+			break
+		}
+		it := batch.NewIter(raw)
+		for b, h, ok := it.Next(); ok; b, h, ok = it.Next() {
+			out = append(out, b...)
+			from = h.LastOffset() + 1
+		}
+	}
+	return out
+}
+
+// batchesOf lists the headers of a partition's batches in [from, to).
+func batchesOf(t *testing.T, c node, topic string, p int32, from, to int64) ([]batch.Header, [][]byte) {
+	t.Helper()
+	raw := rawLog(t, c, topic, p, from, to)
+	var hs []batch.Header
+	var bs [][]byte
+	it := batch.NewIter(raw)
+	for b, h, ok := it.Next(); ok; b, h, ok = it.Next() {
+		hs = append(hs, h)
+		bs = append(bs, b)
+	}
+	return hs, bs
+}
+
+// barriers returns the offsets of MIRROR_PID_RESET batches in a partition.
+func barriers(t *testing.T, c node, topic string, p int32) []int64 {
+	t.Helper()
+	part, _ := c.Broker().Partition(topic, p)
+	hs, bs := batchesOf(t, c, topic, p, part.Offsets().LogStart, part.Offsets().LogEnd)
+	var out []int64
+	for i := range hs {
+		if batch.IsBarrier(&hs[i], bs[i]) {
+			out = append(out, hs[i].BaseOffset)
+		}
+	}
+	return out
+}
+
+// assertIdentical checks two clusters hold the same bytes for a partition
+// in [0, upTo).
+func assertIdentical(t *testing.T, a, b node, topic string, p int32, upTo int64) {
+	t.Helper()
+	ra, rb := rawLog(t, a, topic, p, 0, upTo), rawLog(t, b, topic, p, 0, upTo)
+	if len(ra) == 0 {
+		t.Fatalf("%s-%d: nothing to compare below %d", topic, p, upTo)
+	}
+	if !bytes.Equal(ra, rb) {
+		t.Fatalf("%s-%d: logs differ below offset %d (%d vs %d bytes)", topic, p, upTo, len(ra), len(rb))
+	}
+}
+
+// produceSerially produces one record per ProduceSync call (one batch per
+// record), so batch shapes are the same on every run.
+func produceSerially(t *testing.T, cl *kgo.Client, topic string, p int32, prefix string, n int) {
+	t.Helper()
+	for i := 0; i < n; i++ {
+		r := &kgo.Record{Topic: topic, Partition: p, Value: []byte(fmt.Sprintf("%s-%d", prefix, i))}
+		if err := cl.ProduceSync(context.Background(), r).FirstErr(); err != nil {
+			t.Fatalf("produce %s-%d: %v", prefix, i, err)
+		}
+	}
+}
+
+// idempotentProducer is a kgo producer writing to explicit partitions.
+func idempotentProducer(t *testing.T, addr string, opts ...kgo.Opt) *kgo.Client {
+	return newClient(t, addr, append([]kgo.Opt{kgo.RecordPartitioner(kgo.ManualPartitioner())}, opts...)...)
+}
+
+// readValues reads a partition (read_committed) from offset to its end and
+// returns the record values. Control batches (markers, barriers) are
+// invisible to the consumer, so the end is reached when the high
+// watermark has been seen and a further poll stays empty.
+func readValues(t *testing.T, addr, topic string, p int32, from int64) []string {
+	t.Helper()
+	cl := newClient(t, addr, kgo.ConsumePartitions(map[string]map[int32]kgo.Offset{topic: {p: kgo.NewOffset().At(from)}}),
+		kgo.FetchIsolationLevel(kgo.ReadCommitted()), kgo.FetchMaxWait(100*time.Millisecond))
+	adm := newClient(t, addr)
+	end := endOffset(t, adm, topic, p)
+	var out []string
+	deadline := time.Now().Add(20 * time.Second)
+	sawEnd := false
+	for time.Now().Before(deadline) {
+		ctx, cancel := context.WithTimeout(context.Background(), 300*time.Millisecond)
+		fs := cl.PollFetches(ctx)
+		cancel()
+		n := 0
+		fs.EachRecord(func(r *kgo.Record) { out = append(out, string(r.Value)); n++ })
+		fs.EachPartition(func(fp kgo.FetchTopicPartition) {
+			if fp.HighWatermark >= end {
+				sawEnd = true
+			}
+		})
+		if sawEnd && n == 0 {
+			return out
+		}
+	}
+	t.Fatalf("reading %s-%d from %d: got %d values, never reached end %d", topic, p, from, len(out), end)
+	return nil
+}
+
+// startNoBarrier starts a cluster whose mirrors skip the barrier: the
+// negative control, wired through broker options no user can reach.
+func startNoBarrier(t *testing.T) *rawCluster {
+	t.Helper()
+	return startRaw(t, t.TempDir(), mirror.Options{SkipBarrier: true})
+}
+
+// rawCluster is a broker started with internal options (test seams that
+// minibrokertest does not offer its users).
+type rawCluster struct {
+	t   *testing.T
+	cfg config.Config
+	b   *broker.Broker
+}
+
+func startRaw(t *testing.T, dir string, mopts mirror.Options) *rawCluster {
+	t.Helper()
+	cfg := config.Default()
+	cfg.DataDir = dir
+	cfg.Listen = "127.0.0.1:0"
+	cfg.HTTPListen = ""
+	cfg.Kafka["group.initial.rebalance.delay.ms"] = "0" // as minibrokertest: groups form at once
+	r := &rawCluster{t: t, cfg: cfg}
+	r.start(mopts)
+	t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		r.b.Close(ctx)
+	})
+	return r
+}
+
+func (r *rawCluster) start(mopts mirror.Options) {
+	r.t.Helper()
+	b, err := broker.New(broker.Options{Config: r.cfg, Logger: zap.NewNop(), Mirror: mopts})
+	if err != nil {
+		r.t.Fatal(err)
+	}
+	b.Serve()
+	r.b = b
+	r.cfg.Listen = b.Addr() // restarts keep the port
+}
+
+// crashAndRestart kills the broker (no clean shutdown) and starts it again
+// on the same data and port with mopts.
+func (r *rawCluster) crashAndRestart(mopts mirror.Options) {
+	r.t.Helper()
+	r.b.Kill()
+	r.start(mopts)
+}
+
+func (r *rawCluster) Broker() *broker.Broker { return r.b }
+func (r *rawCluster) Addr() string           { return r.b.Addr() }
+
+// node is a running broker under test: a minibrokertest.Cluster or a
+// rawCluster.
+type node interface {
+	Broker() *broker.Broker
+	Addr() string
+}
+
+var _ node = (*minibrokertest.Cluster)(nil)
+
+// endOffset is a partition's high watermark.
+func endOffset(t *testing.T, cl *kgo.Client, topic string, p int32) int64 {
+	t.Helper()
+	offs, err := kadm.NewClient(cl).ListEndOffsets(context.Background(), topic)
+	if err != nil {
+		t.Fatal(err)
+	}
+	o, ok := offs.Lookup(topic, p)
+	if !ok || o.Err != nil {
+		t.Fatalf("end offset of %s-%d: %v", topic, p, o.Err)
+	}
+	return o.Offset
+}
+
+// mirrorOn returns the broker's mirror manager.
+func mirrorOn(n node) *mirror.Manager { return n.Broker().Mirrors() }
+
+// segmentFiles lists a partition's segment files and their sizes.
+func segmentFiles(t *testing.T, dataDir, topic string, p int) map[string]int64 {
+	t.Helper()
+	dir := filepath.Join(dataDir, topic+"-"+strconv.Itoa(p))
+	ents, err := os.ReadDir(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := map[string]int64{}
+	for _, e := range ents {
+		if strings.HasSuffix(e.Name(), ".log") {
+			fi, err := e.Info()
+			if err != nil {
+				t.Fatal(err)
+			}
+			out[e.Name()] = fi.Size()
+		}
+	}
+	return out
+}
+
+// minibrokerBinary builds cmd/minibroker once per test run.
+func minibrokerBinary(t *testing.T) string {
+	t.Helper()
+	buildOnce.Do(func() {
+		dir, err := os.MkdirTemp("", "minibroker-bin-")
+		if err != nil {
+			buildErr = err
+			return
+		}
+		binPath = filepath.Join(dir, "minibroker")
+		out, err := exec.Command("go", "build", "-o", binPath, "github.com/minibroker/minibroker/cmd/minibroker").CombinedOutput()
+		if err != nil {
+			buildErr = fmt.Errorf("go build: %v\n%s", err, out)
+		}
+	})
+	if buildErr != nil {
+		t.Fatal(buildErr)
+	}
+	return binPath
+}
+
+// startBinary runs `minibroker serve` on dataDir with free ports and waits
+// for its "serving" log line.
+func startBinary(t *testing.T, dataDir string, extra ...string) *brokerProc {
+	t.Helper()
+	args := append([]string{"serve", "--data-dir", dataDir, "--listen", "127.0.0.1:0",
+		"--http-listen", "127.0.0.1:0", "--log-format", "json"}, extra...)
+	cmd := exec.Command(minibrokerBinary(t), args...)
+	stderr, _ := cmd.StderrPipe()
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	p := &brokerProc{cmd: cmd, exited: make(chan error, 1), logs: &strings.Builder{}, logMu: &sync.Mutex{}}
+	ready := make(chan struct{})
+	go func() {
+		sc := bufio.NewScanner(stderr)
+		sc.Buffer(make([]byte, 1<<20), 1<<20)
+		for sc.Scan() {
+			line := sc.Text()
+			p.logMu.Lock()
+			p.logs.WriteString(line + "\n")
+			p.logMu.Unlock()
+			var m map[string]any
+			if json.Unmarshal([]byte(line), &m) == nil && m["msg"] == "serving" {
+				p.addr, _ = m["advertised"].(string)
+				p.httpAddr, _ = m["http"].(string)
+				close(ready)
+			}
+		}
+		p.exited <- cmd.Wait()
+	}()
+	t.Cleanup(func() {
+		cmd.Process.Kill()
+		select {
+		case <-p.exited:
+		case <-time.After(5 * time.Second):
+		}
+	})
+	select {
+	case <-ready:
+	case err := <-p.exited:
+		t.Fatalf("broker exited before serving: %v\n%s", err, p.output())
+	case <-time.After(20 * time.Second):
+		t.Fatalf("broker did not start\n%s", p.output())
+	}
+	return p
+}
+
+func httpGet(t *testing.T, url string) string {
+	t.Helper()
+	resp, err := http.Get(url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	if resp.StatusCode != 200 {
+		t.Fatalf("GET %s: %d %s", url, resp.StatusCode, b)
+	}
+	return string(b)
+}
+
+func must(t *testing.T, what string, err error) {
+	t.Helper()
+	if err != nil {
+		t.Fatalf("%s: %v", what, err)
+	}
+}
+
+// metric returns one series' value from /metrics, "" when absent.
+func metric(t *testing.T, httpAddr, series string) string {
+	t.Helper()
+	resp, err := http.Get("http://" + httpAddr + "/metrics")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	body, _ := io.ReadAll(resp.Body)
+	for _, line := range strings.Split(string(body), "\n") {
+		if v, ok := strings.CutPrefix(line, series+" "); ok {
+			return v
+		}
+	}
+	return ""
+}
+
+func waitFor(t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(30 * time.Second)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out waiting for %s", what)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+// rawConn is a bare TCP connection speaking frames by hand.
+type rawConn struct {
+	t  *testing.T
+	nc net.Conn
+}
+
+func dialRaw(t *testing.T, addr string) *rawConn {
+	t.Helper()
+	nc, err := net.DialTimeout("tcp", addr, 5*time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { nc.Close() })
+	return &rawConn{t: t, nc: nc}
+}
+
+// frame builds a request frame: size, header v1 (v2 when flexible), body.
+func frame(key, version int16, corr int32, flexible bool, body []byte) []byte {
+	b := []byte{0, 0, 0, 0}
+	b = kbin.AppendInt16(b, key)
+	b = kbin.AppendInt16(b, version)
+	b = kbin.AppendInt32(b, corr)
+	b = kbin.AppendNullableString(b, nil)
+	if flexible {
+		b = append(b, 0)
+	}
+	b = append(b, body...)
+	binary.BigEndian.PutUint32(b, uint32(len(b)-4))
+	return b
+}
+
+func requestFrame(req kmsg.Request, corr int32) []byte {
+	return frame(req.Key(), req.GetVersion(), corr, req.IsFlexible(), req.AppendTo(nil))
+}
+
+func (c *rawConn) write(b []byte) {
+	c.t.Helper()
+	c.nc.SetWriteDeadline(time.Now().Add(5 * time.Second))
+	if _, err := c.nc.Write(b); err != nil {
+		c.t.Fatalf("write: %v", err)
+	}
+}
+
+// readResponse reads one response frame and returns its body after the
+// correlation id (and the flexible header's tags when flexibleHeader).
+func (c *rawConn) readResponse(corr int32, flexibleHeader bool) []byte {
+	c.t.Helper()
+	c.nc.SetReadDeadline(time.Now().Add(5 * time.Second))
+	var size [4]byte
+	if _, err := io.ReadFull(c.nc, size[:]); err != nil {
+		c.t.Fatalf("read size: %v", err)
+	}
+	body := make([]byte, binary.BigEndian.Uint32(size[:]))
+	if _, err := io.ReadFull(c.nc, body); err != nil {
+		c.t.Fatalf("read body: %v", err)
+	}
+	if got := int32(binary.BigEndian.Uint32(body)); got != corr {
+		c.t.Fatalf("correlation id %d, want %d", got, corr)
+	}
+	body = body[4:]
+	if flexibleHeader {
+		body = body[1:]
+	}
+	return body
+}
+
+// expectClosed asserts the broker closes the connection.
+func (c *rawConn) expectClosed() {
+	c.t.Helper()
+	c.nc.SetReadDeadline(time.Now().Add(5 * time.Second))
+	n, err := c.nc.Read(make([]byte, 1))
+	if err == nil {
+		c.t.Fatalf("connection still open (read %d bytes)", n)
+	}
+	var ne net.Error
+	if errors.As(err, &ne) && ne.Timeout() {
+		c.t.Fatal("connection not closed within 5s")
+	}
+}
+
+// recordBatch encodes one uncompressed v2 batch holding one record.
+func recordBatch(value []byte) []byte {
+	rec := kmsg.Record{Value: value}
+	rec.Length = int32(len(rec.AppendTo(nil)) - 1)
+	body := rec.AppendTo(nil)
+	rb := kmsg.RecordBatch{Magic: 2, LastOffsetDelta: 0, FirstTimestamp: time.Now().UnixMilli(),
+		MaxTimestamp: time.Now().UnixMilli(), ProducerID: -1, ProducerEpoch: -1, FirstSequence: -1,
+		NumRecords: 1, Records: body}
+	rb.Length = int32(49 + len(body))
+	raw := rb.AppendTo(nil)
+	crc := crc32c(raw[21:])
+	binary.BigEndian.PutUint32(raw[17:], crc)
+	return raw
+}
+
+func kadmClient(t *testing.T, addr string, opts ...kgo.Opt) *kadm.Client {
+	t.Helper()
+	return kadm.NewClient(newClient(t, addr, opts...))
+}
+
+// kadmMetadata asks a new client, so nothing comes from kgo's metadata
+// cache (kadm answers from it for up to MetadataMinAge).
+func kadmMetadata(t *testing.T, addr string, topics ...string) kadm.Metadata {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	md, err := kadmClient(t, addr).Metadata(ctx, topics...)
+	if err != nil {
+		t.Fatalf("metadata: %v", err)
+	}
+	return md
+}
+
+// kcatBinary finds kcat (librdkafka's command-line client). It is a
+// required test dependency, never a silent skip: `make deps` installs it.
+func kcatBinary(t *testing.T) string {
+	t.Helper()
+	path, err := exec.LookPath("kcat")
+	if err != nil {
+		t.Fatalf("kcat is not on PATH (%v): run `make deps` (apt-get install kcat) before the integration tests", err)
+	}
+	return path
+}
+
+// runKcat runs kcat with args and stdin, within a timeout, and returns
+// its standard output and error. A non-zero exit fails the test.
+func runKcat(t *testing.T, stdin string, args ...string) (string, string) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, kcatBinary(t), args...)
+	cmd.Stdin = strings.NewReader(stdin)
+	var stdout, stderr bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	if err := cmd.Run(); err != nil {
+		t.Fatalf("kcat %s: %v (context: %v)\nstderr:\n%s", strings.Join(args, " "), err, ctx.Err(), stderr.String())
+	}
+	return stdout.String(), stderr.String()
+}
+
+// librdkafkaVersion is the librdkafka version kcat -V reports.
+func librdkafkaVersion(t *testing.T) string {
+	out, _ := runKcat(t, "", "-V")
+	if _, v, ok := strings.Cut(out, "librdkafka "); ok {
+		return strings.Fields(v)[0]
+	}
+	return "unknown"
+}
+
+func newClient(t *testing.T, addr string, opts ...kgo.Opt) *kgo.Client {
+	t.Helper()
+	cl, err := kgo.NewClient(append([]kgo.Opt{kgo.SeedBrokers(addr)}, opts...)...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(cl.Close)
+	return cl
+}
+
+// consumeAll reads a topic from the start until n records arrived.
+func consumeAll(t *testing.T, addr, topic string, n int, opts ...kgo.Opt) []*kgo.Record {
+	t.Helper()
+	cl := newClient(t, addr, append([]kgo.Opt{kgo.ConsumeTopics(topic), kgo.ConsumeResetOffset(kgo.NewOffset().AtStart())}, opts...)...)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	var out []*kgo.Record
+	for len(out) < n {
+		fs := cl.PollFetches(ctx)
+		if err := ctx.Err(); err != nil {
+			t.Fatalf("consumed %d of %d records: %v", len(out), n, err)
+		}
+		fs.EachError(func(topic string, p int32, err error) { t.Fatalf("fetch %s/%d: %v", topic, p, err) })
+		out = append(out, fs.Records()...)
+	}
+	return out
+}
+
+// runCLI runs the built binary and returns its combined output.
+func runCLI(t *testing.T, args ...string) (string, error) {
+	t.Helper()
+	out, err := exec.Command(minibrokerBinary(t), args...).CombinedOutput()
+	return string(out), err
+}
+
+func mustPartition(t *testing.T, n node, topic string, p int32) *partition.Partition {
+	t.Helper()
+	part, ok := n.Broker().Partition(topic, p)
+	if !ok {
+		t.Fatalf("no %s-%d", topic, p)
+	}
+	return part
+}
+
+func waitMirrored(t *testing.T, src, dst node, topic string, parts int32) {
+	t.Helper()
+	deadline := time.Now().Add(20 * time.Second)
+	for p := int32(0); p < parts; p++ {
+		sp, _ := src.Broker().Partition(topic, p)
+		for {
+			dp, ok := dst.Broker().Partition(topic, p)
+			if ok && dp.Offsets().HighWatermark >= sp.Offsets().LastStable {
+				break
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("%s-%d not mirrored: source LSO %d", topic, p, sp.Offsets().LastStable)
+			}
+			time.Sleep(10 * time.Millisecond)
+		}
+	}
+}
+
+// values builds "prefix-0" … "prefix-(n-1)".
+func values(prefix string, n int) []string {
+	out := make([]string, n)
+	for i := range out {
+		out[i] = fmt.Sprintf("%s-%d", prefix, i)
+	}
+	return out
+}
+
+func concat(parts ...[]string) []string {
+	var out []string
+	for _, p := range parts {
+		out = append(out, p...)
+	}
+	return out
+}
+
+func assertValues(t *testing.T, n node, topic string, p int32, want []string) {
+	t.Helper()
+	got := readValues(t, n.Addr(), topic, p, 0)
+	if strings.Join(got, ",") != strings.Join(want, ",") {
+		t.Fatalf("%s %s-%d holds\n  %v\nwant\n  %v", n.Addr(), topic, p, got, want)
+	}
+}
+
+func logEnd(n node, topic string, p int32) int64 {
+	part, _ := n.Broker().Partition(topic, p)
+	return part.Offsets().LogEnd
+}
+
+// chain runs A→B→C with failover at B, then at C. Without barriers it
+// returns what C holds so the negative control can show the loss.
+func chain(t *testing.T, b, c node) {
+	a := minibrokertest.Start(t, minibrokertest.Topic("orders", 1))
+	pa := idempotentProducer(t, a.Addr())
+	produceSerially(t, pa, "orders", 0, "a", 5)
+	for _, hop := range []struct {
+		dst  node
+		name string
+		src  string
+	}{{b, "from-a", a.Addr()}, {c, "from-b", b.Addr()}} {
+		if err := mirrorOn(hop.dst).Create(hop.name, []string{hop.src}, ""); err != nil {
+			t.Fatal(err)
+		}
+		if err := mirrorOn(hop.dst).Start(t.Context(), hop.name, []string{"orders"}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	waitMirrored(t, a, b, "orders", 1)
+	waitMirrored(t, b, c, "orders", 1)
+	assertIdentical(t, a, b, "orders", 0, 5)
+	assertIdentical(t, a, c, "orders", 0, 5)
+
+	if err := mirrorOn(b).Stop("from-a", nil); err != nil { // failover at B
+		t.Fatal(err)
+	}
+	pb := idempotentProducer(t, b.Addr())
+	produceSerially(t, pb, "orders", 0, "b", 5)
+	waitMirrored(t, b, c, "orders", 1)
+	assertIdentical(t, b, c, "orders", 0, logEnd(b, "orders", 0))
+
+	if err := mirrorOn(c).Stop("from-b", nil); err != nil { // failover at C
+		t.Fatal(err)
+	}
+	pc := idempotentProducer(t, c.Addr())
+	produceSerially(t, pc, "orders", 0, "c", 5)
+}
+
+// saramaConfig is a sarama config for a SyncProducer that writes to the
+// partition each message names (so the expected order per partition is
+// known) and a consumer; version is the Kafka version sarama assumes, which
+// picks its request versions.
+func saramaConfig(version sarama.KafkaVersion) *sarama.Config {
+	cfg := sarama.NewConfig()
+	cfg.Version = version
+	cfg.ClientID = "minibroker-it"
+	cfg.Producer.Return.Successes = true
+	cfg.Producer.Partitioner = sarama.NewManualPartitioner
+	cfg.Producer.Timeout = 10 * time.Second
+	cfg.Net.DialTimeout = 5 * time.Second
+	cfg.Metadata.Retry.Backoff = 50 * time.Millisecond
+	cfg.Consumer.Return.Errors = true
+	cfg.Consumer.MaxWaitTime = 20 * time.Millisecond // short long polls: the tests read to the end
+	return cfg
+}
+
+func crc32c(b []byte) uint32 { return crc32.Checksum(b, castagnoli) }
+
+var castagnoli = crc32.MakeTable(crc32.Castagnoli)
