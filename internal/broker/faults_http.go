@@ -23,56 +23,67 @@ import (
 )
 
 func (b *Broker) faultRoutes() {
-	loopback := func(h http.HandlerFunc) http.Handler {
-		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-			host, _, err := net.SplitHostPort(r.RemoteAddr)
-			if ip := net.ParseIP(host); err != nil || ip == nil || !ip.IsLoopback() {
-				faultReply(w, http.StatusForbidden, map[string]string{"error": "fault endpoints answer loopback clients only"})
+	for pattern, h := range b.faultHandlers() {
+		b.HandleAdmin(pattern, loopbackOnly(h))
+	}
+}
+
+// loopbackOnly answers 403 to a client that is not on a loopback address.
+func loopbackOnly(h http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		host, _, err := net.SplitHostPort(r.RemoteAddr)
+		if ip := net.ParseIP(host); err != nil || ip == nil || !ip.IsLoopback() {
+			faultReply(w, http.StatusForbidden, map[string]string{"error": "fault endpoints answer loopback clients only"})
+			return
+		}
+		h.ServeHTTP(w, r)
+	})
+}
+
+// faultHandlers are the fault endpoints, by route, before loopbackOnly.
+func (b *Broker) faultHandlers() map[string]http.Handler {
+	return map[string]http.Handler{
+		"POST /v1/faults": http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			var spec fault.Spec
+			dec := json.NewDecoder(http.MaxBytesReader(w, r.Body, 1<<16))
+			dec.DisallowUnknownFields()
+			if err := dec.Decode(&spec); err != nil {
+				faultReply(w, http.StatusBadRequest, map[string]string{"error": "bad fault: " + err.Error()})
 				return
 			}
-			h(w, r)
-		})
-	}
-	b.HandleAdmin("POST /v1/faults", loopback(func(w http.ResponseWriter, r *http.Request) {
-		var spec fault.Spec
-		dec := json.NewDecoder(http.MaxBytesReader(w, r.Body, 1<<16))
-		dec.DisallowUnknownFields()
-		if err := dec.Decode(&spec); err != nil {
-			faultReply(w, http.StatusBadRequest, map[string]string{"error": "bad fault: " + err.Error()})
-			return
-		}
-		st, err := b.faults.Set(spec)
-		if err != nil {
-			faultReply(w, http.StatusBadRequest, map[string]string{"error": err.Error()})
-			return
-		}
-		faultReply(w, http.StatusCreated, st)
-	}))
-	b.HandleAdmin("GET /v1/faults", loopback(func(w http.ResponseWriter, r *http.Request) {
-		faultReply(w, http.StatusOK, b.faults.List())
-	}))
-	b.HandleAdmin("GET /v1/faults/{id}", loopback(func(w http.ResponseWriter, r *http.Request) {
-		st, ok := b.faults.Get(r.PathValue("id"))
-		if !ok {
-			faultReply(w, http.StatusNotFound, map[string]string{"error": "no fault " + r.PathValue("id")})
-			return
-		}
-		faultReply(w, http.StatusOK, st)
-	}))
-	b.HandleAdmin("DELETE /v1/faults/{id}", loopback(func(w http.ResponseWriter, r *http.Request) {
-		if err := b.faults.Clear(r.PathValue("id")); err != nil {
-			code := http.StatusBadRequest
-			if errors.Is(err, fault.ErrNotFound) {
-				code = http.StatusNotFound
+			st, err := b.faults.Set(spec)
+			if err != nil {
+				faultReply(w, http.StatusBadRequest, map[string]string{"error": err.Error()})
+				return
 			}
-			faultReply(w, code, map[string]string{"error": err.Error()})
-			return
-		}
-		faultReply(w, http.StatusOK, map[string]string{"cleared": r.PathValue("id")})
-	}))
-	b.HandleAdmin("DELETE /v1/faults", loopback(func(w http.ResponseWriter, r *http.Request) {
-		faultReply(w, http.StatusOK, map[string]int{"cleared": b.faults.ClearAll()})
-	}))
+			faultReply(w, http.StatusCreated, st)
+		}),
+		"GET /v1/faults": http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			faultReply(w, http.StatusOK, b.faults.List())
+		}),
+		"GET /v1/faults/{id}": http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			st, ok := b.faults.Get(r.PathValue("id"))
+			if !ok {
+				faultReply(w, http.StatusNotFound, map[string]string{"error": "no fault " + r.PathValue("id")})
+				return
+			}
+			faultReply(w, http.StatusOK, st)
+		}),
+		"DELETE /v1/faults/{id}": http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			if err := b.faults.Clear(r.PathValue("id")); err != nil {
+				code := http.StatusBadRequest
+				if errors.Is(err, fault.ErrNotFound) {
+					code = http.StatusNotFound
+				}
+				faultReply(w, code, map[string]string{"error": err.Error()})
+				return
+			}
+			faultReply(w, http.StatusOK, map[string]string{"cleared": r.PathValue("id")})
+		}),
+		"DELETE /v1/faults": http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			faultReply(w, http.StatusOK, map[string]int{"cleared": b.faults.ClearAll()})
+		}),
+	}
 }
 
 func faultReply(w http.ResponseWriter, code int, v any) {

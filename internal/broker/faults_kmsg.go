@@ -118,9 +118,18 @@ func errorResponse(req kmsg.Request, code int16) kmsg.Response {
 	return resp
 }
 
+// unknownOffsets are the offset fields Kafka answers -1 in an entry with
+// an error.
+var unknownOffsets = []string{"BaseOffset", "Offset", "HighWatermark", "LastStableOffset", "LogStartOffset", "LogAppendTime"}
+
 func fillError(dst, src reflect.Value, code int16, top bool) {
 	if f := dst.FieldByName("ErrorCode"); top && f.IsValid() && f.Kind() == reflect.Int16 {
 		f.SetInt(int64(code))
+		for _, name := range unknownOffsets {
+			if o := dst.FieldByName(name); o.IsValid() && o.Kind() == reflect.Int64 {
+				o.SetInt(-1)
+			}
+		}
 	}
 	if !src.IsValid() {
 		return

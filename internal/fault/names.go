@@ -13,13 +13,13 @@ import (
 // any case) or its number.
 func ParseAPI(s string) (int16, error) {
 	if n, err := strconv.ParseInt(s, 10, 16); err == nil {
-		if kmsg.NameForKey(int16(n)) == "" {
+		if kmsg.RequestForKey(int16(n)) == nil {
 			return 0, fmt.Errorf("unknown API key %d", n)
 		}
 		return int16(n), nil
 	}
 	for k := int16(0); k < 200; k++ {
-		if name := kmsg.NameForKey(k); name != "" && strings.EqualFold(name, s) {
+		if kmsg.RequestForKey(k) != nil && strings.EqualFold(kmsg.NameForKey(k), s) {
 			return k, nil
 		}
 	}

@@ -120,7 +120,7 @@ func (s Spec) Validate() error {
 	default:
 		return fmt.Errorf("fault: unknown kind %q (want one of %v)", s.Kind, Kinds)
 	}
-	if s.APIKey != nil && kmsg.NameForKey(*s.APIKey) == "" {
+	if s.APIKey != nil && kmsg.RequestForKey(*s.APIKey) == nil {
 		return fmt.Errorf("fault: unknown API key %d", *s.APIKey)
 	}
 	if s.Partition != nil && s.Topic == "" {
@@ -162,8 +162,8 @@ func APIName(key *int16) string {
 	if key == nil {
 		return "any"
 	}
-	if n := kmsg.NameForKey(*key); n != "" {
-		return n
+	if kmsg.RequestForKey(*key) != nil {
+		return kmsg.NameForKey(*key)
 	}
 	return fmt.Sprint(*key)
 }
