@@ -6,7 +6,7 @@ import (
 	"testing"
 )
 
-func key(k int16) *int16 { return &k }
+func key(k int16) *int16  { return &k }
 func part(p int32) *int32 { return &p }
 
 func TestValidate(t *testing.T) {
