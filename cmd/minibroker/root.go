@@ -21,6 +21,7 @@ func newRootCmd() *cobra.Command {
 	root.AddCommand(newServeCmd(), newVersionCmd(), newMirrorCmd(), newFaultCmd())
 	root.AddCommand(newDumpLogCmd(), newVerifyLogCmd())
 	root.AddCommand(newPerfCmd(), newHealthcheckCmd())
+	root.AddCommand(newStorageCmd())
 	return root
 }
 

@@ -31,6 +31,7 @@ import (
 	"github.com/minibroker/minibroker/internal/partition"
 	"github.com/minibroker/minibroker/internal/protocol"
 	"github.com/minibroker/minibroker/internal/psm"
+	"github.com/minibroker/minibroker/internal/security"
 	"github.com/minibroker/minibroker/internal/vfs"
 )
 
@@ -69,6 +70,7 @@ type Broker struct {
 	mirrors    *mirror.Manager
 	faults     *fault.Registry // nil unless faults.enable
 	lock       *os.File        // data-dir lock
+	scram      *security.ScramStore
 
 	server    *protocol.Server
 	listeners []*boundListener // the Kafka listeners (listeners.go)
@@ -195,6 +197,9 @@ func newBroker(opts Options, seams func(*Broker)) (*Broker, error) {
 		zap.Int("topics", len(b.topics)), zap.Int("partitions", b.partitionCount()),
 		zap.Int("recovery_threads", b.recoveryThreads()), zap.Duration("took", time.Since(start)))
 
+	if b.scram, err = security.OpenScramStore(b.fs, b.dataDir); err != nil {
+		return nil, err
+	}
 	if err := b.openListeners(); err != nil {
 		return nil, err
 	}

@@ -1,0 +1,301 @@
+package integration
+
+import (
+	"context"
+	"crypto/tls"
+	"io"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/kmsg"
+	"github.com/twmb/franz-go/pkg/sasl/plain"
+	"github.com/twmb/franz-go/pkg/sasl/scram"
+	"go.uber.org/zap"
+	xscram "github.com/xdg-go/scram"
+	"go.uber.org/zap/zaptest/observer"
+
+	"github.com/minibroker/minibroker/internal/security/certtest"
+	"github.com/minibroker/minibroker/minibrokertest"
+)
+
+const plainJAAS = `org.apache.kafka.common.security.plain.PlainLoginModule required user_alice="alice-secret" user_bob="bob-secret";`
+
+// saslBroker: PLAINTEXT, SASL_PLAINTEXT (PLAIN users alice and bob) and
+// SASL_SSL (SCRAM-SHA-512) listeners, logging to an observer, with HTTP.
+func saslBroker(t *testing.T, ca *certtest.CA, extra ...minibrokertest.Option) (*minibrokertest.Cluster, *observer.ObservedLogs) {
+	t.Helper()
+	ks := certtest.WriteFile(t, t.TempDir(), "broker.pem", ca.Server(t, "broker-1").Keystore())
+	core, logs := observer.New(zap.InfoLevel)
+	opts := append([]minibrokertest.Option{
+		minibrokertest.Logger(zap.New(core)), minibrokertest.HTTP(),
+		minibrokertest.Set("listeners", "PLAINTEXT://127.0.0.1:0,SASL_PLAINTEXT://127.0.0.1:0,SASL_SSL://127.0.0.1:0"),
+		minibrokertest.Set("listener.name.sasl_plaintext.sasl.enabled.mechanisms", "PLAIN"),
+		minibrokertest.Set("listener.name.sasl_plaintext.plain.sasl.jaas.config", plainJAAS),
+		minibrokertest.Set("listener.name.sasl_ssl.sasl.enabled.mechanisms", "SCRAM-SHA-512,SCRAM-SHA-256"),
+		minibrokertest.Set("listener.name.sasl_ssl.ssl.keystore.location", ks),
+	}, extra...)
+	return minibrokertest.Start(t, opts...), logs
+}
+
+func saslMetric(t *testing.T, httpAddr, series string) string {
+	t.Helper()
+	resp, err := http.Get("http://" + httpAddr + "/metrics")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	for _, line := range strings.Split(string(b), "\n") {
+		if strings.HasPrefix(line, series+" ") {
+			return strings.TrimPrefix(line, series+" ")
+		}
+	}
+	return ""
+}
+
+// TestSASLPlain: PLAIN users from the listener's JAAS produce; the
+// principal names the admin log; a wrong password answers
+// SASL_AUTHENTICATION_FAILED with Kafka's message, is counted and logged
+// with the peer address and never the password; a client without
+// credentials is refused.
+func TestSASLPlain(t *testing.T) {
+	ca := certtest.NewCA(t, "ca")
+	c, logs := saslBroker(t, ca)
+	addr := c.ListenerAddr("SASL_PLAINTEXT")
+
+	alice := newClient(t, addr, kgo.SASL(plain.Auth{User: "alice", Pass: "alice-secret"}.AsMechanism()), kgo.AllowAutoTopicCreation())
+	if err := produceOne(t, alice, "plain-topic"); err != nil {
+		t.Fatalf("alice: %v", err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if _, err := kadm.NewClient(alice).CreateTopic(ctx, 1, 1, nil, "alice-made"); err != nil {
+		t.Fatal(err)
+	}
+	if got := logs.FilterMessage("admin request").FilterField(zap.String("principal", "User:alice")).Len(); got != 1 {
+		t.Fatalf("admin log with User:alice: %d", got)
+	}
+
+	wrong := newClient(t, addr, kgo.SASL(plain.Auth{User: "alice", Pass: "not-her-password"}.AsMechanism()))
+	if err := produceWithin(wrong, "plain-topic", 2*time.Second); err == nil {
+		t.Fatal("wrong password produced")
+	}
+	code, msg := saslRaw(t, dialRaw(t, addr), "PLAIN", [][]byte{[]byte("\x00alice\x00not-her-password")})
+	if code != kerr.SaslAuthenticationFailed.Code || msg != "Authentication failed: Invalid username or password" {
+		t.Fatalf("wrong password: %d %q", code, msg)
+	}
+	// Negative control: no credentials at all.
+	none := newClient(t, addr, kgo.RetryTimeout(time.Second))
+	if err := produceWithin(none, "plain-topic", 3*time.Second); err == nil {
+		t.Fatal("a client without credentials produced")
+	}
+	fails := logs.FilterMessage("failed authentication").All()
+	if len(fails) == 0 || fails[0].ContextMap()["remote"] == "" || fails[0].ContextMap()["mechanism"] != "PLAIN" {
+		t.Fatalf("failed authentication log: %+v", fails)
+	}
+	for _, e := range logs.All() {
+		if strings.Contains(e.Message+toString(e.ContextMap()), "not-her-password") ||
+			strings.Contains(e.Message+toString(e.ContextMap()), "alice-secret") {
+			t.Fatalf("a password in the log: %+v", e)
+		}
+	}
+	if v := saslMetric(t, c.HTTPAddr(), `minibroker_failed_authentication_total{listener="SASL_PLAINTEXT",mechanism="PLAIN"}`); v == "" || v == "0" {
+		t.Fatalf("failed authentications metric: %q", v)
+	}
+}
+
+// saslRaw handshakes mechanism and sends msgs as SaslAuthenticate v1;
+// it returns the first error code and message, and checks the
+// connection is then closed.
+func saslRaw(t *testing.T, c *rawConn, mechanism string, msgs [][]byte) (int16, string) {
+	return saslRawSteps(t, c, mechanism, func(i int, _ []byte) []byte {
+		if i < len(msgs) {
+			return msgs[i]
+		}
+		return nil
+	})
+}
+
+func saslRawSteps(t *testing.T, c *rawConn, mechanism string, next func(i int, challenge []byte) []byte) (int16, string) {
+	t.Helper()
+	hs := kmsg.NewPtrSASLHandshakeRequest()
+	hs.Version, hs.Mechanism = 1, mechanism
+	c.write(requestFrame(hs, 1))
+	hr := kmsg.NewPtrSASLHandshakeResponse()
+	hr.Version = 1
+	if err := hr.ReadFrom(c.readResponse(1, false)); err != nil || hr.ErrorCode != 0 {
+		t.Fatalf("handshake: %+v %v", hr, err)
+	}
+	var challenge []byte
+	for i := 0; i < 3; i++ {
+		msg := next(i, challenge)
+		if msg == nil {
+			break
+		}
+		au := kmsg.NewPtrSASLAuthenticateRequest()
+		au.Version, au.SASLAuthBytes = 1, msg
+		c.write(requestFrame(au, int32(10+i)))
+		ar := kmsg.NewPtrSASLAuthenticateResponse()
+		ar.Version = 1
+		if err := ar.ReadFrom(c.readResponse(int32(10+i), false)); err != nil {
+			t.Fatal(err)
+		}
+		if ar.ErrorCode != 0 {
+			c.expectClosed()
+			m := ""
+			if ar.ErrorMessage != nil {
+				m = *ar.ErrorMessage
+			}
+			return ar.ErrorCode, m
+		}
+		challenge = ar.SASLAuthBytes
+	}
+	return 0, ""
+}
+
+func toString(m map[string]any) string {
+	var b strings.Builder
+	for k, v := range m {
+		b.WriteString(k + "=" + strings.TrimSpace(strings.ReplaceAll(strings.ReplaceAll(strings.TrimSpace(fmtAny(v)), "\n", " "), "\t", " ")) + " ")
+	}
+	return b.String()
+}
+
+func fmtAny(v any) string {
+	if s, ok := v.(string); ok {
+		return s
+	}
+	return ""
+}
+
+// TestSASLSCRAMOverTLS: a SCRAM-SHA-512 credential created with kadm
+// (AlterUserScramCredentials) on the PLAINTEXT listener authenticates on
+// SASL_SSL at once, is described by kadm, survives a restart (stored
+// salted and hashed, mode 0600, without the password) and a wrong password
+// is refused with Kafka's message.
+func TestSASLSCRAMOverTLS(t *testing.T) {
+	ca := certtest.NewCA(t, "ca")
+	c, _ := saslBroker(t, ca)
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	adm := kadm.NewClient(newClient(t, c.ListenerAddr("PLAINTEXT")))
+	if _, err := adm.AlterUserSCRAMs(ctx, nil, []kadm.UpsertSCRAM{{User: "carol", Mechanism: kadm.ScramSha512, Iterations: 4096, Password: "carol-secret"}}); err != nil {
+		t.Fatal(err)
+	}
+	described, err := adm.DescribeUserSCRAMs(ctx)
+	if err != nil || len(described["carol"].CredInfos) != 1 || described["carol"].CredInfos[0].Mechanism != kadm.ScramSha512 {
+		t.Fatalf("describe: %+v %v", described, err)
+	}
+	scramClient := func(pass string, opts ...kgo.Opt) *kgo.Client {
+		return newClient(t, c.ListenerAddr("SASL_SSL"), append([]kgo.Opt{kgo.DialTLSConfig(ca.ClientTLS(t, nil)),
+			kgo.SASL(scram.Auth{User: "carol", Pass: pass}.AsSha512Mechanism()), kgo.AllowAutoTopicCreation()}, opts...)...)
+	}
+	if err := produceOne(t, scramClient("carol-secret"), "scram-topic"); err != nil {
+		t.Fatalf("SCRAM-SHA-512 over TLS: %v", err)
+	}
+	if err := produceWithin(scramClient("wrong"), "scram-topic", 2*time.Second); err == nil {
+		t.Fatal("wrong SCRAM password produced")
+	}
+	rc := dialRaw(t, c.ListenerAddr("SASL_SSL"))
+	rc.nc = tls.Client(rc.nc, ca.ClientTLS(t, nil))
+	sc, _ := xscram.SHA512.NewClient("carol", "wrong", "")
+	conv := sc.NewConversation()
+	first, _ := conv.Step("")
+	code, msg := saslRawSteps(t, rc, "SCRAM-SHA-512", func(i int, challenge []byte) []byte {
+		if i == 0 {
+			return []byte(first)
+		}
+		next, _ := conv.Step(string(challenge))
+		return []byte(next)
+	})
+	if code != kerr.SaslAuthenticationFailed.Code || msg != "Authentication failed during authentication due to invalid credentials with SASL mechanism SCRAM-SHA-512" {
+		t.Fatalf("wrong SCRAM password: %d %q", code, msg)
+	}
+
+	path := filepath.Join(c.DataDir(), "scram-credentials")
+	st, err := os.Stat(path)
+	if err != nil || st.Mode().Perm() != 0o600 {
+		t.Fatalf("credentials file: %v %v", st, err)
+	}
+	raw, _ := os.ReadFile(path)
+	if strings.Contains(string(raw), "carol-secret") {
+		t.Fatal("the password is stored")
+	}
+	c.Restart()
+	if err := produceOne(t, scramClient("carol-secret"), "scram-topic"); err != nil {
+		t.Fatalf("after restart: %v", err)
+	}
+}
+
+// TestSASLBadInput: a request other than ApiVersions/SaslHandshake before
+// authenticating closes the connection; an unknown mechanism answers
+// UNSUPPORTED_SASL_MECHANISM with the enabled list and closes; the broker
+// serves on.
+func TestSASLBadInput(t *testing.T) {
+	ca := certtest.NewCA(t, "ca")
+	c, _ := saslBroker(t, ca)
+	addr := c.ListenerAddr("SASL_PLAINTEXT")
+
+	raw := dialRaw(t, addr)
+	md := kmsg.NewPtrMetadataRequest()
+	md.Version = 12
+	raw.write(requestFrame(md, 1))
+	raw.expectClosed()
+
+	raw = dialRaw(t, addr)
+	hs := kmsg.NewPtrSASLHandshakeRequest()
+	hs.Version, hs.Mechanism = 1, "GSSAPI"
+	raw.write(requestFrame(hs, 7))
+	resp := kmsg.NewPtrSASLHandshakeResponse()
+	resp.Version = 1
+	if err := resp.ReadFrom(raw.readResponse(7, false)); err != nil {
+		t.Fatal(err)
+	}
+	if resp.ErrorCode != kerr.UnsupportedSaslMechanism.Code || strings.Join(resp.SupportedMechanisms, ",") != "PLAIN" {
+		t.Fatalf("handshake: %+v", resp)
+	}
+	raw.expectClosed()
+
+	// SaslAuthenticate before SaslHandshake: ILLEGAL_SASL_STATE, closed.
+	raw = dialRaw(t, addr)
+	au := kmsg.NewPtrSASLAuthenticateRequest()
+	au.Version = 1
+	raw.write(requestFrame(au, 9))
+	aresp := kmsg.NewPtrSASLAuthenticateResponse()
+	aresp.Version = 1
+	if err := aresp.ReadFrom(raw.readResponse(9, false)); err != nil || aresp.ErrorCode != kerr.IllegalSaslState.Code {
+		t.Fatalf("authenticate first: %+v %v", aresp, err)
+	}
+	raw.expectClosed()
+
+	alice := newClient(t, addr, kgo.SASL(plain.Auth{User: "alice", Pass: "alice-secret"}.AsMechanism()), kgo.AllowAutoTopicCreation())
+	if err := produceOne(t, alice, "after-bad"); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// TestSASLReauthentication: with connections.max.reauth.ms, the session
+// lifetime is given to the client (KIP-368), kgo re-authenticates on the
+// same connection and keeps producing past several lifetimes.
+func TestSASLReauthentication(t *testing.T) {
+	ca := certtest.NewCA(t, "ca")
+	c, logs := saslBroker(t, ca, minibrokertest.Set("listener.name.sasl_plaintext.connections.max.reauth.ms", "1000"))
+	_ = logs
+	cl := newClient(t, c.ListenerAddr("SASL_PLAINTEXT"), kgo.SASL(plain.Auth{User: "alice", Pass: "alice-secret"}.AsMechanism()), kgo.AllowAutoTopicCreation())
+	for i := 0; i < 5; i++ {
+		if err := produceOne(t, cl, "reauth"); err != nil {
+			t.Fatalf("produce %d: %v", i, err)
+		}
+		time.Sleep(700 * time.Millisecond)
+	}
+	if v := saslMetric(t, c.HTTPAddr(), `minibroker_successful_authentication_total{listener="SASL_PLAINTEXT",mechanism="PLAIN"}`); v == "" || v == "1" {
+		t.Fatalf("no re-authentication counted: %q", v)
+	}
+}
