@@ -17,8 +17,8 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 	"github.com/twmb/franz-go/pkg/sasl/plain"
 	"github.com/twmb/franz-go/pkg/sasl/scram"
-	"go.uber.org/zap"
 	xscram "github.com/xdg-go/scram"
+	"go.uber.org/zap"
 	"go.uber.org/zap/zaptest/observer"
 
 	"github.com/minibroker/minibroker/internal/security/certtest"
