@@ -50,6 +50,7 @@ var versionExceptions = map[int16]string{
 	24: "AddPartitionsToTxn v4 is the broker-to-broker batched form (KIP-890 part 1) and v5 KIP-890 part 2: clients send v3",
 	26: "EndTxn v5 is KIP-890 part 2 (an epoch bump per transaction): not served, v4 is",
 	28: "TxnOffsetCommit v5 is KIP-890 part 2 (the group joins the transaction implicitly), v6 names topics by id: not served, v4 is",
+	35: "DescribeLogDirs v5 adds IsCordoned (KIP-1066, cordoned log directories): not served, v4 is",
 	66: "ListTransactions v2 filters by a transactional-id regular expression (KIP-1152): not served, v1 is",
 }
 
@@ -81,7 +82,7 @@ func kgoMaxVersion(key int16) int16 {
 // (12), metadata_request.go (11), describe_cluster_request.go (2).
 var saramaMax = map[int16]int16{
 	0: 10, 1: 12, 2: 6, 3: 11, 8: 8, 9: 8, 10: 3, 11: 8, 12: 4, 13: 5, 14: 5, 15: 5, 16: 5,
-	18: 4, 19: 7, 20: 6, 21: 2, 22: 4, 24: 3, 25: 3, 26: 3, 28: 3, 32: 4, 37: 3, 42: 2, 47: 0, 60: 2, 66: 1,
+	18: 4, 19: 7, 20: 6, 21: 2, 22: 4, 24: 3, 25: 3, 26: 3, 28: 3, 32: 4, 33: 2, 35: 4, 37: 3, 42: 2, 44: 1, 47: 0, 60: 2, 66: 1,
 }
 
 // librdkafkaMax is librdkafka's highest version per API, from its
@@ -91,7 +92,7 @@ var saramaMax = map[int16]int16{
 var librdkafkaMax = map[string]map[int16]int16{
 	// v2.11.1, bundled with confluent-kafka-go v2.11.1.
 	"2.11.1": {0: 10, 1: 16, 2: 7, 3: 13, 8: 9, 9: 9, 10: 2, 11: 5, 12: 3, 13: 1, 14: 3, 15: 4, 16: 5,
-		18: 3, 19: 4, 20: 1, 21: 1, 22: 4, 23: 2, 24: 0, 25: 0, 26: 1, 28: 3, 32: 1, 37: 0, 42: 1, 47: 0},
+		18: 3, 19: 4, 20: 1, 21: 1, 22: 4, 23: 2, 24: 0, 25: 0, 26: 1, 28: 3, 32: 1, 33: 2, 37: 0, 42: 1, 44: 1, 47: 0},
 	// v2.0.2, Debian's kcat.
 	"2.0.2": {0: 7, 1: 11, 2: 2, 3: 4, 8: 7, 9: 7, 10: 2, 11: 5, 12: 3, 13: 1, 14: 3, 15: 4, 16: 4,
 		18: 3, 19: 4, 20: 1, 21: 1, 22: 4, 24: 0, 25: 0, 26: 1, 28: 3, 32: 1, 37: 0, 42: 1, 47: 0},

@@ -27,6 +27,15 @@ func kgoWorkload(t *testing.T, addr string) {
 	must(t, "create partitions", err)
 	_, err = adm.DescribeTopicConfigs(ctx, "cv")
 	must(t, "describe configs", err)
+	retention := "3600000"
+	altered, err := adm.AlterTopicConfigs(ctx, []kadm.AlterConfig{{Op: kadm.SetConfig, Name: "retention.ms", Value: &retention}}, "cv")
+	must(t, "incremental alter configs", err)
+	must(t, "incremental alter configs", altered[0].Err)
+	altered, err = adm.AlterTopicConfigsState(ctx, []kadm.AlterConfig{{Name: "retention.ms", Value: &retention}}, "cv")
+	must(t, "alter configs", err)
+	must(t, "alter configs", altered[0].Err)
+	_, err = adm.DescribeAllLogDirs(ctx, nil)
+	must(t, "describe log dirs", err)
 
 	// Idempotent (kgo's default) and acks=1 produce.
 	p := newClient(t, addr, kgo.DefaultProduceTopic("cv"))
@@ -131,6 +140,12 @@ func saramaWorkload(t *testing.T, addr string) {
 	must(t, "create partitions", admin.CreatePartitions("cv-del", 2, nil, false))
 	_, err = admin.DescribeConfig(sarama.ConfigResource{Type: sarama.TopicResource, Name: "cv"})
 	must(t, "describe config", err)
+	retention := "3600000"
+	must(t, "incremental alter config", admin.IncrementalAlterConfig(sarama.TopicResource, "cv",
+		map[string]sarama.IncrementalAlterConfigsEntry{"retention.ms": {Operation: sarama.IncrementalAlterConfigsOperationSet, Value: &retention}}, false))
+	must(t, "alter config", admin.AlterConfig(sarama.TopicResource, "cv", map[string]*string{"retention.ms": &retention}, false))
+	_, err = admin.DescribeLogDirs([]int32{0})
+	must(t, "describe log dirs", err)
 	_, _, err = admin.DescribeCluster()
 	must(t, "describe cluster", err)
 	_, err = admin.DescribeTopics([]string{"cv"})
@@ -205,6 +220,15 @@ func confluentWorkload(t *testing.T, addr string) {
 	must(t, "create partitions", err)
 	_, err = adm.DescribeConfigs(ctx, []kafka.ConfigResource{{Type: kafka.ResourceTopic, Name: "cv"}})
 	must(t, "describe configs", err)
+	for _, alter := range []func(context.Context, []kafka.ConfigResource, ...kafka.AlterConfigsAdminOption) ([]kafka.ConfigResourceResult, error){
+		adm.IncrementalAlterConfigs, adm.AlterConfigs} {
+		res, err := alter(ctx, []kafka.ConfigResource{{Type: kafka.ResourceTopic, Name: "cv",
+			Config: []kafka.ConfigEntry{{Name: "retention.ms", Value: "3600000", IncrementalOperation: kafka.AlterConfigOpTypeSet}}}})
+		must(t, "alter configs", err)
+		if len(res) != 1 || res[0].Error.Code() != kafka.ErrNoError {
+			t.Fatalf("alter configs: %+v", res)
+		}
+	}
 	_, err = adm.DescribeCluster(ctx)
 	must(t, "describe cluster", err)
 	_, err = adm.DescribeTopics(ctx, kafka.NewTopicCollectionOfTopicNames([]string{"cv"}))
