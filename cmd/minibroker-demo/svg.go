@@ -7,6 +7,7 @@ import (
 	"html"
 	"math"
 	"os"
+	"sort"
 	"strings"
 )
 
@@ -119,22 +120,40 @@ func renderTimeline(samplesPath, eventsPath, out, title string) error {
 type panel struct {
 	x, y, w, h int
 	xmax, ymax float64
+	clipped    bool
 	label      string
 }
 
 func (p *panel) px(x float64) float64 { return float64(p.x) + x/p.xmax*float64(p.w) }
-func (p *panel) py(y float64) float64 { return float64(p.y+p.h) - y/p.ymax*float64(p.h) }
+func (p *panel) py(y float64) float64 {
+	return float64(p.y+p.h) - math.Min(y, p.ymax)/p.ymax*float64(p.h)
+}
 
 func (p *panel) draw(b *strings.Builder, names []string, s map[string]*series) {
-	p.ymax = 1
+	// The scale fits the bulk of the values: a catch-up burst (thousands
+	// of records in a second) would flatten everything else, so values
+	// above 3 × the 90th percentile are clipped at the top (and the label
+	// says so).
+	var vals []float64
 	for _, n := range names {
 		for _, pt := range s[n].points {
-			if !math.IsNaN(pt[1]) {
-				p.ymax = math.Max(p.ymax, pt[1])
+			if !math.IsNaN(pt[1]) && pt[1] > 0 {
+				vals = append(vals, pt[1])
 			}
 		}
 	}
+	sort.Float64s(vals)
+	p.ymax = 1
+	if len(vals) > 0 {
+		p.ymax = vals[len(vals)-1]
+		if cap := 3 * vals[len(vals)*9/10]; cap < p.ymax {
+			p.ymax, p.clipped = cap, true
+		}
+	}
 	p.ymax = niceCeil(p.ymax * 1.05)
+	if p.clipped {
+		p.label += " — peaks clipped"
+	}
 	fmt.Fprintf(b, `<text x="%d" y="%d">%s</text>`+"\n", p.x, p.y-8, html.EscapeString(p.label))
 	fmt.Fprintf(b, `<rect x="%d" y="%d" width="%d" height="%d" fill="none" stroke="#333"/>`+"\n", p.x, p.y, p.w, p.h)
 	for i := 0; i <= 4; i++ {
