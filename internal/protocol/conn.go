@@ -35,6 +35,7 @@ type conn struct {
 	listener  *Listener
 	session   *Session
 	inSetup   bool // counted in the server's set-ups in progress
+	secured   bool // secure already ran (in the accept loop: a test seam)
 	setupOnce sync.Once
 	authTimer *time.Timer // closes a SASL connection that does not authenticate in time
 
@@ -111,7 +112,7 @@ func (c *conn) stopReading() {
 
 func (c *conn) serve() {
 	defer c.finishSetup()
-	if !c.secure() {
+	if !c.secured && !c.secure() {
 		c.stopDrain()
 		c.cancel()
 		c.raw.Close()

@@ -75,6 +75,11 @@ type Config struct {
 	// once (0: defaultMaxSetups).
 	MaxSetupsInProgress int
 
+	// setupInAcceptLoop runs TLS handshakes in the accept loop, one at a
+	// time: the seam for the negative control of
+	// TestStalledHandshakesDoNotBlockAccept.
+	setupInAcceptLoop bool
+
 	// pipelineBytes is the per-connection byte budget (see
 	// defaultPipelineBytes); 0 is the default, negative is unbounded: the
 	// seam for the negative control in the slow-reader test.
@@ -269,6 +274,10 @@ func (s *Server) admit(nc net.Conn, l *Listener) {
 	s.mu.Unlock()
 	s.metrics.Connections.Inc()
 	s.metrics.ConnectionsTotal.Inc()
+	if s.cfg.setupInAcceptLoop {
+		c.secure()
+		c.secured = true
+	}
 	go func() {
 		defer s.wg.Done()
 		c.serve()
