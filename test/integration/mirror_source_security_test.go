@@ -280,6 +280,13 @@ func TestMirrorSourceSASLSSL(t *testing.T) {
 	_, stopped := adminCall(t, "GET", base+"/secure", nil)
 	assertNoSecret(t, srcMirrorPass, map[string]string{"describe JSON": string(described), "list JSON": string(listed),
 		"describe after stop": string(stopped), "mirrors.json": string(stateFile), "broker log": logs.String()})
+
+	// Deleting the mirror deletes its secrets.
+	if code, raw := adminCall(t, "DELETE", base+"/secure", nil); code != http.StatusOK {
+		t.Fatalf("delete: %d %s", code, raw)
+	}
+	secrets, _ = os.ReadFile(filepath.Join(b.DataDir(), "mirror-sources.json"))
+	assertNoSecret(t, srcMirrorPass, map[string]string{"mirror-sources.json after delete": string(secrets)})
 }
 
 // TestMirrorSourceRotatedPasswordRecovers: the source rotates the
