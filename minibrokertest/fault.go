@@ -54,8 +54,9 @@ type Fault struct {
 	last FaultStatus // as it was when cleared
 }
 
-// Fault sets a fault on the cluster and clears it when the test ends
-// (t.Cleanup), or at Clear. Faults belong to the cluster, not to one
+// Fault sets a fault on the cluster and clears it when the test that
+// started the cluster ends (its t.Cleanup, before the cluster closes), or
+// at Clear. Faults belong to the cluster, not to one
 // broker run: they hold across Restart, and Kill followed by Revive.
 //
 //	f := c.Fault(minibrokertest.FaultSpec{Kind: minibrokertest.FaultError,

@@ -222,6 +222,11 @@ func (b *Broker) fetchWithFaults(ctx context.Context, r *protocol.Request, fault
 		}
 	}
 	req.Topics = kept
+	if len(fails) > 0 {
+		// Kafka answers at once when a partition has an error
+		// (ReplicaManager.fetchMessages): no long poll on the others.
+		req.MaxWaitMillis = 0
+	}
 	var resp *kmsg.FetchResponse
 	if len(req.Topics) > 0 {
 		resp, _ = b.handleFetch(ctx, r).(*kmsg.FetchResponse)

@@ -201,3 +201,31 @@ func TestFaultLatency(t *testing.T) {
 		t.Fatalf("produce took %v with 300ms of injected latency", d)
 	}
 }
+
+// A Fetch fault on one partition: kgo's consumer is answered
+// NOT_LEADER_OR_FOLLOWER for that partition (refreshing its metadata and
+// fetching it again), while the other partition, in the same requests, is
+// served; every record arrives once the fault is spent.
+func TestFaultFetchOnePartition(t *testing.T) {
+	c := mbt.Start(t, mbt.Topic("orders", 2))
+	prod := newClient(t, c.Addr(), kgo.RecordPartitioner(kgo.ManualPartitioner()))
+	for p := int32(0); p < 2; p++ {
+		for i := 0; i < 5; i++ {
+			r := &kgo.Record{Topic: "orders", Partition: p, Value: []byte(fmt.Sprintf("p%d-%d", p, i))}
+			if err := prod.ProduceSync(context.Background(), r).FirstErr(); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	f := c.Fault(mbt.FaultSpec{Kind: mbt.FaultError, APIKey: mbt.Key(kmsg.Fetch), Topic: "orders", Partition: mbt.PartitionOf(1),
+		ErrorCode: kerr.NotLeaderForPartition.Code, Count: 3})
+	recs := consumeAll(t, c.Addr(), "orders", 10, kgo.MetadataMinAge(20*time.Millisecond),
+		kgo.RetryBackoffFn(func(int) time.Duration { return 5 * time.Millisecond }))
+	seen := map[string]int{}
+	for _, r := range recs {
+		seen[string(r.Value)]++
+	}
+	if len(seen) != 10 || f.Fired() != 3 {
+		t.Fatalf("got %d distinct records (%v), fault fired %d: want all 10 and 3 firings", len(seen), seen, f.Fired())
+	}
+}
