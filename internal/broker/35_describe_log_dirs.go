@@ -43,7 +43,7 @@ func (b *Broker) handleDescribeLogDirs(_ context.Context, r *protocol.Request) k
 			}
 			dp := kmsg.NewDescribeLogDirsResponseDirTopicPartition()
 			dp.Partition = i
-			dp.Size = p.Log().Size()
+			dp.Size = p.Size()
 			dt.Partitions = append(dt.Partitions, dp)
 		}
 		if wanted == nil {

@@ -220,9 +220,7 @@ func (f *fetcher) run() {
 			loop.remove(f)
 			return
 		case <-f.wake: // paused (or resumed): leave and look again
-			if h := f.m.opts.FetcherWakeHook; h != nil {
-				h(f.k.topic, f.k.partition)
-			}
+			f.m.opts.TestHooks.FetcherWoken(f.k.topic, f.k.partition)
 			loop.remove(f)
 		case err := <-f.evictions:
 			if time.Since(joined) > 10*time.Second {
@@ -296,7 +294,7 @@ func (f *fetcher) handleOutOfRange(src *source, offset int64) error {
 // source knows none of our epochs is nothing in common.
 func (f *fetcher) prepare(src *source) error {
 	for i := 0; i < 64; i++ {
-		epoch, ok := f.p.Log().LatestEpoch()
+		epoch, ok := f.p.LatestEpoch()
 		leo := f.p.Offsets().LogEnd
 		if !ok || leo == f.p.Offsets().LogStart {
 			return nil // empty log: nothing can diverge
@@ -311,10 +309,10 @@ func (f *fetcher) prepare(src *source) error {
 			// The source knows none of our epochs: nothing in common.
 			cut = f.p.Offsets().LogStart
 		case srcEpoch == asked:
-			_, localEnd := f.p.Log().EndOffsetForEpoch(asked)
+			_, localEnd := f.p.EndOffsetForEpoch(asked)
 			cut = min(srcEnd, localEnd, leo)
 		default:
-			_, localEnd := f.p.Log().EndOffsetForEpoch(srcEpoch)
+			_, localEnd := f.p.EndOffsetForEpoch(srcEpoch)
 			if localEnd < 0 {
 				localEnd = f.p.Offsets().LogStart
 			}
@@ -338,7 +336,7 @@ func (f *fetcher) prepare(src *source) error {
 // the one asked. It returns the epoch it asked last and the source's
 // answer (-1, -1 when the source knows none of ours).
 func (f *fetcher) commonEpoch(src *source, epoch int32) (asked, srcEpoch int32, srcEnd int64, err error) {
-	local := f.p.Log().EpochEntries() // ascending
+	local := f.p.EpochEntries() // ascending
 	i := len(local) - 1
 	for {
 		srcEpoch, srcEnd, err = src.endOffsetForEpoch(f.ctx, f.k.topic, f.k.partition, epoch)

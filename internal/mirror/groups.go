@@ -162,7 +162,7 @@ func (m *Manager) clampGroupOffsets(ends map[coordinator.TopicPartition]int64) (
 	if m.opts.Groups == nil || len(ends) == 0 {
 		return 0, nil
 	}
-	if m.opts.SkipGroupClamp {
+	if m.opts.TestHooks.SkipGroupClamp() {
 		m.logger.Warn("NEGATIVE CONTROL: group offsets not clamped at failover")
 		return 0, nil
 	}

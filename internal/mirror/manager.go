@@ -49,28 +49,13 @@ type Options struct {
 	// MetadataInterval is how often a mirror looks for new partitions at
 	// the source (default 10s).
 	MetadataInterval time.Duration
-	// SkipBarrier leaves the MIRROR_PID_RESET barrier out of STOPPING. It
-	// exists only for the negative-control tests that show the corruption
-	// the barrier prevents; no config file, flag or API can set it.
-	SkipBarrier bool
-	// SkipGroupClamp leaves out STOPPING's clamp of group offsets to the
-	// cut. Like SkipBarrier it exists only for a negative-control test
-	// (a consumer that resumes past the cut skips records); nothing a user
-	// can reach sets it.
-	SkipGroupClamp bool
 	// Groups, when set, receives the source's committed group offsets
 	// every OffsetSyncInterval (default 10s).
 	Groups             GroupOffsets
 	OffsetSyncInterval time.Duration
-	// StopStepHook, when set, is called before each STOPPING step; an
-	// error aborts the stop there, as a crash at that step would. Tests
-	// only.
-	StopStepHook func(step StopStep, topic string, partition int32) error
-	// FetcherWakeHook, when set, is called by a partition's fetcher
-	// goroutine when a pause or resume wakes it, before it leaves its
-	// broker loop; a test blocks in it to stand for a goroutine the
-	// scheduler runs late. Tests only.
-	FetcherWakeHook func(topic string, partition int32)
+	// TestHooks are for tests only (hooks.go): nil in production, where
+	// nothing a user can reach sets them.
+	TestHooks TestHooks
 	// SourceDialer, when set, returns the dial function for a mirror's
 	// connections to its source (the broker's fault injection wraps them
 	// to pause, slow or cut the link); nil dials directly.
@@ -139,6 +124,9 @@ func Open(local Local, dataDir string, opts Options) (*Manager, error) {
 	}
 	if opts.Logger == nil {
 		opts.Logger = zap.NewNop()
+	}
+	if opts.TestHooks == nil {
+		opts.TestHooks = NoTestHooks{}
 	}
 	if opts.FetchMaxWait <= 0 {
 		opts.FetchMaxWait = 100 * time.Millisecond

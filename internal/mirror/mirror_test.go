@@ -244,7 +244,7 @@ func TestPauseStopsAppendsBeforeItReturns(t *testing.T) {
 	defer l.close()
 	release := make(chan struct{})
 	m, err := mirror.Open(l, l.dir, mirror.Options{FetchMaxWait: 5 * time.Second,
-		FetcherWakeHook: func(string, int32) { <-release }})
+		TestHooks: lateFetcher{release: release}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -284,3 +284,12 @@ func TestPauseStopsAppendsBeforeItReturns(t *testing.T) {
 		time.Sleep(10 * time.Millisecond)
 	}
 }
+
+// lateFetcher blocks a woken fetcher until release is closed, standing for
+// a goroutine the scheduler runs late.
+type lateFetcher struct {
+	mirror.NoTestHooks
+	release chan struct{}
+}
+
+func (h lateFetcher) FetcherWoken(string, int32) { <-h.release }

@@ -7,7 +7,6 @@ import (
 
 	"go.uber.org/zap"
 
-	"github.com/minibroker/minibroker/internal/batch"
 	"github.com/minibroker/minibroker/internal/coordinator"
 	"github.com/minibroker/minibroker/internal/partition"
 )
@@ -222,10 +221,10 @@ func (m *Manager) writeBarrier(rt *runtime, k tp, p *partition.Partition, rec *p
 	if rec.BarrierOffset >= 0 {
 		return nil
 	}
-	if off, ok, err := barrierAt(p, rec.LastMirroredOffset); err != nil {
+	if ok, err := p.BarrierAt(rec.LastMirroredOffset); err != nil {
 		return err
 	} else if ok {
-		rec.BarrierOffset = off
+		rec.BarrierOffset = rec.LastMirroredOffset
 		return nil
 	}
 	if end := p.Offsets().LogEnd; end > rec.LastMirroredOffset {
@@ -237,7 +236,7 @@ func (m *Manager) writeBarrier(rt *runtime, k tp, p *partition.Partition, rec *p
 	if err := m.hook(StepBarrier, k); err != nil {
 		return err
 	}
-	if m.opts.SkipBarrier {
+	if m.opts.TestHooks.SkipBarrier() {
 		m.logger.Warn("NEGATIVE CONTROL: barrier not written", zap.String("topic", k.topic), zap.Int32("partition", k.partition))
 		rec.BarrierOffset = -2
 		return nil
@@ -246,7 +245,7 @@ func (m *Manager) writeBarrier(rt *runtime, k tp, p *partition.Partition, rec *p
 	if err != nil {
 		return fmt.Errorf("write barrier: %w", err)
 	}
-	if err := p.Log().Flush(); err != nil {
+	if err := p.Flush(); err != nil {
 		return fmt.Errorf("flush barrier: %w", err)
 	}
 	rec.BarrierOffset = off
@@ -256,28 +255,8 @@ func (m *Manager) writeBarrier(rt *runtime, k tp, p *partition.Partition, rec *p
 	return nil
 }
 
-// barrierAt reports whether the batch at offset is a MIRROR_PID_RESET.
-func barrierAt(p *partition.Partition, offset int64) (int64, bool, error) {
-	if offset >= p.Offsets().LogEnd {
-		return -1, false, nil
-	}
-	raw, err := p.Log().Read(offset, 1, true)
-	if err != nil {
-		return -1, false, err
-	}
-	it := batch.NewIter(raw)
-	b, h, ok := it.Next()
-	if !ok || h.BaseOffset != offset {
-		return -1, false, nil
-	}
-	return offset, batch.IsBarrier(&h, b), nil
-}
-
 func (m *Manager) hook(step StopStep, k tp) error {
-	if m.opts.StopStepHook == nil {
-		return nil
-	}
-	return m.opts.StopStepHook(step, k.topic, k.partition)
+	return m.opts.TestHooks.BeforeStopStep(step, k.topic, k.partition)
 }
 
 func (m *Manager) hookLocked(step StopStep, k tp) error { return m.hook(step, k) }

@@ -294,9 +294,6 @@ func (p *Partition) rebuildProducerStateLocked(upTo int64, metrics *psm.Metrics)
 // Dir is the partition's directory.
 func (p *Partition) Dir() string { return p.dir }
 
-// Log exposes the partition's log for read-only inspection.
-func (p *Partition) Log() *mlog.Log { return p.log }
-
 // Mode returns the partition's mode and, when mirrored, the mirror name.
 func (p *Partition) Mode() (Mode, string) {
 	p.mu.Lock()

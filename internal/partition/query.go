@@ -4,6 +4,7 @@ import (
 	"errors"
 
 	"github.com/minibroker/minibroker/internal/batch"
+	mlog "github.com/minibroker/minibroker/internal/log"
 )
 
 // The queries the broker and the mirrors make of a partition's log, so
@@ -48,6 +49,9 @@ func (p *Partition) EndOffsetForEpoch(epoch int32) (int32, int64) {
 	return p.log.EndOffsetForEpoch(epoch)
 }
 
+// EpochEntries is the leader-epoch cache, ascending by start offset.
+func (p *Partition) EpochEntries() []mlog.EpochEntry { return p.log.EpochEntries() }
+
 // EpochAt is the leader epoch of the batch holding offset, -1 if unknown.
 func (p *Partition) EpochAt(offset int64) int32 {
 	epoch := int32(-1)
@@ -69,6 +73,16 @@ func (p *Partition) OffsetForTimestamp(ts int64) (offset, timestamp int64, ok bo
 // MaxTimestamp is the offset and value of the largest timestamp in the
 // log (offset -1: none).
 func (p *Partition) MaxTimestamp() (offset, timestamp int64) { return p.log.MaxTimestamp() }
+
+// Size is the bytes of the partition's segment files.
+func (p *Partition) Size() int64 { return p.log.Size() }
+
+// ReadRaw returns whole batches from offset up to (not including)
+// maxOffset, at most maxBytes but at least one batch, regardless of the
+// high watermark: for tools and tests that look at what the log holds.
+func (p *Partition) ReadRaw(offset, maxOffset int64, maxBytes int) ([]byte, error) {
+	return p.log.ReadUpTo(offset, maxOffset, maxBytes, true)
+}
 
 // Flush fsyncs everything appended so far.
 func (p *Partition) Flush() error { return p.log.Flush() }

@@ -49,7 +49,7 @@ func rawLog(t *testing.T, c node, topic string, p int32, from, to int64) []byte 
 	}
 	var out []byte
 	for from < to {
-		raw, err := part.Log().ReadUpTo(from, to, 1<<20, true)
+		raw, err := part.ReadRaw(from, to, 1<<20)
 		if err != nil {
 			t.Fatalf("read %s-%d at %d: %v", topic, p, from, err)
 		}
@@ -159,7 +159,7 @@ func readValues(t *testing.T, addr, topic string, p int32, from int64) []string 
 // negative control, wired through broker options no user can reach.
 func startNoBarrier(t *testing.T) *rawCluster {
 	t.Helper()
-	return startRaw(t, t.TempDir(), mirror.Options{SkipBarrier: true})
+	return startRaw(t, t.TempDir(), mirror.Options{TestHooks: mirrorHooks{skipBarrier: true}})
 }
 
 // rawCluster is a broker started with internal options (test seams that
@@ -673,3 +673,21 @@ func saramaConfig(version sarama.KafkaVersion) *sarama.Config {
 func crc32c(b []byte) uint32 { return crc32.Checksum(b, castagnoli) }
 
 var castagnoli = crc32.MakeTable(crc32.Castagnoli)
+
+// mirrorHooks are the mirror's test hooks (mirror.TestHooks) the
+// integration tests set: a crash at a STOPPING step, and the rules the
+// negative controls switch off.
+type mirrorHooks struct {
+	mirror.NoTestHooks
+	skipBarrier, skipGroupClamp bool
+	stopStep                    func(step mirror.StopStep, topic string, partition int32) error
+}
+
+func (h mirrorHooks) SkipBarrier() bool    { return h.skipBarrier }
+func (h mirrorHooks) SkipGroupClamp() bool { return h.skipGroupClamp }
+func (h mirrorHooks) BeforeStopStep(step mirror.StopStep, topic string, partition int32) error {
+	if h.stopStep == nil {
+		return nil
+	}
+	return h.stopStep(step, topic, partition)
+}

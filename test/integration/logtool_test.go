@@ -60,7 +60,7 @@ func startExpiring(t *testing.T, expireMs string, skipBarrier bool) *rawCluster 
 		}
 	}
 	r := &rawCluster{t: t, cfg: cfg}
-	b, err := broker.New(broker.Options{Config: cfg, Logger: zap.NewNop(), Mirror: mirror.Options{SkipBarrier: skipBarrier}})
+	b, err := broker.New(broker.Options{Config: cfg, Logger: zap.NewNop(), Mirror: mirror.Options{TestHooks: mirrorHooks{skipBarrier: skipBarrier}}})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -68,12 +68,12 @@ func TestMirrorCrashAtEachStoppingStep(t *testing.T) {
 		t.Run(string(step), func(t *testing.T) {
 			a := minibrokertest.Start(t, minibrokertest.Topic("orders", 1))
 			produceSerially(t, idempotentProducer(t, a.Addr()), "orders", 0, "a", 5)
-			crashAt := mirror.Options{StopStepHook: func(s mirror.StopStep, _ string, _ int32) error {
+			crashAt := mirror.Options{TestHooks: mirrorHooks{stopStep: func(s mirror.StopStep, _ string, _ int32) error {
 				if s == step {
 					return errCrash
 				}
 				return nil
-			}}
+			}}}
 			b := startRaw(t, t.TempDir(), crashAt)
 			if err := mirrorOn(b).Create("from-a", []string{a.Addr()}, ""); err != nil {
 				t.Fatal(err)

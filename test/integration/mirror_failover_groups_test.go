@@ -193,7 +193,7 @@ func TestMirrorFailoverClampsSyncedGroupOffsets(t *testing.T) {
 
 func TestMirrorFailoverWithoutGroupClamp(t *testing.T) {
 	t.Parallel()
-	b := failoverGroupsScenario(t, mirror.Options{SkipGroupClamp: true}, "sarama")
+	b := failoverGroupsScenario(t, mirror.Options{TestHooks: mirrorHooks{skipGroupClamp: true}}, "sarama")
 	if got := committedOffset(t, b.Addr(), "sarama"); got != 16 {
 		t.Fatalf("negative control: group at %d, want the unclamped 16", got)
 	}
@@ -213,12 +213,12 @@ func TestMirrorCrashBeforeGroupClamp(t *testing.T) {
 		t.Run(string(step), func(t *testing.T) {
 			a, abort := openTxnFailoverSource(t, "g")
 			defer abort()
-			crashAt := mirror.Options{StopStepHook: func(s mirror.StopStep, _ string, _ int32) error {
+			crashAt := mirror.Options{TestHooks: mirrorHooks{stopStep: func(s mirror.StopStep, _ string, _ int32) error {
 				if s == step {
 					return errCrash
 				}
 				return nil
-			}}
+			}}}
 			b := startRaw(t, t.TempDir(), crashAt)
 			m := mirrorOn(b)
 			if err := m.Create("from-a", []string{a.Addr()}, ""); err != nil {

@@ -1,0 +1,31 @@
+package mirror
+
+// TestHooks are the seams tests use: to stand in for a crash at a
+// STOPPING step, for a fetcher goroutine the scheduler runs late, or to
+// switch a safety rule off for a negative control (the same scenario with
+// the rule removed, showing the failure it prevents). Production code
+// never sets Options.TestHooks, and no config file, flag or API can; nil
+// makes every hook do nothing. A test embeds NoTestHooks and overrides
+// what it needs.
+type TestHooks interface {
+	// BeforeStopStep is called before each STOPPING step of a
+	// partition; an error aborts the stop there, as a crash at that step
+	// would.
+	BeforeStopStep(step StopStep, topic string, partition int32) error
+	// FetcherWoken is called by a partition's fetcher goroutine when a
+	// pause or resume wakes it, before it leaves its broker loop.
+	FetcherWoken(topic string, partition int32)
+	// SkipBarrier leaves the MIRROR_PID_RESET barrier out of STOPPING.
+	SkipBarrier() bool
+	// SkipGroupClamp leaves out STOPPING's clamp of group offsets to the
+	// cut.
+	SkipGroupClamp() bool
+}
+
+// NoTestHooks does nothing; it is what a nil Options.TestHooks means.
+type NoTestHooks struct{}
+
+func (NoTestHooks) BeforeStopStep(StopStep, string, int32) error { return nil }
+func (NoTestHooks) FetcherWoken(string, int32)                   {}
+func (NoTestHooks) SkipBarrier() bool                            { return false }
+func (NoTestHooks) SkipGroupClamp() bool                         { return false }
