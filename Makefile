@@ -77,8 +77,8 @@ CA_BUNDLE    ?= $(firstword $(wildcard /etc/ssl/certs/ca-certificates.crt /etc/p
 docker:
 	@test -n "$(CA_BUNDLE)" || { echo "no CA bundle found; set CA_BUNDLE=/path/to/ca-certificates.crt"; exit 1; }
 	rm -rf bin/docker && mkdir -p bin/docker/data
-	CGO_ENABLED=0 GOOS=linux $(GO) build -trimpath -ldflags "-s -w -X main.version=$(VERSION)" -o bin/docker/minibroker ./cmd/minibroker
-	CGO_ENABLED=0 GOOS=linux $(GO) build -trimpath -ldflags "-s -w" -o bin/docker/minibroker-demo ./cmd/minibroker-demo
+	CGO_ENABLED=0 GOOS=linux $(GO) build -ldflags "-s -w -X main.version=$(VERSION)" -o bin/docker/minibroker ./cmd/minibroker
+	CGO_ENABLED=0 GOOS=linux $(GO) build -ldflags "-s -w" -o bin/docker/minibroker-demo ./cmd/minibroker-demo
 	cp $(CA_BUNDLE) bin/docker/ca-certificates.crt
 	printf 'root:x:0:0:root:/:/sbin/nologin\nminibroker:x:65532:65532:minibroker:/data:/sbin/nologin\n' > bin/docker/passwd
 	printf 'root:x:0:\nminibroker:x:65532:\n' > bin/docker/group

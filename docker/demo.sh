@@ -48,6 +48,8 @@ mbq() { local svc=$1; shift; docker exec "$(cid "$svc")" /minibroker "$@"; }
 admin() { case $1 in a) echo 127.0.0.1:19641 ;; b) echo 127.0.0.1:19642 ;; c) echo 127.0.0.1:19643 ;; esac; }
 # client NETWORK ARGS…: minibroker-demo in a container on that network,
 # connecting through the clusters' container listeners (a:9092, b:9092).
+# The demo's own checks ("$DEMO" offsets/wait) run on the host, through
+# the HOST listeners (localhost:19091…).
 client() {
 	local net=$1
 	shift
@@ -113,7 +115,7 @@ show "${COMPOSE[*]} -p $PROJECT -f docker/compose.yaml up -d"
 compose up -d a 2>&1 | sed 's/^/   /'
 wait_healthy a
 note "a is healthy (its HEALTHCHECK is 'minibroker healthcheck': ApiVersions on its listener); creating topic demo on a"
-client ab offsets --brokers a:9092 --create 1 >/dev/null
+"$DEMO" offsets --brokers localhost:19091 --create 1 >/dev/null
 compose up -d 2>&1 | sed 's/^/   /'
 wait_healthy b
 wait_healthy c
@@ -189,10 +191,10 @@ note "counts it). So that the ledger can demand zero loss, the application stops
 stop_app produce-1
 stop_app consume-1
 NEXT=$(json_field "$OUT/produce-1.json" next)
-A_COMMITTED=$(client ab offsets --brokers a:9092 --group "$GROUP" | sed -nE 's/.*"committed":(-?[0-9]+).*/\1/p')
+A_COMMITTED=$("$DEMO" offsets --brokers localhost:19091 --group "$GROUP" | sed -nE 's/.*"committed":(-?[0-9]+).*/\1/p')
 "$DEMO" wait mirror --admin "$(admin b)" --name from-a --state MIRRORING --caught-up --timeout 30s
 note "group $GROUP committed offset $A_COMMITTED on a; waiting for the mirror's group-offset sync to copy it to b (every 10 s)"
-client bc wait group --brokers b:9092 --group "$GROUP" --committed "$A_COMMITTED" --timeout 30s
+"$DEMO" wait group --brokers localhost:19092 --group "$GROUP" --committed "$A_COMMITTED" --timeout 30s
 show "${COMPOSE[*]} kill a"
 compose kill a 2>&1 | sed 's/^/   /'
 event "kill a"
@@ -206,13 +208,14 @@ sleep 3
 note "the MIRROR_PID_RESET barrier b wrote where its mirrored data ends (dump-log decodes it):"
 show "minibroker dump-log /data/demo-0 | grep -B1 mirrorPidReset        # on b"
 barriers b | sed 's/^/   /'
-B_END=$(client bc offsets --brokers b:9092 | sed -nE 's/.*"end":(-?[0-9]+).*/\1/p')
+B_END=$("$DEMO" offsets --brokers localhost:19092 | sed -nE 's/.*"end":(-?[0-9]+).*/\1/p')
 "$DEMO" wait mirror --admin "$(admin c)" --name from-b --state MIRRORING --timeout 30s
 note "c mirrors b, so the barrier reached c through the chain:"
 show "minibroker dump-log /data/demo-0 | grep -B1 mirrorPidReset        # on c"
-client bc wait end --brokers c:9092 --end "$B_END" --timeout 30s
-barriers c | sed 's/^/   /'
-[ "$(barriers c | grep -c mirrorPidReset)" -ge 1 ] || fail "no barrier on c"
+"$DEMO" wait end --brokers localhost:19093 --end "$B_END" --timeout 30s
+barriers c >"$OUT/barriers-c.txt"
+sed 's/^/   /' "$OUT/barriers-c.txt"
+grep -q mirrorPidReset "$OUT/barriers-c.txt" || fail "no barrier on c"
 
 # ---- 5 ---------------------------------------------------------------------
 say "5. a comes back; a forgotten client writes to it; a mirrors b (failback), which cuts those records; then the application moves back to a"
@@ -236,9 +239,9 @@ note "fail back: the application stops on b, a catches up, the group's offset is
 stop_app produce-2
 stop_app consume-2
 NEXT=$(json_field "$OUT/produce-2.json" next)
-B_COMMITTED=$(client bc offsets --brokers b:9092 --group "$GROUP" | sed -nE 's/.*"committed":(-?[0-9]+).*/\1/p')
+B_COMMITTED=$("$DEMO" offsets --brokers localhost:19092 --group "$GROUP" | sed -nE 's/.*"committed":(-?[0-9]+).*/\1/p')
 "$DEMO" wait mirror --admin "$(admin a)" --name from-b --state MIRRORING --caught-up --timeout 30s
-client ab wait group --brokers a:9092 --group "$GROUP" --committed "$B_COMMITTED" --timeout 30s
+"$DEMO" wait group --brokers localhost:19091 --group "$GROUP" --committed "$B_COMMITTED" --timeout 30s
 event "mirror stop on a"
 mb a mirror stop from-b --topics demo
 event "a writable"
