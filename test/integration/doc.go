@@ -78,4 +78,26 @@
 //   - A mirror's source connection with SASL/SSL, refused credentials
 //     sending the partition to FAILED: TestMirrorSourceSASLSSL,
 //     TestMirrorSourceSecurityRefused, TestMirrorSourceRotatedPasswordRecovers.
+//
+// # Fault injection (docs/FAULTS.md)
+//
+//   - A client's own error handling meets the faults: kgo retries a
+//     retriable error and gives up on a non-retriable one or past its
+//     retries: TestFaultKgoRetriesRetriableError,
+//     TestFaultKgoGivesUpOnNonRetriableError, TestFaultKgoRetryLimit;
+//     dropped connections, latency, one partition's failing writes and
+//     fetches: TestFaultDropConnection, TestFaultLatency,
+//     TestFaultStorageOnePartition, TestFaultFetchOnePartition; a consumer
+//     group answered NOT_COORDINATOR re-finds its coordinator and
+//     rebalances: TestFaultGroupNotCoordinator.
+//   - A mirror's link paused, throttled or cut, then resumed
+//     byte-identical: TestFaultMirrorLinkPauseResumesByteIdentical,
+//     TestFaultMirrorThrottle, TestFaultMirrorSourceUnreachable.
+//   - Deterministic: TestFaultFiresOnTheNthMatchingRequest,
+//     TestFaultSeedRepeats.
+//   - Off unless faults.enable, no endpoint or series then, and no Kafka
+//     request turns it on: TestFaultBinaryDisabledByDefault; the CLI,
+//     /metrics and the log: TestFaultCLIBinary. The loopback gate's
+//     negative control is a unit test (internal/broker,
+//     TestFaultEndpointsLoopbackOnly).
 package integration
