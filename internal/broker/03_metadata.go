@@ -9,6 +9,13 @@ package broker
 // for an unknown ID answers UNKNOWN_TOPIC_ID. v13's top-level ErrorCode
 // (KIP-1102: REBOOTSTRAP_REQUIRED) is always NONE: one broker never asks
 // a client to rebootstrap.
+//
+// A partition whose log is offline for writes after a storage failure
+// (internal/log/retry.go) is answered with KAFKA_STORAGE_ERROR, this node
+// in its offline replicas and an empty ISR; its leader stays this node, so
+// producers are answered KAFKA_STORAGE_ERROR by Produce rather than left
+// without a leader (Kafka would move leadership to another replica; one
+// node has none).
 
 import (
 	"context"
@@ -96,6 +103,11 @@ func (b *Broker) topicMetadata(t *Topic) kmsg.MetadataResponseTopic {
 		mp.LeaderEpoch = p.LeaderEpoch()
 		mp.Replicas = []int32{b.nodeID}
 		mp.ISR = []int32{b.nodeID}
+		if p.Log().Offline() != nil {
+			mp.ErrorCode = kerr.KafkaStorageError.Code
+			mp.ISR = []int32{}
+			mp.OfflineReplicas = []int32{b.nodeID}
+		}
 		mt.Partitions = append(mt.Partitions, mp)
 	}
 	return mt

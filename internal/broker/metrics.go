@@ -27,7 +27,7 @@ func newMetrics(b *Broker, reg prometheus.Registerer) *Metrics {
 		HTTPRejected: prometheus.NewCounter(prometheus.CounterOpts{Name: "minibroker_http_connections_rejected_total",
 			Help: "HTTP connections closed at accept because the HTTP connection cap was reached."}),
 	}
-	reg.MustRegister(m.Partitions, m.ProduceErrors, m.BytesInTopic, m.BytesOutTopic, m.HTTPRejected, &offsetsCollector{b: b})
+	reg.MustRegister(m.Partitions, m.ProduceErrors, m.BytesInTopic, m.BytesOutTopic, m.HTTPRejected, &offsetsCollector{b: b}, &storageCollector{b: b})
 	return m
 }
 

@@ -206,6 +206,12 @@ func (l *Log) writeRunLocked(seg *segment, data []byte, hs []framed, checked boo
 	if err == nil && n != len(chunk) {
 		err = fmt.Errorf("short write: %d of %d bytes", n, len(chunk))
 	}
+	if err != nil && l.failed == nil && retryableWrite(err) && !l.opts.seams.storageFailuresFatal {
+		if rerr := l.undoWriteLocked(seg, &saved, offN, timeN, err); rerr != nil {
+			return rerr
+		}
+		return storageErr("write", seg.logPath, err) // retryable: the log stays writable (retry.go)
+	}
 	if err != nil {
 		return undo(storageErr("write", seg.logPath, err))
 	}
@@ -279,8 +285,11 @@ func (l *Log) rollLocked(base int64, now time.Time) (*segment, error) {
 		return nil, l.failed
 	}
 	s, err := openSegment(l.fs, l.dir, base, true, now)
-	if err != nil {
+	if err != nil && l.opts.seams.storageFailuresFatal {
 		return nil, l.failLocked(err)
+	}
+	if err != nil {
+		return nil, l.failedRollLocked(base, err)
 	}
 	l.segments = append(l.segments, s)
 	l.dirDirty = true

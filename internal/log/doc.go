@@ -139,8 +139,11 @@
 // as Kafka's log creation: the first flush fsyncs the directory before
 // anything in it counts as durable. TruncateTo fsyncs the cut before it
 // returns, so truncated batches never reappear after a power loss. After a
-// failed write or fsync the log refuses writes (ErrStorage) and serves
-// only data below FlushedOffset; a restart recovers it.
+// failed fsync (or a write failure that is not retryable, retry.go) the
+// log refuses writes (ErrStorage) and serves only data below
+// FlushedOffset; a restart recovers it. A segment roll refused by the
+// file system, or a write refused for lack of space, leaves the log
+// writable once what it left is undone (retry.go).
 //
 // A roll fsyncs the old segment's data in the background (as Kafka does)
 // but first gives its offset index an entry for its last batch and fsyncs

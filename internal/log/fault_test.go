@@ -308,8 +308,10 @@ func TestFaultTruncationSurvivesCrash(t *testing.T) {
 }
 
 // TestFaultRollFails: an Append whose batches span a roll, with the new
-// segment failing to open, keeps the batches written before the roll
-// (the log end offset covers them) and takes the log offline.
+// segment refused by the file system (EACCES), keeps the batches written
+// before the roll (the log end offset covers them) and stays writable:
+// nothing was written for the roll, which the next Append retries
+// (TestFaultRetryableNegativeControl: fatal, it stays offline).
 func TestFaultRollFails(t *testing.T) {
 	cfg := testConfig()
 	cfg.SegmentBytes = 1000
@@ -317,7 +319,7 @@ func TestFaultRollFails(t *testing.T) {
 	first := testBatch{base: 0, records: 2, valueSize: 200}.build()
 	second := testBatch{base: 2, records: 2, valueSize: 200}.build()
 	third := testBatch{base: 4, records: 2, valueSize: 200}.build() // does not fit: roll
-	e.Inject(errorfs.Rule{Op: errorfs.OpOpen, PathContains: "00000000000000000004.log"})
+	e.Inject(errorfs.Rule{Op: errorfs.OpOpen, PathContains: "00000000000000000004.log", Err: syscall.EACCES})
 	_, err := l.Append(slices.Concat(first, second, third))
 	if !errors.Is(err, ErrStorage) {
 		t.Fatalf("Append across a failing roll: %v (segments %v, injected %v)", err, l.SegmentBaseOffsets(), e.Injected())
@@ -325,9 +327,99 @@ func TestFaultRollFails(t *testing.T) {
 	if l.LogEndOffset() != 4 {
 		t.Fatalf("LEO %d, want 4 (the batches before the roll)", l.LogEndOffset())
 	}
-	expectOffline(t, l, nil)
-	l.Close()
+	// Nothing was written for the failed roll: the log stays writable,
+	// and the roll is retried by the next Append once the cause is gone.
+	if err := l.Offline(); err != nil {
+		t.Fatalf("offline after a failed roll: %v", err)
+	}
+	if _, err := l.Append(third); !errors.Is(err, ErrStorage) {
+		t.Fatalf("Append while the roll still fails: %v", err)
+	}
 	e.Clear()
+	if _, err := l.Append(third); err != nil {
+		t.Fatalf("Append once the roll can succeed: %v (segments %v)", err, l.SegmentBaseOffsets())
+	}
+	if got := l.RetryableFailures(); got != 2 {
+		t.Errorf("%d retryable failures, want 2", got)
+	}
+	l.Close()
+	l2, got := reopenOn(t, mem)
+	defer l2.Close()
+	if !bytes.Equal(got, slices.Concat(first, second, third)) {
+		t.Fatalf("after restart: %d bytes", len(got))
+	}
+}
+
+// A write refused for lack of space leaves the log writable once the
+// segment is cut back; once space is freed the next Append succeeds and
+// everything acknowledged is read back, before and after a restart. A
+// failed fsync still takes the log offline (TestFaultFsyncFails...).
+func TestFaultNoSpaceThenFreed(t *testing.T) {
+	cfg := testConfig()
+	l, e, mem := faultLog(t, cfg)
+	testNoSpaceThenFreed(t, l, e, mem)
+}
+
+// Negative controls: with every storage failure fatal (as before), the
+// log stays offline after space is freed, and after a failed roll is
+// possible again.
+func TestFaultRetryableNegativeControl(t *testing.T) {
+	open := func() (*Log, *errorfs.FS) {
+		mem := errorfs.NewMem()
+		e := errorfs.Wrap(mem)
+		cfg := testConfig()
+		cfg.SegmentBytes = 1000
+		return openTest(t, faultDir, cfg, Options{FS: e, seams: testSeams{storageFailuresFatal: true}}), e
+	}
+	l, e := open()
+	if _, err := l.Append(testBatch{base: 0, records: 2, valueSize: 200}.build()); err != nil {
+		t.Fatal(err)
+	}
+	e.SetSpace(100)
+	l.Append(testBatch{base: 2, records: 2, valueSize: 200}.build())
+	e.SetSpace(-1)
+	if _, err := l.Append(testBatch{base: 2, records: 2, valueSize: 200}.build()); !errors.Is(err, ErrStorage) || l.Offline() == nil {
+		t.Fatalf("ENOSPC, fatal: Append after space is freed: %v (offline %v)", err, l.Offline())
+	}
+	l.Close()
+	l, e = open()
+	batches := slices.Concat(testBatch{base: 0, records: 2, valueSize: 200}.build(), testBatch{base: 2, records: 2, valueSize: 200}.build())
+	if _, err := l.Append(batches); err != nil {
+		t.Fatal(err)
+	}
+	e.Inject(errorfs.Rule{Op: errorfs.OpOpen, PathContains: "00000000000000000004.log", Count: 1})
+	l.Append(testBatch{base: 4, records: 2, valueSize: 200}.build())
+	if _, err := l.Append(testBatch{base: 4, records: 2, valueSize: 200}.build()); !errors.Is(err, ErrStorage) || l.Offline() == nil {
+		t.Fatalf("failed roll, fatal: Append once the roll could succeed: %v (offline %v)", err, l.Offline())
+	}
+	l.Close()
+}
+
+func testNoSpaceThenFreed(t *testing.T, l *Log, e *errorfs.FS, mem *errorfs.MemFS) {
+	t.Helper()
+	first := testBatch{base: 0, records: 2, valueSize: 200}.build()
+	second := testBatch{base: 2, records: 2, valueSize: 200}.build()
+	if _, err := l.Append(first); err != nil {
+		t.Fatal(err)
+	}
+	e.SetSpace(100) // the next write stores 100 bytes, then ENOSPC
+	if _, err := l.Append(second); !errors.Is(err, ErrStorage) {
+		t.Fatalf("Append on a full disk: %v", err)
+	}
+	if err := l.Offline(); err != nil {
+		t.Fatalf("offline after ENOSPC: %v", err)
+	}
+	if l.LogEndOffset() != 2 {
+		t.Fatalf("LEO %d after the refused write, want 2", l.LogEndOffset())
+	}
+	e.SetSpace(-1) // space freed
+	if _, err := l.Append(second); err != nil {
+		t.Fatalf("Append after space is freed: %v", err)
+	}
+	if got := readAllGaps(t, l); !bytes.Equal(got, slices.Concat(first, second)) {
+		t.Fatalf("read %d bytes, want both batches", len(got))
+	}
+	l.Close()
 	l2, got := reopenOn(t, mem)
 	defer l2.Close()
 	if !bytes.Equal(got, slices.Concat(first, second)) {

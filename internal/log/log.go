@@ -56,6 +56,7 @@ type Log struct {
 	epochFileStale    bool
 	epochsUnsavedFrom int64
 	failed            error // first write/fsync failure; appends refused after it
+	retryableFailures int64 // storage failures that left the log writable (retry.go)
 	closed            bool
 	closing           bool // Close is flushing: writes refused, reads served
 	dirDirty          bool // files were created or removed since the last dir fsync

@@ -68,6 +68,10 @@ type testSeams struct {
 	spanSkipsVerification bool
 	// spanDrainTimeout replaces spanDrainTimeout (0: the constant).
 	spanDrainTimeout time.Duration
+	// storageFailuresFatal takes the log offline on every storage
+	// failure, retryable ones included (retry.go), as before they were
+	// told apart.
+	storageFailuresFatal bool
 }
 
 // waitSpans waits, with truncMu held for writing (so no new span is
