@@ -103,7 +103,7 @@ func (b *Broker) topicMetadata(t *Topic) kmsg.MetadataResponseTopic {
 		mp.LeaderEpoch = p.LeaderEpoch()
 		mp.Replicas = []int32{b.nodeID}
 		mp.ISR = []int32{b.nodeID}
-		if p.Log().Offline() != nil {
+		if p.Offline() != nil {
 			mp.ErrorCode = kerr.KafkaStorageError.Code
 			mp.ISR = []int32{}
 			mp.OfflineReplicas = []int32{b.nodeID}

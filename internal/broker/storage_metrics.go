@@ -34,9 +34,8 @@ func (c *storageCollector) Collect(ch chan<- prometheus.Metric) {
 			continue
 		}
 		for _, p := range c.b.partitions(t) {
-			l := p.Log()
-			retryable += l.RetryableFailures()
-			if l.Offline() == nil {
+			retryable += p.RetryableStorageFailures()
+			if p.Offline() == nil {
 				continue
 			}
 			offline++

@@ -67,7 +67,7 @@ func TestStorageFailureRetryableOrOffline(t *testing.T) {
 		t.Fatalf("after ENOSPC: partition %v", kerr.ErrorForCode(mp.ErrorCode))
 	}
 	p, _ := b.Partition("disk", 0)
-	if err := p.Log().Offline(); err != nil {
+	if err := p.Offline(); err != nil {
 		t.Fatalf("offline after ENOSPC: %v", err)
 	}
 	e.SetSpace(-1) // space freed
@@ -77,7 +77,7 @@ func TestStorageFailureRetryableOrOffline(t *testing.T) {
 		}
 		acked++
 	}
-	if got := p.Log().LogEndOffset(); got != int64(acked) {
+	if got := p.Offsets().LogEnd; got != int64(acked) {
 		t.Fatalf("log end %d, want %d acknowledged", got, acked)
 	}
 	if n := readCount(t, b.Addr(), "disk", acked); n != acked {
@@ -89,7 +89,7 @@ func TestStorageFailureRetryableOrOffline(t *testing.T) {
 		t.Fatal("produce with a failing fsync succeeded")
 	}
 	e.Clear()
-	if err := p.Log().Offline(); err == nil {
+	if err := p.Offline(); err == nil {
 		t.Fatal("online after a failed fsync")
 	}
 	mp := metadataPartition(t, cl, "disk")

@@ -105,3 +105,12 @@ func (p *Partition) BarrierAt(offset int64) (bool, error) {
 	b, h, ok := it.Next()
 	return ok && h.BaseOffset == offset && batch.IsBarrier(&h, b), nil
 }
+
+// Offline returns the storage failure that took the partition's log
+// offline for writes (until a restart), or nil.
+func (p *Partition) Offline() error { return p.log.Offline() }
+
+// RetryableStorageFailures counts the storage failures that left the
+// partition's log writable (a failed roll, a write refused for lack of
+// space).
+func (p *Partition) RetryableStorageFailures() int64 { return p.log.RetryableFailures() }
