@@ -103,3 +103,57 @@ func TestAlterRefusesInvalidValue(t *testing.T) {
 		}
 	}
 }
+
+// Alters racing with produces, fetches and retention: every produce is
+// acknowledged and read back (run with -race).
+func TestAlterConfigsWhileProducing(t *testing.T) {
+	b, cl := startSeamed(t, nil)
+	if _, err := b.CreateTopic("race", 1, nil, [16]byte{}, false); err != nil {
+		t.Fatal(err)
+	}
+	adm := kadm.NewClient(cl)
+	ctx := context.Background()
+	done := make(chan struct{})
+	altered := make(chan error, 1)
+	go func() {
+		defer close(altered)
+		for i := 0; ; i++ {
+			select {
+			case <-done:
+				return
+			default:
+			}
+			seg, ts, flush := "16384", "CreateTime", "1"
+			if i%2 == 1 {
+				seg, ts, flush = "65536", "LogAppendTime", "9223372036854775807"
+			}
+			resp, err := adm.AlterTopicConfigs(ctx, []kadm.AlterConfig{
+				{Op: kadm.SetConfig, Name: "segment.bytes", Value: &seg},
+				{Op: kadm.SetConfig, Name: "message.timestamp.type", Value: &ts},
+				{Op: kadm.SetConfig, Name: "flush.messages", Value: &flush},
+			}, "race")
+			if r, _ := resp.On("race", nil); err != nil || r.Err != nil {
+				altered <- errors.Join(err, r.Err)
+				return
+			}
+			b.applyRetention()
+		}
+	}()
+	const n = 300
+	for i := range n {
+		if err := cl.ProduceSync(ctx, &kgo.Record{Topic: "race", Value: make([]byte, 500)}).FirstErr(); err != nil {
+			t.Fatalf("produce %d: %v", i, err)
+		}
+	}
+	close(done)
+	if err := <-altered; err != nil {
+		t.Fatal(err)
+	}
+	p, _ := b.Partition("race", 0)
+	if got := p.Log().LogEndOffset(); got != n {
+		t.Fatalf("log end %d, want %d", got, n)
+	}
+	if segs := countSegments(t, p.Dir()); segs < 3 {
+		t.Fatalf("%d segments", segs)
+	}
+}

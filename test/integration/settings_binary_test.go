@@ -6,8 +6,13 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
+
+	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
 // `minibroker serve` refuses to start on each setting Kafka's ConfigDef
@@ -67,5 +72,56 @@ func TestBinaryRefusesBadSettings(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// Topic configs altered through the built binary survive kill -9: the
+// answer comes only once topics.json holds them (fsynced), so a SIGKILL
+// right after it loses nothing, and the restarted broker's partition
+// rolls at the altered size.
+func TestBinaryAlteredConfigsSurviveKill9(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	p := startBinary(t, dir)
+	cl := newClient(t, p.addr, kgo.RecordPartitioner(kgo.ManualPartitioner()), kgo.ProducerBatchCompression(kgo.NoCompression()))
+	adm := kadm.NewClient(cl)
+	ctx := context.Background()
+	if _, err := adm.CreateTopics(ctx, 1, 1, nil, "k9"); err != nil {
+		t.Fatal(err)
+	}
+	resp, err := adm.AlterTopicConfigs(ctx, []kadm.AlterConfig{
+		{Op: kadm.SetConfig, Name: "segment.bytes", Value: sp("16384")},
+		{Op: kadm.SetConfig, Name: "message.timestamp.type", Value: sp("LogAppendTime")},
+	}, "k9")
+	if r, _ := resp.On("k9", nil); err != nil || r.Err != nil {
+		t.Fatalf("alter: %v %v", err, r.Err)
+	}
+	cl.Close()
+	p.stop(t, syscall.SIGKILL)
+
+	p = startBinary(t, dir)
+	cl = newClient(t, p.addr, kgo.RecordPartitioner(kgo.ManualPartitioner()), kgo.ProducerBatchCompression(kgo.NoCompression()))
+	adm = kadm.NewClient(cl)
+	wantConfig(t, adm, "k9", "segment.bytes", "16384", kmsg.ConfigSourceDynamicTopicConfig)
+	wantConfig(t, adm, "k9", "message.timestamp.type", "LogAppendTime", kmsg.ConfigSourceDynamicTopicConfig)
+	produceValues(t, cl, "k9", 40, 1000)
+	if n := len(segmentFiles(t, dir, "k9", 0)); n < 2 {
+		t.Fatalf("%d segments after 40 KB at segment.bytes=16384", n)
+	}
+	// LogAppendTime: the broker stamps the records, whatever the producer sent.
+	old := time.Now().Add(-48 * time.Hour)
+	if err := cl.ProduceSync(ctx, &kgo.Record{Topic: "k9", Partition: 0, Timestamp: old, Value: []byte("x")}).FirstErr(); err != nil {
+		t.Fatal(err)
+	}
+	fetched := newClient(t, p.addr, kgo.ConsumePartitions(map[string]map[int32]kgo.Offset{"k9": {0: kgo.NewOffset().AtEnd().Relative(-1)}}))
+	fctx, cancel := context.WithTimeout(ctx, 15*time.Second)
+	defer cancel()
+	fs := fetched.PollFetches(fctx)
+	if err := fs.Err(); err != nil {
+		t.Fatal(err)
+	}
+	recs := fs.Records()
+	if len(recs) != 1 || recs[0].Timestamp.Before(time.Now().Add(-time.Hour)) {
+		t.Fatalf("records %v: not stamped with the append time", recs)
 	}
 }
