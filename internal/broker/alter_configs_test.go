@@ -150,7 +150,7 @@ func TestAlterConfigsWhileProducing(t *testing.T) {
 		t.Fatal(err)
 	}
 	p, _ := b.Partition("race", 0)
-	if got := p.Log().LogEndOffset(); got != n {
+	if got := p.Offsets().LogEnd; got != n {
 		t.Fatalf("log end %d, want %d", got, n)
 	}
 	if segs := countSegments(t, p.Dir()); segs < 3 {
