@@ -31,7 +31,10 @@ func (c collector) Collect(ch chan<- prometheus.Metric) {
 	ch <- prometheus.MustNewConstMetric(descFaults, prometheus.GaugeValue, float64(c.r.active.Load()))
 	for _, st := range c.r.List() {
 		api, part, code := "", "", ""
-		if !st.Kind.IsLink() {
+		switch {
+		case st.Kind == Storage:
+			api = "Produce"
+		case !st.Kind.IsLink():
 			api = APIName(st.APIKey)
 		}
 		if st.Partition != nil {

@@ -4,6 +4,9 @@ import (
 	"errors"
 	"strings"
 	"testing"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/testutil"
 )
 
 func key(k int16) *int16  { return &k }
@@ -186,5 +189,28 @@ func TestParseNames(t *testing.T) {
 	}
 	if _, err := ParseError("NO_SUCH_ERROR"); err == nil {
 		t.Error("unknown error name accepted")
+	}
+}
+
+// Every fault set is in the collector's output with its labels, until
+// cleared.
+func TestCollector(t *testing.T) {
+	r := NewRegistry(nil)
+	r.Set(Spec{Kind: Storage, Topic: "orders", Partition: part(2)})
+	st, _ := r.Set(Spec{Kind: MirrorPause, Mirror: "from-a"})
+	reg := prometheus.NewRegistry()
+	reg.MustRegister(r.Collector())
+	want := `
+# HELP minibroker_fault_active A fault set on this broker: 1 while it can fire.
+# TYPE minibroker_fault_active gauge
+minibroker_fault_active{api="Produce",error="",id="1",kind="storage",mirror="",partition="2",topic="orders"} 1
+minibroker_fault_active{api="",error="",id="2",kind="mirror-pause",mirror="from-a",partition="",topic=""} 1
+`
+	if err := testutil.GatherAndCompare(reg, strings.NewReader(want), "minibroker_fault_active"); err != nil {
+		t.Fatal(err)
+	}
+	r.Clear(st.ID)
+	if n, _ := testutil.GatherAndCount(reg, "minibroker_fault_active"); n != 1 {
+		t.Fatalf("%d series after clearing one of two faults", n)
 	}
 }
