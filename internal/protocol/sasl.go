@@ -175,10 +175,13 @@ func (s *Session) Authenticate(msg []byte) (reply []byte, lifetimeMs int64, code
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.conv == nil {
-		s.closeAfter = true
-		if s.authenticated.Load() {
+		if s.listener.SASL == nil || s.authenticated.Load() {
+			// Kafka's KafkaApis answers this on a listener without SASL, or
+			// after authentication, and keeps the connection open.
 			return nil, 0, kerr.IllegalSaslState.Code, "SaslAuthenticate request received after successful authentication"
 		}
+		// Kafka's SaslServerAuthenticator: IllegalSaslStateException, then close.
+		s.closeAfter = true
 		return nil, 0, kerr.IllegalSaslState.Code, "Unexpected SaslAuthenticate request before SaslHandshake"
 	}
 	phase := "authentication"
