@@ -17,9 +17,18 @@ package broker
 // next start. A retried EndTxn for a completed transaction succeeds.
 // PRODUCER_FENCED is INVALID_PRODUCER_EPOCH before v2.
 //
-// v4 only lets the broker answer TRANSACTION_ABORTABLE (KIP-890), which
-// minibroker never does: it is served as v3. Deviation: v5 (KIP-890 part
-// 2: an epoch bump per transaction, transaction.version 2) is not served.
+// A commit whose transaction has a partition that became mirrored
+// (read-only: a mirror started on it, e.g. a failback) cannot take its
+// COMMIT marker, and the mirror cut the records this node wrote there. The
+// commit is refused before anything is decided and the transaction stays
+// open: TRANSACTION_ABORTABLE from v4 on (KIP-890: the client aborts and
+// can go on with a new transaction), INVALID_TXN_STATE before v4 (a client
+// that predates TRANSACTION_ABORTABLE gets an error, never a success).
+// The abort then completes; the mirrored partition gets no marker.
+// Deviation: Kafka's coordinator answers once the decision is logged and
+// retries a marker it cannot deliver until some leader takes it; here no
+// one ever would. Deviation: v5 (KIP-890 part 2: an epoch bump per
+// transaction, transaction.version 2) is not served.
 
 import (
 	"context"
@@ -38,5 +47,8 @@ func (b *Broker) handleEndTxn(_ context.Context, r *protocol.Request) kmsg.Respo
 		return resp
 	}
 	resp.ErrorCode = txnErrorCode(b.txns.EndTxn(req.TransactionalID, req.ProducerID, req.ProducerEpoch, req.Commit), req.Version, 2)
+	if resp.ErrorCode == kerr.TransactionAbortable.Code && req.Version < 4 {
+		resp.ErrorCode = kerr.InvalidTxnState.Code
+	}
 	return resp
 }

@@ -62,6 +62,7 @@ var errorTable = []struct {
 	{coordinator.ErrTransactionalIDNotFound, kerr.TransactionalIDNotFound},
 	{coordinator.ErrInvalidTransactionalID, kerr.InvalidRequest},
 	{coordinator.ErrTxnLogUnavailable, kerr.CoordinatorNotAvailable},
+	{coordinator.ErrTransactionAbortable, kerr.TransactionAbortable},
 	{coordinator.ErrUnknownMemberID, kerr.UnknownMemberID},
 	{coordinator.ErrIllegalGeneration, kerr.IllegalGeneration},
 	{coordinator.ErrRebalanceInProgress, kerr.RebalanceInProgress},

@@ -6,6 +6,7 @@ package broker
 
 import (
 	"errors"
+	"fmt"
 
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
@@ -22,20 +23,41 @@ type txnMarkers struct{ b *Broker }
 // WriteTxnMarker implements coordinator.TxnMarkerWriter. A partition that
 // no longer exists is ErrPartitionGone (the marker is dropped, as Kafka
 // drops markers for deleted partitions). A partition that became mirrored
-// gets no marker: it is read-only, and its STOPPING truncation to the LSO
-// removes any transaction left open in it.
+// gets no marker either: it is read-only, the mirror cut the records this
+// node wrote there (PREPARING truncates to where it diverges from the
+// source) and STOPPING's truncation to the LSO removes any transaction
+// left open in it. A commit is refused before it is decided when one of
+// its partitions is mirrored (CheckTxnMarker), so only an abort, or a
+// commit decided just before a mirror started, gets here.
 func (m txnMarkers) WriteTxnMarker(tp coordinator.TopicPartition, pid int64, epoch int16, commit bool, coordinatorEpoch int32) error {
 	p, ok := m.b.partitionOf(tp.Topic, tp.Partition)
 	if !ok {
 		return coordinator.ErrPartitionGone
 	}
 	if mode, mirror := p.Mode(); mode == partition.Mirrored {
-		m.b.logger.Warn("transaction marker skipped: partition is mirrored", zap.String("topic", tp.Topic),
-			zap.Int32("partition", tp.Partition), zap.String("mirror", mirror), zap.Int64("producer_id", pid))
+		log := m.b.logger.Info
+		if commit {
+			log = m.b.logger.Error // decided before the mirror started: its records here are lost
+		}
+		log("transaction marker not written: partition is mirrored", zap.String("topic", tp.Topic),
+			zap.Int32("partition", tp.Partition), zap.String("mirror", mirror), zap.Int64("producer_id", pid), zap.Bool("commit", commit))
 		return coordinator.ErrPartitionGone
 	}
 	_, err := p.WriteMarker(pid, epoch, commit, coordinatorEpoch)
 	return err
+}
+
+// CheckTxnMarker implements coordinator.TxnMarkerChecker: a mirrored
+// partition cannot take a COMMIT marker.
+func (m txnMarkers) CheckTxnMarker(tp coordinator.TopicPartition) error {
+	p, ok := m.b.partitionOf(tp.Topic, tp.Partition)
+	if !ok {
+		return nil // deleted: its marker is dropped, as Kafka does
+	}
+	if mode, mirror := p.Mode(); mode == partition.Mirrored {
+		return fmt.Errorf("partition is mirrored by %s (read-only)", mirror)
+	}
+	return nil
 }
 
 func (b *Broker) partitionOf(topic string, index int32) (*partition.Partition, bool) {

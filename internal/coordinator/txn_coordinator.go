@@ -27,6 +27,15 @@ type TxnMarkerWriter interface {
 	WriteTxnMarker(tp TopicPartition, producerID int64, epoch int16, commit bool, coordinatorEpoch int32) error
 }
 
+// TxnMarkerChecker is implemented by a TxnMarkerWriter that can tell,
+// before a commit is decided, that a partition cannot take its marker
+// (minibroker: a partition that became mirrored, read-only). EndTxn then
+// refuses the commit with ErrTransactionAbortable instead of deciding a
+// commit whose records cannot be made visible.
+type TxnMarkerChecker interface {
+	CheckTxnMarker(tp TopicPartition) error
+}
+
 // TxnOffsets completes a producer's transactional offsets (the group
 // coordinator's CompleteTxnOffsets).
 type TxnOffsets interface {
@@ -365,6 +374,13 @@ func (t *Transactions) AddOffsets(txnID string, pid int64, epoch int16, group st
 func (t *Transactions) EndTxn(txnID string, pid int64, epoch int16, commit bool) error {
 	t.decideMu.Lock()
 	t.mu.Lock()
+	if commit {
+		if err := t.checkCommitLocked(txnID, pid, epoch); err != nil {
+			t.mu.Unlock()
+			t.decideMu.Unlock()
+			return err
+		}
+	}
 	job, err := t.machine.EndTxn(txnID, pid, epoch, commit, t.nowMs())
 	after := t.log.seq()
 	claimed := t.claimLocked(job)
@@ -381,6 +397,35 @@ func (t *Transactions) EndTxn(txnID string, pid int64, epoch int16, commit bool)
 	}
 	if claimed && t.runJob(job) != nil {
 		t.poke()
+	}
+	return nil
+}
+
+// checkCommitLocked refuses to decide a commit when a partition of the
+// producer's open transaction cannot take the COMMIT marker: the
+// transaction stays Ongoing and the client is told to abort
+// (ErrTransactionAbortable). Kafka's coordinator, which answers EndTxn once
+// the decision is logged, retries a marker for a partition whose leader it
+// cannot reach until a leader takes it; a mirrored partition here never
+// will (and the mirror cuts the transaction's records from it), so
+// deciding the commit would report records committed that no consumer
+// will ever read. Anything else (wrong epoch, no open transaction) is left
+// to the machine's own checks. t.mu held.
+func (t *Transactions) checkCommitLocked(txnID string, pid int64, epoch int16) error {
+	checker, ok := t.opts.Markers.(TxnMarkerChecker)
+	if !ok {
+		return nil
+	}
+	cur := t.machine.txns[txnID]
+	if cur == nil || cur.ProducerID != pid || cur.ProducerEpoch != epoch || cur.State != TxnOngoing {
+		return nil
+	}
+	for _, tp := range cur.Partitions {
+		if err := checker.CheckTxnMarker(tp); err != nil {
+			t.logger.Warn("commit refused: a partition of the transaction cannot take its marker; the client must abort",
+				zap.String("transactional_id", txnID), zap.String("topic", tp.Topic), zap.Int32("partition", tp.Partition), zap.Error(err))
+			return fmt.Errorf("%w: %s-%d cannot take the COMMIT marker: %v", ErrTransactionAbortable, tp.Topic, tp.Partition, err)
+		}
 	}
 	return nil
 }

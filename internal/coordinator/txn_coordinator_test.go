@@ -635,3 +635,56 @@ func TestTransactionsGroupCommit(t *testing.T) {
 		t.Fatalf("%d ids after reopen, want %d", got, n)
 	}
 }
+
+// checkingMarkers is fakeMarkers whose partition blocked cannot take a
+// marker (a mirrored partition in the broker).
+type checkingMarkers struct {
+	*fakeMarkers
+	blocked TopicPartition
+}
+
+func (c checkingMarkers) CheckTxnMarker(tp TopicPartition) error {
+	if tp == c.blocked {
+		return errors.New("partition is mirrored")
+	}
+	return nil
+}
+
+// A commit whose transaction has a partition that cannot take its marker
+// is refused with ErrTransactionAbortable before anything is decided: the
+// transaction stays Ongoing, no marker is written, and the abort that
+// follows completes it.
+func TestTransactionsCommitRefusedWhenMarkerBlocked(t *testing.T) {
+	h := newTxnHarness(t, vfs.Default, t.TempDir())
+	pids, err := OpenProducerIDs(h.fs, h.dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tx, err := OpenTransactions(TxnOptions{FS: h.fs, Dir: h.dir, Config: TxnConfig{MaxTimeoutMs: 60_000, IDExpirationMs: 3_600_000},
+		ProducerIDs: pids, Markers: checkingMarkers{h.markers, TopicPartition{"m", 0}}, Offsets: h.offsets, Now: h.clock.Now,
+		RetryInterval: 5 * time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tx.Close()
+	if _, err := tx.InitProducerID("t", 10_000, -1, -1); err != nil {
+		t.Fatal(err)
+	}
+	must(t, tx.AddPartitions("t", 0, 0, []TopicPartition{{"a", 0}, {"m", 0}}))
+	if err := tx.EndTxn("t", 0, 0, true); !errors.Is(err, ErrTransactionAbortable) {
+		t.Fatalf("commit with a blocked partition: %v, want ErrTransactionAbortable", err)
+	}
+	if md, _ := tx.Describe("t"); md.State != TxnOngoing {
+		t.Fatalf("after the refused commit: %s, want Ongoing", md.State)
+	}
+	if got := h.markers.take(); len(got) != 0 {
+		t.Fatalf("markers written for a refused commit: %v", got)
+	}
+	must(t, tx.EndTxn("t", 0, 0, false))
+	if got := fmt.Sprint(h.markers.take()); got != "[a-0 abort pid=0 epoch=0 coord=0 m-0 abort pid=0 epoch=0 coord=0]" {
+		t.Fatalf("abort markers: %s", got)
+	}
+	if md, _ := tx.Describe("t"); md.State != TxnCompleteAbort {
+		t.Fatalf("after the abort: %s", md.State)
+	}
+}

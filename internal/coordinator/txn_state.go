@@ -84,6 +84,10 @@ var (
 	ErrInvalidTransactionTimeout = errors.New("coordinator: invalid transaction timeout")
 	ErrTransactionalIDNotFound   = errors.New("coordinator: transactional id not found")
 	ErrInvalidTransactionalID    = errors.New("coordinator: invalid (empty) transactional id")
+	// ErrTransactionAbortable: the transaction cannot commit (a partition
+	// of it cannot take the COMMIT marker) and stays open for the client
+	// to abort; TRANSACTION_ABORTABLE (KIP-890) from EndTxn v4 on.
+	ErrTransactionAbortable = errors.New("coordinator: transaction abortable")
 	// ErrTxnLogUnavailable: the transaction log cannot be written; the
 	// broker answers COORDINATOR_NOT_AVAILABLE (retriable).
 	ErrTxnLogUnavailable = errors.New("coordinator: transaction log unavailable")
