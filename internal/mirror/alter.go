@@ -67,9 +67,11 @@ func (m *Manager) AlterSourceConfig(name string, settings map[string]string) err
 	for topic, ts := range rt.spec.Topics {
 		parts := m.local.Partitions(topic)
 		for idx, rec := range ts.Partitions {
-			if rec.State == Failed && rec.SecurityFailure {
-				rec.State, rec.Reason, rec.SecurityFailure = Preparing, "", false
-				restarted++
+			if rec.SecurityFailure {
+				if next, err := transition(rec.State, EvRestart); err == nil {
+					rec.State, rec.Reason, rec.SecurityFailure = next, "", false
+					restarted++
+				}
 			}
 			if int(idx) >= len(parts) || rec.State == Stopping || !rec.State.active() {
 				continue

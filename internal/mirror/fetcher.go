@@ -173,11 +173,13 @@ func (f *fetcher) run() {
 			continue
 		}
 		if err := f.m.setRecord(f.rt, f.k, func(r *partitionRecord) {
-			if r.State == Preparing {
-				r.State = Mirroring
-				if f.paused() {
-					r.State = Paused
-				}
+			// Refused unless still PREPARING (a stop may have begun).
+			next, err := transition(r.State, EvPrepared)
+			if err == nil && f.paused() {
+				next, err = transition(next, EvPause)
+			}
+			if err == nil {
+				r.State = next
 			}
 		}); err != nil {
 			log.Error("persisting MIRRORING failed", zap.Error(err))
@@ -369,8 +371,9 @@ func (m *Manager) fail(rt *runtime, k tp, err error) {
 	m.logger.Error("mirror partition failed", zap.String("mirror", rt.spec.Name), zap.String("topic", k.topic),
 		zap.Int32("partition", k.partition), zap.Error(err))
 	m.setRecord(rt, k, func(r *partitionRecord) {
-		if r.State.active() && r.State != Stopping {
-			r.State, r.Reason, r.SecurityFailure = Failed, err.Error(), true
+		// Refused in STOPPING (the failover goes on), and once stopped or failed.
+		if next, terr := transition(r.State, EvFail); terr == nil {
+			r.State, r.Reason, r.SecurityFailure = next, err.Error(), true
 		}
 	})
 }

@@ -439,11 +439,15 @@ func (m *Manager) startTopic(ctx context.Context, rt *runtime, src *source, topi
 	ts.TopicID = fmt.Sprintf("%x", info.ID[:])
 	var started []int32
 	for idx := int32(0); idx < int32(len(info.Partitions)) && int(idx) < len(parts); idx++ {
-		rec := ts.Partitions[idx]
-		if rec != nil && rec.State.active() {
+		from := NoState
+		if rec := ts.Partitions[idx]; rec != nil {
+			from = rec.State
+		}
+		next, err := transition(from, EvStart)
+		if err != nil {
 			continue // already mirroring
 		}
-		ts.Partitions[idx] = &partitionRecord{State: Preparing, LastMirroredOffset: -1, BarrierOffset: -1}
+		ts.Partitions[idx] = &partitionRecord{State: next, LastMirroredOffset: -1, BarrierOffset: -1}
 		parts[idx].SetMode(partition.Mirrored, rt.spec.Name)
 		started = append(started, idx)
 	}
@@ -519,9 +523,9 @@ func (m *Manager) setPaused(name string, topics []string, paused bool) error {
 	if err != nil {
 		return err
 	}
-	from, to := Mirroring, Paused
+	from, ev := Mirroring, EvPause
 	if !paused {
-		from, to = Paused, Mirroring
+		from, ev = Paused, EvResume
 	}
 	tps, err := m.partitionsOf(rt, topics, from, Preparing)
 	if err != nil {
@@ -531,12 +535,11 @@ func (m *Manager) setPaused(name string, topics []string, paused bool) error {
 	defer m.mu.Unlock()
 	for _, k := range tps {
 		rec := rt.spec.Topics[k.topic].Partitions[k.partition]
-		if rec.State == Preparing && !paused {
-			continue
+		next, err := transition(rec.State, ev)
+		if err != nil {
+			continue // resume in PREPARING: nothing to resume yet
 		}
-		if rec.State != Preparing {
-			rec.State = to
-		}
+		rec.State = next // a pause in PREPARING stays there: the fetcher remembers it
 		if f := rt.fetchers[k]; f != nil {
 			f.setPaused(paused)
 		}

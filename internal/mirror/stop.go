@@ -31,9 +31,14 @@ func (m *Manager) Stop(name string, topics []string) error {
 	m.mu.Lock()
 	for _, k := range tps {
 		rec := rt.spec.Topics[k.topic].Partitions[k.partition]
-		if rec.State != Stopping {
-			rec.State, rec.Reason, rec.SecurityFailure = Stopping, "", false
+		next, err := transition(rec.State, EvStop)
+		if err != nil {
+			continue // partitionsOf chose only states a stop applies in
 		}
+		if rec.State != Stopping {
+			rec.Reason, rec.SecurityFailure = "", false
+		}
+		rec.State = next
 	}
 	err = m.saveLocked()
 	m.mu.Unlock()
@@ -151,7 +156,12 @@ func (m *Manager) stopPartitions(rt *runtime, tps []tp) error {
 			failed = append(failed, err)
 			continue
 		}
-		rec.State = Stopped
+		next, err := transition(rec.State, EvStopped)
+		if err != nil {
+			failed = append(failed, fmt.Errorf("%s-%d: %w", k.topic, k.partition, err))
+			continue
+		}
+		rec.State = next
 	}
 	err = m.saveLocked()
 	m.mu.Unlock()
