@@ -1,6 +1,6 @@
 package broker
 
-// SaslHandshake, v1.
+// SaslHandshake, v0–v1.
 //
 // Selects the SASL mechanism of the SaslAuthenticate requests that
 // follow (KIP-152) on a SASL_PLAINTEXT or SASL_SSL listener, answering
@@ -11,9 +11,13 @@ package broker
 // closes. A handshake after authentication starts a KIP-368
 // re-authentication with the same mechanism.
 //
-// Deviation: v0, after which the SASL tokens travel as bare frames
-// without Kafka headers, is not served; every maintained client uses v1
-// with SaslAuthenticate (sarama: Net.SASL.Version = SASLHandshakeV1).
+// Deviation: after a v0 handshake Kafka reads the SASL tokens as bare
+// frames without Kafka headers; minibroker expects them in
+// SaslAuthenticate requests, as after v1. v0 is advertised because
+// librdkafka before 2.x looks for it before it uses SASL at all, and then
+// uses v1 with SaslAuthenticate. A client that sends bare tokens (Kafka
+// clients before 1.0, sarama with Net.SASL.Version = SASLHandshakeV0) is
+// disconnected: its token does not decode as a request.
 
 import (
 	"context"

@@ -32,7 +32,7 @@ func (b *Broker) apis() map[int16]api {
 		14: {0, 5, b.handleSyncGroup},
 		15: {0, 6, b.handleDescribeGroups},
 		16: {0, 5, b.handleListGroups},
-		17: {1, 1, b.handleSaslHandshake},
+		17: {0, 1, b.handleSaslHandshake},
 		18: {0, 4, b.handleApiVersions},
 		19: {2, 7, b.handleCreateTopics},
 		20: {1, 6, b.handleDeleteTopics},

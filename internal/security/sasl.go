@@ -2,9 +2,11 @@ package security
 
 import (
 	"bytes"
+	"crypto/rand"
 	"crypto/subtle"
 	"errors"
 	"fmt"
+	"math/big"
 	"strings"
 
 	"github.com/xdg-go/scram"
@@ -100,7 +102,7 @@ func NewSASLServer(mechanisms []string, plain PlainUsers, store *ScramStore) (*S
 			if err != nil {
 				return nil, err
 			}
-			s.servers[m] = srv
+			s.servers[m] = srv.WithNonceGenerator(scramNonce)
 		default:
 			return nil, fmt.Errorf("sasl.enabled.mechanisms: %s is not supported (PLAIN, SCRAM-SHA-256, SCRAM-SHA-512)", m)
 		}
@@ -128,4 +130,15 @@ func PlainUsersFromJAAS(options map[string]string) PlainUsers {
 		}
 	}
 	return users
+}
+
+// scramNonce is the server's part of a SCRAM nonce: 130 random bits in
+// base 36, letters and digits only, as Kafka's ScramFormatter makes it.
+// (xdg-go/scram's default is base64, whose '+' and '/' librdkafka 2.0
+// mishandles: its final message then carries another nonce.)
+func scramNonce() string {
+	b := make([]byte, 17)
+	rand.Read(b)
+	b[0] &= 0x03 // 130 bits
+	return new(big.Int).SetBytes(b).Text(36)
 }

@@ -75,6 +75,16 @@ func runGoBench(r *report) error {
 	return err
 }
 
+func runSecurityBench(r *report) error {
+	t0 := time.Now()
+	cmdline, lines, err := runGoTestBench([]string{fmt.Sprintf("MINIBROKER_BENCH_SECURITY_MB=%d", r.opts.securityMB)},
+		"test", "-run", "^$", "-bench", "SecurityThroughput|SCRAMConnect", "-benchtime", "1x", "-count", "1", "-timeout", "10m", "./test/integration")
+	r.securityCmd = cmdline
+	r.security = lines
+	r.securityTook = time.Since(t0)
+	return err
+}
+
 func runMirrorBench(r *report) error {
 	t0 := time.Now()
 	cmdline, lines, err := runGoTestBench([]string{fmt.Sprintf("MINIBROKER_BENCH_BACKLOG_MB=%d", r.opts.mirrorMB)},

@@ -32,6 +32,7 @@ type options struct {
 	goBench     bool
 	mirrorBench bool
 	mirrorMB    int
+	securityMB  int
 	maxInFlight int
 	only        string
 	workload    string
@@ -52,6 +53,7 @@ func main() {
 	flag.BoolVar(&o.goBench, "gobench", true, "also run the minibrokertest start-up and cycle benchmarks (go test)")
 	flag.BoolVar(&o.mirrorBench, "mirror", true, "also run the mirror benchmarks (go test ./test/integration)")
 	flag.IntVar(&o.mirrorMB, "mirror-backlog-mb", 64, "MINIBROKER_BENCH_BACKLOG_MB for the mirror catch-up benchmark")
+	flag.IntVar(&o.securityMB, "security-mb", 64, "MINIBROKER_BENCH_SECURITY_MB: data produced and consumed per listener in the SASL_SSL/PLAINTEXT benchmark")
 	flag.IntVar(&o.maxInFlight, "max-in-flight", 0, "produce requests in flight for the non-idempotent produce workloads (0: kgo's default, 1)")
 	flag.StringVar(&o.only, "only", "", "run only the sections whose name contains this (limits, produce, consume, startup, rss, gobench, mirror)")
 	flag.StringVar(&o.workload, "workload", "", "run only the produce and consume workloads whose name contains this")
@@ -114,6 +116,7 @@ func main() {
 		{"rss", runRSS},
 		{"gobench", runGoBench},
 		{"mirror", runMirrorBench},
+		{"security", runSecurityBench},
 	}
 	for _, s := range steps {
 		if o.only != "" && !contains(o.only, s.name) ||

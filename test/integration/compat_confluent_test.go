@@ -21,6 +21,7 @@ func confluentCompatVersion(t *testing.T) string {
 
 func confluentCompat(t *testing.T, m *compatMatrix) {
 	const client = "confluent"
+	compatSecurityRows(t, m, client, confluentSecureProduce)
 	c := minibrokertest.Start(t)
 	compatProduceRows(t, m, client, c, nil, func(t *testing.T, topic string, values []string, spec produceSpec) string {
 		cfg := kafka.ConfigMap{"acks": spec.acks, "linger.ms": 5,

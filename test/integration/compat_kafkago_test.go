@@ -27,6 +27,7 @@ func kafkagoCompatVersion(t *testing.T) string {
 
 func kafkagoCompat(t *testing.T, m *compatMatrix) {
 	const client = "kafka-go"
+	compatSecurityRows(t, m, client, kafkagoSecureProduce)
 	c := minibrokertest.Start(t)
 	transport := &kafka.Transport{DialTimeout: 5 * time.Second}
 	t.Cleanup(transport.CloseIdleConnections)

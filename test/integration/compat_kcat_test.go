@@ -51,6 +51,7 @@ var unsupportedCodec = regexp.MustCompile(`Broker does not support compression t
 
 func kcatCompat(t *testing.T, m *compatMatrix) {
 	const client = "kcat"
+	compatSecurityRows(t, m, client, kcatSecureProduce)
 	c := minibrokertest.Start(t)
 	compatProduceRows(t, m, client, c, nil, func(t *testing.T, topic string, values []string, spec produceSpec) string {
 		args := []string{"-P", "-b", c.Addr(), "-t", topic, "-p", "0", "-X", "acks=" + spec.acks, "-X", "linger.ms=5", "-d", "msg"}

@@ -25,6 +25,7 @@ func kgoCodec(codec int8) kgo.CompressionCodec {
 
 func kgoCompat(t *testing.T, m *compatMatrix) {
 	const client = "kgo"
+	compatSecurityRows(t, m, client, kgoSecureProduce)
 	c := minibrokertest.Start(t)
 	compatProduceRows(t, m, client, c, nil, func(t *testing.T, topic string, values []string, spec produceSpec) string {
 		opts := []kgo.Opt{kgo.DefaultProduceTopic(topic), kgo.ProducerBatchCompression(kgoCodec(spec.codec)),

@@ -35,6 +35,7 @@ func saramaCompatConfig() *sarama.Config {
 
 func saramaCompat(t *testing.T, m *compatMatrix) {
 	const client = "sarama"
+	compatSecurityRows(t, m, client, saramaSecureProduce)
 	c := minibrokertest.Start(t)
 	addrs := []string{c.Addr()}
 	compatProduceRows(t, m, client, c, nil, func(t *testing.T, topic string, values []string, spec produceSpec) string {
