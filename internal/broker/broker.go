@@ -10,6 +10,7 @@ import (
 	"encoding/base64"
 	"errors"
 	"fmt"
+	"github.com/minibroker/minibroker/internal/acl"
 	"net"
 	"net/http"
 	"os"
@@ -71,6 +72,7 @@ type Broker struct {
 	faults     *fault.Registry // nil unless faults.enable
 	lock       *os.File        // data-dir lock
 	scram      *security.ScramStore
+	authz      *acl.Authorizer // nil: authorizer.class.name unset, everything allowed
 
 	server    *protocol.Server
 	listeners []*boundListener // the Kafka listeners (listeners.go)
@@ -198,6 +200,9 @@ func newBroker(opts Options, seams func(*Broker)) (*Broker, error) {
 		zap.Int("recovery_threads", b.recoveryThreads()), zap.Duration("took", time.Since(start)))
 
 	if b.scram, err = security.OpenScramStore(b.fs, b.dataDir); err != nil {
+		return nil, err
+	}
+	if b.authz, err = openAuthorizer(b.fs, b.dataDir, cfg); err != nil {
 		return nil, err
 	}
 	if err := b.openListeners(); err != nil {
