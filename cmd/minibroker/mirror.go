@@ -214,14 +214,20 @@ func printStatus(w io.Writer, st mirror.Status, asJSON bool) error {
 		fmt.Fprintf(w, "source config  %s\n", strings.Join(keys, " "))
 	}
 	tw := tabwriter.NewWriter(w, 2, 4, 2, ' ', 0)
-	fmt.Fprintln(tw, "TOPIC\tPARTITION\tSTATE\tLOCAL END\tSOURCE HW\tLAG\tLAG MS\tLAST MIRRORED\tBARRIER\tNOTE")
+	fmt.Fprintln(tw, "TOPIC\tPARTITION\tSTATE\tLOCAL END\tSOURCE HW\tLAG\tLAG MS\tLAST MIRRORED\tBARRIER\tLOST AT FAILOVER\tFETCH ERRORS\tNOTE")
+	now := time.Now()
 	for _, p := range st.Partitions {
 		note := p.Reason
+		if note == "" && p.WaitingForSourceLSOSince > 0 {
+			since := time.UnixMilli(p.WaitingForSourceLSOSince)
+			note = fmt.Sprintf("waiting for source LSO %d, open transaction since %s (%s)", p.SourceLastStable,
+				since.UTC().Format(time.RFC3339), now.Sub(since).Round(time.Second))
+		}
 		if note == "" {
 			note = p.LastError
 		}
-		fmt.Fprintf(tw, "%s\t%d\t%s\t%d\t%d\t%d\t%d\t%d\t%d\t%s\n", p.Topic, p.Partition, p.State, p.LocalLogEndOffset,
-			p.SourceHighWater, p.LagRecords, p.LagMillis, p.LastMirroredOffset, p.BarrierOffset, note)
+		fmt.Fprintf(tw, "%s\t%d\t%s\t%d\t%d\t%d\t%d\t%d\t%d\t%d\t%d\t%s\n", p.Topic, p.Partition, p.State, p.LocalLogEndOffset,
+			p.SourceHighWater, p.LagRecords, p.LagMillis, p.LastMirroredOffset, p.BarrierOffset, p.LostAtFailover, p.FetchErrors, note)
 	}
 	return tw.Flush()
 }

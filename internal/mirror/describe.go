@@ -15,6 +15,14 @@ type PartitionStatus struct {
 	// log end only while an append is being applied).
 	LocalHighWatermark int64 `json:"local_high_watermark"`
 	SourceHighWater    int64 `json:"source_high_watermark"`
+	// SourceLastStable is the source's last stable offset: the fetcher
+	// reads read_committed, so nothing past it is mirrored yet.
+	SourceLastStable int64 `json:"source_last_stable_offset"`
+	// WaitingForSourceLSOSince (unix ms, 0 when not) is set while the
+	// mirror has everything up to the source's LSO and the source holds
+	// records past it: a transaction open at the source, seen open at
+	// least since then. The lag cannot close until it ends.
+	WaitingForSourceLSOSince int64 `json:"waiting_for_source_lso_since_ms,omitempty"`
 	LagRecords         int64 `json:"lag_records"`
 	LagMillis          int64 `json:"lag_ms"`
 	LastMirroredOffset int64 `json:"last_mirrored_offset"`
@@ -65,13 +73,17 @@ func (m *Manager) Describe(name string) (Status, error) {
 		ps := PartitionStatus{Topic: it.k.topic, Partition: it.k.partition, State: it.rec.State,
 			LastMirroredOffset: it.rec.LastMirroredOffset, BarrierOffset: it.rec.BarrierOffset, Reason: it.rec.Reason,
 			LostAtFailover:  it.rec.LostAtFailover,
-			SourceHighWater: -1, LocalLogEndOffset: -1, LocalHighWatermark: -1}
+			SourceHighWater: -1, SourceLastStable: -1, LocalLogEndOffset: -1, LocalHighWatermark: -1}
 		if parts := m.local.Partitions(it.k.topic); int(it.k.partition) < len(parts) {
 			o := parts[it.k.partition].Offsets()
 			ps.LocalLogEndOffset, ps.LocalHighWatermark = o.LogEnd, o.HighWatermark
 		}
 		if f := it.f; f != nil {
 			ps.SourceHighWater = f.sourceHW.Load()
+			ps.SourceLastStable = f.sourceLSO.Load()
+			if since := f.lsoWaitSince.Load(); since > 0 && it.rec.State == Mirroring {
+				ps.WaitingForSourceLSOSince = since
+			}
 			ps.FetchErrors = f.fetchErrors.Load()
 			if e := f.lastErr.Load(); e != nil {
 				ps.LastError = *e

@@ -36,6 +36,12 @@ type fetcher struct {
 
 	// Observations for describe and metrics.
 	sourceHW     atomic.Int64
+	sourceLSO    atomic.Int64
+	// lsoWaitSince is when the fetcher, caught up to the source's LSO,
+	// first saw records past it held back at that LSO (lsoWaitAt): an open
+	// transaction at the source. 0 when not waiting.
+	lsoWaitSince atomic.Int64
+	lsoWaitAt    atomic.Int64
 	caughtUpAt   atomic.Int64 // unix ms when the local log last reached the source HW
 	fetchErrors  atomic.Int64
 	bytes        atomic.Int64
@@ -62,6 +68,7 @@ func (m *Manager) startFetcherLocked(rt *runtime, topic string, idx int32, p *pa
 	f := &fetcher{m: m, rt: rt, k: k, p: p, ctx: ctx, stop: cancel, done: make(chan struct{}),
 		wake: make(chan struct{}, 1), pause: paused, evictions: make(chan error, 1)}
 	f.sourceHW.Store(-1)
+	f.sourceLSO.Store(-1)
 	f.caughtUpAt.Store(time.Now().UnixMilli())
 	rt.fetchers[k] = f
 	go f.run()
@@ -133,6 +140,7 @@ func (f *fetcher) sleep(d time.Duration) bool {
 // recordErr stores the error before counting it, so that a status that
 // reads a count above zero also reads an error.
 func (f *fetcher) recordErr(err error) {
+	f.lsoWaitSince.Store(0)
 	s := err.Error()
 	f.lastErr.Store(&s)
 	f.fetchErrors.Add(1)
@@ -260,8 +268,18 @@ func (f *fetcher) apply(res fetchResult) error {
 			f.lastProgress.Store(time.Now().UnixMilli())
 		}
 	}
-	if f.p.Offsets().LogEnd >= res.LastStable {
-		f.caughtUpAt.Store(time.Now().UnixMilli())
+	now := time.Now().UnixMilli()
+	caughtUp := f.p.Offsets().LogEnd >= res.LastStable
+	if caughtUp {
+		f.caughtUpAt.Store(now)
+	}
+	f.sourceLSO.Store(res.LastStable)
+	switch {
+	case !caughtUp || res.LastStable >= res.HighWatermark:
+		f.lsoWaitSince.Store(0)
+	case f.lsoWaitSince.Load() == 0 || f.lsoWaitAt.Load() != res.LastStable:
+		f.lsoWaitAt.Store(res.LastStable)
+		f.lsoWaitSince.Store(now)
 	}
 	return nil
 }
