@@ -84,7 +84,9 @@ type Broker struct {
 
 	// adminMu serializes changes to which topics and partitions exist
 	// (create, grow, delete), as Kafka's controller does; it is held
-	// while partitions are created, b.mu only to register them.
+	// while partitions are created, b.mu only to register them. Lock
+	// order: adminMu, then mu, then a partition's locks (Close and topic
+	// config updates call partitions holding mu).
 	adminMu    sync.Mutex
 	mu         sync.RWMutex // guards topics, topicsByID and each Topic's Partitions slice
 	topics     map[string]*Topic

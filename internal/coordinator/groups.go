@@ -38,12 +38,16 @@ type Groups struct {
 	opts   GroupsOptions
 	logger *zap.Logger
 
-	mu         sync.Mutex // guards core, waiters and nextWaiter
+	// mu guards core, waiters and nextWaiter. Lock order: mu, then the
+	// group log's own lock (recordlog.Writer), which is never held
+	// across an fsync but by a rewrite; no write or fsync waits under mu
+	// but the rewrite (store.wait runs after mu is released).
+	mu         sync.Mutex
 	core       *groupCore
 	waiters    map[Waiter]chan Reply
 	nextWaiter Waiter
 
-	store *groupStore
+	store *groupStore // its own lock, taken inside mu
 
 	stop      chan struct{}
 	done      chan struct{}

@@ -75,7 +75,9 @@ type Transactions struct {
 	// end their transaction: a Produce holds it shared from its check to
 	// the end of its append (VerifyProduce), and a commit or abort is
 	// decided holding it exclusively. So no data of a transaction can land
-	// after its marker (a hanging transaction). Taken before mu.
+	// after its marker (a hanging transaction). Lock order: decideMu,
+	// then a partition's locks (the verified append) or mu; mu, then the
+	// log's own lock (recordlog.Writer).
 	decideMu sync.RWMutex
 
 	mu       sync.Mutex // guards the fields below
