@@ -23,10 +23,10 @@ type PartitionStatus struct {
 	// records past it: a transaction open at the source, seen open at
 	// least since then. The lag cannot close until it ends.
 	WaitingForSourceLSOSince int64 `json:"waiting_for_source_lso_since_ms,omitempty"`
-	LagRecords         int64 `json:"lag_records"`
-	LagMillis          int64 `json:"lag_ms"`
-	LastMirroredOffset int64 `json:"last_mirrored_offset"`
-	BarrierOffset      int64 `json:"barrier_offset"`
+	LagRecords               int64 `json:"lag_records"`
+	LagMillis                int64 `json:"lag_ms"`
+	LastMirroredOffset       int64 `json:"last_mirrored_offset"`
+	BarrierOffset            int64 `json:"barrier_offset"`
 	// LostAtFailover counts the offsets past the local LSO that STOPPING
 	// truncated (asynchronous replication loses them by design).
 	LostAtFailover int64  `json:"lost_at_failover"`

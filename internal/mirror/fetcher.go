@@ -35,8 +35,8 @@ type fetcher struct {
 	topicID   [16]byte // the source topic's id, for Fetch v13+
 
 	// Observations for describe and metrics.
-	sourceHW     atomic.Int64
-	sourceLSO    atomic.Int64
+	sourceHW  atomic.Int64
+	sourceLSO atomic.Int64
 	// lsoWaitSince is when the fetcher, caught up to the source's LSO,
 	// first saw records past it held back at that LSO (lsoWaitAt): an open
 	// transaction at the source. 0 when not waiting.
