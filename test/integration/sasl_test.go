@@ -6,6 +6,7 @@ import (
 	"io"
 	"net/http"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -297,5 +298,60 @@ func TestSASLReauthentication(t *testing.T) {
 	}
 	if v := saslMetric(t, c.HTTPAddr(), `minibroker_successful_authentication_total{listener="SASL_PLAINTEXT",mechanism="PLAIN"}`); v == "" || v == "1" {
 		t.Fatalf("no re-authentication counted: %q", v)
+	}
+}
+
+// TestSASLSessionExpiry: a client that does not re-authenticate within
+// connections.max.reauth.ms is disconnected at its next request (KIP-368);
+// before the session ends, it is served.
+func TestSASLSessionExpiry(t *testing.T) {
+	ca := certtest.NewCA(t, "ca")
+	c, _ := saslBroker(t, ca, minibrokertest.Set("listener.name.sasl_plaintext.connections.max.reauth.ms", "400"))
+	raw := dialRaw(t, c.ListenerAddr("SASL_PLAINTEXT"))
+	if code, _ := saslRaw(t, raw, "PLAIN", [][]byte{[]byte("\x00alice\x00alice-secret")}); code != 0 {
+		t.Fatalf("authenticate: %d", code)
+	}
+	md := kmsg.NewPtrMetadataRequest()
+	md.Version = 12
+	raw.write(requestFrame(md, 20))
+	raw.readResponse(20, true)
+	time.Sleep(600 * time.Millisecond)
+	raw.write(requestFrame(md, 21))
+	raw.expectClosed()
+}
+
+// TestStorageAddScram: `minibroker storage add-scram` stores a credential
+// before the first start; the broker then authenticates it, and a wrong
+// password is still refused.
+func TestStorageAddScram(t *testing.T) {
+	dir := t.TempDir()
+	out, err := exec.Command(minibrokerBinary(t), "storage", "add-scram", "--data-dir", dir,
+		"SCRAM-SHA-512=[name=dave,password=dave-secret]", "SCRAM-SHA-256=[name=dave,password=dave-256,iterations=8192]").CombinedOutput()
+	if err != nil {
+		t.Fatalf("add-scram: %v\n%s", err, out)
+	}
+	if strings.Contains(string(out), "dave-secret") {
+		t.Fatalf("password echoed: %s", out)
+	}
+	ca := certtest.NewCA(t, "ca")
+	c, _ := saslBroker(t, ca, minibrokertest.DataDir(dir))
+	cl := newClient(t, c.ListenerAddr("SASL_SSL"), kgo.DialTLSConfig(ca.ClientTLS(t, nil)), kgo.AllowAutoTopicCreation(),
+		kgo.SASL(scram.Auth{User: "dave", Pass: "dave-secret"}.AsSha512Mechanism()))
+	if err := produceOne(t, cl, "offline-scram"); err != nil {
+		t.Fatal(err)
+	}
+	cl256 := newClient(t, c.ListenerAddr("SASL_SSL"), kgo.DialTLSConfig(ca.ClientTLS(t, nil)), kgo.AllowAutoTopicCreation(),
+		kgo.SASL(scram.Auth{User: "dave", Pass: "dave-256"}.AsSha256Mechanism()))
+	if err := produceOne(t, cl256, "offline-scram"); err != nil {
+		t.Fatal(err)
+	}
+	bad := newClient(t, c.ListenerAddr("SASL_SSL"), kgo.DialTLSConfig(ca.ClientTLS(t, nil)),
+		kgo.SASL(scram.Auth{User: "dave", Pass: "dave-256"}.AsSha512Mechanism()))
+	if err := produceWithin(bad, "offline-scram", 2*time.Second); err == nil {
+		t.Fatal("the SHA-256 password accepted for SCRAM-SHA-512")
+	}
+	if out, err := exec.Command(minibrokerBinary(t), "storage", "add-scram", "--data-dir", t.TempDir(),
+		"SCRAM-SHA-512=[name=eve,password=pw,iterations=100]").CombinedOutput(); err == nil {
+		t.Fatalf("100 iterations accepted: %s", out)
 	}
 }
