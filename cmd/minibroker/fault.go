@@ -16,7 +16,7 @@ import (
 // --set faults.enable=true, through its HTTP admin API (--admin, which
 // answers fault requests from loopback clients only).
 func newFaultCmd() *cobra.Command {
-	var admin string
+	var admin adminFlags
 	cmd := &cobra.Command{
 		Use:   "fault",
 		Short: "Inject faults into a broker for tests (set, list, clear; needs --set faults.enable=true)",
@@ -26,8 +26,8 @@ partition writes, a paused, slowed or unreachable mirror link. The broker
 must run with --set faults.enable=true; the fault endpoints answer loopback
 clients only.`,
 	}
-	cmd.PersistentFlags().StringVar(&admin, "admin", "127.0.0.1:9644", "the broker's HTTP admin address")
-	client := func() *adminClient { return &adminClient{base: "http://" + admin} }
+	admin.register(cmd)
+	client := admin.client
 
 	var (
 		kind, api, errName, topic, mirrorName string
@@ -152,7 +152,7 @@ clients only.`,
 func faultsDo(c *adminClient, method, path string, body, out any) error {
 	err := c.do(method, path, body, out)
 	if err != nil && strings.HasPrefix(err.Error(), "admin API: HTTP 404") {
-		return fmt.Errorf("the broker at %s has no fault endpoints: start it with --set faults.enable=true", strings.TrimPrefix(c.base, "http://"))
+		return fmt.Errorf("the broker at %s has no fault endpoints: start it with --set faults.enable=true", c.base)
 	}
 	return err
 }

@@ -1,15 +1,12 @@
 package main
 
 import (
-	"bytes"
 	"encoding/json"
 	"fmt"
 	"io"
-	"net/http"
 	"sort"
 	"strings"
 	"text/tabwriter"
-	"time"
 
 	"github.com/spf13/cobra"
 
@@ -20,15 +17,15 @@ import (
 // to a broker's admin API (--admin) and prints text for a person, or the
 // admin API's JSON with --json.
 func newMirrorCmd() *cobra.Command {
-	var admin string
+	var admin adminFlags
 	var asJSON bool
 	cmd := &cobra.Command{
 		Use:   "mirror",
 		Short: "Manage cluster mirrors on a broker (create, start, stop = failover, …)",
 	}
-	cmd.PersistentFlags().StringVar(&admin, "admin", "127.0.0.1:9644", "the broker's HTTP admin address")
+	admin.register(cmd)
 	cmd.PersistentFlags().BoolVar(&asJSON, "json", false, "print the admin API's JSON instead of text")
-	client := func() *adminClient { return &adminClient{base: "http://" + admin} }
+	client := admin.client
 
 	var source []string
 	var clientID string
@@ -156,39 +153,6 @@ func newMirrorCmd() *cobra.Command {
 		cmd.AddCommand(c)
 	}
 	return cmd
-}
-
-type adminClient struct{ base string }
-
-// do sends a request to the admin API and decodes its JSON answer into out.
-func (a *adminClient) do(method, path string, body, out any) error {
-	var rd io.Reader
-	if body != nil {
-		b, _ := json.Marshal(body)
-		rd = bytes.NewReader(b)
-	}
-	req, err := http.NewRequest(method, a.base+path, rd)
-	if err != nil {
-		return err
-	}
-	req.Header.Set("Content-Type", "application/json")
-	resp, err := (&http.Client{Timeout: 5 * time.Minute}).Do(req)
-	if err != nil {
-		return fmt.Errorf("admin API: %w", err)
-	}
-	defer resp.Body.Close()
-	raw, _ := io.ReadAll(resp.Body)
-	if resp.StatusCode >= 300 {
-		var e struct{ Error string }
-		if json.Unmarshal(raw, &e) == nil && e.Error != "" {
-			return fmt.Errorf("%s (HTTP %d)", e.Error, resp.StatusCode)
-		}
-		return fmt.Errorf("admin API: HTTP %d: %s", resp.StatusCode, strings.TrimSpace(string(raw)))
-	}
-	if err := json.Unmarshal(raw, out); err != nil {
-		return fmt.Errorf("admin API: %w", err)
-	}
-	return nil
 }
 
 func printJSON(w io.Writer, v any) error {

@@ -58,6 +58,14 @@ func TestWildcardListenRefused(t *testing.T) {
 	}
 	cfg.AdvertisedListener = "127.0.0.1:0"
 	cfg.HTTPListen = "0.0.0.0:0"
+	// An unauthenticated admin API on every interface is refused unless
+	// the operator accepts it (httpauth.go); accepted, it is warned about.
+	if _, err := New(Options{Config: cfg}); err == nil || !strings.Contains(err.Error(), "admin.allow.unauthenticated.remote") {
+		t.Fatalf("New with an unauthenticated HTTP listener on 0.0.0.0 = %v, want the refusal naming admin.allow.unauthenticated.remote", err)
+	}
+	if err := cfg.Set("admin.allow.unauthenticated.remote", "true"); err != nil {
+		t.Fatal(err)
+	}
 	core, logs := observer.New(zap.WarnLevel)
 	b, err := New(Options{Config: cfg, Logger: zap.New(core)})
 	if err != nil {

@@ -7,6 +7,7 @@ package broker
 import (
 	"context"
 	"crypto/rand"
+	"crypto/tls"
 	"encoding/base64"
 	"errors"
 	"fmt"
@@ -50,6 +51,9 @@ type Options struct {
 	// Faults is the fault registry to use when faults.enable is on (a
 	// test cluster keeps one across restarts); nil makes a new one.
 	Faults *fault.Registry
+	// AdminAuthorizer authorizes the HTTP admin API's principals for
+	// CLUSTER ALTER and DESCRIBE; nil allows every authenticated one.
+	AdminAuthorizer ClusterAuthorizer
 }
 
 // Broker is one running minibroker node.
@@ -79,6 +83,7 @@ type Broker struct {
 	httpLn    net.Listener
 	httpSrv   *http.Server
 	httpLim   HTTPLimits
+	httpAuth  *adminAuth // the HTTP listener's security (httpauth.go)
 	handlers  map[int16]api
 	admin     map[string]http.Handler
 
@@ -109,6 +114,9 @@ type Broker struct {
 	// to the running partitions.
 	skipValidation   bool
 	skipApplyConfigs bool
+	// skipAdminBrowserChecks serves the admin API without its
+	// cross-origin, content-type and header rules (httpauth.go).
+	skipAdminBrowserChecks bool
 }
 
 // New opens the data directory (creating meta.properties on first start),
@@ -211,9 +219,19 @@ func newBroker(opts Options, seams func(*Broker)) (*Broker, error) {
 		return nil, err
 	}
 	if cfg.HTTPListen != "" {
+		if b.httpAuth, err = newAdminAuth(cfg, b.logger.Named("admin")); err != nil {
+			b.closeListeners()
+			return nil, fmt.Errorf("admin API: %w", err)
+		}
+		b.httpAuth.authorizer, b.httpAuth.skipBrowserChecks = opts.AdminAuthorizer, b.skipAdminBrowserChecks
 		if b.httpLn, err = net.Listen("tcp", cfg.HTTPListen); err != nil {
 			b.closeListeners()
 			return nil, fmt.Errorf("http listener: %w", err)
+		}
+		if err = b.httpAuth.checkBind(b.httpLn.Addr(), cfg.Bool("admin.allow.unauthenticated.remote")); err != nil {
+			b.closeListeners()
+			b.httpLn.Close()
+			return nil, fmt.Errorf("refusing to start: %w", err)
 		}
 	}
 	pc := protocol.Config{
@@ -306,6 +324,9 @@ func (b *Broker) Serve() {
 		var ln net.Listener = &capListener{Listener: b.httpLn, max: b.httpLim.MaxConnections, rejected: b.metrics.HTTPRejected.Inc}
 		if b.httpLim.headerTimeoutOnly {
 			ln = b.httpLn
+		}
+		if b.httpAuth.tls != nil { // outside the cap, so that requests see the TLS state
+			ln = tls.NewListener(ln, b.httpAuth.tls)
 		}
 		b.bg.Add(1)
 		go func() { defer b.bg.Done(); b.httpSrv.Serve(ln) }()

@@ -218,7 +218,7 @@ func TestFaultEndpointsOnlyWhenEnabled(t *testing.T) {
 		b := newTestBroker(t, t.TempDir(), sets...)
 		rec := httptest.NewRecorder()
 		req := httptest.NewRequest("GET", "/v1/faults", nil)
-		req.RemoteAddr = "127.0.0.1:5000"
+		req.Host, req.RemoteAddr = "127.0.0.1:9644", "127.0.0.1:5000"
 		b.httpHandler().ServeHTTP(rec, req)
 		want := http.StatusNotFound
 		if enabled {
@@ -240,7 +240,9 @@ func TestFaultEndpointsLoopbackOnly(t *testing.T) {
 	post := func(h http.Handler, remote string) int {
 		rec := httptest.NewRecorder()
 		req := httptest.NewRequest("POST", "/v1/faults", strings.NewReader(`{"kind":"drop","count":1}`))
-		req.RemoteAddr = remote
+		req.Header.Set("Content-Type", "application/json")
+		req.Header.Set(AdminHeader, "test")
+		req.Host, req.RemoteAddr = "127.0.0.1:9644", remote
 		h.ServeHTTP(rec, req)
 		return rec.Code
 	}

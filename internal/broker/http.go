@@ -10,20 +10,24 @@ import (
 // httpHandler serves /metrics, /healthz and the admin API.
 func (b *Broker) httpHandler() http.Handler {
 	mux := http.NewServeMux()
-	mux.Handle("GET /metrics", promhttp.HandlerFor(b.registry, promhttp.HandlerOpts{Registry: b.registry}))
-	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, r *http.Request) {
+	auth := b.httpAuth
+	if auth == nil { // a broker without an HTTP listener, handler built by a test
+		auth = &adminAuth{logger: b.logger.Named("admin")}
+	}
+	mux.Handle("GET /metrics", auth.guardRead(promhttp.HandlerFor(b.registry, promhttp.HandlerOpts{Registry: b.registry})))
+	mux.Handle("GET /healthz", auth.guardRead(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Content-Type", "application/json")
 		json.NewEncoder(w).Encode(map[string]any{"status": "ok", "cluster_id": b.clusterID, "node_id": b.nodeID})
-	})
-	b.adminRoutes(mux)
+	})))
+	b.adminRoutes(mux, auth)
 	return mux
 }
 
-// adminRoutes is where the admin API (mirrors) registers; AdminHandler
-// lets other packages add routes before Serve.
-func (b *Broker) adminRoutes(mux *http.ServeMux) {
+// adminRoutes is where the admin API (mirrors, faults) registers; each
+// route is authenticated, authorized and logged (httpauth.go).
+func (b *Broker) adminRoutes(mux *http.ServeMux, auth *adminAuth) {
 	for pattern, h := range b.admin {
-		mux.Handle(pattern, h)
+		mux.Handle(pattern, auth.guard(pattern, h))
 	}
 }
 

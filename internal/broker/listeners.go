@@ -124,12 +124,12 @@ func hostOf(adv, bound string) string {
 // warnWildcardHTTP says when the HTTP listener (/metrics, /healthz and the
 // admin API, which stops mirrors: a failover) is bound to every interface.
 func (b *Broker) warnWildcardHTTP() {
-	if b.httpLn == nil {
+	if b.httpLn == nil || b.httpAuth.on() {
 		return
 	}
 	if a, ok := b.httpLn.Addr().(*net.TCPAddr); ok && a.IP.IsUnspecified() {
 		b.logger.Warn("the HTTP admin API is served on every interface, without authentication: anyone who reaches "+
-			"this port can stop a mirror (a failover); bind --http-listen to 127.0.0.1 or a private address",
+			"this port can stop a mirror (a failover); set admin.token.file, or bind --http-listen to 127.0.0.1 or a private address",
 			zap.String("http", a.String()))
 	}
 }

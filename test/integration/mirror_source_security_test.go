@@ -61,6 +61,9 @@ func adminCall(t *testing.T, method, url string, body any) (int, []byte) {
 		rd = bytes.NewReader(raw)
 	}
 	req, _ := http.NewRequest(method, url, rd)
+	// As the CLI: JSON, and the header a browser's cross-site form cannot send.
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("X-Minibroker-Admin", "test")
 	resp, err := http.DefaultClient.Do(req)
 	if err != nil {
 		t.Fatal(err)
