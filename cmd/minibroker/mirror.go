@@ -128,7 +128,7 @@ func newMirrorCmd() *cobra.Command {
 			return printStatus(cmd.OutOrStdout(), st, asJSON)
 		},
 	}
-	cmd.AddCommand(create, alter, del, list, describe)
+	cmd.AddCommand(create, alter, del, list, describe, newMirrorPlanCmd(client, &asJSON))
 
 	for _, action := range []struct{ name, short string }{
 		{"start", "Start mirroring topics (creates them locally, read-only)"},

@@ -13,6 +13,7 @@ import (
 //	                                        (checks the source first unless no_check)
 //	GET    /v1/mirrors                      → ["name", …]
 //	GET    /v1/mirrors/{name}               → Status
+//	GET    /v1/mirrors/{name}/plan?topics=a,b → Plan (the dry run of stop; read-only)
 //	DELETE /v1/mirrors/{name}
 //	PUT    /v1/mirrors/{name}/source-config {"source_config":{…}} → Status (replaces them all, reconnects)
 //	POST   /v1/mirrors/{name}/start         {"topics":[…]}
@@ -71,6 +72,10 @@ func (m *Manager) Routes(handle func(pattern string, h http.Handler)) {
 	handle("GET /v1/mirrors/{name}", http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		st, err := m.Describe(r.PathValue("name"))
 		reply(w, err, st)
+	}))
+	handle("GET /v1/mirrors/{name}/plan", http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		pl, err := m.Plan(r.PathValue("name"), splitTopics(r.URL.Query().Get("topics")))
+		reply(w, err, pl)
 	}))
 	handle("DELETE /v1/mirrors/{name}", http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		reply(w, m.Delete(r.PathValue("name")), map[string]string{"deleted": r.PathValue("name")})

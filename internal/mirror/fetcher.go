@@ -35,8 +35,9 @@ type fetcher struct {
 	topicID   [16]byte // the source topic's id, for Fetch v13+
 
 	// Observations for describe and metrics.
-	sourceHW  atomic.Int64
-	sourceLSO atomic.Int64
+	sourceHW     atomic.Int64
+	sourceLSO    atomic.Int64
+	sourceSeenAt atomic.Int64 // unix ms of the last fetch answer; 0: none yet
 	// lsoWaitSince is when the fetcher, caught up to the source's LSO,
 	// first saw records past it held back at that LSO (lsoWaitAt): an open
 	// transaction at the source. 0 when not waiting.
@@ -257,6 +258,7 @@ func (f *fetcher) evicted(err error) {
 // apply appends fetched batches as REPLICATION and records progress.
 func (f *fetcher) apply(res fetchResult) error {
 	f.sourceHW.Store(res.HighWatermark)
+	f.sourceSeenAt.Store(time.Now().UnixMilli())
 	if len(res.Records) > 0 {
 		n, err := f.p.AppendAsMirror(res.Records)
 		if err != nil {

@@ -114,6 +114,12 @@ func (m *Manager) syncGroupOffsets(ctx context.Context, rt *runtime) (synced int
 		}
 		if len(offsets) > 0 {
 			synced++
+			m.mu.Lock()
+			if rt.groupSyncedAt == nil {
+				rt.groupSyncedAt = map[string]int64{}
+			}
+			rt.groupSyncedAt[g.Group] = time.Now().UnixMilli()
+			m.mu.Unlock()
 		}
 	}
 	m.metrics.groupsSynced.WithLabelValues(rt.spec.Name).Add(float64(synced))

@@ -106,8 +106,11 @@ type runtime struct {
 	spec     *mirrorSpec
 	src      *source
 	fetchers map[tp]*fetcher
-	stop     chan struct{}
-	done     chan struct{}
+	// groupSyncedAt is when each group's offsets were last synced
+	// (unix ms), guarded by Manager.mu; shown by Plan.
+	groupSyncedAt map[string]int64
+	stop          chan struct{}
+	done          chan struct{}
 }
 
 type tp struct {

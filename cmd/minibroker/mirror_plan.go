@@ -1,0 +1,106 @@
+package main
+
+import (
+	"fmt"
+	"io"
+	"net/url"
+	"strings"
+	"text/tabwriter"
+
+	"github.com/spf13/cobra"
+
+	"github.com/minibroker/minibroker/internal/mirror"
+)
+
+// errAtRisk is `mirror plan`'s answer when a failover now would lose
+// records: the command exits 2 (1 stays for failures to make the plan).
+type errAtRisk struct{ pl mirror.Plan }
+
+func (e errAtRisk) Error() string {
+	return fmt.Sprintf("data at risk: a failover now would truncate %d records (%d open transactions) and lose %d the source has",
+		e.pl.WouldTruncate, e.pl.OpenTransactions, e.pl.MissingRecords)
+}
+
+func (errAtRisk) ExitCode() int { return 2 }
+
+// newMirrorPlanCmd is `mirror plan`: the dry run of `mirror stop`.
+func newMirrorPlanCmd(client func() *adminClient, asJSON *bool) *cobra.Command {
+	var topics []string
+	var all bool
+	c := &cobra.Command{
+		Use:   "plan NAME --topics T[,…] | --all-topics",
+		Short: "Dry run of stop: what a failover now would truncate and lose, per partition (exits 2 when data is at risk)",
+		Args:  cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if len(topics) == 0 && !all {
+				return fmt.Errorf("name the topics with --topics, or --all-topics")
+			}
+			if len(topics) > 0 && all {
+				return fmt.Errorf("--topics and --all-topics exclude each other")
+			}
+			pl, err := client().plan(args[0], topics)
+			if err != nil {
+				return err
+			}
+			if *asJSON {
+				err = printJSON(cmd.OutOrStdout(), pl)
+			} else {
+				err = printPlan(cmd.OutOrStdout(), pl)
+			}
+			if err != nil {
+				return err
+			}
+			if pl.AtRisk {
+				cmd.SilenceUsage = true
+				return errAtRisk{pl}
+			}
+			return nil
+		},
+	}
+	c.Flags().StringSliceVar(&topics, "topics", nil, "topics the failover would stop")
+	c.Flags().BoolVar(&all, "all-topics", false, "all of the mirror's topics")
+	return c
+}
+
+func (a *adminClient) plan(name string, topics []string) (mirror.Plan, error) {
+	var pl mirror.Plan
+	err := a.do("GET", "/v1/mirrors/"+url.PathEscape(name)+"/plan?topics="+url.QueryEscape(strings.Join(topics, ",")), nil, &pl)
+	return pl, err
+}
+
+func printPlan(w io.Writer, pl mirror.Plan) error {
+	fmt.Fprintf(w, "failover plan for mirror %s (dry run: nothing changed)\n", pl.Mirror)
+	tw := tabwriter.NewWriter(w, 2, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "TOPIC\tPARTITION\tSTATE\tSOURCE HW\tSOURCE LSO\tSEEN AGO\tLOCAL END\tLOCAL LSO\tTRUNCATE\tOPEN TXNS\tMISSING\tMISSING MS")
+	for _, p := range pl.Partitions {
+		seen := "never"
+		if p.SourceSeenAt > 0 {
+			seen = fmt.Sprintf("%dms", p.SourceSeenAgoMillis)
+		}
+		missing := fmt.Sprint(p.MissingRecords)
+		if p.Unknown {
+			missing = "unknown"
+		}
+		fmt.Fprintf(tw, "%s\t%d\t%s\t%d\t%d\t%s\t%d\t%d\t%d\t%d\t%s\t%d\n", p.Topic, p.Partition, p.State, p.SourceHighWatermark,
+			p.SourceLastStable, seen, p.LocalLogEndOffset, p.LocalLastStable, p.WouldTruncate, p.OpenTransactions, missing, p.MissingMillis)
+	}
+	if err := tw.Flush(); err != nil {
+		return err
+	}
+	if len(pl.Groups) > 0 {
+		tw = tabwriter.NewWriter(w, 2, 4, 2, ' ', 0)
+		fmt.Fprintln(tw, "GROUP\tSTATE\tACTIVE HERE\tLAST OFFSET SYNC")
+		for _, g := range pl.Groups {
+			sync := "never"
+			if g.LastSyncAgoMillis >= 0 {
+				sync = fmt.Sprintf("%dms ago", g.LastSyncAgoMillis)
+			}
+			fmt.Fprintf(tw, "%s\t%s\t%v\t%s\n", g.Group, g.State, g.Active, sync)
+		}
+		if err := tw.Flush(); err != nil {
+			return err
+		}
+	}
+	fmt.Fprintf(w, "total: truncate %d, open transactions %d, missing %d, at risk %v\n", pl.WouldTruncate, pl.OpenTransactions, pl.MissingRecords, pl.AtRisk)
+	return nil
+}
