@@ -20,6 +20,10 @@ type TestHooks interface {
 	// SkipGroupClamp leaves out STOPPING's clamp of group offsets to the
 	// cut.
 	SkipGroupClamp() bool
+	// SkipEpochWalkBack leaves out PREPARING's walk back through our
+	// earlier leader epochs when the source does not know our latest one:
+	// the log is cut to its start, as before issue 27.
+	SkipEpochWalkBack() bool
 }
 
 // NoTestHooks does nothing; it is what a nil Options.TestHooks means.
@@ -29,3 +33,4 @@ func (NoTestHooks) BeforeStopStep(StopStep, string, int32) error { return nil }
 func (NoTestHooks) FetcherWoken(string, int32)                   {}
 func (NoTestHooks) SkipBarrier() bool                            { return false }
 func (NoTestHooks) SkipGroupClamp() bool                         { return false }
+func (NoTestHooks) SkipEpochWalkBack() bool                      { return false }

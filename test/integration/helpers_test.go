@@ -679,12 +679,13 @@ var castagnoli = crc32.MakeTable(crc32.Castagnoli)
 // negative controls switch off.
 type mirrorHooks struct {
 	mirror.NoTestHooks
-	skipBarrier, skipGroupClamp bool
-	stopStep                    func(step mirror.StopStep, topic string, partition int32) error
+	skipBarrier, skipGroupClamp, skipEpochWalkBack bool
+	stopStep                                       func(step mirror.StopStep, topic string, partition int32) error
 }
 
-func (h mirrorHooks) SkipBarrier() bool    { return h.skipBarrier }
-func (h mirrorHooks) SkipGroupClamp() bool { return h.skipGroupClamp }
+func (h mirrorHooks) SkipBarrier() bool       { return h.skipBarrier }
+func (h mirrorHooks) SkipGroupClamp() bool    { return h.skipGroupClamp }
+func (h mirrorHooks) SkipEpochWalkBack() bool { return h.skipEpochWalkBack }
 func (h mirrorHooks) BeforeStopStep(step mirror.StopStep, topic string, partition int32) error {
 	if h.stopStep == nil {
 		return nil

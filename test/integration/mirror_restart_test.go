@@ -27,9 +27,48 @@ import (
 // copied it again.
 func TestMirrorRestartAfterFailoverKeepsCommonLog(t *testing.T) {
 	t.Parallel()
-	const n = 2000
+	const n = restartRecords
+	minEnd, maxStart, consumed := restartAfterFailover(t, nil)
+	if maxStart != 0 || minEnd < n {
+		t.Fatalf("during the restart B's log start reached %d and its end fell to %d (want 0 and ≥ %d)", maxStart, minEnd, n)
+	}
+	if len(consumed) == 0 || consumed[len(consumed)-1].Offset >= n {
+		t.Fatalf("the slow consumer was not inside 0..%d during the restart (%d records)", n-1, len(consumed))
+	}
+	for i, r := range consumed {
+		if r.Offset != int64(i) || string(r.Value) != fmt.Sprintf("a-%d", i) {
+			t.Fatalf("slow consumer's record %d is offset %d %q: it went back after the log shrank", i, r.Offset, r.Value)
+		}
+	}
+}
+
+// TestMirrorRestartWithoutEpochWalkBackCutsWholeLog is the negative
+// control of TestMirrorRestartAfterFailoverKeepsCommonLog: the same
+// scenario with PREPARING's walk back through earlier leader epochs
+// switched off (mirror.TestHooks.SkipEpochWalkBack, the behaviour before
+// issue 27). A does not know B's barrier epoch, so B cuts its whole log:
+// ListOffsets sees B's end fall to 0 during the restart. The end state is
+// still identical to A (the log is copied again).
+func TestMirrorRestartWithoutEpochWalkBackCutsWholeLog(t *testing.T) {
+	t.Parallel()
+	minEnd, maxStart, consumed := restartAfterFailover(t, mirrorHooks{skipEpochWalkBack: true})
+	t.Logf("without the walk back: B's end fell to %d, its start reached %d; the slow consumer read %d records", minEnd, maxStart, len(consumed))
+	if minEnd != 0 {
+		t.Fatalf("without the walk back B's end fell only to %d, want 0 (the whole log cut)", minEnd)
+	}
+}
+
+const restartRecords = 2000
+
+// restartAfterFailover runs the scenario above with the mirror's test
+// hooks (nil: none) and returns, as watched on B while the mirror
+// restarted, the smallest log end and largest log start ListOffsets
+// answered and the records a slow consumer from 0 read. It checks that B
+// ends identical to A.
+func restartAfterFailover(t *testing.T, hooks mirror.TestHooks) (minEnd, maxStart int64, consumed []*kgo.Record) {
+	const n = restartRecords
 	a := minibrokertest.Start(t, minibrokertest.Topic("orders", 1))
-	b := startRaw(t, t.TempDir(), mirror.Options{FetchMaxBytes: 16 << 10})
+	b := startRaw(t, t.TempDir(), mirror.Options{FetchMaxBytes: 16 << 10, TestHooks: hooks})
 	pa := idempotentProducer(t, a.Addr())
 	for i := 0; i < n; i += 100 {
 		var recs []*kgo.Record
@@ -62,8 +101,7 @@ func TestMirrorRestartAfterFailoverKeepsCommonLog(t *testing.T) {
 	watchCtx, stopWatch := context.WithCancel(context.Background())
 	var wg sync.WaitGroup
 	var mu sync.Mutex
-	minEnd, maxStart := int64(1<<62), int64(0)
-	var consumed []*kgo.Record
+	minEnd, maxStart = int64(1<<62), 0
 	adm := kadm.NewClient(newClient(t, b.Addr()))
 	wg.Add(2)
 	go func() {
@@ -120,15 +158,5 @@ func TestMirrorRestartAfterFailoverKeepsCommonLog(t *testing.T) {
 	}
 	mu.Lock()
 	defer mu.Unlock()
-	if maxStart != 0 || minEnd < n {
-		t.Fatalf("during the restart B's log start reached %d and its end fell to %d (want 0 and ≥ %d)", maxStart, minEnd, n)
-	}
-	if len(consumed) == 0 || consumed[len(consumed)-1].Offset >= n {
-		t.Fatalf("the slow consumer was not inside 0..%d during the restart (%d records)", n-1, len(consumed))
-	}
-	for i, r := range consumed {
-		if r.Offset != int64(i) || string(r.Value) != fmt.Sprintf("a-%d", i) {
-			t.Fatalf("slow consumer's record %d is offset %d %q: it went back after the log shrank", i, r.Offset, r.Value)
-		}
-	}
+	return minEnd, maxStart, consumed
 }
