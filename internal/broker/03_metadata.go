@@ -19,6 +19,7 @@ package broker
 
 import (
 	"context"
+	"github.com/minibroker/minibroker/internal/acl"
 
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
@@ -39,10 +40,12 @@ func (b *Broker) handleMetadata(_ context.Context, r *protocol.Request) kmsg.Res
 	all := req.Topics == nil || (req.Version == 0 && len(req.Topics) == 0)
 	if all {
 		for _, name := range b.TopicNames() {
-			if t, ok := b.Topic(name); ok {
-				resp.Topics = append(resp.Topics, b.topicMetadata(t))
+			// Topics the principal may not DESCRIBE are left out (Kafka).
+			if t, ok := b.Topic(name); ok && b.authorizedTopic(r, name, kmsg.ACLOperationDescribe) {
+				resp.Topics = append(resp.Topics, b.metadataTopicOps(r, req, b.topicMetadata(t)))
 			}
 		}
+		b.metadataClusterOps(r, req, resp)
 		return resp
 	}
 	for _, rt := range req.Topics {
@@ -52,10 +55,17 @@ func (b *Broker) handleMetadata(_ context.Context, r *protocol.Request) kmsg.Res
 		)
 		switch {
 		case rt.Topic != nil && *rt.Topic != "":
+			if !b.authorizedTopic(r, *rt.Topic, kmsg.ACLOperationDescribe) {
+				mt := kmsg.NewMetadataResponseTopic()
+				mt.Topic, mt.ErrorCode = rt.Topic, kerr.TopicAuthorizationFailed.Code
+				resp.Topics = append(resp.Topics, mt)
+				continue
+			}
 			t, ok = b.Topic(*rt.Topic)
 			if !ok {
 				err := validTopicName(*rt.Topic)
-				if err == nil && allowCreate {
+				// Auto-creation needs CREATE on the cluster or the topic.
+				if err == nil && allowCreate && b.mayCreateTopic(r, *rt.Topic) {
 					t, err = b.autoCreate(*rt.Topic)
 					ok = err == nil
 				}
@@ -72,6 +82,12 @@ func (b *Broker) handleMetadata(_ context.Context, r *protocol.Request) kmsg.Res
 			}
 		case rt.TopicID != [16]byte{}:
 			t, ok = b.topicByID(rt.TopicID)
+			if ok && !b.authorizedTopic(r, t.Name, kmsg.ACLOperationDescribe) {
+				mt := kmsg.NewMetadataResponseTopic()
+				mt.TopicID, mt.ErrorCode = rt.TopicID, kerr.TopicAuthorizationFailed.Code
+				resp.Topics = append(resp.Topics, mt)
+				continue
+			}
 			if !ok {
 				mt := kmsg.NewMetadataResponseTopic()
 				mt.TopicID = rt.TopicID
@@ -86,9 +102,26 @@ func (b *Broker) handleMetadata(_ context.Context, r *protocol.Request) kmsg.Res
 			resp.Topics = append(resp.Topics, mt)
 			continue
 		}
-		resp.Topics = append(resp.Topics, b.topicMetadata(t))
+		resp.Topics = append(resp.Topics, b.metadataTopicOps(r, req, b.topicMetadata(t)))
 	}
+	b.metadataClusterOps(r, req, resp)
 	return resp
+}
+
+// metadataTopicOps sets a topic's KIP-430 authorized_operations when the
+// request asks for them (v8+).
+func (b *Broker) metadataTopicOps(r *protocol.Request, req *kmsg.MetadataRequest, mt kmsg.MetadataResponseTopic) kmsg.MetadataResponseTopic {
+	if req.Version >= 8 && req.IncludeTopicAuthorizedOperations && mt.Topic != nil {
+		mt.AuthorizedOperations = b.authorizedOps(r, kmsg.ACLResourceTypeTopic, *mt.Topic, acl.TopicOperations)
+	}
+	return mt
+}
+
+// metadataClusterOps sets the cluster's authorized_operations (v8–v10).
+func (b *Broker) metadataClusterOps(r *protocol.Request, req *kmsg.MetadataRequest, resp *kmsg.MetadataResponse) {
+	if req.Version >= 8 && req.Version <= 10 && req.IncludeClusterAuthorizedOperations {
+		resp.AuthorizedOperations = b.authorizedOps(r, kmsg.ACLResourceTypeCluster, acl.ClusterName, acl.ClusterOperations)
+	}
 }
 
 func (b *Broker) topicMetadata(t *Topic) kmsg.MetadataResponseTopic {

@@ -11,6 +11,7 @@ package broker
 
 import (
 	"context"
+	"github.com/minibroker/minibroker/internal/acl"
 	"math"
 
 	"github.com/twmb/franz-go/pkg/kerr"
@@ -28,6 +29,14 @@ func (b *Broker) handleDescribeGroups(_ context.Context, r *protocol.Request) km
 		rg := kmsg.NewDescribeGroupsResponseGroup()
 		rg.Group, rg.State, rg.ProtocolType, rg.Protocol = id, d.State.String(), d.ProtocolType, d.Protocol
 		rg.AuthorizedOperations = math.MinInt32
+		if req.Version >= 3 && req.IncludeAuthorizedOperations {
+			rg.AuthorizedOperations = b.authorizedOps(r, kmsg.ACLResourceTypeGroup, id, acl.GroupOperations)
+		}
+		if !b.authorizedGroup(r, id, kmsg.ACLOperationDescribe) {
+			rg.ErrorCode, rg.State, rg.ProtocolType, rg.Protocol = kerr.GroupAuthorizationFailed.Code, "", "", ""
+			resp.Groups = append(resp.Groups, rg)
+			continue
+		}
 		if req.Version >= 6 && d.State == coordinator.StateDead {
 			rg.ErrorCode = kerr.GroupIDNotFound.Code
 			rg.ErrorMessage = kmsg.StringPtr("Group " + id + " not found.")

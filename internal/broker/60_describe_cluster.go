@@ -8,7 +8,10 @@ package broker
 // marks each broker IsFenced: the one broker is never fenced.
 
 import (
+	"math"
+
 	"context"
+	"github.com/minibroker/minibroker/internal/acl"
 
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
@@ -28,5 +31,9 @@ func (b *Broker) handleDescribeCluster(_ context.Context, r *protocol.Request) k
 	resp.ControllerID = b.nodeID
 	host, port := b.advertised(r)
 	resp.Brokers = []kmsg.DescribeClusterResponseBroker{{NodeID: b.nodeID, Host: host, Port: port}}
+	resp.ClusterAuthorizedOperations = math.MinInt32
+	if req.IncludeClusterAuthorizedOperations {
+		resp.ClusterAuthorizedOperations = b.authorizedOps(r, kmsg.ACLResourceTypeCluster, acl.ClusterName, acl.ClusterOperations)
+	}
 	return resp
 }

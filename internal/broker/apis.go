@@ -64,17 +64,32 @@ func (b *Broker) apis() map[int16]api {
 	}
 }
 
-// Handle implements protocol.Handler. With a fault set (faults.enable)
+// Handle implements protocol.Handler. With the authorizer on, the
+// request is first checked against authzTable (authz_table.go). With a fault set (faults.enable)
 // the request goes through the fault registry first (faults.go); without,
 // that costs one atomic load.
 func (b *Broker) Handle(ctx context.Context, req *protocol.Request) kmsg.Response {
 	if adminAPIs[req.Key] {
 		b.logAdmin(req)
 	}
-	if b.faults.Active() {
-		return b.handleWithFaults(ctx, req)
+	deny, after := b.authorizeRequest(req)
+	switch deny.(type) {
+	case nil:
+	case noResponse:
+		return nil
+	default:
+		return deny
 	}
-	return b.handlers[req.Key].fn(ctx, req)
+	var resp kmsg.Response
+	if b.faults.Active() {
+		resp = b.handleWithFaults(ctx, req)
+	} else {
+		resp = b.handlers[req.Key].fn(ctx, req)
+	}
+	if after != nil && resp != nil {
+		after(resp)
+	}
+	return resp
 }
 
 // VersionRange implements protocol.Handler.

@@ -93,3 +93,15 @@ func zapBindings(bs []acl.Binding) zap.Field {
 	}
 	return zap.Strings("acls", s)
 }
+
+// aclClusterAuthorizer is the HTTP admin API's ClusterAuthorizer over the
+// Kafka ACLs: the principal needs op ("ALTER", "DESCRIBE") on the CLUSTER.
+type aclClusterAuthorizer struct{ authz *acl.Authorizer }
+
+func (c aclClusterAuthorizer) AuthorizeCluster(principal, host, op string) bool {
+	o, err := kmsg.ParseACLOperation(op)
+	if err != nil {
+		return false
+	}
+	return c.authz.Authorize(principal, host, kmsg.ACLResourceTypeCluster, acl.ClusterName, o)
+}

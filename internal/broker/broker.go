@@ -224,6 +224,10 @@ func newBroker(opts Options, seams func(*Broker)) (*Broker, error) {
 			return nil, fmt.Errorf("admin API: %w", err)
 		}
 		b.httpAuth.authorizer, b.httpAuth.skipBrowserChecks = opts.AdminAuthorizer, b.skipAdminBrowserChecks
+		if b.httpAuth.authorizer == nil && b.authz != nil {
+			// The Kafka ACLs authorize the admin API's principals too.
+			b.httpAuth.authorizer = aclClusterAuthorizer{b.authz}
+		}
 		if b.httpLn, err = net.Listen("tcp", cfg.HTTPListen); err != nil {
 			b.closeListeners()
 			return nil, fmt.Errorf("http listener: %w", err)
