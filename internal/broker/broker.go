@@ -52,7 +52,8 @@ type Options struct {
 	// test cluster keeps one across restarts); nil makes a new one.
 	Faults *fault.Registry
 	// AdminAuthorizer authorizes the HTTP admin API's principals for
-	// CLUSTER ALTER and DESCRIBE; nil allows every authenticated one.
+	// CLUSTER ALTER and DESCRIBE; nil: the ACLs when authorizer.class.name
+	// is set, else every authenticated principal is allowed.
 	AdminAuthorizer ClusterAuthorizer
 }
 

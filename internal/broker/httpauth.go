@@ -12,8 +12,10 @@ package broker
 //
 // What: every admin route is a CLUSTER operation: GET (list, describe) is
 // DESCRIBE, anything else (create, start, stop, pause, resume, alter,
-// delete, faults) is ALTER. With no authorizer configured an authenticated
-// principal may do both; every action is logged with its principal.
+// delete, faults) is ALTER, checked against the principal's ACLs when
+// authorizer.class.name is set (Options.AdminAuthorizer replaces them).
+// With no authorizer an authenticated principal may do both; every action
+// is logged with its principal.
 //
 // Browsers: a request with an Origin other than the Host it was sent to,
 // or a Sec-Fetch-Site other than same-origin or none, is refused (403);
