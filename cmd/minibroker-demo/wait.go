@@ -12,6 +12,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/minibroker/minibroker/internal/mirror"
+	"github.com/minibroker/minibroker/internal/security"
 )
 
 // newWaitCmd waits for a condition the demo's next step needs, polling
@@ -21,7 +22,7 @@ func newWaitCmd() *cobra.Command {
 	cmd := &cobra.Command{Use: "wait", Short: "Wait until a mirror, a group or a log reaches a state"}
 	cmd.PersistentFlags().DurationVar(&timeout, "timeout", 60*time.Second, "give up after this long")
 
-	var admin, name, state string
+	var admin, tokenFile, name, state string
 	var caughtUp bool
 	mirrorCmd := &cobra.Command{
 		Use:   "mirror --admin HOST:PORT --name NAME --state STATE [--caught-up]",
@@ -30,7 +31,7 @@ func newWaitCmd() *cobra.Command {
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			hc := &http.Client{Timeout: 5 * time.Second}
 			return poll(cmd.Context(), timeout, func() (bool, string) {
-				st, err := mirrorStatus(hc, admin, name)
+				st, err := mirrorStatus(hc, admin, tokenFile, name)
 				if err != nil {
 					return false, err.Error()
 				}
@@ -49,6 +50,7 @@ func newWaitCmd() *cobra.Command {
 		},
 	}
 	mirrorCmd.Flags().StringVar(&admin, "admin", "", "the broker's HTTP admin HOST:PORT")
+	mirrorCmd.Flags().StringVar(&tokenFile, "admin-token-file", "", "the broker's admin.token.file, when it has one")
 	mirrorCmd.Flags().StringVar(&name, "name", "", "mirror name")
 	mirrorCmd.Flags().StringVar(&state, "state", "MIRRORING", "state")
 	mirrorCmd.Flags().BoolVar(&caughtUp, "caught-up", false, "also no lag")
@@ -113,9 +115,20 @@ func newWaitCmd() *cobra.Command {
 	return cmd
 }
 
-func mirrorStatus(hc *http.Client, admin, name string) (mirror.Status, error) {
+func mirrorStatus(hc *http.Client, admin, tokenFile, name string) (mirror.Status, error) {
 	var st mirror.Status
-	resp, err := hc.Get("http://" + admin + "/v1/mirrors/" + name)
+	req, err := http.NewRequest("GET", "http://"+admin+"/v1/mirrors/"+name, nil)
+	if err != nil {
+		return st, err
+	}
+	if tokenFile != "" {
+		tok, err := security.ReadToken(tokenFile)
+		if err != nil {
+			return st, err
+		}
+		req.Header.Set("Authorization", "Bearer "+tok)
+	}
+	resp, err := hc.Do(req)
 	if err != nil {
 		return st, err
 	}
