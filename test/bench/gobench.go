@@ -94,3 +94,13 @@ func runMirrorBench(r *report) error {
 	r.mirrorTook = time.Since(t0)
 	return err
 }
+
+// runAuthzBench: produce with the authorizer on and 1,000 ACLs against
+// the authorizer off, in the same run (test/integration/acl_bench_test.go).
+func runAuthzBench(r *report) error {
+	t0 := time.Now()
+	cmdline, lines, err := runGoTestBench(nil, "test", "-run", "^$", "-bench", "AuthorizerProduce", "-benchtime", "1x",
+		"-count", "1", "-timeout", "10m", "./test/integration")
+	r.authzCmd, r.authz, r.authzTook = cmdline, lines, time.Since(t0)
+	return err
+}

@@ -55,7 +55,7 @@ func main() {
 	flag.IntVar(&o.mirrorMB, "mirror-backlog-mb", 64, "MINIBROKER_BENCH_BACKLOG_MB for the mirror catch-up benchmark")
 	flag.IntVar(&o.securityMB, "security-mb", 64, "MINIBROKER_BENCH_SECURITY_MB: data produced and consumed per listener in the SASL_SSL/PLAINTEXT benchmark")
 	flag.IntVar(&o.maxInFlight, "max-in-flight", 0, "produce requests in flight for the non-idempotent produce workloads (0: kgo's default, 1)")
-	flag.StringVar(&o.only, "only", "", "run only the sections whose name contains this (limits, produce, consume, startup, rss, gobench, mirror)")
+	flag.StringVar(&o.only, "only", "", "run only the sections whose name contains this (limits, produce, consume, startup, rss, gobench, mirror, security, authz)")
 	flag.StringVar(&o.workload, "workload", "", "run only the produce and consume workloads whose name contains this")
 	flag.StringVar(&o.cpuProfile, "cpuprofile", "", "write a CPU profile of this process (the limits, the in-process start-up runs; brokers and load tool run as processes of their own)")
 	flag.StringVar(&o.memProfile, "memprofile", "", "write an allocation profile at the end")
@@ -117,6 +117,7 @@ func main() {
 		{"gobench", runGoBench},
 		{"mirror", runMirrorBench},
 		{"security", runSecurityBench},
+		{"authz", runAuthzBench},
 	}
 	for _, s := range steps {
 		if o.only != "" && !contains(o.only, s.name) ||

@@ -18,7 +18,7 @@ const aclJAAS = `org.apache.kafka.common.security.plain.PlainLoginModule require
 
 // aclBroker: a SASL_PLAINTEXT listener with PLAIN users admin (a super
 // user), alice and bob, and the authorizer on unless off.
-func aclBroker(t *testing.T, on bool, extra ...minibrokertest.Option) *minibrokertest.Cluster {
+func aclBroker(t testing.TB, on bool, extra ...minibrokertest.Option) *minibrokertest.Cluster {
 	t.Helper()
 	opts := []minibrokertest.Option{
 		minibrokertest.Set("listeners", "SASL_PLAINTEXT://127.0.0.1:0"),
