@@ -20,7 +20,7 @@ func newRootCmd() *cobra.Command {
 	}
 	root.AddCommand(newServeCmd(), newVersionCmd(), newMirrorCmd(), newFaultCmd())
 	root.AddCommand(newDumpLogCmd(), newVerifyLogCmd())
-	root.AddCommand(newPerfCmd(), newHealthcheckCmd())
+	root.AddCommand(newPerfCmd(), newHealthcheckCmd(), newDrillCmd())
 	root.AddCommand(newStorageCmd())
 	return root
 }

@@ -172,12 +172,7 @@ type rawCluster struct {
 
 func startRaw(t *testing.T, dir string, mopts mirror.Options) *rawCluster {
 	t.Helper()
-	cfg := config.Default()
-	cfg.DataDir = dir
-	cfg.Listen = "127.0.0.1:0"
-	cfg.HTTPListen = ""
-	cfg.Kafka["group.initial.rebalance.delay.ms"] = "0" // as minibrokertest: groups form at once
-	r := &rawCluster{t: t, cfg: cfg}
+	r := &rawCluster{t: t, cfg: rawConfig(dir)}
 	r.start(mopts)
 	t.Cleanup(func() {
 		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
@@ -185,6 +180,17 @@ func startRaw(t *testing.T, dir string, mopts mirror.Options) *rawCluster {
 		r.b.Close(ctx)
 	})
 	return r
+}
+
+// rawConfig is a raw cluster's configuration: loopback on a free port, no
+// admin HTTP listener, groups that form at once (as minibrokertest's).
+func rawConfig(dir string) config.Config {
+	cfg := config.Default()
+	cfg.DataDir = dir
+	cfg.Listen = "127.0.0.1:0"
+	cfg.HTTPListen = ""
+	cfg.Kafka["group.initial.rebalance.delay.ms"] = "0"
+	return cfg
 }
 
 func (r *rawCluster) start(mopts mirror.Options) {

@@ -1,0 +1,116 @@
+package main
+
+import (
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/minibroker/minibroker/internal/drill"
+)
+
+// errDrillFailed makes `minibroker drill` exit 3 when the drill measured
+// a loss its plan did not predict, a gap, or no service on B.
+type errDrillFailed struct{ problems []string }
+
+func (e errDrillFailed) Error() string { return fmt.Sprintf("drill failed: %v", e.problems) }
+func (errDrillFailed) ExitCode() int   { return 3 }
+
+// newDrillCmd is `minibroker drill`: a failover drill from A to its
+// mirror B (B's admin API is --admin).
+func newDrillCmd() *cobra.Command {
+	var admin adminFlags
+	var cfg drill.Config
+	var asJSON bool
+	var svgFile, jsonFile string
+	cmd := &cobra.Command{
+		Use:   "drill --from A --to B --mirror NAME --topics T[,…] --admin B_ADMIN",
+		Short: "Rehearse a failover: canary traffic on A, plan, mirror stop on B, traffic on B; measures RPO, RTO, gaps, duplicates",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			cfg.Admin = admin.client().do
+			cfg.ToAdmin = admin.addr
+			ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt)
+			defer stop()
+			rep, err := drill.Run(ctx, cfg)
+			if err != nil {
+				return err
+			}
+			if svgFile != "" {
+				f, err := os.Create(svgFile)
+				if err != nil {
+					return err
+				}
+				err = rep.WriteSVG(f)
+				if cerr := f.Close(); err == nil {
+					err = cerr
+				}
+				if err != nil {
+					return err
+				}
+			}
+			if jsonFile != "" {
+				f, err := os.Create(jsonFile)
+				if err != nil {
+					return err
+				}
+				err = printJSON(f, rep)
+				if cerr := f.Close(); err == nil {
+					err = cerr
+				}
+				if err != nil {
+					return err
+				}
+			}
+			if asJSON {
+				err = printJSON(cmd.OutOrStdout(), rep)
+			} else {
+				printDrill(cmd.OutOrStdout(), rep)
+			}
+			if err != nil {
+				return err
+			}
+			if !rep.Passed {
+				cmd.SilenceUsage = true
+				return errDrillFailed{rep.Problems}
+			}
+			return nil
+		},
+	}
+	admin.register(cmd)
+	f := cmd.Flags()
+	f.StringSliceVar(&cfg.From, "from", nil, "bootstrap servers of the primary (A)")
+	f.StringSliceVar(&cfg.To, "to", nil, "bootstrap servers of the standby (B), which mirrors A")
+	f.StringVar(&cfg.Mirror, "mirror", "", "the mirror on B that mirrors the topics from A")
+	f.StringSliceVar(&cfg.Topics, "topics", nil, "topics to drill (partition 0 of each carries the canary)")
+	f.DurationVar(&cfg.Duration, "duration", 10*time.Second, "total drill time: half on A, half on B")
+	f.IntVar(&cfg.Rate, "rate", 50, "canary records per second")
+	f.BoolVar(&asJSON, "json", false, "print the report as JSON")
+	f.StringVar(&svgFile, "svg", "", "write the timeline as SVG to this file")
+	f.StringVar(&jsonFile, "report", "", "write the JSON report to this file")
+	for _, n := range []string{"from", "to", "mirror", "topics"} {
+		cmd.MarkFlagRequired(n)
+	}
+	return cmd
+}
+
+func printDrill(w io.Writer, rep *drill.Report) {
+	fmt.Fprintf(w, "drill of mirror %s, topics %v\n", rep.Mirror, rep.Topics)
+	fmt.Fprintf(w, "plan           truncate %d, open transactions %d, missing %d, at risk %v\n",
+		rep.Plan.WouldTruncate, rep.Plan.OpenTransactions, rep.Plan.MissingRecords, rep.Plan.AtRisk)
+	fmt.Fprintf(w, "acknowledged   A %d, B %d (produce errors %d)\n", rep.AckedOnA, rep.AckedOnB, rep.ProduceErrors)
+	fmt.Fprintf(w, "RPO            %d records acknowledged on A never reached B (predicted at most %d offsets)\n", len(rep.LostAtFailover), rep.PredictedLoss)
+	fmt.Fprintf(w, "lost on B      %d\n", len(rep.LostOnB))
+	fmt.Fprintf(w, "RTO            first produce on B %d ms, first consume on B %d ms after the stop command\n", rep.RTOProduceMs, rep.RTOConsumeMs)
+	fmt.Fprintf(w, "group saw      %d records: gaps %d, duplicates %d, out of order %d\n", rep.Consumed, len(rep.Gaps), len(rep.Duplicates), len(rep.OutOfOrder))
+	if rep.Passed {
+		fmt.Fprintln(w, "result         PASSED")
+	} else {
+		for _, p := range rep.Problems {
+			fmt.Fprintf(w, "problem        %s\n", p)
+		}
+	}
+}

@@ -1,0 +1,431 @@
+// Package drill runs a failover drill between two Kafka-protocol clusters:
+// a canary producer writes numbered records to the primary (A), a consumer
+// group reads them, the drill asks the standby's (B's) admin API for the
+// failover plan, fails over with `mirror stop`, moves the producer and the
+// group to B, and measures what happened: records acknowledged on A that
+// never reached B (the RPO), the time from the stop command to the first
+// produce and consume on B (the RTO), and the gaps, duplicates and
+// out-of-order records the group saw. It talks to the clusters only over
+// the Kafka protocol and the admin HTTP API, so it works against brokers
+// started from the binary, docker compose or minibrokertest alike.
+package drill
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"net/url"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/minibroker/minibroker/internal/mirror"
+)
+
+// Config is a drill.
+type Config struct {
+	From, To []string // Kafka bootstrap addresses of A and B
+	ToAdmin  string   // B's admin HTTP address (host:port)
+	Mirror   string   // the mirror on B that mirrors the topics from A
+	Topics   []string
+	Duration time.Duration // total: half on A, half on B (default 10s)
+	Rate     int           // records per second (default 50)
+	// Settle bounds the wait, after the producer left A, for the mirror
+	// to catch up before the plan (a planned cutover; default 10s).
+	Settle time.Duration
+	// Admin, when set, sends a request to B's admin API (the CLI passes
+	// its client, with the token and TLS settings); nil sends plain HTTP
+	// to ToAdmin.
+	Admin func(method, path string, body, out any) error
+}
+
+// Report is what a drill measured.
+type Report struct {
+	Mirror string   `json:"mirror"`
+	Topics []string `json:"topics"`
+	// Plan is the dry run the drill asked for just before the stop.
+	Plan          mirror.Plan `json:"plan"`
+	PredictedLoss int64       `json:"predicted_loss_offsets"`
+	AckedOnA      int         `json:"acked_on_a"`
+	AckedOnB      int         `json:"acked_on_b"`
+	ProduceErrors int         `json:"produce_errors"`
+	// LostAtFailover: acknowledged on A, absent from B after the stop
+	// (the measured RPO in records); LostOnB: acknowledged on B and never
+	// stored there (B's log does not hold them).
+	LostAtFailover []int64 `json:"lost_at_failover"`
+	LostOnB        []int64 `json:"lost_on_b"`
+	RTOProduceMs   int64   `json:"rto_produce_ms"`
+	RTOConsumeMs   int64   `json:"rto_consume_ms"`
+	// What the group saw, on A then on B.
+	Consumed   int     `json:"consumed"`
+	Gaps       []int64 `json:"gaps"`
+	Duplicates []int64 `json:"duplicates"`
+	OutOfOrder []int64 `json:"out_of_order"`
+	Timeline   []Event `json:"timeline"`
+	StopAtMs   int64   `json:"stop_at_ms"`
+	StartMs    int64   `json:"start_ms"`
+	EndMs      int64   `json:"end_ms"`
+	// Problems lists why the drill failed; empty when it passed.
+	Problems []string `json:"problems"`
+	Passed   bool     `json:"passed"`
+}
+
+// Event is one record produced (acked) or consumed, on a cluster.
+type Event struct {
+	AtMs    int64  `json:"at_ms"`
+	Kind    string `json:"kind"` // acked, consumed, duplicate, gap
+	Cluster string `json:"cluster"`
+	Seq     int64  `json:"seq"`
+}
+
+type recorder struct {
+	mu     sync.Mutex
+	events []Event
+}
+
+func (r *recorder) add(kind, cluster string, seq int64) {
+	r.mu.Lock()
+	r.events = append(r.events, Event{AtMs: time.Now().UnixMilli(), Kind: kind, Cluster: cluster, Seq: seq})
+	r.mu.Unlock()
+}
+
+// Run runs the drill; the report's Passed is false (and Problems say why)
+// on any loss the plan did not predict, any gap, or a failed step.
+func Run(ctx context.Context, cfg Config) (*Report, error) {
+	if cfg.Duration <= 0 {
+		cfg.Duration = 10 * time.Second
+	}
+	if cfg.Rate <= 0 {
+		cfg.Rate = 50
+	}
+	if cfg.Settle <= 0 {
+		cfg.Settle = 10 * time.Second
+	}
+	if len(cfg.Topics) == 0 || len(cfg.From) == 0 || len(cfg.To) == 0 || (cfg.ToAdmin == "" && cfg.Admin == nil) || cfg.Mirror == "" {
+		return nil, fmt.Errorf("drill: from, to, to-admin, mirror and topics are required")
+	}
+	run := strconv.FormatInt(time.Now().UnixNano(), 36)
+	group := "minibroker-drill-" + run
+	rep := &Report{Mirror: cfg.Mirror, Topics: cfg.Topics, StartMs: time.Now().UnixMilli(),
+		LostAtFailover: []int64{}, LostOnB: []int64{}, Gaps: []int64{}, Duplicates: []int64{}, OutOfOrder: []int64{}, Problems: []string{}}
+	rec := &recorder{}
+	acked := map[int64]string{} // seq → cluster
+	var ackMu sync.Mutex
+	seq := int64(0)
+
+	produce := func(cluster string, seeds []string, d time.Duration) error {
+		cl, err := kgo.NewClient(kgo.SeedBrokers(seeds...), kgo.RecordPartitioner(kgo.ManualPartitioner()),
+			kgo.RequiredAcks(kgo.AllISRAcks()), kgo.RecordRetries(3), kgo.ProducerLinger(0))
+		if err != nil {
+			return err
+		}
+		defer cl.Close()
+		tick := time.NewTicker(time.Second / time.Duration(cfg.Rate))
+		defer tick.Stop()
+		end := time.Now().Add(d)
+		for time.Now().Before(end) {
+			select {
+			case <-ctx.Done():
+				return ctx.Err()
+			case <-tick.C:
+			}
+			s := seq
+			seq++
+			topic := cfg.Topics[int(s)%len(cfg.Topics)]
+			pctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+			err := cl.ProduceSync(pctx, &kgo.Record{Topic: topic, Partition: 0, Value: []byte(fmt.Sprintf("drill-%s-%d", run, s))}).FirstErr()
+			cancel()
+			if err != nil {
+				rep.ProduceErrors++
+				continue
+			}
+			ackMu.Lock()
+			acked[s] = cluster
+			ackMu.Unlock()
+			rec.add("acked", cluster, s)
+		}
+		return nil
+	}
+
+	seen := map[int64]int{}
+	var seenMu sync.Mutex
+	lastByTopic := map[string]int64{}
+	// consume starts the group's consumer on a cluster; its goroutine
+	// closes done once ctx is cancelled.
+	consume := func(ctx context.Context, cluster string, seeds []string) (*kgo.Client, chan struct{}, error) {
+		cl, err := kgo.NewClient(kgo.SeedBrokers(seeds...), kgo.ConsumerGroup(group), kgo.ConsumeTopics(cfg.Topics...),
+			kgo.FetchIsolationLevel(kgo.ReadCommitted()), kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()),
+			kgo.FetchMaxWait(200*time.Millisecond))
+		if err != nil {
+			return nil, nil, err
+		}
+		done := make(chan struct{})
+		go func() {
+			defer close(done)
+			for {
+				fs := cl.PollFetches(ctx)
+				if ctx.Err() != nil {
+					return
+				}
+				fs.EachRecord(func(r *kgo.Record) {
+					s, ok := parseSeq(r.Value, run)
+					if !ok {
+						return
+					}
+					seenMu.Lock()
+					seen[s]++
+					dup := seen[s] > 1
+					if dup {
+						rep.Duplicates = append(rep.Duplicates, s)
+					} else if last, ok := lastByTopic[r.Topic]; ok && s < last {
+						rep.OutOfOrder = append(rep.OutOfOrder, s)
+					}
+					if s > lastByTopic[r.Topic] || lastByTopic[r.Topic] == 0 {
+						lastByTopic[r.Topic] = s
+					}
+					seenMu.Unlock()
+					if dup {
+						rec.add("duplicate", cluster, s)
+					} else {
+						rec.add("consumed", cluster, s)
+					}
+				})
+			}
+		}()
+		return cl, done, nil
+	}
+
+	// Phase 1: on A.
+	cctxA, stopA := context.WithCancel(ctx)
+	ca, doneA, err := consume(cctxA, "A", cfg.From)
+	if err != nil {
+		stopA()
+		return nil, err
+	}
+	if err := produce("A", cfg.From, cfg.Duration/2); err != nil {
+		stopA()
+		ca.Close()
+		return nil, err
+	}
+	time.Sleep(500 * time.Millisecond) // let the group read the tail and commit
+	stopA()
+	<-doneA
+	ca.CommitUncommittedOffsets(ctx)
+	ca.Close()
+
+	// Plan, after the producer left A and the mirror had up to Settle to
+	// catch up (a planned cutover).
+	call := cfg.Admin
+	if call == nil {
+		call = (&admin{base: "http://" + cfg.ToAdmin}).do
+	}
+	deadline := time.Now().Add(cfg.Settle)
+	for {
+		if err := call("GET", "/v1/mirrors/"+url.PathEscape(cfg.Mirror)+"/plan?topics="+url.QueryEscape(strings.Join(cfg.Topics, ",")), nil, &rep.Plan); err != nil {
+			return nil, fmt.Errorf("plan: %w", err)
+		}
+		if !rep.Plan.AtRisk || time.Now().After(deadline) {
+			break
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	rep.PredictedLoss = rep.Plan.WouldTruncate + rep.Plan.MissingRecords
+
+	// Failover.
+	rep.StopAtMs = time.Now().UnixMilli()
+	var st mirror.Status
+	if err := call("POST", "/v1/mirrors/"+url.PathEscape(cfg.Mirror)+"/stop", mirror.TopicsRequest{Topics: cfg.Topics}, &st); err != nil {
+		return nil, fmt.Errorf("mirror stop: %w", err)
+	}
+
+	// Phase 2: on B.
+	cctxB, stopB := context.WithCancel(ctx)
+	defer stopB()
+	cb, doneB, err := consume(cctxB, "B", cfg.To)
+	if err != nil {
+		return nil, err
+	}
+	defer cb.Close()
+	if err := produce("B", cfg.To, cfg.Duration/2); err != nil {
+		return nil, err
+	}
+	// Wait for the group to read what B acknowledged (bounded).
+	drain := time.Now().Add(5 * time.Second)
+	for time.Now().Before(drain) {
+		if allSeen(acked, seen, &ackMu, &seenMu) {
+			break
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	time.Sleep(300 * time.Millisecond)
+	stopB()
+	<-doneB
+	rep.EndMs = time.Now().UnixMilli()
+
+	// What B's log holds, read back from the start by a plain consumer.
+	onB, err := readAll(ctx, cfg.To, cfg.Topics, run)
+	if err != nil {
+		return nil, fmt.Errorf("read back B: %w", err)
+	}
+	rep.analyse(acked, seen, onB, rec.events) // every goroutine has ended
+	return rep, nil
+}
+
+func allSeen(acked map[int64]string, seen map[int64]int, am, sm *sync.Mutex) bool {
+	am.Lock()
+	defer am.Unlock()
+	sm.Lock()
+	defer sm.Unlock()
+	for s, c := range acked {
+		if c == "B" && seen[s] == 0 {
+			return false
+		}
+	}
+	return true
+}
+
+func parseSeq(v []byte, run string) (int64, bool) {
+	rest, ok := strings.CutPrefix(string(v), "drill-"+run+"-")
+	if !ok {
+		return 0, false
+	}
+	s, err := strconv.ParseInt(rest, 10, 64)
+	return s, err == nil
+}
+
+// readAll reads every committed record of the drill's run on a cluster.
+func readAll(ctx context.Context, seeds, topics []string, run string) (map[int64]bool, error) {
+	cl, err := kgo.NewClient(kgo.SeedBrokers(seeds...), kgo.ConsumeTopics(topics...), kgo.FetchIsolationLevel(kgo.ReadCommitted()),
+		kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()), kgo.FetchMaxWait(200*time.Millisecond))
+	if err != nil {
+		return nil, err
+	}
+	defer cl.Close()
+	out := map[int64]bool{}
+	idle := 0
+	for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline) && idle < 3; {
+		pctx, cancel := context.WithTimeout(ctx, 500*time.Millisecond)
+		fs := cl.PollFetches(pctx)
+		cancel()
+		n := 0
+		fs.EachRecord(func(r *kgo.Record) {
+			if s, ok := parseSeq(r.Value, run); ok {
+				out[s] = true
+				n++
+			}
+		})
+		if n == 0 {
+			idle++
+		} else {
+			idle = 0
+		}
+	}
+	return out, nil
+}
+
+func (rep *Report) analyse(acked map[int64]string, seen map[int64]int, onB map[int64]bool, events []Event) {
+	lost := map[int64]bool{}
+	for s, c := range acked {
+		switch c {
+		case "A":
+			rep.AckedOnA++
+			if !onB[s] {
+				rep.LostAtFailover = append(rep.LostAtFailover, s)
+				lost[s] = true
+			}
+		case "B":
+			rep.AckedOnB++
+			if !onB[s] {
+				rep.LostOnB = append(rep.LostOnB, s)
+				lost[s] = true
+			}
+		}
+	}
+	for s := range acked {
+		if seen[s] == 0 && !lost[s] {
+			rep.Gaps = append(rep.Gaps, s)
+		}
+	}
+	for _, n := range seen {
+		rep.Consumed += n
+	}
+	sortInts(rep.LostAtFailover)
+	sortInts(rep.LostOnB)
+	sortInts(rep.Gaps)
+	sortInts(rep.Duplicates)
+	sortInts(rep.OutOfOrder)
+	rep.RTOProduceMs, rep.RTOConsumeMs = -1, -1
+	for _, e := range events {
+		if e.Cluster != "B" || e.AtMs < rep.StopAtMs {
+			continue
+		}
+		if e.Kind == "acked" && rep.RTOProduceMs < 0 {
+			rep.RTOProduceMs = e.AtMs - rep.StopAtMs
+		}
+		if e.Kind == "consumed" && rep.RTOConsumeMs < 0 && acked[e.Seq] == "B" {
+			rep.RTOConsumeMs = e.AtMs - rep.StopAtMs
+		}
+	}
+	rep.Timeline = events
+	for _, s := range rep.Gaps {
+		rep.Timeline = append(rep.Timeline, Event{AtMs: rep.EndMs, Kind: "gap", Cluster: acked[s], Seq: s})
+	}
+	if n := int64(len(rep.LostAtFailover)); n > 0 && n > rep.PredictedLoss {
+		rep.Problems = append(rep.Problems, fmt.Sprintf("%d records acknowledged on A never reached B; the plan predicted at most %d offsets", n, rep.PredictedLoss))
+	}
+	if len(rep.LostOnB) > 0 {
+		rep.Problems = append(rep.Problems, fmt.Sprintf("%d records acknowledged on B after the failover are not in its log (silent loss): %v", len(rep.LostOnB), head(rep.LostOnB)))
+	}
+	if len(rep.Gaps) > 0 {
+		rep.Problems = append(rep.Problems, fmt.Sprintf("the group never saw %d stored records: %v", len(rep.Gaps), head(rep.Gaps)))
+	}
+	if rep.AckedOnB == 0 {
+		rep.Problems = append(rep.Problems, fmt.Sprintf("no produce succeeded on B (%d errors)", rep.ProduceErrors))
+	}
+	if rep.RTOConsumeMs < 0 {
+		rep.Problems = append(rep.Problems, "the group consumed nothing produced on B")
+	}
+	rep.Passed = len(rep.Problems) == 0
+}
+
+func head(s []int64) []int64 {
+	if len(s) > 10 {
+		return s[:10]
+	}
+	return s
+}
+
+func sortInts(s []int64) { slices.Sort(s) }
+
+type admin struct{ base string }
+
+func (a *admin) do(method, path string, body, out any) error {
+	var rd io.Reader
+	if body != nil {
+		b, _ := json.Marshal(body)
+		rd = bytes.NewReader(b)
+	}
+	req, err := http.NewRequest(method, a.base+path, rd)
+	if err != nil {
+		return err
+	}
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("X-Minibroker-Admin", "drill") // the broker's AdminHeader
+	resp, err := (&http.Client{Timeout: 2 * time.Minute}).Do(req)
+	if err != nil {
+		return err
+	}
+	defer resp.Body.Close()
+	raw, _ := io.ReadAll(resp.Body)
+	if resp.StatusCode >= 300 {
+		return fmt.Errorf("HTTP %d: %s", resp.StatusCode, strings.TrimSpace(string(raw)))
+	}
+	return json.Unmarshal(raw, out)
+}
