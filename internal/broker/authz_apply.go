@@ -6,6 +6,7 @@ package broker
 import (
 	"reflect"
 
+	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/minibroker/minibroker/internal/protocol"
@@ -95,7 +96,22 @@ func applyProduce(b *Broker, req *protocol.Request) (kmsg.Response, func(kmsg.Re
 		}
 		return errorResponse(r, codeTxnID), nil
 	}
-	return topicsRule("Topics", "Topics", aclWrite)(b, req)
+	// minibroker auto-creates on Produce (Kafka only on Metadata): an
+	// unknown topic also needs CREATE, else UNKNOWN_TOPIC_OR_PARTITION
+	// and nothing is created.
+	return b.stripDenied(req, "Topics", "Topics", "", func(e reflect.Value) int16 {
+		name, ok := topicOf(e, b.topicName)
+		switch {
+		case !ok || name == "":
+			return 0
+		case !b.authorizedTopic(req, name, aclWrite):
+			return codeTopic
+		}
+		if _, exists := b.Topic(name); !exists && !b.mayCreateTopic(req, name) {
+			return kerr.UnknownTopicOrPartition.Code
+		}
+		return 0
+	})
 }
 
 func applyFetch(b *Broker, req *protocol.Request) (kmsg.Response, func(kmsg.Response)) {

@@ -80,8 +80,10 @@ func runAuthzCases(t *testing.T, c *minibrokertest.Cluster, on bool) {
 		l, _ := o.Lookup("a-t", 0)
 		return time.Duration(l.Offset).String()
 	}
+	// fresh: kgo answers a Metadata it made recently from its cache.
+	fresh := func() *kadm.Client { return kadm.NewClient(aclClient(t, c, "admin")) }
 	partitions := func(ctx context.Context) string {
-		d, err := admin.ListTopics(ctx, "a-t")
+		d, err := fresh().ListTopics(ctx, "a-t")
 		if err != nil {
 			return err.Error()
 		}
@@ -208,18 +210,28 @@ func runAuthzCases(t *testing.T, c *minibrokertest.Cluster, on bool) {
 			}
 			return d.Error()
 		}, kerr.GroupAuthorizationFailed, nil},
-		{"CreatePartitions", func(ctx context.Context, cl *kgo.Client, _ string) error {
-			r, err := kadm.NewClient(cl).CreatePartitions(ctx, 1, "a-t")
+		{"CreatePartitions", func(ctx context.Context, cl *kgo.Client, user string) error {
+			// kmsg, not kadm: kadm's own Metadata first would answer for
+			// the broker's CreatePartitions.
+			req := kmsg.NewPtrCreatePartitionsRequest()
+			req.TimeoutMillis = 5000
+			rt := kmsg.NewCreatePartitionsRequestTopic()
+			rt.Topic, rt.Count = "a-t", 2
+			if user == "bob" || !on {
+				rt.Count = 3
+			}
+			req.Topics = append(req.Topics, rt)
+			resp, err := req.RequestWith(ctx, cl)
 			if err != nil {
 				return err
 			}
-			return r.Error()
+			return kerr.ErrorForCode(resp.Topics[0].ErrorCode)
 		}, kerr.TopicAuthorizationFailed, partitions},
 		{"CreateTopics", func(ctx context.Context, cl *kgo.Client, user string) error {
 			r, err := kadm.NewClient(cl).CreateTopic(ctx, 1, 1, nil, "a-new-"+user)
 			return firstErr(err, r.Err)
 		}, kerr.TopicAuthorizationFailed, func(ctx context.Context) string {
-			d, _ := admin.ListTopics(ctx)
+			d, _ := fresh().ListTopics(ctx)
 			return time.Duration(len(d)).String()
 		}},
 		{"DeleteRecords", func(ctx context.Context, cl *kgo.Client, _ string) error {
@@ -301,4 +313,38 @@ func errCode(resp interface{ GetVersion() int16 }, err error) error {
 		return kerr.ErrorForCode(r.ErrorCode)
 	}
 	return nil
+}
+
+// TestAutoCreateNeedsCreate: alice (ALL on w-*) auto-creates a topic by
+// producing to it; bob, with WRITE but not CREATE on w-*, does not (Kafka's
+// rule for auto-creation on Metadata; minibroker also applies it on
+// Produce). Negative control: with the authorizer off bob creates it.
+func TestAutoCreateNeedsCreate(t *testing.T) {
+	for _, on := range []bool{true, false} {
+		c := aclBroker(t, on)
+		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		admin := kadm.NewClient(aclClient(t, c, "admin"))
+		if on {
+			res, err := admin.CreateACLs(ctx, kadm.NewACLs().Allow("User:alice").AllowHosts("*").Topics("w-").
+				ResourcePatternType(kadm.ACLPatternPrefixed).Operations(kadm.OpAll))
+			mustACLs(t, err, res)
+			res, err = admin.CreateACLs(ctx, kadm.NewACLs().Allow("User:bob").AllowHosts("*").Topics("w-").
+				ResourcePatternType(kadm.ACLPatternPrefixed).Operations(kadm.OpWrite))
+			mustACLs(t, err, res)
+		}
+		for _, user := range []string{"alice", "bob"} {
+			cl := aclClient(t, c, user, kgo.AllowAutoTopicCreation(), kgo.DisableIdempotentWrite())
+			err := produceWithin(cl, "w-"+user, 3*time.Second)
+			// A fresh client: kgo serves a recent Metadata from its cache.
+			topics, lerr := kadm.NewClient(aclClient(t, c, "admin")).ListTopics(ctx)
+			if lerr != nil {
+				t.Fatal(lerr)
+			}
+			created := topics.Has("w-" + user)
+			if want := !on || user == "alice"; created != want || (err == nil) != want {
+				t.Errorf("authorizer on=%v, %s: produce err %v, created %v (topics %v); want created %v", on, user, err, created, topics.Names(), want)
+			}
+		}
+		cancel()
+	}
 }
