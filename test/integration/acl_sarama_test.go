@@ -1,0 +1,61 @@
+package integration
+
+import (
+	"errors"
+	"testing"
+
+	"github.com/IBM/sarama"
+)
+
+// TestSaramaACLs: sarama's ClusterAdmin creates, lists and deletes ACLs
+// as the super user admin; as bob (no cluster ACL) CreateACL answers
+// CLUSTER_AUTHORIZATION_FAILED and nothing is added.
+func TestSaramaACLs(t *testing.T) {
+	c := aclBroker(t, true)
+	admin := func(user string) sarama.ClusterAdmin {
+		cfg := saramaConfig(sarama.V3_6_0_0)
+		cfg.Admin.Retry.Max = 0
+		cfg.Net.SASL.Enable, cfg.Net.SASL.Mechanism = true, sarama.SASLTypePlaintext
+		cfg.Net.SASL.User, cfg.Net.SASL.Password = user, user+"-secret"
+		adm, err := sarama.NewClusterAdmin([]string{c.ListenerAddr("SASL_PLAINTEXT")}, cfg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { adm.Close() })
+		return adm
+	}
+	adm := admin("admin")
+	res := sarama.Resource{ResourceType: sarama.AclResourceTopic, ResourceName: "orders", ResourcePatternType: sarama.AclPatternPrefixed}
+	acl := sarama.Acl{Principal: "User:alice", Host: "*", Operation: sarama.AclOperationRead, PermissionType: sarama.AclPermissionAllow}
+	if err := adm.CreateACL(res, acl); err != nil {
+		t.Fatal(err)
+	}
+	filter := sarama.AclFilter{ResourceType: sarama.AclResourceAny, ResourcePatternTypeFilter: sarama.AclPatternAny,
+		Operation: sarama.AclOperationAny, PermissionType: sarama.AclPermissionAny}
+	list := func() int {
+		t.Helper()
+		got, err := adm.ListAcls(filter)
+		if err != nil {
+			t.Fatal(err)
+		}
+		n := 0
+		for _, r := range got {
+			n += len(r.Acls)
+		}
+		return n
+	}
+	if n := list(); n != 1 {
+		t.Fatalf("%d ACLs listed, want 1", n)
+	}
+	err := admin("bob").CreateACL(res, sarama.Acl{Principal: "User:bob", Host: "*", Operation: sarama.AclOperationAll, PermissionType: sarama.AclPermissionAllow})
+	if !errors.Is(err, sarama.ErrClusterAuthorizationFailed) {
+		t.Fatalf("bob CreateACL: %v, want CLUSTER_AUTHORIZATION_FAILED", err)
+	}
+	if n := list(); n != 1 {
+		t.Fatalf("after bob's refused CreateACL: %d ACLs", n)
+	}
+	deleted, err := adm.DeleteACL(filter, false)
+	if err != nil || len(deleted) != 1 || list() != 0 {
+		t.Fatalf("delete: %v %v", err, deleted)
+	}
+}
