@@ -202,6 +202,24 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 		return cl, done, nil
 	}
 
+	call := cfg.Admin
+	if call == nil {
+		call = (&admin{base: "http://" + cfg.ToAdmin}).do
+	}
+	planPath := "/v1/mirrors/" + url.PathEscape(cfg.Mirror) + "/plan?topics=" + url.QueryEscape(strings.Join(cfg.Topics, ","))
+	// A drill needs a live mirror: against one already stopped every
+	// record on A is lost, and the plan (nothing left to cut) would not
+	// say so.
+	var pre mirror.Plan
+	if err := call("GET", planPath, nil, &pre); err != nil {
+		return nil, fmt.Errorf("plan: %w", err)
+	}
+	for _, p := range pre.Partitions {
+		if p.State != mirror.Mirroring {
+			return nil, fmt.Errorf("drill: %s-%d of mirror %s is %s, not MIRRORING", p.Topic, p.Partition, cfg.Mirror, p.State)
+		}
+	}
+
 	// Phase 1: on A.
 	cctxA, stopA := context.WithCancel(ctx)
 	ca, doneA, err := consume(cctxA, "A", cfg.From)
@@ -222,13 +240,9 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 
 	// Plan, after the producer left A and the mirror had up to Settle to
 	// catch up (a planned cutover).
-	call := cfg.Admin
-	if call == nil {
-		call = (&admin{base: "http://" + cfg.ToAdmin}).do
-	}
 	deadline := time.Now().Add(cfg.Settle)
 	for {
-		if err := call("GET", "/v1/mirrors/"+url.PathEscape(cfg.Mirror)+"/plan?topics="+url.QueryEscape(strings.Join(cfg.Topics, ",")), nil, &rep.Plan); err != nil {
+		if err := call("GET", planPath, nil, &rep.Plan); err != nil {
 			return nil, fmt.Errorf("plan: %w", err)
 		}
 		if !rep.Plan.AtRisk || time.Now().After(deadline) {
