@@ -46,6 +46,27 @@ func (b *Broker) stripDenied(req *protocol.Request, field, respField, key string
 		return nil, nil
 	}
 	var extra []reflect.Value // slices of response entries
+	respType := reflect.ValueOf(req.Body.ResponseKind()).Elem().FieldByName(respField)
+	if key != "" && respType.IsValid() && respType.Kind() == reflect.Slice {
+		// Bare names (group or transactional ids): one response entry
+		// each, keyed by key, with the code.
+		for _, c := range codes {
+			d := denied[c]
+			entries := reflect.MakeSlice(respType.Type(), d.Len(), d.Len())
+			for j := range d.Len() {
+				e := entries.Index(j)
+				if def, ok := e.Addr().Interface().(interface{ Default() }); ok {
+					def.Default()
+				}
+				setScalar(e, key, d.Index(j))
+				if ec := e.FieldByName("ErrorCode"); ec.IsValid() {
+					ec.SetInt(int64(c))
+				}
+			}
+			extra = append(extra, entries)
+		}
+		codes = nil
+	}
 	for _, c := range codes {
 		sub := reflect.New(body.Type())
 		sub.Elem().Set(body)
@@ -54,11 +75,6 @@ func (b *Broker) stripDenied(req *protocol.Request, field, respField, key string
 		entries := reflect.ValueOf(er).Elem().FieldByName(respField)
 		if !entries.IsValid() {
 			continue
-		}
-		if key != "" {
-			for j := range entries.Len() {
-				setScalar(entries.Index(j), key, denied[c].Index(j))
-			}
 		}
 		extra = append(extra, entries)
 	}
