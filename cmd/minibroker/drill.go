@@ -33,6 +33,11 @@ func newDrillCmd() *cobra.Command {
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			cfg.Admin = admin.client().do
 			cfg.ToAdmin = admin.addr
+			if cfg.Failback {
+				fa := admin
+				fa.addr = cfg.FromAdmin
+				cfg.FromAdminCall = fa.client().do
+			}
 			ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt)
 			defer stop()
 			rep, err := drill.Run(ctx, cfg)
@@ -88,6 +93,9 @@ func newDrillCmd() *cobra.Command {
 	f.StringSliceVar(&cfg.Topics, "topics", nil, "topics to drill (partition 0 of each carries the canary)")
 	f.DurationVar(&cfg.Duration, "duration", 10*time.Second, "total drill time: half on A, half on B")
 	f.IntVar(&cfg.Rate, "rate", 50, "canary records per second")
+	f.BoolVar(&cfg.Failback, "failback", false, "after the phase on B, have A mirror B (mirror --failback-mirror, created on A through --from-admin), fail over to A again and run a third phase there")
+	f.StringVar(&cfg.FailbackMirror, "failback-mirror", "drill-failback", "the mirror the failback creates on A")
+	f.StringVar(&cfg.FromAdmin, "from-admin", "127.0.0.1:9644", "A's HTTP admin address, for --failback (same token and TLS flags as --admin)")
 	f.BoolVar(&asJSON, "json", false, "print the report as JSON")
 	f.StringVar(&svgFile, "svg", "", "write the timeline as SVG to this file")
 	f.StringVar(&jsonFile, "report", "", "write the JSON report to this file")
@@ -101,9 +109,12 @@ func printDrill(w io.Writer, rep *drill.Report) {
 	fmt.Fprintf(w, "drill of mirror %s, topics %v\n", rep.Mirror, rep.Topics)
 	fmt.Fprintf(w, "plan           truncate %d, open transactions %d, missing %d, at risk %v\n",
 		rep.Plan.WouldTruncate, rep.Plan.OpenTransactions, rep.Plan.MissingRecords, rep.Plan.AtRisk)
-	fmt.Fprintf(w, "acknowledged   A %d, B %d (produce errors %d)\n", rep.AckedOnA, rep.AckedOnB, rep.ProduceErrors)
+	fmt.Fprintf(w, "acknowledged   A %d, B %d, A after failback %d (produce errors %d)\n", rep.AckedOnA, rep.AckedOnB, rep.AckedOnA2, rep.ProduceErrors)
+	if fp := rep.FailbackPlan; fp != nil {
+		fmt.Fprintf(w, "failback plan  truncate %d, open transactions %d, missing %d, at risk %v\n", fp.WouldTruncate, fp.OpenTransactions, fp.MissingRecords, fp.AtRisk)
+	}
 	fmt.Fprintf(w, "RPO            %d records acknowledged on A never reached B (predicted at most %d offsets)\n", len(rep.LostAtFailover), rep.PredictedLoss)
-	fmt.Fprintf(w, "lost on B      %d\n", len(rep.LostOnB))
+	fmt.Fprintf(w, "lost on last   %d (acknowledged on the last primary, not in its log)\n", len(rep.LostOnB))
 	fmt.Fprintf(w, "RTO            first produce on B %d ms, first consume on B %d ms after the stop command\n", rep.RTOProduceMs, rep.RTOConsumeMs)
 	fmt.Fprintf(w, "group saw      %d records: gaps %d, duplicates %d, out of order %d\n", rep.Consumed, len(rep.Gaps), len(rep.Duplicates), len(rep.OutOfOrder))
 	if rep.Passed {

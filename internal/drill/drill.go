@@ -44,21 +44,32 @@ type Config struct {
 	// its client, with the token and TLS settings); nil sends plain HTTP
 	// to ToAdmin.
 	Admin func(method, path string, body, out any) error
+	// Failback, after the phase on B, has A mirror B (mirror
+	// FailbackMirror, created on A through FromAdmin or FromAdminCall),
+	// fails over to A again and runs a third phase there.
+	Failback       bool
+	FailbackMirror string // default "drill-failback"
+	FromAdmin      string
+	FromAdminCall  func(method, path string, body, out any) error
 }
 
 // Report is what a drill measured.
 type Report struct {
 	Mirror string   `json:"mirror"`
 	Topics []string `json:"topics"`
-	// Plan is the dry run the drill asked for just before the stop.
-	Plan          mirror.Plan `json:"plan"`
-	PredictedLoss int64       `json:"predicted_loss_offsets"`
-	AckedOnA      int         `json:"acked_on_a"`
-	AckedOnB      int         `json:"acked_on_b"`
-	ProduceErrors int         `json:"produce_errors"`
+	// Plan is the dry run the drill asked for just before the stop;
+	// FailbackPlan the one on A before the failback's stop.
+	Plan          mirror.Plan  `json:"plan"`
+	FailbackPlan  *mirror.Plan `json:"failback_plan,omitempty"`
+	AckedOnA2     int          `json:"acked_on_a_after_failback"`
+	PredictedLoss int64        `json:"predicted_loss_offsets"`
+	AckedOnA      int          `json:"acked_on_a"`
+	AckedOnB      int          `json:"acked_on_b"`
+	ProduceErrors int          `json:"produce_errors"`
 	// LostAtFailover: acknowledged on A, absent from B after the stop
-	// (the measured RPO in records); LostOnB: acknowledged on B and never
-	// stored there (B's log does not hold them).
+	// (the measured RPO in records; with a failback: acknowledged on A or
+	// B, absent from A at the end); LostOnB: acknowledged on the last
+	// primary (B, or A after a failback) and not stored there.
 	LostAtFailover []int64 `json:"lost_at_failover"`
 	LostOnB        []int64 `json:"lost_on_b"`
 	RTOProduceMs   int64   `json:"rto_produce_ms"`
@@ -75,6 +86,8 @@ type Report struct {
 	// Problems lists why the drill failed; empty when it passed.
 	Problems []string `json:"problems"`
 	Passed   bool     `json:"passed"`
+
+	final string // the label of the last phase's cluster: B, or A2 after a failback
 }
 
 // Event is one record produced (acked) or consumed, on a cluster.
@@ -270,35 +283,92 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 	if err := produce("B", cfg.To, cfg.Duration/2); err != nil {
 		return nil, err
 	}
-	// Wait for the group to read what B acknowledged (bounded).
-	drain := time.Now().Add(5 * time.Second)
-	for time.Now().Before(drain) {
-		if allSeen(acked, seen, &ackMu, &seenMu) {
-			break
+	drainGroup := func(label string) {
+		// Wait for the group to read what label acknowledged (bounded).
+		drain := time.Now().Add(5 * time.Second)
+		for time.Now().Before(drain) && !allSeen(acked, seen, &ackMu, &seenMu, label) {
+			time.Sleep(100 * time.Millisecond)
 		}
-		time.Sleep(100 * time.Millisecond)
+		time.Sleep(300 * time.Millisecond)
 	}
-	time.Sleep(300 * time.Millisecond)
+	drainGroup("B")
 	stopB()
 	<-doneB
+	cb.CommitUncommittedOffsets(ctx)
+	final, finalLabel := cfg.To, "B"
+
+	if cfg.Failback {
+		callA := cfg.FromAdminCall
+		if callA == nil {
+			callA = (&admin{base: "http://" + cfg.FromAdmin}).do
+		}
+		name := cfg.FailbackMirror
+		if name == "" {
+			name = "drill-failback"
+		}
+		var st mirror.Status
+		if err := callA("POST", "/v1/mirrors", mirror.CreateRequest{Name: name, Source: cfg.To}, &st); err != nil {
+			return nil, fmt.Errorf("failback: create mirror on A: %w", err)
+		}
+		if err := callA("POST", "/v1/mirrors/"+url.PathEscape(name)+"/start", mirror.TopicsRequest{Topics: cfg.Topics}, &st); err != nil {
+			return nil, fmt.Errorf("failback: start mirror on A: %w", err)
+		}
+		fbPath := "/v1/mirrors/" + url.PathEscape(name) + "/plan?topics=" + url.QueryEscape(strings.Join(cfg.Topics, ","))
+		var fp mirror.Plan
+		deadline := time.Now().Add(cfg.Settle)
+		for {
+			if err := callA("GET", fbPath, nil, &fp); err != nil {
+				return nil, fmt.Errorf("failback plan: %w", err)
+			}
+			mirroring := true
+			for _, p := range fp.Partitions {
+				mirroring = mirroring && p.State == mirror.Mirroring
+			}
+			if (mirroring && !fp.AtRisk) || time.Now().After(deadline) {
+				break
+			}
+			time.Sleep(100 * time.Millisecond)
+		}
+		rep.FailbackPlan = &fp
+		rep.PredictedLoss += fp.WouldTruncate + fp.MissingRecords
+		if err := callA("POST", "/v1/mirrors/"+url.PathEscape(name)+"/stop", mirror.TopicsRequest{Topics: cfg.Topics}, &st); err != nil {
+			return nil, fmt.Errorf("failback: mirror stop on A: %w", err)
+		}
+		cctxA2, stopA2 := context.WithCancel(ctx)
+		defer stopA2()
+		ca2, doneA2, err := consume(cctxA2, "A2", cfg.From)
+		if err != nil {
+			return nil, err
+		}
+		defer ca2.Close()
+		if err := produce("A2", cfg.From, cfg.Duration/2); err != nil {
+			return nil, err
+		}
+		drainGroup("A2")
+		stopA2()
+		<-doneA2
+		final, finalLabel = cfg.From, "A2"
+	}
 	rep.EndMs = time.Now().UnixMilli()
 
-	// What B's log holds, read back from the start by a plain consumer.
-	onB, err := readAll(ctx, cfg.To, cfg.Topics, run)
+	// What the final primary's log holds, read back from the start by a
+	// plain consumer.
+	onB, err := readAll(ctx, final, cfg.Topics, run)
 	if err != nil {
-		return nil, fmt.Errorf("read back B: %w", err)
+		return nil, fmt.Errorf("read back: %w", err)
 	}
+	rep.final = finalLabel
 	rep.analyse(acked, seen, onB, rec.events) // every goroutine has ended
 	return rep, nil
 }
 
-func allSeen(acked map[int64]string, seen map[int64]int, am, sm *sync.Mutex) bool {
+func allSeen(acked map[int64]string, seen map[int64]int, am, sm *sync.Mutex, label string) bool {
 	am.Lock()
 	defer am.Unlock()
 	sm.Lock()
 	defer sm.Unlock()
 	for s, c := range acked {
-		if c == "B" && seen[s] == 0 {
+		if c == label && seen[s] == 0 {
 			return false
 		}
 	}
@@ -350,16 +420,19 @@ func (rep *Report) analyse(acked map[int64]string, seen map[int64]int, onB map[i
 		switch c {
 		case "A":
 			rep.AckedOnA++
-			if !onB[s] {
-				rep.LostAtFailover = append(rep.LostAtFailover, s)
-				lost[s] = true
-			}
 		case "B":
 			rep.AckedOnB++
-			if !onB[s] {
-				rep.LostOnB = append(rep.LostOnB, s)
-				lost[s] = true
-			}
+		case "A2":
+			rep.AckedOnA2++
+		}
+		switch {
+		case onB[s]:
+		case c == rep.final:
+			rep.LostOnB = append(rep.LostOnB, s)
+			lost[s] = true
+		default:
+			rep.LostAtFailover = append(rep.LostAtFailover, s)
+			lost[s] = true
 		}
 	}
 	for s := range acked {
@@ -395,7 +468,7 @@ func (rep *Report) analyse(acked map[int64]string, seen map[int64]int, onB map[i
 		rep.Problems = append(rep.Problems, fmt.Sprintf("%d records acknowledged on A never reached B; the plan predicted at most %d offsets", n, rep.PredictedLoss))
 	}
 	if len(rep.LostOnB) > 0 {
-		rep.Problems = append(rep.Problems, fmt.Sprintf("%d records acknowledged on B after the failover are not in its log (silent loss): %v", len(rep.LostOnB), head(rep.LostOnB)))
+		rep.Problems = append(rep.Problems, fmt.Sprintf("%d records acknowledged on the new primary (%s) after the failover are not in its log (silent loss): %v", len(rep.LostOnB), rep.final, head(rep.LostOnB)))
 	}
 	if len(rep.Gaps) > 0 {
 		rep.Problems = append(rep.Problems, fmt.Sprintf("the group never saw %d stored records: %v", len(rep.Gaps), head(rep.Gaps)))

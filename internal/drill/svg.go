@@ -52,7 +52,8 @@ func (rep *Report) WriteSVG(w io.Writer) error {
 		k     key
 		color string
 		dash  string
-	}{{key{"acked", "A"}, "#1f77b4", ""}, {key{"consumed", "A"}, "#1f77b4", "4,3"}, {key{"acked", "B"}, "#d62728", ""}, {key{"consumed", "B"}, "#d62728", "4,3"}}
+	}{{key{"acked", "A"}, "#1f77b4", ""}, {key{"consumed", "A"}, "#1f77b4", "4,3"}, {key{"acked", "B"}, "#d62728", ""}, {key{"consumed", "B"}, "#d62728", "4,3"},
+		{key{"acked", "A2"}, "#2ca02c", ""}, {key{"consumed", "A2"}, "#2ca02c", "4,3"}}
 	for i, st := range styles {
 		c := counts[st.k]
 		if c != nil {
@@ -63,7 +64,7 @@ func (rep *Report) WriteSVG(w io.Writer) error {
 			fmt.Fprintf(&b, `<polyline fill="none" stroke="%s" stroke-dasharray="%s" stroke-width="2" points="%s"/>`+"\n", st.color, st.dash, strings.Join(pts, " "))
 		}
 		fmt.Fprintf(&b, `<line x1="%d" y1="%d" x2="%d" y2="%d" stroke="%s" stroke-dasharray="%s" stroke-width="2"/><text x="%d" y="%d">%s on %s</text>`+"\n",
-			left+i*200, height-22, left+i*200+30, height-22, st.color, st.dash, left+i*200+35, height-18, st.k.kind, st.k.cluster)
+			left+(i%4)*200, height-36+14*(i/4), left+(i%4)*200+30, height-36+14*(i/4), st.color, st.dash, left+(i%4)*200+35, height-32+14*(i/4), st.k.kind, st.k.cluster)
 	}
 	vline := func(ms int64, color, label string, row int) {
 		fmt.Fprintf(&b, `<line x1="%.1f" y1="%d" x2="%.1f" y2="%d" stroke="%s"/><text x="%.1f" y="%d" fill="%s">%s</text>`+"\n",

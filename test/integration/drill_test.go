@@ -16,16 +16,21 @@ import (
 
 func runDrill(t *testing.T, from, to, toAdmin string, d time.Duration, rate int) *drill.Report {
 	t.Helper()
+	return runDrillCfg(t, drill.Config{From: []string{from}, To: []string{to}, ToAdmin: toAdmin, Mirror: "from-a",
+		Topics: []string{"canary"}, Duration: d, Rate: rate})
+}
+
+func runDrillCfg(t *testing.T, cfg drill.Config) *drill.Report {
+	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	rep, err := drill.Run(ctx, drill.Config{From: []string{from}, To: []string{to}, ToAdmin: toAdmin, Mirror: "from-a",
-		Topics: []string{"canary"}, Duration: d, Rate: rate})
+	rep, err := drill.Run(ctx, cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
 	b, _ := json.Marshal(rep.Plan)
-	t.Logf("drill: acked A %d, B %d, lost at failover %v, lost on B %v, predicted %d, gaps %v, dups %d, ooo %d, RTO %d/%d ms, problems %v; plan %s",
-		rep.AckedOnA, rep.AckedOnB, rep.LostAtFailover, rep.LostOnB, rep.PredictedLoss, rep.Gaps, len(rep.Duplicates), len(rep.OutOfOrder),
+	t.Logf("drill: acked A %d, B %d, A2 %d, lost at failover %v, lost on B %v, predicted %d, gaps %v, dups %d, ooo %d, RTO %d/%d ms, problems %v; plan %s",
+		rep.AckedOnA, rep.AckedOnB, rep.AckedOnA2, rep.LostAtFailover, rep.LostOnB, rep.PredictedLoss, rep.Gaps, len(rep.Duplicates), len(rep.OutOfOrder),
 		rep.RTOProduceMs, rep.RTOConsumeMs, rep.Problems, b)
 	f, err := os.Create(filepath.Join(t.TempDir(), "drill.svg"))
 	if err != nil {
@@ -103,4 +108,27 @@ func startRaw2(t *testing.T, mopts mirror.Options) *rawCluster {
 		r.b.Close(ctx)
 	})
 	return r
+}
+
+// TestDrillFailback: the drill with --failback. After the phase on B, A
+// mirrors B (A's log is a prefix of B's: B's barrier and records follow
+// A's records), the failback plan on A predicts no loss, A
+// takes over again and the group reads every record: nothing acknowledged
+// on A, B or A again is missing from A's log at the end.
+func TestDrillFailback(t *testing.T) {
+	t.Parallel()
+	a := minibrokertest.Start(t, minibrokertest.Topic("canary", 1), minibrokertest.HTTP())
+	b := minibrokertest.Start(t, minibrokertest.HTTP())
+	b.Mirror("from-a", a.Addr()).Start("canary")
+	rep := runDrillCfg(t, drill.Config{From: []string{a.Addr()}, To: []string{b.Addr()}, ToAdmin: b.HTTPAddr(), Mirror: "from-a",
+		Topics: []string{"canary"}, Duration: 3 * time.Second, Rate: 20, Failback: true, FromAdmin: a.HTTPAddr()})
+	if !rep.Passed || rep.PredictedLoss != 0 || len(rep.LostAtFailover) != 0 || len(rep.LostOnB) != 0 || len(rep.Gaps) != 0 {
+		t.Fatalf("failback drill failed: %v", rep.Problems)
+	}
+	if rep.AckedOnA == 0 || rep.AckedOnB == 0 || rep.AckedOnA2 == 0 || rep.FailbackPlan == nil || rep.FailbackPlan.AtRisk {
+		t.Fatalf("failback drill did not run its three phases: A %d, B %d, A2 %d, plan %+v", rep.AckedOnA, rep.AckedOnB, rep.AckedOnA2, rep.FailbackPlan)
+	}
+	if st := a.Mirror("drill-failback").Status().Partitions[0]; st.State != mirror.Stopped || st.BarrierOffset < 0 {
+		t.Fatalf("A after the failback: %+v", st)
+	}
 }
