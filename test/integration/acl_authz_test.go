@@ -460,3 +460,53 @@ func TestAutoCreateNeedsCreate(t *testing.T) {
 		cancel()
 	}
 }
+
+// TestProduceFetchNeedWriteRead: bob may DESCRIBE topic p-t, so his
+// client gets past Metadata and the Produce and Fetch handlers' own rules
+// answer: TOPIC_AUTHORIZATION_FAILED, the log unchanged; alice (WRITE,
+// READ) produces and reads.
+func TestProduceFetchNeedWriteRead(t *testing.T) {
+	c := aclBroker(t, true)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	admin := kadm.NewClient(aclClient(t, c, "admin"))
+	if _, err := admin.CreateTopic(ctx, 1, 1, nil, "p-t"); err != nil {
+		t.Fatal(err)
+	}
+	res, err := admin.CreateACLs(ctx, kadm.NewACLs().Allow("User:bob").AllowHosts("*").Topics("p-t").
+		ResourcePatternType(kadm.ACLPatternLiteral).Operations(kadm.OpDescribe))
+	mustACLs(t, err, res)
+	res, err = admin.CreateACLs(ctx, kadm.NewACLs().Allow("User:alice").AllowHosts("*").Topics("p-t").
+		ResourcePatternType(kadm.ACLPatternLiteral).Operations(kadm.OpWrite, kadm.OpRead))
+	mustACLs(t, err, res)
+	end := func() int64 {
+		o, err := admin.ListEndOffsets(ctx, "p-t")
+		if err != nil {
+			t.Fatal(err)
+		}
+		l, _ := o.Lookup("p-t", 0)
+		return l.Offset
+	}
+	if err := produceWithin(aclClient(t, c, "alice", kgo.DisableIdempotentWrite()), "p-t", 5*time.Second); err != nil {
+		t.Fatalf("alice: %v", err)
+	}
+	before := end()
+	err = produceWithin(aclClient(t, c, "bob", kgo.DisableIdempotentWrite()), "p-t", 5*time.Second)
+	if !errors.Is(err, kerr.TopicAuthorizationFailed) {
+		t.Fatalf("bob produce: %v, want TOPIC_AUTHORIZATION_FAILED", err)
+	}
+	if after := end(); after != before {
+		t.Fatalf("bob's denied produce moved the end offset %d → %d", before, after)
+	}
+	md, err := admin.ListTopics(ctx, "p-t")
+	if err != nil {
+		t.Fatal(err)
+	}
+	id := [16]byte(md["p-t"].ID)
+	if code, n := fetchCode(t, aclClient(t, c, "alice"), "p-t", id); code != 0 || n == 0 {
+		t.Fatalf("alice fetch: code %d, %d bytes", code, n)
+	}
+	if code, n := fetchCode(t, aclClient(t, c, "bob"), "p-t", id); code != kerr.TopicAuthorizationFailed.Code || n != 0 {
+		t.Fatalf("bob fetch: code %d, %d bytes; want TOPIC_AUTHORIZATION_FAILED", code, n)
+	}
+}
