@@ -96,6 +96,7 @@ func newDrillCmd() *cobra.Command {
 	f.BoolVar(&cfg.Failback, "failback", false, "after the phase on B, have A mirror B (mirror --failback-mirror, created on A through --from-admin), fail over to A again and run a third phase there")
 	f.StringVar(&cfg.FailbackMirror, "failback-mirror", "drill-failback", "the mirror the failback creates on A")
 	f.StringVar(&cfg.FromAdmin, "from-admin", "127.0.0.1:9644", "A's HTTP admin address, for --failback (same token and TLS flags as --admin)")
+	f.BoolVar(&cfg.Transactional, "transactional", false, "a transactional canary producer (one committed transaction per record)")
 	f.BoolVar(&asJSON, "json", false, "print the report as JSON")
 	f.StringVar(&svgFile, "svg", "", "write the timeline as SVG to this file")
 	f.StringVar(&jsonFile, "report", "", "write the JSON report to this file")

@@ -47,7 +47,11 @@ type Config struct {
 	// Failback, after the phase on B, has A mirror B (mirror
 	// FailbackMirror, created on A through FromAdmin or FromAdminCall),
 	// fails over to A again and runs a third phase there.
-	Failback       bool
+	Failback bool
+	// Transactional makes the canary producer transactional (one
+	// committed transaction per record, transactional id
+	// minibroker-drill-RUN); it is idempotent either way.
+	Transactional  bool
 	FailbackMirror string // default "drill-failback"
 	FromAdmin      string
 	FromAdminCall  func(method, path string, body, out any) error
@@ -134,8 +138,12 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 	seq := int64(0)
 
 	produce := func(cluster string, seeds []string, d time.Duration) error {
-		cl, err := kgo.NewClient(kgo.SeedBrokers(seeds...), kgo.RecordPartitioner(kgo.ManualPartitioner()),
-			kgo.RequiredAcks(kgo.AllISRAcks()), kgo.RecordRetries(3), kgo.ProducerLinger(0))
+		opts := []kgo.Opt{kgo.SeedBrokers(seeds...), kgo.RecordPartitioner(kgo.ManualPartitioner()),
+			kgo.RequiredAcks(kgo.AllISRAcks()), kgo.RecordRetries(3), kgo.ProducerLinger(0)}
+		if cfg.Transactional {
+			opts = append(opts, kgo.TransactionalID("minibroker-drill-"+run), kgo.TransactionTimeout(10*time.Second))
+		}
+		cl, err := kgo.NewClient(opts...)
 		if err != nil {
 			return err
 		}
@@ -153,7 +161,19 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 			seq++
 			topic := cfg.Topics[int(s)%len(cfg.Topics)]
 			pctx, cancel := context.WithTimeout(ctx, 5*time.Second)
-			err := cl.ProduceSync(pctx, &kgo.Record{Topic: topic, Partition: 0, Value: []byte(fmt.Sprintf("drill-%s-%d", run, s))}).FirstErr()
+			var err error
+			if cfg.Transactional {
+				err = cl.BeginTransaction()
+			}
+			if err == nil {
+				err = cl.ProduceSync(pctx, &kgo.Record{Topic: topic, Partition: 0, Value: []byte(fmt.Sprintf("drill-%s-%d", run, s))}).FirstErr()
+			}
+			if cfg.Transactional {
+				// Acknowledged only when committed; a failed record aborts.
+				if eerr := cl.EndTransaction(pctx, kgo.TransactionEndTry(err == nil)); err == nil {
+					err = eerr
+				}
+			}
 			cancel()
 			if err != nil {
 				rep.ProduceErrors++

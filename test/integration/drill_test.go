@@ -132,3 +132,23 @@ func TestDrillFailback(t *testing.T) {
 		t.Fatalf("A after the failback: %+v", st)
 	}
 }
+
+// TestDrillTransactional: the active-passive drill with a transactional
+// canary (one committed transaction per record, read_committed group):
+// the plan predicts no loss, nothing is lost, the group sees every record,
+// and B's transactional producer (the same transactional id, on a
+// cluster whose producer ids also start at 0) commits after the barrier.
+func TestDrillTransactional(t *testing.T) {
+	t.Parallel()
+	a := minibrokertest.Start(t, minibrokertest.Topic("canary", 1))
+	b := minibrokertest.Start(t, minibrokertest.HTTP())
+	b.Mirror("from-a", a.Addr()).Start("canary")
+	rep := runDrillCfg(t, drill.Config{From: []string{a.Addr()}, To: []string{b.Addr()}, ToAdmin: b.HTTPAddr(), Mirror: "from-a",
+		Topics: []string{"canary"}, Duration: 3 * time.Second, Rate: 20, Transactional: true})
+	if !rep.Passed || rep.PredictedLoss != 0 || len(rep.LostAtFailover) != 0 || len(rep.LostOnB) != 0 || len(rep.Gaps) != 0 {
+		t.Fatalf("transactional drill failed: %v", rep.Problems)
+	}
+	if rep.AckedOnA == 0 || rep.AckedOnB == 0 || rep.ProduceErrors != 0 {
+		t.Fatalf("transactional drill: A %d, B %d, errors %d", rep.AckedOnA, rep.AckedOnB, rep.ProduceErrors)
+	}
+}
