@@ -21,7 +21,8 @@
 //   - The plan (dry run of stop) predicts what STOPPING cuts and changes
 //     nothing: TestMirrorPlanPredictsStop. A drill measures what a
 //     failover lost against what its plan predicted:
-//     TestDrillActivePassive, TestDrillFailback. Negative control: the
+//     TestDrillActivePassive, TestDrillFailback, TestDrillTransactional,
+//     TestDrillFanOut. Negative control: the
 //     drill against a failover without the barrier reports the silent
 //     loss and fails: TestDrillWithoutBarrierReportsSilentLoss.
 //   - A crash anywhere in STOPPING resumes it without a second barrier:

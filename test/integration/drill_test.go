@@ -152,3 +152,29 @@ func TestDrillTransactional(t *testing.T) {
 		t.Fatalf("transactional drill: A %d, B %d, errors %d", rep.AckedOnA, rep.AckedOnB, rep.ProduceErrors)
 	}
 }
+
+// TestDrillFanOut: B and C both mirror A; the drill fails A over to B.
+// The plan on B predicts no loss and the drill loses nothing, while C,
+// untouched by B's failover, still mirrors A and holds every record the
+// drill acknowledged on A.
+func TestDrillFanOut(t *testing.T) {
+	t.Parallel()
+	a := minibrokertest.Start(t, minibrokertest.Topic("canary", 1))
+	b := minibrokertest.Start(t, minibrokertest.HTTP())
+	c := minibrokertest.Start(t)
+	b.Mirror("from-a", a.Addr()).Start("canary")
+	mc := c.Mirror("from-a", a.Addr()).Start("canary")
+	rep := runDrill(t, a.Addr(), b.Addr(), b.HTTPAddr(), 3*time.Second, 20)
+	if !rep.Passed || rep.PredictedLoss != 0 || len(rep.LostAtFailover) != 0 || len(rep.LostOnB) != 0 || len(rep.Gaps) != 0 {
+		t.Fatalf("fan-out drill failed: %v", rep.Problems)
+	}
+	mc.WaitCaughtUp(timeout)
+	if st := mc.Status().Partitions[0]; st.State != mirror.Mirroring {
+		t.Fatalf("C after B's failover: %+v", st)
+	}
+	end := logEnd(a, "canary", 0)
+	if end < int64(rep.AckedOnA) {
+		t.Fatalf("A's log end %d below the %d records acknowledged on it", end, rep.AckedOnA)
+	}
+	assertIdentical(t, a, c, "canary", 0, end)
+}
