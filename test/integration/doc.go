@@ -22,7 +22,7 @@
 //     nothing: TestMirrorPlanPredictsStop. A drill measures what a
 //     failover lost against what its plan predicted:
 //     TestDrillActivePassive, TestDrillFailback, TestDrillTransactional,
-//     TestDrillFanOut. Negative control: the
+//     TestDrillFanOut, TestDrillChain. Negative control: the
 //     drill against a failover without the barrier reports the silent
 //     loss and fails: TestDrillWithoutBarrierReportsSilentLoss.
 //   - A crash anywhere in STOPPING resumes it without a second barrier:

@@ -178,3 +178,29 @@ func TestDrillFanOut(t *testing.T) {
 	}
 	assertIdentical(t, a, c, "canary", 0, end)
 }
+
+// TestDrillChain: A → B → C (C mirrors B). The drill fails A over to B
+// with nothing lost; C, mirroring B, then holds B's log byte for byte:
+// A's records, B's barrier and the records the drill wrote on B.
+func TestDrillChain(t *testing.T) {
+	t.Parallel()
+	a := minibrokertest.Start(t, minibrokertest.Topic("canary", 1))
+	b := minibrokertest.Start(t, minibrokertest.HTTP())
+	c := minibrokertest.Start(t)
+	b.Mirror("from-a", a.Addr()).Start("canary")
+	b.Mirror("from-a").WaitCaughtUp(timeout)
+	mc := c.Mirror("from-b", b.Addr()).Start("canary")
+	rep := runDrill(t, a.Addr(), b.Addr(), b.HTTPAddr(), 3*time.Second, 20)
+	if !rep.Passed || rep.PredictedLoss != 0 || len(rep.LostAtFailover) != 0 || len(rep.LostOnB) != 0 || len(rep.Gaps) != 0 {
+		t.Fatalf("chain drill failed: %v", rep.Problems)
+	}
+	mc.WaitCaughtUp(timeout)
+	end := logEnd(b, "canary", 0)
+	if end < int64(rep.AckedOnA+rep.AckedOnB+1) {
+		t.Fatalf("B's log end %d below A's %d + barrier + B's %d records", end, rep.AckedOnA, rep.AckedOnB)
+	}
+	assertIdentical(t, b, c, "canary", 0, end)
+	if got := barriers(t, c, "canary", 0); len(got) != 1 {
+		t.Fatalf("C holds barriers at %v, want B's one", got)
+	}
+}
