@@ -637,8 +637,18 @@ func TestTxnCommitCompletesAfterCrashBeforeMarkers(t *testing.T) {
 		ho, _ := h.Lookup(topic, 1)
 		return lo.Offset, ho.Offset
 	}
-	if lso, _ := stable(b.Addr()); lso != 0 {
-		t.Fatalf("partition 1's last stable offset %d before the crash, want 0 (its marker failed)", lso)
+	// The failed marker write took partition 1 offline: Metadata answers
+	// it KAFKA_STORAGE_ERROR, as Kafka answers for a partition whose log
+	// dir failed, so ListOffsets cannot be sent for it.
+	part1, _ := b.Partition(topic, 1)
+	if part1.Offline() == nil {
+		t.Fatal("partition 1 is online after its marker's write failed")
+	}
+	if off := part1.Offsets(); off.LastStable != 0 {
+		t.Fatalf("partition 1's last stable offset %d before the crash, want 0 (its marker failed)", off.LastStable)
+	}
+	if _, err := kadm.NewClient(newClient(t, b.Addr())).ListCommittedOffsets(txnCtx(t), topic); err == nil || !strings.Contains(err.Error(), "KAFKA_STORAGE_ERROR") {
+		t.Fatalf("ListOffsets of the offline partition: %v, want KAFKA_STORAGE_ERROR", err)
 	}
 	b.Kill()
 
