@@ -1,0 +1,72 @@
+package drill
+
+import (
+	"bytes"
+	"encoding/xml"
+	"io"
+	"slices"
+	"testing"
+)
+
+// TestAnalyse: the report's arithmetic on a hand-made run. Records 1–4
+// acknowledged on A, 5–6 on B; B holds 1, 2, 5 (3 and 4 lost at the
+// failover, 6 lost on B); the group saw 1, 2 (twice) and 5.
+func TestAnalyse(t *testing.T) {
+	acked := map[int64]string{1: "A", 2: "A", 3: "A", 4: "A", 5: "B", 6: "B"}
+	seen := map[int64]int{1: 1, 2: 2, 5: 1}
+	onB := map[int64]bool{1: true, 2: true, 5: true}
+	events := []Event{
+		{AtMs: 100, Kind: "acked", Cluster: "A", Seq: 1},
+		{AtMs: 500, Kind: "acked", Cluster: "B", Seq: 5},
+		{AtMs: 700, Kind: "consumed", Cluster: "B", Seq: 5},
+	}
+	for _, predicted := range []int64{2, 1} {
+		rep := &Report{final: "B", StopAtMs: 400, EndMs: 900, PredictedLoss: predicted}
+		rep.analyse(acked, seen, onB, events)
+		if !slices.Equal(rep.LostAtFailover, []int64{3, 4}) || !slices.Equal(rep.LostOnB, []int64{6}) {
+			t.Fatalf("lost at failover %v, on B %v", rep.LostAtFailover, rep.LostOnB)
+		}
+		if rep.AckedOnA != 4 || rep.AckedOnB != 2 || rep.Consumed != 4 || len(rep.Gaps) != 0 {
+			t.Fatalf("acked %d/%d consumed %d gaps %v", rep.AckedOnA, rep.AckedOnB, rep.Consumed, rep.Gaps)
+		}
+		if rep.RTOProduceMs != 100 || rep.RTOConsumeMs != 300 {
+			t.Fatalf("RTO produce %d consume %d, want 100 and 300", rep.RTOProduceMs, rep.RTOConsumeMs)
+		}
+		// The loss on B always fails the drill; the loss at failover only
+		// when the plan predicted fewer offsets.
+		if rep.Passed || len(rep.Problems) != int(3-predicted) {
+			t.Fatalf("predicted %d: passed %v, problems %q", predicted, rep.Passed, rep.Problems)
+		}
+	}
+
+	// Nothing lost, one record never consumed: a gap, marked on the timeline.
+	rep := &Report{final: "B", StopAtMs: 400, EndMs: 900}
+	rep.analyse(map[int64]string{1: "A", 5: "B"}, map[int64]int{5: 1}, map[int64]bool{1: true, 5: true}, events)
+	if !slices.Equal(rep.Gaps, []int64{1}) || rep.Passed {
+		t.Fatalf("gaps %v passed %v", rep.Gaps, rep.Passed)
+	}
+	if last := rep.Timeline[len(rep.Timeline)-1]; last.Kind != "gap" || last.Seq != 1 {
+		t.Fatalf("timeline ends with %+v, want the gap", last)
+	}
+
+	// A clean run passes.
+	rep = &Report{final: "B", StopAtMs: 400, EndMs: 900}
+	rep.analyse(map[int64]string{1: "A", 5: "B"}, map[int64]int{1: 1, 5: 1}, map[int64]bool{1: true, 5: true}, events)
+	if !rep.Passed {
+		t.Fatalf("clean run failed: %q", rep.Problems)
+	}
+
+	// The picture is well-formed XML.
+	var buf bytes.Buffer
+	if err := rep.WriteSVG(&buf); err != nil {
+		t.Fatal(err)
+	}
+	dec := xml.NewDecoder(&buf)
+	for {
+		if _, err := dec.Token(); err == io.EOF {
+			break
+		} else if err != nil {
+			t.Fatalf("SVG does not parse: %v", err)
+		}
+	}
+}
