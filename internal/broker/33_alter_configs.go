@@ -32,17 +32,11 @@ func (b *Broker) handleAlterConfigs(_ context.Context, r *protocol.Request) kmsg
 	for i, rr := range req.Resources {
 		keys[i] = resourceKey{rr.ResourceType, rr.ResourceName}
 	}
-	dup := duplicateResources(keys)
+	errs := alterResources(keys, func(i int) error { return b.alterResource(req.Resources[i], req.ValidateOnly) })
 	for i, rr := range req.Resources {
 		sr := kmsg.NewAlterConfigsResponseResource()
 		sr.ResourceType, sr.ResourceName = rr.ResourceType, rr.ResourceName
-		var err error
-		if dup[keys[i]] {
-			err = fmt.Errorf("%w: each resource must appear at most once", errInvalidRequest)
-		} else {
-			err = b.alterResource(rr, req.ValidateOnly)
-		}
-		if err != nil {
+		if err := errs[i]; err != nil {
 			sr.ErrorCode, sr.ErrorMessage = errorCode(err), errorMessage(err)
 		}
 		resp.Resources = append(resp.Resources, sr)

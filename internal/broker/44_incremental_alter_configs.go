@@ -38,17 +38,11 @@ func (b *Broker) handleIncrementalAlterConfigs(_ context.Context, r *protocol.Re
 	for i, rr := range req.Resources {
 		keys[i] = resourceKey{rr.ResourceType, rr.ResourceName}
 	}
-	dup := duplicateResources(keys)
+	errs := alterResources(keys, func(i int) error { return b.incrementalAlterResource(req.Resources[i], req.ValidateOnly) })
 	for i, rr := range req.Resources {
 		sr := kmsg.NewIncrementalAlterConfigsResponseResource()
 		sr.ResourceType, sr.ResourceName = rr.ResourceType, rr.ResourceName
-		var err error
-		if dup[keys[i]] {
-			err = fmt.Errorf("%w: each resource must appear at most once", errInvalidRequest)
-		} else {
-			err = b.incrementalAlterResource(rr, req.ValidateOnly)
-		}
-		if err != nil {
+		if err := errs[i]; err != nil {
 			sr.ErrorCode, sr.ErrorMessage = errorCode(err), errorMessage(err)
 		}
 		resp.Resources = append(resp.Resources, sr)

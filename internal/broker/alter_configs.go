@@ -34,6 +34,22 @@ func duplicateResources(keys []resourceKey) map[resourceKey]bool {
 	return dup
 }
 
+// alterResources runs alter on each resource of an AlterConfigs or
+// IncrementalAlterConfigs request, except those named more than once, which
+// are refused, and returns each resource's error.
+func alterResources(keys []resourceKey, alter func(i int) error) []error {
+	dup := duplicateResources(keys)
+	errs := make([]error, len(keys))
+	for i, k := range keys {
+		if dup[k] {
+			errs[i] = fmt.Errorf("%w: each resource must appear at most once", errInvalidRequest)
+		} else {
+			errs[i] = alter(i)
+		}
+	}
+	return errs
+}
+
 // checkAlterNames refuses a config named twice in one resource, as Kafka
 // (INVALID_REQUEST).
 func checkAlterNames(names []string) error {
