@@ -17,8 +17,8 @@ import (
 type errAtRisk struct{ pl mirror.Plan }
 
 func (e errAtRisk) Error() string {
-	return fmt.Sprintf("data at risk: a failover now would truncate %d records (%d open transactions) and lose %d the source has",
-		e.pl.WouldTruncate, e.pl.OpenTransactions, e.pl.MissingRecords)
+	return fmt.Sprintf("data at risk: a failover now would truncate %d offsets (%d open transactions) and miss %d the source has (%d acknowledged records lost, RPO %d ms); a start would cut %d",
+		e.pl.WouldTruncate, e.pl.OpenTransactions, e.pl.MissingRecords, e.pl.LostRecords, e.pl.RPOMillis, e.pl.DivergenceTruncate)
 }
 
 func (errAtRisk) ExitCode() int { return 2 }
@@ -71,7 +71,7 @@ func (a *adminClient) plan(name string, topics []string) (mirror.Plan, error) {
 func printPlan(w io.Writer, pl mirror.Plan) error {
 	fmt.Fprintf(w, "failover plan for mirror %s (dry run: nothing changed)\n", pl.Mirror)
 	tw := tabwriter.NewWriter(w, 2, 4, 2, ' ', 0)
-	fmt.Fprintln(tw, "TOPIC\tPARTITION\tSTATE\tSOURCE HW\tSOURCE LSO\tSEEN AGO\tLOCAL END\tLOCAL LSO\tTRUNCATE\tOPEN TXNS\tMISSING\tMISSING MS")
+	fmt.Fprintln(tw, "TOPIC\tPARTITION\tSTATE\tSOURCE HW\tSOURCE LSO\tSEEN AGO\tLOCAL END\tLOCAL LSO\tTRUNCATE\tOPEN TXNS\tMISSING\tLOST RECORDS\tUNCOMMITTED\tRPO MS\tSTART WOULD CUT")
 	for _, p := range pl.Partitions {
 		seen := "never"
 		if p.SourceSeenAt > 0 {
@@ -81,8 +81,26 @@ func printPlan(w io.Writer, pl mirror.Plan) error {
 		if p.Unknown {
 			missing = "unknown"
 		}
-		fmt.Fprintf(tw, "%s\t%d\t%s\t%d\t%d\t%s\t%d\t%d\t%d\t%d\t%s\t%d\n", p.Topic, p.Partition, p.State, p.SourceHighWatermark,
-			p.SourceLastStable, seen, p.LocalLogEndOffset, p.LocalLastStable, p.WouldTruncate, p.OpenTransactions, missing, p.MissingMillis)
+		lost := fmt.Sprint(p.LostRecords)
+		switch {
+		case p.LostRecords < 0:
+			lost = "unknown"
+		case !p.ScanComplete:
+			lost = "≥" + lost
+		}
+		state, cut := string(p.State), "-"
+		if state == "" {
+			state = "NOT MIRRORED"
+		}
+		switch {
+		case p.DivergenceTruncate < 0:
+			cut = "unknown"
+		case p.DivergenceCut >= 0:
+			cut = fmt.Sprintf("%d (at %d)", p.DivergenceTruncate, p.DivergenceCut)
+		}
+		fmt.Fprintf(tw, "%s\t%d\t%s\t%d\t%d\t%s\t%d\t%d\t%d\t%d\t%s\t%s\t%d (%d txns)\t%d\t%s\n", p.Topic, p.Partition, state, p.SourceHighWatermark,
+			p.SourceLastStable, seen, p.LocalLogEndOffset, p.LocalLastStable, p.WouldTruncate, p.OpenTransactions, missing, lost,
+			p.UncommittedRecords, p.UncommittedTransactions, p.RPOMillis, cut)
 	}
 	if err := tw.Flush(); err != nil {
 		return err
@@ -101,6 +119,13 @@ func printPlan(w io.Writer, pl mirror.Plan) error {
 			return err
 		}
 	}
-	fmt.Fprintf(w, "total: truncate %d, open transactions %d, missing %d, at risk %v\n", pl.WouldTruncate, pl.OpenTransactions, pl.MissingRecords, pl.AtRisk)
+	for _, p := range pl.Partitions {
+		if p.SourceError != "" {
+			fmt.Fprintf(w, "%s-%d: source: %s\n", p.Topic, p.Partition, p.SourceError)
+		}
+	}
+	fmt.Fprintf(w, "total: truncate %d offsets (%d open transactions), missing %d offsets; lost %d records, %d uncommitted (%d transactions), RPO %d ms; a start would cut %d; at risk %v\n",
+		pl.WouldTruncate, pl.OpenTransactions, pl.MissingRecords, pl.LostRecords, pl.UncommittedRecords, pl.UncommittedTransactions,
+		pl.RPOMillis, pl.DivergenceTruncate, pl.AtRisk)
 	return nil
 }

@@ -303,82 +303,17 @@ func (f *fetcher) handleOutOfRange(src *source, offset int64) error {
 	return f.prepare(src)
 }
 
-// prepare truncates the local log to where it diverges from the source,
-// as a Kafka follower does with OffsetForLeaderEpoch: ask the source where
-// our latest epoch ends there, cut at the smaller of that and our own end
-// of the epoch the source answered with, and repeat until they agree.
-//
-// A source that does not know our epoch at all (it answers UNDEFINED: the
-// epoch is above every epoch it has, as the epoch of our own barrier and
-// writes after a failover is) says nothing about the records before that
-// epoch. So we ask again for our previous epoch, walking back until the
-// source knows one, and cut where that common epoch ends; only when the
-// source knows none of our epochs is nothing in common.
+// prepare truncates the local log to where it diverges from the source
+// (divergenceCut has the search), as a Kafka follower does with
+// OffsetForLeaderEpoch.
 func (f *fetcher) prepare(src *source) error {
-	for i := 0; i < 64; i++ {
-		epoch, ok := f.p.LatestEpoch()
-		leo := f.p.Offsets().LogEnd
-		if !ok || leo == f.p.Offsets().LogStart {
-			return nil // empty log: nothing can diverge
-		}
-		asked, srcEpoch, srcEnd, err := f.commonEpoch(src, epoch)
-		if err != nil {
-			return err
-		}
-		var cut int64
-		switch {
-		case srcEpoch < 0 || srcEnd < 0:
-			// The source knows none of our epochs: nothing in common.
-			cut = f.p.Offsets().LogStart
-		case srcEpoch == asked:
-			_, localEnd := f.p.EndOffsetForEpoch(asked)
-			cut = min(srcEnd, localEnd, leo)
-		default:
-			_, localEnd := f.p.EndOffsetForEpoch(srcEpoch)
-			if localEnd < 0 {
-				localEnd = f.p.Offsets().LogStart
-			}
-			cut = min(srcEnd, localEnd)
-		}
-		if cut >= leo {
-			return nil
-		}
-		f.logger().Info("truncating to where the log diverges from the source",
-			zap.Int64("from", leo), zap.Int64("to", cut), zap.Int32("local_epoch", epoch),
-			zap.Int32("common_epoch_asked", asked), zap.Int32("source_epoch", srcEpoch))
-		if err := f.p.TruncateTo(cut); err != nil {
-			return err
-		}
+	d, err := f.m.divergenceOf(f.ctx, src, f.k.topic, f.k.partition, f.p)
+	if err != nil || d.Cut >= d.LogEnd {
+		return err
 	}
-	return errors.New("divergence search did not converge")
-}
-
-// commonEpoch asks the source where epoch ends, walking back through our
-// earlier epochs while the source answers that it knows none at or below
-// the one asked. It returns the epoch it asked last and the source's
-// answer (-1, -1 when the source knows none of ours).
-func (f *fetcher) commonEpoch(src *source, epoch int32) (asked, srcEpoch int32, srcEnd int64, err error) {
-	local := f.p.EpochEntries() // ascending
-	i := len(local) - 1
-	for {
-		srcEpoch, srcEnd, err = src.endOffsetForEpoch(f.ctx, f.k.topic, f.k.partition, epoch)
-		if err != nil {
-			return epoch, -1, -1, fmt.Errorf("offset for leader epoch %d: %w", epoch, err)
-		}
-		if srcEpoch >= 0 && srcEnd >= 0 {
-			return epoch, srcEpoch, srcEnd, nil
-		}
-		if f.m.opts.TestHooks.SkipEpochWalkBack() {
-			return epoch, -1, -1, nil // negative control: nothing in common
-		}
-		for i >= 0 && local[i].Epoch >= epoch {
-			i--
-		}
-		if i < 0 {
-			return epoch, -1, -1, nil // none of our epochs is known there
-		}
-		epoch = local[i].Epoch
-	}
+	f.logger().Info("truncating to where the log diverges from the source",
+		zap.Int64("from", d.LogEnd), zap.Int64("to", d.Cut))
+	return f.p.TruncateTo(d.Cut)
 }
 
 func (f *fetcher) state() State {

@@ -10,6 +10,7 @@ import (
 	"os"
 	"path/filepath"
 	"testing"
+	"time"
 
 	"github.com/twmb/franz-go/pkg/kgo"
 
@@ -111,6 +112,15 @@ func TestMirrorPlanPredictsStop(t *testing.T) {
 	if pp.SourceHighWatermark != 5 || pp.SourceLastStable != 3 || pp.MissingRecords != 2 || pp.SourceSeenAt == 0 {
 		t.Fatalf("plan's source view %+v, want HW 5, LSO 3, 2 missing, seen", pp)
 	}
+	// In records: the local 2 (t2-0, open here) and the source's 3 (t1-0,
+	// still open there) and 4 (T2's COMMIT) are read back: t2-0 was
+	// committed at the source, so it is the one acknowledged record the
+	// failover loses; t1-0 is T1's, which the failover aborts; the marker
+	// is not a record. The RPO is t2-0's age, from its batch timestamp.
+	if pp.LostRecords != 1 || pp.UncommittedRecords != 1 || pp.UncommittedTransactions != 1 || !pp.ScanComplete ||
+		pp.TimestampType != "CreateTime" || pp.OldestLostTimestamp <= 0 || pp.RPOMillis != pl.At-pp.OldestLostTimestamp {
+		t.Fatalf("plan's loss in records %+v, want 1 lost (t2-0), 1 uncommitted in 1 transaction (t1-0), RPO from t2-0's timestamp", pp)
+	}
 	if got := part.Offsets(); got != beforeOffsets {
 		t.Fatalf("plan changed offsets: %+v → %+v", beforeOffsets, got)
 	}
@@ -126,7 +136,58 @@ func TestMirrorPlanPredictsStop(t *testing.T) {
 	if ps.LostAtFailover != pp.WouldTruncate || ps.LastMirroredOffset != pp.LocalLastStable {
 		t.Fatalf("stop cut %d at %d, the plan predicted %d at %d", ps.LostAtFailover, ps.LastMirroredOffset, pp.WouldTruncate, pp.LocalLastStable)
 	}
-	if after := httpPlan(t, b, "from-a", "ledger"); after.AtRisk || after.WouldTruncate != 0 {
+	// After the failover: nothing at risk; a restart of the mirror from A
+	// would cut the barrier at 2 (A's epoch ends at 5 there, B's at 2).
+	if after := httpPlan(t, b, "from-a", "ledger"); after.AtRisk || after.WouldTruncate != 0 || after.LostRecords != 0 ||
+		after.Partitions[0].DivergenceTruncate != 1 || after.Partitions[0].DivergenceCut != 2 {
 		t.Fatalf("plan after the failover: %+v", after)
+	}
+}
+
+// TestMirrorPlanFailbackDivergence: B mirrors A's 5 records and fails
+// over (barrier at 5), then writes 2 records; A, cut off but still taking
+// writes, acknowledges 3 late records (5..7). On A, a mirror from B is
+// created but not started: the plan of its topic (not mirrored yet, state
+// "") predicts that the start would cut A's log at 5, 3 offsets, and says
+// data is at risk, without changing A's log. The start then does exactly
+// that: A ends identical to B, its late records gone.
+func TestMirrorPlanFailbackDivergence(t *testing.T) {
+	t.Parallel()
+	a := minibrokertest.Start(t, minibrokertest.Topic("ledger", 1), minibrokertest.HTTP())
+	b := minibrokertest.Start(t, minibrokertest.HTTP())
+	pa := idempotentProducer(t, a.Addr())
+	produceSerially(t, pa, "ledger", 0, "a", 5) // 0..4
+	m := b.Mirror("from-a", a.Addr()).Start("ledger")
+	m.WaitCaughtUp(timeout)
+	m.Stop()                                                                 // barrier at 5
+	produceSerially(t, idempotentProducer(t, b.Addr()), "ledger", 0, "b", 2) // 6, 7
+	produceSerially(t, pa, "ledger", 0, "late", 3)                           // 5..7 on A
+
+	back := a.Mirror("from-b", b.Addr())
+	pl := httpPlan(t, a, "from-b", "ledger")
+	if len(pl.Partitions) != 1 {
+		t.Fatalf("plan: %+v", pl)
+	}
+	pp := pl.Partitions[0]
+	t.Logf("failback plan: %+v", pp)
+	if pp.State != mirror.NoState || pp.DivergenceTruncate != 3 || pp.DivergenceCut != 5 || pl.DivergenceTruncate != 3 || !pl.AtRisk {
+		t.Fatalf("failback plan %+v (at risk %v), want a start to cut 3 at 5, at risk", pp, pl.AtRisk)
+	}
+	if end := logEnd(a, "ledger", 0); end != 8 {
+		t.Fatalf("the plan changed A's log end to %d", end)
+	}
+
+	back.Start("ledger")
+	for deadline := time.Now().Add(timeout); ; time.Sleep(10 * time.Millisecond) {
+		if st := back.Status().Partitions[0]; st.State == mirror.Mirroring && logEnd(a, "ledger", 0) == 8 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("failback mirror never caught up: %+v", back.Status().Partitions[0])
+		}
+	}
+	assertIdentical(t, b, a, "ledger", 0, 8)
+	if got := barriers(t, a, "ledger", 0); fmt.Sprint(got) != fmt.Sprint([]int64{pp.DivergenceCut}) {
+		t.Fatalf("A's barriers %v: the start did not cut where the plan said (%d)", got, pp.DivergenceCut)
 	}
 }

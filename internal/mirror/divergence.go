@@ -1,0 +1,162 @@
+package mirror
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	mlog "github.com/minibroker/minibroker/internal/log"
+	"github.com/minibroker/minibroker/internal/partition"
+)
+
+// epochView is a local log's leader-epoch cache as it would be after a
+// truncation to end: what the divergence search looks at, without
+// truncating anything.
+type epochView struct {
+	entries  []mlog.EpochEntry // ascending; only entries starting below end
+	logStart int64
+	end      int64
+}
+
+func viewOf(p *partition.Partition) epochView {
+	o := p.Offsets()
+	return epochView{entries: p.EpochEntries(), logStart: o.LogStart, end: o.LogEnd}.truncated(o.LogEnd)
+}
+
+// truncated is the view after TruncateTo(end): entries starting at or
+// after end go, as the log's epoch cache drops them.
+func (v epochView) truncated(end int64) epochView {
+	n := len(v.entries)
+	for n > 0 && v.entries[n-1].StartOffset >= end {
+		n--
+	}
+	return epochView{entries: v.entries[:n], logStart: v.logStart, end: end}
+}
+
+func (v epochView) empty() bool { return v.end <= v.logStart || len(v.entries) == 0 }
+
+func (v epochView) latest() int32 { return v.entries[len(v.entries)-1].Epoch }
+
+// endOffsetFor is the log's EndOffsetForEpoch on the view (Kafka's
+// LeaderEpochFileCache.endOffsetFor): the largest epoch ≤ requested and
+// where it ends; -1, -1 when none.
+func (v epochView) endOffsetFor(requested int32) (int32, int64) {
+	if requested < 0 || len(v.entries) == 0 {
+		return -1, -1
+	}
+	if v.latest() == requested {
+		return requested, v.end
+	}
+	for i, e := range v.entries {
+		if e.Epoch > requested {
+			if i == 0 {
+				return requested, e.StartOffset
+			}
+			return v.entries[i-1].Epoch, e.StartOffset
+		}
+	}
+	return -1, -1
+}
+
+// askEpoch is the source's answer to OffsetForLeaderEpoch for one epoch.
+type askEpoch func(epoch int32) (srcEpoch int32, srcEnd int64, err error)
+
+// divergenceCut is where the local log diverges from the source: the
+// offset PREPARING truncates to (the log end when nothing diverges). It
+// follows a Kafka follower's OffsetForLeaderEpoch search: ask the source
+// where our latest epoch ends there, cut at the smaller of that and our
+// own end of the epoch the source answered with, and repeat on the
+// shortened log until they agree.
+//
+// A source that does not know our epoch at all (it answers UNDEFINED: the
+// epoch is above every epoch it has, as the epoch of our own barrier and
+// writes after a failover is) says nothing about the records before that
+// epoch. So we ask again for our previous epoch, walking back until the
+// source knows one, and cut where that common epoch ends; only when the
+// source knows none of our epochs is nothing in common (noWalkBack, a
+// test-only negative control, stops at the first UNDEFINED).
+//
+// It only reads v and asks the source: PREPARING (fetcher.prepare), the
+// plan's failback section and any dry run of `mirror start` share it, so
+// what they report is what PREPARING does.
+func divergenceCut(v epochView, ask askEpoch, noWalkBack bool) (int64, error) {
+	for i := 0; i < 64; i++ {
+		if v.empty() {
+			return v.end, nil // empty log: nothing can diverge
+		}
+		asked, srcEpoch, srcEnd, err := commonEpoch(v, ask, noWalkBack)
+		if err != nil {
+			return v.end, err
+		}
+		var cut int64
+		switch {
+		case srcEpoch < 0 || srcEnd < 0:
+			// The source knows none of our epochs: nothing in common.
+			cut = v.logStart
+		case srcEpoch == asked:
+			_, localEnd := v.endOffsetFor(asked)
+			cut = min(srcEnd, localEnd, v.end)
+		default:
+			_, localEnd := v.endOffsetFor(srcEpoch)
+			if localEnd < 0 {
+				localEnd = v.logStart
+			}
+			cut = min(srcEnd, localEnd)
+		}
+		if cut >= v.end {
+			return v.end, nil
+		}
+		v = v.truncated(cut)
+	}
+	return v.end, errors.New("divergence search did not converge")
+}
+
+// commonEpoch asks the source where the view's latest epoch ends,
+// walking back through earlier epochs while the source answers that it
+// knows none at or below the one asked. It returns the epoch it asked
+// last and the source's answer (-1, -1 when the source knows none of
+// ours).
+func commonEpoch(v epochView, ask askEpoch, noWalkBack bool) (asked, srcEpoch int32, srcEnd int64, err error) {
+	epoch := v.latest()
+	i := len(v.entries) - 1
+	for {
+		srcEpoch, srcEnd, err = ask(epoch)
+		if err != nil {
+			return epoch, -1, -1, fmt.Errorf("offset for leader epoch %d: %w", epoch, err)
+		}
+		if srcEpoch >= 0 && srcEnd >= 0 {
+			return epoch, srcEpoch, srcEnd, nil
+		}
+		if noWalkBack {
+			return epoch, -1, -1, nil // negative control: nothing in common
+		}
+		for i >= 0 && v.entries[i].Epoch >= epoch {
+			i--
+		}
+		if i < 0 {
+			return epoch, -1, -1, nil // none of our epochs is known there
+		}
+		epoch = v.entries[i].Epoch
+	}
+}
+
+// Divergence is what starting (or restarting) a mirror of the partition
+// from its source would cut from the local log now: PREPARING truncates
+// to Cut, so LogEnd-Cut records go.
+type Divergence struct {
+	LogEnd int64
+	Cut    int64
+}
+
+// Truncates is how many offsets the start would remove.
+func (d Divergence) Truncates() int64 { return d.LogEnd - d.Cut }
+
+// divergenceOf computes p's divergence from the source partition
+// topic-idx without changing anything.
+func (m *Manager) divergenceOf(ctx context.Context, src *source, topic string, idx int32, p *partition.Partition) (Divergence, error) {
+	v := viewOf(p)
+	cut, err := divergenceCut(v, func(epoch int32) (int32, int64, error) {
+		return src.endOffsetForEpoch(ctx, topic, idx, epoch)
+	}, m.opts.TestHooks.SkipEpochWalkBack())
+	return Divergence{LogEnd: v.end, Cut: cut}, err
+}
