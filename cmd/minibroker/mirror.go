@@ -33,6 +33,7 @@ func newMirrorCmd() *cobra.Command {
 	var groupsInclude, groupsExclude []string
 	var noCheck bool
 	var srcCfg sourceConfigFlags
+	var mirrorCfg mirrorConfigFlags
 	create := &cobra.Command{
 		Use: "create NAME --source HOST:PORT[,…]", Short: "Define a mirror of a source cluster (checks the source first)", Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
@@ -40,8 +41,12 @@ func newMirrorCmd() *cobra.Command {
 			if err != nil {
 				return err
 			}
+			mcfg, err := mirrorCfg.settings()
+			if err != nil {
+				return err
+			}
 			var st mirror.Status
-			if err := client().do("POST", "/v1/mirrors", mirror.CreateRequest{Name: args[0], Source: source, ClientID: clientID,
+			if err := client().do("POST", "/v1/mirrors", mirror.CreateRequest{Name: args[0], Source: source, ClientID: clientID, Config: mcfg,
 				GroupsInclude: groupsInclude, GroupsExclude: groupsExclude, NoCheck: noCheck, SourceConfig: settings}, &st); err != nil {
 				return err
 			}
@@ -65,28 +70,43 @@ func newMirrorCmd() *cobra.Command {
 	create.Flags().StringSliceVar(&groupsExclude, "groups-exclude", nil, "regexps of source groups not synced")
 	create.Flags().BoolVar(&noCheck, "no-check", false, "do not connect to the source before creating the mirror")
 	srcCfg.register(create)
+	mirrorCfg.register(create, false)
 	create.MarkFlagRequired("source")
 
 	var alterCfg sourceConfigFlags
+	var alterMirrorCfg mirrorConfigFlags
 	alter := &cobra.Command{
-		Use: "alter NAME --source-config KEY=VALUE … | --source-config-file FILE", Args: cobra.ExactArgs(1),
-		Short: "Replace a mirror's source security settings and reconnect (partitions FAILED on them restart)",
+		Use: "alter NAME [--mirror-config KEY=VALUE …] [--source-config KEY=VALUE … | --source-config-file FILE]", Args: cobra.ExactArgs(1),
+		Short: "Change a mirror's settings (those named) or replace its source security settings and reconnect (partitions FAILED on them restart)",
 		RunE: func(cmd *cobra.Command, args []string) error {
-			if len(alterCfg.pairs) == 0 && alterCfg.file == "" {
-				return fmt.Errorf("give the new settings with --source-config or --source-config-file (they replace all the old ones)")
-			}
-			settings, err := alterCfg.settings()
-			if err != nil {
-				return err
+			srcGiven := len(alterCfg.pairs) > 0 || alterCfg.file != ""
+			if !srcGiven && !alterMirrorCfg.given() {
+				return fmt.Errorf("give --mirror-config/--mirror-config-reset (the settings named change), or --source-config/--source-config-file (they replace all the old source settings)")
 			}
 			var st mirror.Status
-			if err := client().do("PUT", "/v1/mirrors/"+args[0]+"/source-config", mirror.SourceConfigRequest{SourceConfig: settings}, &st); err != nil {
-				return err
+			if alterMirrorCfg.given() {
+				mcfg, err := alterMirrorCfg.settings()
+				if err != nil {
+					return err
+				}
+				if err := client().do("PUT", "/v1/mirrors/"+args[0]+"/config", mirror.ConfigRequest{Config: mcfg, Reset: alterMirrorCfg.reset}, &st); err != nil {
+					return err
+				}
+			}
+			if srcGiven {
+				settings, err := alterCfg.settings()
+				if err != nil {
+					return err
+				}
+				if err := client().do("PUT", "/v1/mirrors/"+args[0]+"/source-config", mirror.SourceConfigRequest{SourceConfig: settings}, &st); err != nil {
+					return err
+				}
 			}
 			return printStatus(cmd.OutOrStdout(), st, asJSON)
 		},
 	}
 	alterCfg.register(alter)
+	alterMirrorCfg.register(alter, true)
 
 	del := &cobra.Command{
 		Use: "delete NAME", Short: "Delete a mirror whose partitions are stopped", Args: cobra.ExactArgs(1),
@@ -177,6 +197,17 @@ func printStatus(w io.Writer, st mirror.Status, asJSON bool) error {
 			keys[i] = k + "=" + st.SourceConfig[k] // secrets arrive as [hidden]
 		}
 		fmt.Fprintf(w, "source config  %s\n", strings.Join(keys, " "))
+	}
+	if len(st.Config) > 0 {
+		keys := make([]string, 0, len(st.Config))
+		for k := range st.Config {
+			keys = append(keys, k)
+		}
+		sort.Strings(keys)
+		fmt.Fprintln(w, "settings")
+		for _, k := range keys {
+			fmt.Fprintf(w, "  %s=%s\n", k, st.Config[k]) // secrets arrive as [hidden]
+		}
 	}
 	tw := tabwriter.NewWriter(w, 2, 4, 2, ' ', 0)
 	fmt.Fprintln(tw, "TOPIC\tPARTITION\tSTATE\tLOCAL END\tSOURCE HW\tLAG\tLAG MS\tLAST MIRRORED\tBARRIER\tLOST AT FAILOVER\tFETCH ERRORS\tNOTE")

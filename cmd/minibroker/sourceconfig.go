@@ -47,3 +47,36 @@ func (f *sourceConfigFlags) settings() (map[string]string, error) {
 	}
 	return out, nil
 }
+
+// mirrorConfigFlags are a mirror's settings (mirror.topics.include, …) on
+// the command line: each --mirror-config KEY=VALUE, repeatable; alter also
+// takes --mirror-config-reset KEY (back to the default).
+type mirrorConfigFlags struct {
+	pairs []string
+	reset []string
+}
+
+func (f *mirrorConfigFlags) register(cmd *cobra.Command, alter bool) {
+	cmd.Flags().StringArrayVar(&f.pairs, "mirror-config", nil,
+		"mirror setting KEY=VALUE by KIP-1279's name (mirror.topics.include, mirror.topics.exclude, mirror.groups.include, mirror.topic.properties.exclude, mirror.metadata.refresh.interval.ms, …; docs/MIRRORING.md); repeatable")
+	if alter {
+		cmd.Flags().StringArrayVar(&f.reset, "mirror-config-reset", nil, "mirror setting to set back to its default; repeatable")
+	}
+}
+
+func (f *mirrorConfigFlags) given() bool { return len(f.pairs) > 0 || len(f.reset) > 0 }
+
+func (f *mirrorConfigFlags) settings() (map[string]string, error) {
+	if len(f.pairs) == 0 {
+		return nil, nil
+	}
+	out := map[string]string{}
+	for _, kv := range f.pairs {
+		k, v, ok := strings.Cut(kv, "=")
+		if !ok || strings.TrimSpace(k) == "" {
+			return nil, fmt.Errorf("--mirror-config: want KEY=VALUE, got %q", kv)
+		}
+		out[strings.TrimSpace(k)] = v
+	}
+	return out, nil
+}

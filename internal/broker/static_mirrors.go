@@ -25,12 +25,20 @@ func (b *Broker) startStaticMirrors() {
 			b.logger.Error("static mirror", zap.String("mirror", sm.Name), zap.Error(err))
 			continue
 		}
-		err = b.mirrors.CreateWith(sm.Name, sm.Source, mirror.CreateOptions{ClientID: sm.ClientID,
+		err = b.mirrors.CreateWith(sm.Name, sm.Source, mirror.CreateOptions{ClientID: sm.ClientID, Config: sm.MirrorConfig,
 			GroupsInclude: sm.GroupsInclude, GroupsExclude: sm.GroupsExclude, SourceConfig: settings})
 		switch {
 		case errors.Is(err, mirror.ErrExists):
 			// Known from mirrors.json: its state is authoritative, its
-			// source settings are the file's.
+			// source settings and the mirror settings it names are the
+			// file's.
+			if b.mirrors.SettingsDiffer(sm.Name, sm.MirrorConfig) {
+				if err := b.mirrors.AlterSettings(sm.Name, sm.MirrorConfig, nil); err != nil {
+					b.logger.Error("static mirror: mirror-config", zap.String("mirror", sm.Name), zap.Error(err))
+				} else {
+					b.logger.Info("static mirror: settings taken from the config file", zap.String("mirror", sm.Name))
+				}
+			}
 			if b.mirrors.SourceConfigDiffers(sm.Name, settings) {
 				if err := b.mirrors.AlterSourceConfig(sm.Name, settings); err != nil {
 					b.logger.Error("static mirror: source config", zap.String("mirror", sm.Name), zap.Error(err))

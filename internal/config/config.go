@@ -33,12 +33,19 @@ type Config struct {
 
 // StaticMirror is a mirror declared in the config file.
 type StaticMirror struct {
-	Name          string   `yaml:"name"`
-	Source        []string `yaml:"source"`
-	ClientID      string   `yaml:"client-id"`
+	Name     string   `yaml:"name"`
+	Source   []string `yaml:"source"`
+	ClientID string   `yaml:"client-id"`
+	// Topics are started once the source answers; none: every source
+	// topic mirror.topics.include selects (in MirrorConfig).
 	Topics        []string `yaml:"topics"`
 	GroupsInclude []string `yaml:"groups-include"`
 	GroupsExclude []string `yaml:"groups-exclude"`
+	// MirrorConfig is the mirror's settings by KIP-1279's names
+	// (mirror.topics.include, mirror.metadata.refresh.interval.ms, …;
+	// docs/MIRRORING.md). The file's are the mirror's: at start-up they
+	// replace a known mirror's values for the settings the file names.
+	MirrorConfig map[string]string `yaml:"mirror-config"`
 	// SourceConfig is the source client's security settings by Kafka's
 	// client names (security.protocol, sasl.mechanism, sasl.jaas.config,
 	// ssl.truststore.location, …); SourceConfigFile names a Java

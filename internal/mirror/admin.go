@@ -9,13 +9,14 @@ import (
 
 // Admin HTTP API (JSON), served on the broker's HTTP listener:
 //
-//	POST   /v1/mirrors                      {"name","source":[…],"client_id","source_config":{…},"no_check"} → Status
+//	POST   /v1/mirrors                      {"name","source":[…],"client_id","config":{…},"source_config":{…},"no_check"} → Status
 //	                                        (checks the source first unless no_check)
 //	GET    /v1/mirrors                      → ["name", …]
 //	GET    /v1/mirrors/{name}               → Status
 //	GET    /v1/mirrors/{name}/plan?topics=a,b → Plan (the dry run of stop; read-only)
 //	DELETE /v1/mirrors/{name}
 //	PUT    /v1/mirrors/{name}/source-config {"source_config":{…}} → Status (replaces them all, reconnects)
+//	PUT    /v1/mirrors/{name}/config        {"config":{…},"reset":[…]} → Status (changes those named)
 //	POST   /v1/mirrors/{name}/start         {"topics":[…]}
 //	POST   /v1/mirrors/{name}/stop          {"topics":[…]}   (failover; returns when STOPPED)
 //	POST   /v1/mirrors/{name}/pause         {"topics":[…]}
@@ -25,11 +26,14 @@ import (
 
 // CreateRequest is the body of POST /v1/mirrors.
 type CreateRequest struct {
-	Name          string   `json:"name"`
-	Source        []string `json:"source"`
-	ClientID      string   `json:"client_id,omitempty"`
-	GroupsInclude []string `json:"groups_include,omitempty"`
-	GroupsExclude []string `json:"groups_exclude,omitempty"`
+	Name     string   `json:"name"`
+	Source   []string `json:"source"`
+	ClientID string   `json:"client_id,omitempty"`
+	// Config is the mirror's settings by KIP-1279's names
+	// (mirror.topics.include, …); unknown names and bad values answer 400.
+	Config        map[string]string `json:"config,omitempty"`
+	GroupsInclude []string          `json:"groups_include,omitempty"`
+	GroupsExclude []string          `json:"groups_exclude,omitempty"`
 	// NoCheck skips the source check (ApiVersions and cluster id) that
 	// create makes by default.
 	NoCheck bool `json:"no_check,omitempty"`
@@ -44,6 +48,14 @@ type SourceConfigRequest struct {
 	SourceConfig map[string]string `json:"source_config"`
 }
 
+// ConfigRequest is the body of PUT /v1/mirrors/{name}/config: Config's
+// settings take the values given, Reset's go back to their default, the
+// others are unchanged.
+type ConfigRequest struct {
+	Config map[string]string `json:"config,omitempty"`
+	Reset  []string          `json:"reset,omitempty"`
+}
+
 // TopicsRequest is the body of start/stop/pause/resume.
 type TopicsRequest struct {
 	Topics []string `json:"topics"`
@@ -56,7 +68,7 @@ func (m *Manager) Routes(handle func(pattern string, h http.Handler)) {
 		if !decode(w, r, &req) {
 			return
 		}
-		err := m.CreateWith(req.Name, req.Source, CreateOptions{ClientID: req.ClientID,
+		err := m.CreateWith(req.Name, req.Source, CreateOptions{ClientID: req.ClientID, Config: req.Config,
 			GroupsInclude: req.GroupsInclude, GroupsExclude: req.GroupsExclude, CheckSource: !req.NoCheck,
 			SourceConfig: req.SourceConfig})
 		if err != nil {
@@ -87,6 +99,19 @@ func (m *Manager) Routes(handle func(pattern string, h http.Handler)) {
 		}
 		name := r.PathValue("name")
 		if err := m.AlterSourceConfig(name, req.SourceConfig); err != nil {
+			reply(w, err, nil)
+			return
+		}
+		st, err := m.Describe(name)
+		reply(w, err, st)
+	}))
+	handle("PUT /v1/mirrors/{name}/config", http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		var req ConfigRequest
+		if !decode(w, r, &req) {
+			return
+		}
+		name := r.PathValue("name")
+		if err := m.AlterSettings(name, req.Config, req.Reset); err != nil {
 			reply(w, err, nil)
 			return
 		}

@@ -95,3 +95,53 @@ func (m *Manager) SourceConfigDiffers(name string, settings map[string]string) b
 	rt, ok := m.mirrors[name]
 	return !ok || !maps.Equal(rt.spec.SourceConfig, settings)
 }
+
+// AlterSettings changes a running mirror's settings: set gives new values,
+// reset names settings that go back to their default; the others keep
+// theirs. Unknown names, bad values and settings that cannot change while
+// the mirror exists are refused (ErrBadRequest) and nothing changes. The
+// new settings are persisted, then used: the topic filters and the
+// property exclusions from the next refresh, the refresh interval after
+// the refresh in progress, the fetch long poll from the next fetch.
+func (m *Manager) AlterSettings(name string, set map[string]string, reset []string) error {
+	rt, err := m.runtime(name)
+	if err != nil {
+		return err
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	config, err := alterSettings(rt.spec.Config, set, reset)
+	if err != nil {
+		return err
+	}
+	resolved, err := resolveSettings(config, m.defaultOverrides())
+	if err != nil {
+		return err
+	}
+	old := rt.spec.Config
+	rt.spec.Config = config
+	if err := m.saveLocked(); err != nil {
+		rt.spec.Config = old
+		return err
+	}
+	rt.cfg.Store(&resolved)
+	m.logger.Info("mirror settings changed", zap.String("mirror", name), zap.Any("config", RedactSettings(config)))
+	return nil
+}
+
+// SettingsDiffer reports whether the settings of set differ from the
+// mirror's (a missing mirror differs).
+func (m *Manager) SettingsDiffer(name string, set map[string]string) bool {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	rt, ok := m.mirrors[name]
+	if !ok {
+		return true
+	}
+	for k, v := range cleanSettings(set) {
+		if cur, ok := rt.spec.Config[k]; !ok || cur != v {
+			return true
+		}
+	}
+	return false
+}

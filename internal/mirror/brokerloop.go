@@ -44,6 +44,15 @@ func newBrokerLoop(src *source, leader int32, maxWait time.Duration, maxBytes in
 	return l
 }
 
+// waitMax is the long poll: the source's mirror.fetch.wait.max.ms as it is
+// now (it may change while the mirror runs), else the loop's own.
+func (l *brokerLoop) waitMax() time.Duration {
+	if l.src.fetchWait != nil {
+		return l.src.fetchWait()
+	}
+	return l.maxWait
+}
+
 func (l *brokerLoop) add(f *fetcher) {
 	l.mu.Lock()
 	l.members[f.k] = f
@@ -115,7 +124,7 @@ func (l *brokerLoop) run() {
 func (l *brokerLoop) fetch(parts []loopPart) (*kmsg.FetchResponse, error) {
 	req := kmsg.NewPtrFetchRequest()
 	req.ReplicaID = -1
-	req.MaxWaitMillis = int32(l.maxWait / time.Millisecond)
+	req.MaxWaitMillis = int32(l.waitMax() / time.Millisecond)
 	req.MinBytes = 1
 	req.MaxBytes = l.maxBytes
 	req.IsolationLevel = 1 // read_committed: nothing past the source's LSO

@@ -44,7 +44,10 @@ type Status struct {
 	// SourceConfig is the source's security settings, secrets shown as
 	// Hidden.
 	SourceConfig map[string]string `json:"source_config,omitempty"`
-	Partitions   []PartitionStatus `json:"partitions"`
+	// Config is every mirror setting (settings.go) with its value, the
+	// default when not set, secrets shown as Hidden.
+	Config     map[string]string `json:"config"`
+	Partitions []PartitionStatus `json:"partitions"`
 }
 
 // Describe returns a mirror's state, per partition.
@@ -55,7 +58,7 @@ func (m *Manager) Describe(name string) (Status, error) {
 	}
 	m.mu.Lock()
 	st := Status{Name: rt.spec.Name, Source: rt.spec.Source, ClientID: rt.spec.ClientID, SourceClusterID: rt.spec.SourceClusterID,
-		SourceConfig: RedactSourceConfig(rt.spec.SourceConfig)}
+		SourceConfig: RedactSourceConfig(rt.spec.SourceConfig), Config: RedactSettings(rt.spec.Config)}
 	type item struct {
 		k   tp
 		rec partitionRecord

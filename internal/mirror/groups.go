@@ -3,7 +3,6 @@ package mirror
 import (
 	"context"
 	"fmt"
-	"regexp"
 	"strings"
 	"time"
 
@@ -23,44 +22,6 @@ type GroupOffsets interface {
 	ClampOffsets(ends map[coordinator.TopicPartition]int64) (int, error)
 }
 
-// groupFilter selects the source groups whose offsets are copied:
-// include patterns (default: all) minus exclude patterns, each a regular
-// expression matched against the whole group id.
-type groupFilter struct{ include, exclude []*regexp.Regexp }
-
-func compileFilter(include, exclude []string) (groupFilter, error) {
-	var f groupFilter
-	if len(include) == 0 {
-		include = []string{".*"}
-	}
-	for _, lists := range []struct {
-		in  []string
-		out *[]*regexp.Regexp
-	}{{include, &f.include}, {exclude, &f.exclude}} {
-		for _, p := range lists.in {
-			re, err := regexp.Compile("^(?:" + p + ")$")
-			if err != nil {
-				return f, fmt.Errorf("%w: group pattern %q: %v", ErrBadRequest, p, err)
-			}
-			*lists.out = append(*lists.out, re)
-		}
-	}
-	return f, nil
-}
-
-func (f groupFilter) match(group string) bool {
-	in := false
-	for _, re := range f.include {
-		in = in || re.MatchString(group)
-	}
-	for _, re := range f.exclude {
-		if re.MatchString(group) {
-			return false
-		}
-	}
-	return in
-}
-
 // syncGroupOffsets copies the committed offsets of the source's groups for
 // the partitions this mirror is mirroring into the local group coordinator,
 // clamped to the local log start and end, skipping groups that have
@@ -77,8 +38,8 @@ func (m *Manager) syncGroupOffsets(ctx context.Context, rt *runtime) (synced int
 	if m.opts.Groups == nil {
 		return 0, nil
 	}
+	filter := rt.settings() // mirror.groups.include and mirror.groups.exclude
 	m.mu.Lock()
-	filter, ferr := compileFilter(rt.spec.GroupsInclude, rt.spec.GroupsExclude)
 	mirrored := map[string]bool{}
 	for topic, ts := range rt.spec.Topics {
 		for _, rec := range ts.Partitions {
@@ -88,8 +49,8 @@ func (m *Manager) syncGroupOffsets(ctx context.Context, rt *runtime) (synced int
 		}
 	}
 	m.mu.Unlock()
-	if ferr != nil || len(mirrored) == 0 {
-		return 0, ferr
+	if len(mirrored) == 0 {
+		return 0, nil
 	}
 	src, err := m.source(rt)
 	if err != nil {
@@ -100,7 +61,7 @@ func (m *Manager) syncGroupOffsets(ctx context.Context, rt *runtime) (synced int
 		return 0, fmt.Errorf("source list groups: %w", err)
 	}
 	for _, g := range listed.Groups {
-		if !filter.match(g.Group) || m.opts.Groups.GroupIsActive(g.Group) {
+		if !filter.GroupSelected(g.Group) || m.opts.Groups.GroupIsActive(g.Group) {
 			continue
 		}
 		offsets, err := m.sourceGroupOffsets(ctx, src, g.Group, mirrored)

@@ -13,6 +13,7 @@ import (
 	"regexp"
 	"sort"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -38,7 +39,8 @@ type Options struct {
 	FS       vfs.FS
 	Logger   *zap.Logger
 	Registry prometheus.Registerer
-	// FetchMaxWait is the long-poll time of a fetch (default 100ms; Kafka's
+	// FetchMaxWait, when set, is the default of mirror.fetch.wait.max.ms
+	// (the long poll of a fetch; the setting's own default is 100ms, Kafka's
 	// replica.fetch.wait.max.ms is 500ms). A partition that joins a broker
 	// loop waits for the poll in flight, and a source serves one request per
 	// connection at a time, so this bounds how long a new or resumed
@@ -46,8 +48,9 @@ type Options struct {
 	FetchMaxWait time.Duration
 	// FetchMaxBytes bounds one fetch (default 8 MiB).
 	FetchMaxBytes int32
-	// MetadataInterval is how often a mirror looks for new partitions at
-	// the source (default 10s).
+	// MetadataInterval, when set, is the default of
+	// mirror.metadata.refresh.interval.ms (how often a mirror looks at the
+	// source's topics; the setting's own default is 30s).
 	MetadataInterval time.Duration
 	// Groups, when set, receives the source's committed group offsets
 	// every OffsetSyncInterval (default 10s).
@@ -103,7 +106,10 @@ type Manager struct {
 
 // runtime is a mirror's live part.
 type runtime struct {
-	spec     *mirrorSpec
+	spec *mirrorSpec
+	// cfg is spec.Config resolved (settings.go); replaced, never changed
+	// in place, when the settings are altered.
+	cfg      atomic.Pointer[Settings]
 	src      *source
 	fetchers map[tp]*fetcher
 	// groupSyncedAt is when each group's offsets were last synced
@@ -131,14 +137,8 @@ func Open(local Local, dataDir string, opts Options) (*Manager, error) {
 	if opts.TestHooks == nil {
 		opts.TestHooks = NoTestHooks{}
 	}
-	if opts.FetchMaxWait <= 0 {
-		opts.FetchMaxWait = 100 * time.Millisecond
-	}
 	if opts.FetchMaxBytes <= 0 {
 		opts.FetchMaxBytes = 8 << 20
-	}
-	if opts.MetadataInterval <= 0 {
-		opts.MetadataInterval = 10 * time.Second
 	}
 	if opts.OffsetSyncInterval <= 0 {
 		opts.OffsetSyncInterval = 10 * time.Second
@@ -163,7 +163,10 @@ func Open(local Local, dataDir string, opts Options) (*Manager, error) {
 }
 
 func (m *Manager) resume(spec *mirrorSpec) error {
-	rt := m.newRuntime(spec)
+	rt, err := m.newRuntime(spec)
+	if err != nil {
+		return fmt.Errorf("mirror %s in %s: %w", spec.Name, mirrorsFile, err)
+	}
 	m.mu.Lock()
 	m.mirrors[spec.Name] = rt
 	m.mu.Unlock()
@@ -199,8 +202,38 @@ func (m *Manager) resume(spec *mirrorSpec) error {
 	return nil
 }
 
-func (m *Manager) newRuntime(spec *mirrorSpec) *runtime {
-	return &runtime{spec: spec, fetchers: map[tp]*fetcher{}, stop: make(chan struct{}), done: make(chan struct{})}
+func (m *Manager) newRuntime(spec *mirrorSpec) (*runtime, error) {
+	s, err := resolveSettings(spec.Config, m.defaultOverrides())
+	if err != nil {
+		return nil, err
+	}
+	rt := &runtime{spec: spec, fetchers: map[tp]*fetcher{}, stop: make(chan struct{}), done: make(chan struct{})}
+	rt.cfg.Store(&s)
+	return rt, nil
+}
+
+// settings is the mirror's current settings (never nil).
+func (rt *runtime) settings() *Settings { return rt.cfg.Load() }
+
+// defaultOverrides are the Options that change settings' defaults.
+func (m *Manager) defaultOverrides() defaultOverrides {
+	o := defaultOverrides{}
+	if m.opts.FetchMaxWait > 0 {
+		o[SettingFetchWaitMaxMs] = fmt.Sprint(m.opts.FetchMaxWait.Milliseconds())
+	}
+	if m.opts.MetadataInterval > 0 {
+		o[SettingMetadataRefreshMs] = fmt.Sprint(max(m.opts.MetadataInterval.Milliseconds(), 1))
+	}
+	return o
+}
+
+// Settings returns a mirror's settings, resolved with their defaults.
+func (m *Manager) Settings(name string) (Settings, error) {
+	rt, err := m.runtime(name)
+	if err != nil {
+		return Settings{}, err
+	}
+	return *rt.settings(), nil
 }
 
 // errStopped is source's answer once the mirror's runtime is shutting
@@ -226,6 +259,7 @@ func (m *Manager) source(rt *runtime) (*source, error) {
 	if err != nil {
 		return nil, err
 	}
+	src.fetchWait = func() time.Duration { return rt.settings().FetchWaitMax }
 	rt.src = src
 	return src, nil
 }
@@ -251,8 +285,12 @@ func (m *Manager) saveSourceConfigsLocked() error {
 // CreateOptions are a mirror's optional settings.
 type CreateOptions struct {
 	ClientID string
-	// GroupsInclude and GroupsExclude select the source groups whose
-	// offsets are synced (regular expressions; default: every group).
+	// Config is the mirror's settings by name (mirror.topics.include, …:
+	// settings.go); unknown names and bad values are refused.
+	Config map[string]string
+	// GroupsInclude and GroupsExclude are mirror.groups.include and
+	// mirror.groups.exclude as lists (the API before the settings);
+	// giving both a list and the setting is refused.
 	GroupsInclude, GroupsExclude []string
 	// CheckSource makes Create connect to the source first (ApiVersions,
 	// then Metadata for its cluster id) and refuse a source that does not
@@ -274,7 +312,8 @@ func (m *Manager) Create(name string, sources []string, clientID string) error {
 
 // CreateWith defines a mirror with options.
 func (m *Manager) CreateWith(name string, sources []string, co CreateOptions) error {
-	if _, err := compileFilter(co.GroupsInclude, co.GroupsExclude); err != nil {
+	config, err := createSettings(co)
+	if err != nil {
 		return err
 	}
 	clientID := co.ClientID
@@ -289,7 +328,7 @@ func (m *Manager) CreateWith(name string, sources []string, co CreateOptions) er
 		return err
 	}
 	spec := &mirrorSpec{Name: name, Source: sources, ClientID: clientID, Topics: map[string]*topicSpec{},
-		GroupsInclude: co.GroupsInclude, GroupsExclude: co.GroupsExclude, SourceConfig: settings}
+		Config: config, SourceConfig: settings}
 	if co.CheckSource {
 		if _, err := m.runtime(name); err == nil {
 			return fmt.Errorf("%w: %s", ErrExists, name)
@@ -317,10 +356,37 @@ func (m *Manager) CreateWith(name string, sources []string, co CreateOptions) er
 		m.doc.Mirrors = m.doc.Mirrors[:len(m.doc.Mirrors)-1]
 		return err
 	}
-	rt := m.newRuntime(spec)
+	rt, err := m.newRuntime(spec)
+	if err != nil { // checked by createSettings: not reached
+		return err
+	}
 	m.mirrors[name] = rt
 	m.startRefresherLocked(rt)
 	return nil
+}
+
+// createSettings is a new mirror's Config from its options, checked.
+func createSettings(co CreateOptions) (map[string]string, error) {
+	config := cleanSettings(co.Config)
+	for _, l := range []struct {
+		name  string
+		items []string
+	}{{SettingGroupsInclude, co.GroupsInclude}, {SettingGroupsExclude, co.GroupsExclude}} {
+		if len(l.items) == 0 {
+			continue
+		}
+		if _, ok := config[l.name]; ok {
+			return nil, fmt.Errorf("%w: %s given twice (as a setting and as a list)", ErrBadRequest, l.name)
+		}
+		if config == nil {
+			config = map[string]string{}
+		}
+		config[l.name] = joinList(l.items)
+	}
+	if _, err := ResolveSettings(config); err != nil {
+		return nil, err
+	}
+	return config, nil
 }
 
 // Delete removes a mirror whose partitions are all stopped (or failed).

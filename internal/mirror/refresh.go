@@ -18,7 +18,9 @@ func (m *Manager) startRefresher(rt *runtime) {
 func (m *Manager) startRefresherLocked(rt *runtime) {
 	go func() {
 		defer close(rt.done)
-		t := time.NewTicker(m.opts.MetadataInterval)
+		// mirror.metadata.refresh.interval.ms, read again after each
+		// refresh so that a change applies from the next one.
+		t := time.NewTimer(rt.settings().MetadataRefresh)
 		defer t.Stop()
 		sync := time.NewTicker(m.opts.OffsetSyncInterval)
 		defer sync.Stop()
@@ -28,6 +30,7 @@ func (m *Manager) startRefresherLocked(rt *runtime) {
 				return
 			case <-t.C:
 				m.refresh(rt)
+				t.Reset(rt.settings().MetadataRefresh)
 			case <-sync.C:
 				ctx, cancel := m.runtimeContext(rt, 10*time.Second)
 				if _, err := m.syncGroupOffsets(ctx, rt); err != nil {

@@ -19,6 +19,8 @@ import (
 // kmsg so bytes come back exactly as the source stores them.
 type source struct {
 	cl *kgo.Client
+	// fetchWait, when set, is the mirror's mirror.fetch.wait.max.ms now.
+	fetchWait func() time.Duration
 
 	mu    sync.Mutex // guards loops
 	loops map[int32]*brokerLoop

@@ -12,7 +12,10 @@ import (
 // hands out a new client here.
 func TestNoSourceClientAfterShutdown(t *testing.T) {
 	m := &Manager{mirrors: map[string]*runtime{}}
-	rt := m.newRuntime(&mirrorSpec{Name: "m", Source: []string{"127.0.0.1:1"}})
+	rt, err := m.newRuntime(&mirrorSpec{Name: "m", Source: []string{"127.0.0.1:1"}})
+	if err != nil {
+		t.Fatal(err)
+	}
 	close(rt.done) // no refresher runs
 	m.shutdownRuntime(rt)
 	src, err := m.source(rt)

@@ -39,7 +39,8 @@ func (s State) syncsOffsets() bool { return s == Mirroring || s == Paused }
 // change:
 //
 //	{"version":1,"mirrors":[{"name":…,"source":[…],"client_id":…,
-//	  "source_cluster_id":…,"topics":{"orders":{"topic_id":"<hex>",
+//	  "source_cluster_id":…,"config":{"mirror.topics.include":"orders.*"},
+//	  "topics":{"orders":{"topic_id":"<hex>",
 //	  "partitions":{"0":{"state":"MIRRORING","last_mirrored_offset":-1,
 //	  "barrier_offset":-1,"reason":""}}}}}]}
 //
@@ -55,13 +56,19 @@ type doc struct {
 }
 
 type mirrorSpec struct {
-	Name            string                `json:"name"`
-	Source          []string              `json:"source"`
-	ClientID        string                `json:"client_id,omitempty"`
-	SourceClusterID string                `json:"source_cluster_id,omitempty"`
-	GroupsInclude   []string              `json:"groups_include,omitempty"`
-	GroupsExclude   []string              `json:"groups_exclude,omitempty"`
-	Topics          map[string]*topicSpec `json:"topics"`
+	Name            string   `json:"name"`
+	Source          []string `json:"source"`
+	ClientID        string   `json:"client_id,omitempty"`
+	SourceClusterID string   `json:"source_cluster_id,omitempty"`
+	// Config is the mirror's settings by name (settings.go), only those
+	// given: the others take their default when resolved.
+	Config map[string]string `json:"config,omitempty"`
+	// GroupsInclude and GroupsExclude are how mirrors.json kept the group
+	// filter before the settings: read, moved into Config by loadDoc,
+	// never written again.
+	GroupsInclude []string              `json:"groups_include,omitempty"`
+	GroupsExclude []string              `json:"groups_exclude,omitempty"`
+	Topics        map[string]*topicSpec `json:"topics"`
 	// SourceConfig is the source client's security settings (Kafka's
 	// names). It holds secrets, so it is not in mirrors.json but in the
 	// owner-only sourceConfigsFile.
@@ -109,6 +116,7 @@ func loadDoc(fs vfs.FS, dir string) (*doc, error) {
 		if m.Topics == nil {
 			m.Topics = map[string]*topicSpec{}
 		}
+		migrateGroupLists(m)
 	}
 	return &d, nil
 }
@@ -123,4 +131,25 @@ func saveDoc(fs vfs.FS, dir string, d *doc) error {
 		return fmt.Errorf("mirror: save %s: %w", mirrorsFile, err)
 	}
 	return nil
+}
+
+// migrateGroupLists moves the group filter of a mirror saved before the
+// settings existed into its Config (mirror.groups.include/exclude), unless
+// Config already has them.
+func migrateGroupLists(m *mirrorSpec) {
+	for _, l := range []struct {
+		name  string
+		items *[]string
+	}{{SettingGroupsInclude, &m.GroupsInclude}, {SettingGroupsExclude, &m.GroupsExclude}} {
+		if len(*l.items) == 0 {
+			continue
+		}
+		if _, ok := m.Config[l.name]; !ok {
+			if m.Config == nil {
+				m.Config = map[string]string{}
+			}
+			m.Config[l.name] = joinList(*l.items)
+		}
+		*l.items = nil
+	}
 }
