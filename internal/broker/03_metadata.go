@@ -63,9 +63,17 @@ func (b *Broker) handleMetadata(_ context.Context, r *protocol.Request) kmsg.Res
 			}
 			t, ok = b.Topic(*rt.Topic)
 			if !ok {
+				// Auto-creation needs CREATE on the cluster or the
+				// topic; without it the topic is TOPIC_AUTHORIZATION_FAILED
+				// (Kafka: checked before the name is).
+				if allowCreate && b.autoCreateEnabled() && !b.mayCreateTopic(r, *rt.Topic) {
+					mt := kmsg.NewMetadataResponseTopic()
+					mt.Topic, mt.ErrorCode = rt.Topic, kerr.TopicAuthorizationFailed.Code
+					resp.Topics = append(resp.Topics, mt)
+					continue
+				}
 				err := validTopicName(*rt.Topic)
-				// Auto-creation needs CREATE on the cluster or the topic.
-				if err == nil && allowCreate && b.mayCreateTopic(r, *rt.Topic) {
+				if err == nil && allowCreate {
 					t, err = b.autoCreate(*rt.Topic)
 					ok = err == nil
 				}
@@ -76,7 +84,8 @@ func (b *Broker) handleMetadata(_ context.Context, r *protocol.Request) kmsg.Res
 					if errCode := errorCode(err); err != nil && errCode == kerr.InvalidTopicException.Code {
 						mt.ErrorCode = errCode
 					}
-					resp.Topics = append(resp.Topics, mt)
+					// Kafka reports a missing topic's operations too.
+					resp.Topics = append(resp.Topics, b.metadataTopicOps(r, req, mt))
 					continue
 				}
 			}
@@ -120,8 +129,18 @@ func (b *Broker) metadataTopicOps(r *protocol.Request, req *kmsg.MetadataRequest
 // metadataClusterOps sets the cluster's authorized_operations (v8–v10).
 func (b *Broker) metadataClusterOps(r *protocol.Request, req *kmsg.MetadataRequest, resp *kmsg.MetadataResponse) {
 	if req.Version >= 8 && req.Version <= 10 && req.IncludeClusterAuthorizedOperations {
-		resp.AuthorizedOperations = b.authorizedOps(r, kmsg.ACLResourceTypeCluster, acl.ClusterName, acl.ClusterOperations)
+		resp.AuthorizedOperations = b.clusterOps(r)
 	}
+}
+
+// clusterOps is the cluster's KIP-430 authorized_operations: 0 for a
+// principal without DESCRIBE on the cluster, whatever else it may do
+// (Kafka's Metadata and DescribeCluster).
+func (b *Broker) clusterOps(r *protocol.Request) int32 {
+	if !b.authorizedCluster(r, kmsg.ACLOperationDescribe) {
+		return 0
+	}
+	return b.authorizedOps(r, kmsg.ACLResourceTypeCluster, acl.ClusterName, acl.ClusterOperations)
 }
 
 func (b *Broker) topicMetadata(t *Topic) kmsg.MetadataResponseTopic {

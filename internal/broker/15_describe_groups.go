@@ -6,8 +6,11 @@ package broker
 // as Kafka's classic coordinator does before v6; from v6 (KIP-1043) it
 // also carries GROUP_ID_NOT_FOUND and an error message, as Kafka 4.0's. Member metadata and
 // assignments, and the protocol, are shown only for a Stable group (as
-// Kafka). Authorized operations (v3+) are not computed: minibroker has no
-// ACLs, so the field is Kafka's "not requested" value.
+// Kafka). Authorized operations (v3+, KIP-430) are those of
+// acl.GroupOperations the principal may perform (READ, DESCRIBE, DELETE:
+// Kafka 3.x's; Kafka 4.0 adds DESCRIBE_CONFIGS and ALTER_CONFIGS with group
+// configs, which minibroker does not have); a group answered with an error
+// keeps the "not requested" value, as in Kafka.
 
 import (
 	"context"
@@ -29,9 +32,6 @@ func (b *Broker) handleDescribeGroups(_ context.Context, r *protocol.Request) km
 		rg := kmsg.NewDescribeGroupsResponseGroup()
 		rg.Group, rg.State, rg.ProtocolType, rg.Protocol = id, d.State.String(), d.ProtocolType, d.Protocol
 		rg.AuthorizedOperations = math.MinInt32
-		if req.Version >= 3 && req.IncludeAuthorizedOperations {
-			rg.AuthorizedOperations = b.authorizedOps(r, kmsg.ACLResourceTypeGroup, id, acl.GroupOperations)
-		}
 		if !b.authorizedGroup(r, id, kmsg.ACLOperationDescribe) {
 			rg.ErrorCode, rg.State, rg.ProtocolType, rg.Protocol = kerr.GroupAuthorizationFailed.Code, "", "", ""
 			resp.Groups = append(resp.Groups, rg)
@@ -40,6 +40,11 @@ func (b *Broker) handleDescribeGroups(_ context.Context, r *protocol.Request) km
 		if req.Version >= 6 && d.State == coordinator.StateDead {
 			rg.ErrorCode = kerr.GroupIDNotFound.Code
 			rg.ErrorMessage = kmsg.StringPtr("Group " + id + " not found.")
+		}
+		// Only a group answered without an error reports its
+		// operations (Kafka).
+		if req.Version >= 3 && req.IncludeAuthorizedOperations && rg.ErrorCode == 0 {
+			rg.AuthorizedOperations = b.authorizedOps(r, kmsg.ACLResourceTypeGroup, id, acl.GroupOperations)
 		}
 		for _, m := range d.Members {
 			rm := kmsg.NewDescribeGroupsResponseGroupMember()

@@ -13,9 +13,10 @@ package broker
 // UNKNOWN_TOPIC_OR_PARTITION; mirrored ones, which are read-only, the code
 // Produce gives them (POLICY_VIOLATION).
 //
-// Deviation: Kafka requires CLUSTER_ACTION; minibroker has no ACLs. A
-// marker does not complete group offsets (Kafka's markers to
-// __consumer_offsets partitions do); the transaction coordinator does that.
+// With the authorizer on it needs ALTER or CLUSTER_ACTION on the cluster,
+// as in Kafka (authz_table.go). Deviation: a marker does not complete
+// group offsets (Kafka's markers to __consumer_offsets partitions do); the
+// transaction coordinator does that.
 
 import (
 	"context"

@@ -11,8 +11,8 @@ package broker
 // 4096–16384, RESOURCE_NOT_FOUND to delete what does not exist,
 // DUPLICATE_RESOURCE for a user altered twice in one request. Changing a
 // credential does not disconnect connections already authenticated (as
-// Kafka). Deviation: no authorization yet (the ACL issue adds it); the
-// request is logged with its principal.
+// Kafka). With the authorizer on it needs ALTER on the cluster
+// (authz_table.go); the request is logged with its principal.
 
 import (
 	"context"

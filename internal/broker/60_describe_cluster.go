@@ -11,7 +11,6 @@ import (
 	"math"
 
 	"context"
-	"github.com/minibroker/minibroker/internal/acl"
 
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
@@ -33,7 +32,7 @@ func (b *Broker) handleDescribeCluster(_ context.Context, r *protocol.Request) k
 	resp.Brokers = []kmsg.DescribeClusterResponseBroker{{NodeID: b.nodeID, Host: host, Port: port}}
 	resp.ClusterAuthorizedOperations = math.MinInt32
 	if req.IncludeClusterAuthorizedOperations {
-		resp.ClusterAuthorizedOperations = b.authorizedOps(r, kmsg.ACLResourceTypeCluster, acl.ClusterName, acl.ClusterOperations)
+		resp.ClusterAuthorizedOperations = b.clusterOps(r)
 	}
 	return resp
 }

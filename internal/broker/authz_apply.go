@@ -4,7 +4,9 @@ package broker
 // with denied entries, and the APIs with their own rules.
 
 import (
+	"maps"
 	"reflect"
+	"slices"
 
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
@@ -180,39 +182,215 @@ func applyFindCoordinator(b *Broker, req *protocol.Request) (kmsg.Response, func
 	return groupsRule("CoordinatorKeys", "Coordinators", "Key", rt, aclDescribe, code)(b, req)
 }
 
+// applyOffsetFetch: DESCRIBE on the group, DESCRIBE on each topic, as
+// Kafka's KafkaApis answers OffsetFetch. A denied group: v0–v1 answer
+// each partition asked for with GROUP_AUTHORIZATION_FAILED and offset -1,
+// v2+ the top-level code and no topics, v8+ the group's code. A named
+// topic the principal may not DESCRIBE is not read: its partitions answer
+// offset -1, leader epoch -1, metadata "" and TOPIC_AUTHORIZATION_FAILED.
+// A fetch of every partition (no topics named) leaves such topics out.
 func applyOffsetFetch(b *Broker, req *protocol.Request) (kmsg.Response, func(kmsg.Response)) {
 	r := req.Body.(*kmsg.OffsetFetchRequest)
 	if r.Version < 8 {
 		if !b.authorizedGroup(req, r.Group, aclDescribe) {
-			return errorResponse(r, codeGroup), nil
+			if r.Version < 2 {
+				resp := errorResponse(r, codeGroup).(*kmsg.OffsetFetchResponse)
+				for i := range resp.Topics {
+					for j := range resp.Topics[i].Partitions {
+						resp.Topics[i].Partitions[j].Metadata = kmsg.StringPtr("")
+					}
+				}
+				return resp, nil
+			}
+			resp := r.ResponseKind().(*kmsg.OffsetFetchResponse)
+			resp.SetVersion(r.Version)
+			resp.ErrorCode = codeGroup
+			return resp, nil
 		}
+		if r.Topics == nil {
+			return nil, func(resp kmsg.Response) {
+				out := resp.(*kmsg.OffsetFetchResponse)
+				out.Topics = keepTopics(b, req, out.Topics, func(t kmsg.OffsetFetchResponseTopic) string { return t.Topic })
+			}
+		}
+		var denied []kmsg.OffsetFetchRequestTopic
+		r.Topics, denied = splitTopics(b, req, r.Topics, func(t kmsg.OffsetFetchRequestTopic) string { return t.Topic })
+		if len(denied) == 0 {
+			return nil, nil
+		}
+		return nil, func(resp kmsg.Response) {
+			out := resp.(*kmsg.OffsetFetchResponse)
+			if out.ErrorCode != 0 {
+				return
+			}
+			for _, t := range denied {
+				rt := kmsg.NewOffsetFetchResponseTopic()
+				rt.Topic = t.Topic
+				for _, p := range t.Partitions {
+					rp := kmsg.NewOffsetFetchResponseTopicPartition()
+					rp.Partition, rp.Offset, rp.Metadata, rp.ErrorCode = p, -1, kmsg.StringPtr(""), codeTopic
+					rt.Partitions = append(rt.Partitions, rp)
+				}
+				out.Topics = append(out.Topics, rt)
+			}
+		}
+	}
+	denied := map[string][]kmsg.OffsetFetchRequestGroupTopic{}
+	for i := range r.Groups {
+		g := &r.Groups[i]
+		if g.Topics == nil || !b.authorizedGroup(req, g.Group, aclDescribe) {
+			continue
+		}
+		g.Topics, denied[g.Group] = splitTopics(b, req, g.Topics, func(t kmsg.OffsetFetchRequestGroupTopic) string { return t.Topic })
 	}
 	return nil, func(resp kmsg.Response) {
 		out := resp.(*kmsg.OffsetFetchResponse)
-		deny := func(topics any) {
-			v := reflect.ValueOf(topics)
-			for i := range v.Len() {
-				t := v.Index(i)
-				if name := t.FieldByName("Topic").String(); !b.authorizedTopic(req, name, aclDescribe) {
-					setErrors(out, name, -1, codeTopic, b.topicName)
+		for i := range out.Groups {
+			g := &out.Groups[i]
+			switch {
+			case !b.authorizedGroup(req, g.Group, aclDescribe):
+				g.ErrorCode, g.Topics = codeGroup, nil
+			case g.ErrorCode != 0:
+			default:
+				g.Topics = keepTopics(b, req, g.Topics, func(t kmsg.OffsetFetchResponseGroupTopic) string { return t.Topic })
+				for _, t := range denied[g.Group] {
+					rt := kmsg.NewOffsetFetchResponseGroupTopic()
+					rt.Topic = t.Topic
+					for _, p := range t.Partitions {
+						rp := kmsg.NewOffsetFetchResponseGroupTopicPartition()
+						rp.Partition, rp.Offset, rp.Metadata, rp.ErrorCode = p, -1, kmsg.StringPtr(""), codeTopic
+						rt.Partitions = append(rt.Partitions, rp)
+					}
+					g.Topics = append(g.Topics, rt)
 				}
 			}
 		}
-		deny(out.Topics)
-		for i := range out.Groups {
-			g := &out.Groups[i]
-			if !b.authorizedGroup(req, g.Group, aclDescribe) {
-				g.ErrorCode, g.Topics = codeGroup, nil
-				continue
+	}
+}
+
+// splitTopics splits topics into those the principal may DESCRIBE and
+// the others (kept non-nil: an empty list still names topics).
+func splitTopics[T any](b *Broker, req *protocol.Request, topics []T, name func(T) string) (allowed, denied []T) {
+	allowed = make([]T, 0, len(topics))
+	for _, t := range topics {
+		if b.authorizedTopic(req, name(t), aclDescribe) {
+			allowed = append(allowed, t)
+		} else {
+			denied = append(denied, t)
+		}
+	}
+	return allowed, denied
+}
+
+// keepTopics keeps the response topics the principal may DESCRIBE.
+func keepTopics[T any](b *Broker, req *protocol.Request, topics []T, name func(T) string) []T {
+	kept, _ := splitTopics(b, req, topics, name)
+	return kept
+}
+
+// applyOffsetForLeaderEpoch: CLUSTER_ACTION on the cluster answers every
+// topic; otherwise each topic needs DESCRIBE (KafkaApis; the request's
+// replica id plays no part).
+func applyOffsetForLeaderEpoch(b *Broker, req *protocol.Request) (kmsg.Response, func(kmsg.Response)) {
+	if b.authorizedCluster(req, aclClusterAction) {
+		return nil, nil
+	}
+	return topicsRule("Topics", "Topics", aclDescribe)(b, req)
+}
+
+// applyAddPartitionsToTxn: WRITE on each topic, all or nothing as Kafka:
+// when one is denied, nothing is added; denied topics answer
+// TOPIC_AUTHORIZATION_FAILED, unknown partitions
+// UNKNOWN_TOPIC_OR_PARTITION, the others OPERATION_NOT_ATTEMPTED.
+func applyAddPartitionsToTxn(b *Broker, req *protocol.Request) (kmsg.Response, func(kmsg.Response)) {
+	r := req.Body.(*kmsg.AddPartitionsToTxnRequest)
+	refused := false
+	for _, t := range r.Topics {
+		if !b.authorizedTopic(req, t.Topic, aclWrite) {
+			refused = true
+		}
+	}
+	if !refused {
+		return nil, nil
+	}
+	resp := r.ResponseKind().(*kmsg.AddPartitionsToTxnResponse)
+	resp.SetVersion(r.Version)
+	for _, t := range r.Topics {
+		st := kmsg.NewAddPartitionsToTxnResponseTopic()
+		st.Topic = t.Topic
+		ok := b.authorizedTopic(req, t.Topic, aclWrite)
+		for _, p := range t.Partitions {
+			sp := kmsg.NewAddPartitionsToTxnResponseTopicPartition()
+			sp.Partition, sp.ErrorCode = p, kerr.OperationNotAttempted.Code
+			if !ok {
+				sp.ErrorCode = codeTopic
+			} else if _, exists := b.partitionOf(t.Topic, p); !exists {
+				sp.ErrorCode = kerr.UnknownTopicOrPartition.Code
 			}
-			for j := range g.Topics {
-				if !b.authorizedTopic(req, g.Topics[j].Topic, aclDescribe) {
-					for k := range g.Topics[j].Partitions {
-						p := &g.Topics[j].Partitions[k]
-						p.ErrorCode, p.Offset, p.LeaderEpoch, p.Metadata = codeTopic, -1, -1, nil
-					}
-				}
-			}
+			st.Partitions = append(st.Partitions, sp)
+		}
+		resp.Topics = append(resp.Topics, st)
+	}
+	return resp, nil
+}
+
+// clusterDenied is the message Kafka's CLUSTER_AUTHORIZATION_FAILED
+// answers carry.
+var clusterDenied = kmsg.StringPtr(kerr.ClusterAuthorizationFailed.Description)
+
+// applyDescribeUserSCRAM: DESCRIBE on the cluster. Denied as Kafka's
+// DescribeUserScramCredentialsRequest.getErrorResponse: the top-level code
+// and one result per user asked for, with the code (and, as Kafka, no
+// user name).
+func applyDescribeUserSCRAM(b *Broker, req *protocol.Request) (kmsg.Response, func(kmsg.Response)) {
+	if b.authorizedCluster(req, aclDescribe) {
+		return nil, nil
+	}
+	r := req.Body.(*kmsg.DescribeUserSCRAMCredentialsRequest)
+	resp := r.ResponseKind().(*kmsg.DescribeUserSCRAMCredentialsResponse)
+	resp.SetVersion(r.Version)
+	resp.ErrorCode, resp.ErrorMessage = codeCluster, clusterDenied
+	for range r.Users {
+		res := kmsg.NewDescribeUserSCRAMCredentialsResponseResult()
+		res.ErrorCode, res.ErrorMessage = codeCluster, clusterDenied
+		resp.Results = append(resp.Results, res)
+	}
+	return resp, nil
+}
+
+// applyAlterUserSCRAM: ALTER on the cluster. Denied: one result per user
+// named (deletions and upsertions, each once, sorted) with the code, as
+// Kafka's getErrorResponse; nothing is changed.
+func applyAlterUserSCRAM(b *Broker, req *protocol.Request) (kmsg.Response, func(kmsg.Response)) {
+	if b.authorizedCluster(req, aclAlter) {
+		return nil, nil
+	}
+	r := req.Body.(*kmsg.AlterUserSCRAMCredentialsRequest)
+	users := map[string]bool{}
+	for _, d := range r.Deletions {
+		users[d.Name] = true
+	}
+	for _, u := range r.Upsertions {
+		users[u.Name] = true
+	}
+	resp := r.ResponseKind().(*kmsg.AlterUserSCRAMCredentialsResponse)
+	resp.SetVersion(r.Version)
+	for _, u := range slices.Sorted(maps.Keys(users)) {
+		res := kmsg.NewAlterUserSCRAMCredentialsResponseResult()
+		res.User, res.ErrorCode, res.ErrorMessage = u, codeCluster, clusterDenied
+		resp.Results = append(resp.Results, res)
+	}
+	return resp, nil
+}
+
+// applyDescribeTransactions leaves out of each described transaction the
+// topics the principal may not DESCRIBE (Kafka).
+func applyDescribeTransactions(b *Broker, req *protocol.Request) (kmsg.Response, func(kmsg.Response)) {
+	return nil, func(resp kmsg.Response) {
+		out := resp.(*kmsg.DescribeTransactionsResponse)
+		for i := range out.TransactionStates {
+			s := &out.TransactionStates[i]
+			s.Topics = keepTopics(b, req, s.Topics, func(t kmsg.DescribeTransactionsResponseTransactionStateTopic) string { return t.Topic })
 		}
 	}
 }

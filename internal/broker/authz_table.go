@@ -66,7 +66,7 @@ var authzTable = map[int16]authzRule{
 	10: {"DESCRIBE on the group or the transactional id asked for", applyFindCoordinator},
 	11: {"READ on the group", groupRule(aclRead)},
 	12: {"READ on the group", groupRule(aclRead)},
-	13: {"READ on the group", groupRule(aclRead)},
+	13: {"READ on the group (denied: the top-level code only, as Kafka)", groupTopRule(aclRead)},
 	14: {"READ on the group", groupRule(aclRead)},
 	15: {"in the handler: DESCRIBE on each group (GROUP_AUTHORIZATION_FAILED per group); KIP-430 authorized_operations", nil},
 	16: {"DESCRIBE on the cluster lists every group; otherwise only the groups the principal may DESCRIBE", applyListGroups},
@@ -76,11 +76,11 @@ var authzTable = map[int16]authzRule{
 	20: {"DELETE on each topic", chain(topicsRule("TopicNames", "Topics", aclDelete), topicsRule("Topics", "Topics", aclDelete))},
 	21: {"DELETE on each topic", topicsRule("Topics", "Topics", aclDelete)},
 	22: {"transactional: WRITE on the transactional id; idempotent: IDEMPOTENT_WRITE on the cluster or WRITE on any topic (Kafka 3.x, KIP-679)", applyInitProducerID},
-	23: {"DESCRIBE on each topic", topicsRule("Topics", "Topics", aclDescribe)},
-	24: {"WRITE on the transactional id; WRITE on each topic", chain(txnRule(aclWrite), topicsRule("Topics", "Topics", aclWrite))},
+	23: {"CLUSTER_ACTION on the cluster, or DESCRIBE on each topic (KIP-320: consumers use it too; the replica id does not matter)", applyOffsetForLeaderEpoch},
+	24: {"WRITE on the transactional id; WRITE on each topic, all or nothing: a denied topic fails the whole request (OPERATION_NOT_ATTEMPTED for the others)", chain(txnRule(aclWrite), applyAddPartitionsToTxn)},
 	25: {"WRITE on the transactional id; READ on the group", chain(txnRule(aclWrite), groupRule(aclRead))},
 	26: {"WRITE on the transactional id", txnRule(aclWrite)},
-	27: {"CLUSTER_ACTION on the cluster", clusterRule(aclClusterAction)},
+	27: {"ALTER or CLUSTER_ACTION on the cluster", anyClusterRule(aclAlter, aclClusterAction)},
 	28: {"WRITE on the transactional id; READ on the group; READ on each topic", chain(txnRule(aclWrite), groupRule(aclRead), topicsRule("Topics", "Topics", aclRead))},
 	29: {"in the handler: DESCRIBE on the cluster", nil},
 	30: {"in the handler: ALTER on the cluster", nil},
@@ -92,12 +92,12 @@ var authzTable = map[int16]authzRule{
 	37: {"ALTER on each topic", topicsRule("Topics", "Topics", aclAlter)},
 	42: {"DELETE on each group", groupsRule("Groups", "Groups", "Group", kmsg.ACLResourceTypeGroup, aclDelete, codeGroup)},
 	44: {"ALTER_CONFIGS on each topic; on the cluster for a broker or broker-logger resource", configsRule(aclAlterConfigs)},
-	47: {"DELETE on the group; READ on each topic", chain(groupRule(aclDelete), topicsRule("Topics", "Topics", aclRead))},
-	50: {"DESCRIBE on the cluster", clusterRule(aclDescribe)},
-	51: {"ALTER on the cluster", clusterRule(aclAlter)},
+	47: {"DELETE on the group (denied: the top-level code only, as Kafka); READ on each topic", chain(groupTopRule(aclDelete), topicsRule("Topics", "Topics", aclRead))},
+	50: {"DESCRIBE on the cluster", applyDescribeUserSCRAM},
+	51: {"ALTER on the cluster", applyAlterUserSCRAM},
 	60: {"in the handler: KIP-430 authorized_operations of the cluster; no ACL needed (Kafka)", nil},
 	61: {"READ on each topic", topicsRule("Topics", "Topics", aclRead)},
-	65: {"DESCRIBE on each transactional id", groupsRule("TransactionalIDs", "TransactionStates", "TransactionalID", kmsg.ACLResourceTypeTransactionalId, aclDescribe, codeTxnID)},
+	65: {"DESCRIBE on each transactional id; a transaction's topics the principal may not DESCRIBE are left out", chain(groupsRule("TransactionalIDs", "TransactionStates", "TransactionalID", kmsg.ACLResourceTypeTransactionalId, aclDescribe, codeTxnID), applyDescribeTransactions)},
 	66: {"only the transactional ids the principal may DESCRIBE are listed", applyListTransactions},
 }
 
@@ -105,6 +105,9 @@ var authzTable = map[int16]authzRule{
 // connection).
 func (b *Broker) authorizeRequest(req *protocol.Request) (kmsg.Response, func(kmsg.Response)) {
 	if b.authz == nil || req.Session == nil {
+		return nil, nil
+	}
+	if b.skipAuthzRule != nil && b.skipAuthzRule(req.Key) {
 		return nil, nil
 	}
 	rule, ok := authzTable[req.Key]
@@ -143,11 +146,18 @@ func chain(rules ...func(*Broker, *protocol.Request) (kmsg.Response, func(kmsg.R
 }
 
 func clusterRule(op kmsg.ACLOperation) func(*Broker, *protocol.Request) (kmsg.Response, func(kmsg.Response)) {
+	return anyClusterRule(op)
+}
+
+// anyClusterRule: any one of ops on the cluster.
+func anyClusterRule(ops ...kmsg.ACLOperation) func(*Broker, *protocol.Request) (kmsg.Response, func(kmsg.Response)) {
 	return func(b *Broker, req *protocol.Request) (kmsg.Response, func(kmsg.Response)) {
-		if !b.authorizedCluster(req, op) {
-			return errorResponse(req.Body, codeCluster), nil
+		for _, op := range ops {
+			if b.authorizedCluster(req, op) {
+				return nil, nil
+			}
 		}
-		return nil, nil
+		return errorResponse(req.Body, codeCluster), nil
 	}
 }
 
@@ -170,6 +180,20 @@ func groupRule(op kmsg.ACLOperation) func(*Broker, *protocol.Request) (kmsg.Resp
 	return func(b *Broker, req *protocol.Request) (kmsg.Response, func(kmsg.Response)) {
 		if g, ok := stringField(req.Body, "Group"); ok && !b.authorizedGroup(req, g, op) {
 			return errorResponse(req.Body, codeGroup), nil
+		}
+		return nil, nil
+	}
+}
+
+// groupTopRule is groupRule for the APIs whose denial Kafka answers with
+// the top-level code alone (LeaveGroup, OffsetDelete), not one per entry.
+func groupTopRule(op kmsg.ACLOperation) func(*Broker, *protocol.Request) (kmsg.Response, func(kmsg.Response)) {
+	return func(b *Broker, req *protocol.Request) (kmsg.Response, func(kmsg.Response)) {
+		if g, ok := stringField(req.Body, "Group"); ok && !b.authorizedGroup(req, g, op) {
+			resp := req.Body.ResponseKind()
+			resp.SetVersion(req.Version)
+			reflect.ValueOf(resp).Elem().FieldByName("ErrorCode").SetInt(int64(codeGroup))
+			return resp, nil
 		}
 		return nil, nil
 	}

@@ -121,6 +121,10 @@ type Broker struct {
 	// skipCommitMarkerCheck makes CheckTxnMarker pass every partition, a
 	// mirrored one included, so EndTxn decides such a commit (txn.go).
 	skipCommitMarkerCheck bool
+	// skipAuthzRule, when it returns true for an API key, serves that
+	// API without its authzTable rule (authz_table.go); the checks inside
+	// handlers (Metadata, DescribeGroups, …) still apply.
+	skipAuthzRule func(key int16) bool
 }
 
 // New opens the data directory (creating meta.properties on first start),

@@ -120,7 +120,7 @@ func errorResponse(req kmsg.Request, code int16) kmsg.Response {
 
 // unknownOffsets are the offset fields Kafka answers -1 in an entry with
 // an error.
-var unknownOffsets = []string{"BaseOffset", "Offset", "HighWatermark", "LastStableOffset", "LogStartOffset", "LogAppendTime"}
+var unknownOffsets = []string{"BaseOffset", "Offset", "HighWatermark", "LastStableOffset", "LogStartOffset", "LogAppendTime", "LowWatermark"}
 
 func fillError(dst, src reflect.Value, code int16, top bool) {
 	if f := dst.FieldByName("ErrorCode"); top && f.IsValid() && f.Kind() == reflect.Int16 {

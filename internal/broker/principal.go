@@ -10,7 +10,7 @@ import (
 
 // adminAPIs are the requests that change the cluster's topics, groups,
 // records or credentials: each is logged with the principal that sent it
-// (the ACL issue authorizes them by the same principal).
+// (authz_table.go authorizes them by the same principal).
 var adminAPIs = map[int16]bool{
 	19: true, // CreateTopics
 	20: true, // DeleteTopics

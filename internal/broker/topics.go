@@ -270,9 +270,12 @@ func (b *Broker) DeleteTopic(name string) error {
 	return nil
 }
 
+// autoCreateEnabled is auto.create.topics.enable.
+func (b *Broker) autoCreateEnabled() bool { return b.cfg.Bool("auto.create.topics.enable") }
+
 // autoCreate creates name with defaults when auto.create.topics.enable.
 func (b *Broker) autoCreate(name string) (*Topic, error) {
-	if !b.cfg.Bool("auto.create.topics.enable") {
+	if !b.autoCreateEnabled() {
 		return nil, fmt.Errorf("%w: %s", errUnknownTopic, name)
 	}
 	t, err := b.CreateTopic(name, -1, nil, [16]byte{}, false)
