@@ -11,13 +11,13 @@ package broker
 // closes. A handshake after authentication starts a KIP-368
 // re-authentication with the same mechanism.
 //
-// Deviation: after a v0 handshake Kafka reads the SASL tokens as bare
-// frames without Kafka headers; minibroker expects them in
-// SaslAuthenticate requests, as after v1. v0 is advertised because
-// librdkafka before 2.x looks for it before it uses SASL at all, and then
-// uses v1 with SaslAuthenticate. A client that sends bare tokens (Kafka
-// clients before 1.0, sarama with Net.SASL.Version = SASLHandshakeV0) is
-// disconnected: its token does not decode as a request.
+// After a v0 handshake the client sends the SASL tokens as bare
+// size-prefixed frames, without Kafka headers, and gets the server's
+// tokens back the same way (the pre-KIP-152 framing Kafka's
+// SaslServerAuthenticator still serves: Kafka clients before 1.0, sarama
+// with Net.SASL.Version = SASLHandshakeV0); a failed token closes the
+// connection without an answer, as Kafka. A re-authentication (KIP-368)
+// must use v1: v0 then answers ILLEGAL_SASL_STATE and closes.
 
 import (
 	"context"
@@ -30,6 +30,6 @@ import (
 func (b *Broker) handleSaslHandshake(_ context.Context, r *protocol.Request) kmsg.Response {
 	req := r.Body.(*kmsg.SASLHandshakeRequest)
 	resp := req.ResponseKind().(*kmsg.SASLHandshakeResponse)
-	resp.SupportedMechanisms, resp.ErrorCode = r.Session.Handshake(req.Mechanism)
+	resp.SupportedMechanisms, resp.ErrorCode = r.Session.Handshake(req.Mechanism, req.Version)
 	return resp
 }

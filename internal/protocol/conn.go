@@ -54,6 +54,9 @@ type conn struct {
 
 	stopOnce sync.Once
 	stopped  chan struct{} // closed: read no further requests
+	// steps signals the reader that the processor handled a request read
+	// before authentication (inflight.stepped).
+	steps chan struct{}
 
 	// sendsFiles: responses may send record sets from files (a TCP
 	// connection on Linux; see Request.SendsFiles).
@@ -78,6 +81,14 @@ type inflight struct {
 	// closeAfter: close the connection once the response is written
 	// (a failed authentication, as Kafka).
 	closeAfter bool
+	// bare: the frame is a bare SASL token (after SaslHandshake v0),
+	// saslToken its bytes; raw is the server's bare token, written
+	// size-prefixed without a response header.
+	bare           bool
+	saslToken, raw []byte
+	// stepped: the reader waits for the processor to have handled this
+	// request before it reads the next frame (see read).
+	stepped bool
 }
 
 func newConn(s *Server, raw net.Conn, ip string, l *Listener) *conn {
@@ -94,6 +105,7 @@ func newConn(s *Server, raw net.Conn, ip string, l *Listener) *conn {
 		resps:      make(chan *inflight, s.cfg.PipelineDepth),
 		budget:     newPipelineBudget(s.cfg.PipelineDepth, s.cfg.pipelineBytes),
 		stopped:    make(chan struct{}),
+		steps:      make(chan struct{}, 1),
 		sendsFiles: canSendFile(nc) && !s.cfg.copyFileRecords,
 	}
 	c.session = newSession(c, l)
@@ -176,7 +188,11 @@ func (c *conn) read() {
 			return
 		}
 		size := int32(binary.BigEndian.Uint32(sizeBuf[:]))
-		if size < 8 || size > c.s.cfg.MaxRequestSize {
+		// After SaslHandshake v0 the next frames are bare SASL tokens
+		// until the conversation ends; a token may be shorter than a
+		// request header.
+		bare := c.session.bareTokenNext()
+		if (size < 8 && !bare) || size < 0 || size > c.s.cfg.MaxRequestSize {
 			c.fail("size", zap.Int32("size", size))
 			return
 		}
@@ -206,8 +222,10 @@ func (c *conn) read() {
 			return
 		}
 		c.s.metrics.BytesIn.Add(float64(size + 4))
-		in, err := c.decode(frame)
-		if err != nil {
+		var in *inflight
+		if bare {
+			in = c.bareToken(frame)
+		} else if in, err = c.decode(frame); err != nil {
 			c.s.mem.release(memory)
 			c.fail("decode", zap.Error(err))
 			return
@@ -216,10 +234,15 @@ func (c *conn) read() {
 		in.memory = memory
 		if pooled {
 			in.frame = frame
-			if c.s.cfg.reuseFrameBeforeHandle {
+			if c.s.cfg.reuseFrameBeforeHandle && !bare {
 				in.releaseFrame()
 			}
 		}
+		// Before authentication on a SASL listener each request is handled
+		// before the next frame is read, as Kafka's SaslServerAuthenticator
+		// reads one at a time: whether the next frame is a request or a
+		// bare token depends on the handshake before it.
+		in.stepped = c.listener.usesSASL() && !c.session.Authenticated() && !c.s.cfg.noPreAuthSteps
 		if in.resp == nil {
 			// A Fetch that may answer with more than the budget is the
 			// last request read until it is answered.
@@ -249,6 +272,13 @@ func (c *conn) read() {
 			c.release(in)
 			c.releaseMemory(in)
 			return
+		}
+		if in.stepped {
+			select {
+			case <-c.steps:
+			case <-c.ctx.Done():
+				return
+			}
 		}
 	}
 }
@@ -307,6 +337,8 @@ func (c *conn) process() {
 		if ok, reason := c.session.allows(in.req.Key); !ok {
 			c.fail(reason, zap.Int16("api_key", in.req.Key))
 			in.resp, in.noReply = nil, true
+		} else if in.bare {
+			c.bareStep(in)
 		} else if in.resp == nil {
 			in.resp = c.handle(in.req)
 			in.noReply = in.resp == nil
@@ -318,6 +350,12 @@ func (c *conn) process() {
 		in.releaseFrame()
 		c.releaseMemory(in)
 		c.processing.Add(-1)
+		if in.stepped {
+			select {
+			case c.steps <- struct{}{}:
+			default: // the reader waits for one step at a time
+			}
+		}
 		size := responseSize(in.resp)
 		c.budget.grow(size - in.reserved)
 		in.reserved = size
@@ -388,7 +426,11 @@ func (c *conn) write() {
 			c.budget.done(in.reserved)
 			continue
 		}
-		if f, ok := in.resp.(*kmsg.FetchResponse); ok {
+		if in.bare {
+			buf = binary.BigEndian.AppendUint32(buf[:0], uint32(len(in.raw)))
+			buf = append(buf, in.raw...)
+			pieces = append(pieces[:0], piece{b: buf})
+		} else if f, ok := in.resp.(*kmsg.FetchResponse); ok {
 			files := in.req.files
 			slices.SortFunc(files, func(a, b fileRecords) int { return cmp.Or(cmp.Compare(a.t, b.t), cmp.Compare(a.p, b.p)) })
 			pieces, buf, scratch = fetchPieces(buf[:0], scratch, in.req.CorrelationID, f, files, pieces[:0])

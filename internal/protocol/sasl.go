@@ -58,6 +58,9 @@ type Session struct {
 	mechanism  string     // chosen by the last SaslHandshake, "" before
 	conv       SASLConversation
 	handshaken bool
+	// bare: the tokens of the conversation come as bare size-prefixed
+	// frames, not SaslAuthenticate requests (after SaslHandshake v0).
+	bare       bool
 	expires    time.Time // session end (connections.max.reauth.ms), zero: never
 	reauth     bool      // a re-authentication is in progress
 	closeAfter bool      // close once the current response is written
@@ -124,9 +127,11 @@ func (s *Session) allows(key int16) (ok bool, reason string) {
 }
 
 // Handshake serves SaslHandshake: it selects mechanism for the
-// SaslAuthenticate requests that follow. It answers the enabled
-// mechanisms and an error code (0: none).
-func (s *Session) Handshake(mechanism string) (enabled []string, code int16) {
+// SaslAuthenticate requests that follow or, after version 0, for the bare
+// tokens that follow (pre-KIP-152 framing, as Kafka's
+// SaslServerAuthenticator). It answers the enabled mechanisms and an
+// error code (0: none).
+func (s *Session) Handshake(mechanism string, version int16) (enabled []string, code int16) {
 	if s == nil || s.listener.SASL == nil {
 		return nil, kerr.IllegalSaslState.Code
 	}
@@ -145,7 +150,14 @@ func (s *Session) Handshake(mechanism string) (enabled []string, code int16) {
 		return enabled, kerr.UnsupportedSaslMechanism.Code
 	}
 	if s.authenticated.Load() {
-		// KIP-368 re-authentication: the same mechanism as before.
+		// KIP-368 re-authentication: the same mechanism as before, with
+		// SaslAuthenticate (v1+; bare tokens cannot follow requests that
+		// may be pipelined after the handshake).
+		if version == 0 {
+			s.closeAfter = true
+			s.failedLocked(mechanism, "re-authentication with SaslHandshake v0")
+			return enabled, kerr.IllegalSaslState.Code
+		}
 		if mechanism != s.mechanism {
 			s.closeAfter = true
 			s.failedLocked(mechanism, "re-authentication changed mechanism")
@@ -159,8 +171,19 @@ func (s *Session) Handshake(mechanism string) (enabled []string, code int16) {
 		s.failedLocked(mechanism, err.Error())
 		return enabled, kerr.UnsupportedSaslMechanism.Code
 	}
-	s.mechanism, s.conv, s.handshaken = mechanism, conv, true
+	s.mechanism, s.conv, s.handshaken, s.bare = mechanism, conv, true, version == 0
 	return enabled, 0
+}
+
+// bareTokenNext reports whether the next frame is a bare SASL token (the
+// conversation a SaslHandshake v0 began is not over).
+func (s *Session) bareTokenNext() bool {
+	if s == nil {
+		return false
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.bare && s.conv != nil && !s.closeAfter
 }
 
 // Authenticate serves SaslAuthenticate: one step of the conversation the
@@ -191,7 +214,7 @@ func (s *Session) Authenticate(msg []byte) (reply []byte, lifetimeMs int64, code
 	reply, done, err := s.conv.Step(msg)
 	if err != nil {
 		s.closeAfter = true
-		s.conv = nil
+		s.conv, s.bare = nil, false
 		s.failedLocked(s.mechanism, err.Error())
 		if ae, ok := err.(*AuthError); ok {
 			return nil, 0, kerr.SaslAuthenticationFailed.Code, ae.Message
@@ -203,7 +226,7 @@ func (s *Session) Authenticate(msg []byte) (reply []byte, lifetimeMs int64, code
 		return reply, 0, 0, ""
 	}
 	principal := s.conv.Principal()
-	s.conv = nil
+	s.conv, s.bare = nil, false
 	if s.reauth {
 		s.reauth = false
 		if old := s.Principal(); old != principal {
@@ -261,4 +284,26 @@ func (s *Session) takeCloseAfter() bool {
 	v := s.closeAfter
 	s.closeAfter = false
 	return v
+}
+
+// bareToken makes the inflight of a bare SASL token (after SaslHandshake
+// v0): it is counted as a SaslAuthenticate, and answered by a bare token.
+func (c *conn) bareToken(frame []byte) *inflight {
+	req := &Request{Key: saslAuthenticateKey, Remote: c.raw.RemoteAddr(), Session: c.session}
+	return &inflight{start: time.Now(), req: req, bare: true, saslToken: frame}
+}
+
+// bareStep runs one step of the conversation on a bare token. A failure
+// closes the connection without an answer: the pre-KIP-152 framing has no
+// room for an error (Kafka's SaslServerAuthenticator closes too).
+func (c *conn) bareStep(in *inflight) {
+	reply, _, code, _ := c.session.Authenticate(in.saslToken)
+	in.saslToken = nil
+	if code != 0 {
+		c.session.takeCloseAfter()
+		c.fail("authentication failed")
+		in.noReply = true
+		return
+	}
+	in.raw = reply
 }

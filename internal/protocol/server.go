@@ -95,6 +95,10 @@ type Config struct {
 	// its bytes arrive, as before frames grew as they are read: the seam
 	// for the negative control of TestStalledFramesHoldTheirBytes.
 	preallocateFrames bool
+	// noPreAuthSteps lets the reader read the next frame before a request
+	// sent before authentication is handled: the seam for the negative
+	// control of TestBareTokenAfterPipelinedHandshake.
+	noPreAuthSteps bool
 }
 
 // NoConnections as MaxConnectionsPerIP admits no client whose address has
