@@ -5,11 +5,13 @@ import (
 	"io"
 	"os"
 	"os/signal"
+	"text/tabwriter"
 	"time"
 
 	"github.com/spf13/cobra"
 
 	"github.com/minibroker/minibroker/internal/drill"
+	"github.com/minibroker/minibroker/internal/mirror"
 )
 
 // errDrillFailed makes `minibroker drill` exit 3 when the drill measured
@@ -90,7 +92,7 @@ func newDrillCmd() *cobra.Command {
 	f.StringSliceVar(&cfg.From, "from", nil, "bootstrap servers of the primary (A)")
 	f.StringSliceVar(&cfg.To, "to", nil, "bootstrap servers of the standby (B), which mirrors A")
 	f.StringVar(&cfg.Mirror, "mirror", "", "the mirror on B that mirrors the topics from A")
-	f.StringSliceVar(&cfg.Topics, "topics", nil, "topics to drill (partition 0 of each carries the canary)")
+	f.StringSliceVar(&cfg.Topics, "topics", nil, "topics to drill (the canary writes to every partition of each, in turn)")
 	f.DurationVar(&cfg.Duration, "duration", 10*time.Second, "total drill time: half on A, half on B")
 	f.IntVar(&cfg.Rate, "rate", 50, "canary records per second")
 	f.BoolVar(&cfg.Failback, "failback", false, "after the phase on B, have A mirror B (mirror --failback-mirror, created on A through --from-admin), fail over to A again and run a third phase there")
@@ -108,16 +110,29 @@ func newDrillCmd() *cobra.Command {
 
 func printDrill(w io.Writer, rep *drill.Report) {
 	fmt.Fprintf(w, "drill of mirror %s, topics %v\n", rep.Mirror, rep.Topics)
-	fmt.Fprintf(w, "plan           truncate %d, open transactions %d, missing %d, at risk %v\n",
-		rep.Plan.WouldTruncate, rep.Plan.OpenTransactions, rep.Plan.MissingRecords, rep.Plan.AtRisk)
-	fmt.Fprintf(w, "acknowledged   A %d, B %d, A after failback %d (produce errors %d)\n", rep.AckedOnA, rep.AckedOnB, rep.AckedOnA2, rep.ProduceErrors)
-	if fp := rep.FailbackPlan; fp != nil {
-		fmt.Fprintf(w, "failback plan  truncate %d, open transactions %d, missing %d, at risk %v\n", fp.WouldTruncate, fp.OpenTransactions, fp.MissingRecords, fp.AtRisk)
+	plan := func(label string, pl *mirror.Plan) {
+		fmt.Fprintf(w, "%-14s truncate %d, open transactions %d, missing %d offsets; lost %d records, uncommitted %d, RPO %d ms; a start would cut %d; at risk %v\n",
+			label, pl.WouldTruncate, pl.OpenTransactions, pl.MissingRecords, pl.LostRecords, pl.UncommittedRecords, pl.RPOMillis, pl.DivergenceTruncate, pl.AtRisk)
 	}
-	fmt.Fprintf(w, "RPO            %d records acknowledged on A never reached B (predicted at most %d offsets)\n", len(rep.LostAtFailover), rep.PredictedLoss)
+	plan("plan", &rep.Plan)
+	fmt.Fprintf(w, "acknowledged   A %d, B %d, A after failback %d (produce errors %d)\n", rep.AckedOnA, rep.AckedOnB, rep.AckedOnA2, rep.ProduceErrors)
+	if sp := rep.FailbackStartPlan; sp != nil {
+		plan("failback start", sp)
+	}
+	if fp := rep.FailbackPlan; fp != nil {
+		plan("failback plan", fp)
+	}
+	fmt.Fprintf(w, "RPO            %d records acknowledged on A never reached B (predicted %d %s), %d ms\n", len(rep.LostAtFailover), rep.PredictedLoss, rep.PredictedUnit, rep.RPOMillis)
 	fmt.Fprintf(w, "lost on last   %d (acknowledged on the last primary, not in its log)\n", len(rep.LostOnB))
 	fmt.Fprintf(w, "RTO            first produce on B %d ms, first consume on B %d ms after the stop command\n", rep.RTOProduceMs, rep.RTOConsumeMs)
 	fmt.Fprintf(w, "group saw      %d records: gaps %d, duplicates %d, out of order %d\n", rep.Consumed, len(rep.Gaps), len(rep.Duplicates), len(rep.OutOfOrder))
+	tw := tabwriter.NewWriter(w, 2, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "  TOPIC\tPARTITION\tACKED\tLOST AT FAILOVER\tPREDICTED\tRPO MS\tPLAN RPO MS\tLOST ON LAST\tGAPS\tDUPLICATES")
+	for _, p := range rep.Partitions {
+		fmt.Fprintf(tw, "  %s\t%d\t%d\t%d\t%d\t%d\t%d\t%d\t%d\t%d\n", p.Topic, p.Partition, p.Acked, p.LostAtFailover, p.PredictedLost,
+			p.RPOMillis, p.PlanRPOMillis, p.LostOnB, p.Gaps, p.Duplicates)
+	}
+	tw.Flush()
 	if rep.Passed {
 		fmt.Fprintln(w, "result         PASSED")
 	} else {

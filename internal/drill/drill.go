@@ -63,35 +63,57 @@ type Report struct {
 	Topics []string `json:"topics"`
 	// Plan is the dry run the drill asked for just before the stop;
 	// FailbackPlan the one on A before the failback's stop.
-	Plan          mirror.Plan  `json:"plan"`
-	FailbackPlan  *mirror.Plan `json:"failback_plan,omitempty"`
-	AckedOnA2     int          `json:"acked_on_a_after_failback"`
-	PredictedLoss int64        `json:"predicted_loss_offsets"`
-	AckedOnA      int          `json:"acked_on_a"`
-	AckedOnB      int          `json:"acked_on_b"`
-	ProduceErrors int          `json:"produce_errors"`
+	// FailbackStartPlan is the plan on A before its mirror of B starts:
+	// what the start's divergence truncation would cut from A.
+	Plan              mirror.Plan  `json:"plan"`
+	FailbackStartPlan *mirror.Plan `json:"failback_start_plan,omitempty"`
+	FailbackPlan      *mirror.Plan `json:"failback_plan,omitempty"`
+	AckedOnA2         int          `json:"acked_on_a_after_failback"`
+	// PredictedLoss is what the plans predicted the failovers lose: the
+	// acknowledged records (lost_records) when every partition's batches
+	// were read, else offsets (truncated and missing); PredictedUnit says
+	// which ("records" or "offsets"). A failback's divergence truncation
+	// is added in offsets either way.
+	PredictedLoss int64  `json:"predicted_loss"`
+	PredictedUnit string `json:"predicted_unit"`
+	AckedOnA      int    `json:"acked_on_a"`
+	AckedOnB      int    `json:"acked_on_b"`
+	ProduceErrors int    `json:"produce_errors"`
 	// LostAtFailover: acknowledged on A, absent from B after the stop
 	// (the measured RPO in records; with a failback: acknowledged on A or
 	// B, absent from A at the end); LostOnB: acknowledged on the last
 	// primary (B, or A after a failback) and not stored there.
 	LostAtFailover []int64 `json:"lost_at_failover"`
 	LostOnB        []int64 `json:"lost_on_b"`
-	RTOProduceMs   int64   `json:"rto_produce_ms"`
-	RTOConsumeMs   int64   `json:"rto_consume_ms"`
+	// RPOMillis is the largest of the partitions' measured RPO in time.
+	RPOMillis    int64 `json:"rpo_ms"`
+	RTOProduceMs int64 `json:"rto_produce_ms"`
+	RTOConsumeMs int64 `json:"rto_consume_ms"`
 	// What the group saw, on A then on B.
 	Consumed   int     `json:"consumed"`
 	Gaps       []int64 `json:"gaps"`
 	Duplicates []int64 `json:"duplicates"`
 	OutOfOrder []int64 `json:"out_of_order"`
 	Timeline   []Event `json:"timeline"`
-	StopAtMs   int64   `json:"stop_at_ms"`
-	StartMs    int64   `json:"start_ms"`
-	EndMs      int64   `json:"end_ms"`
+	// Partitions is the same per partition of the drilled topics (the
+	// canary writes to every one, in turn).
+	Partitions []PartitionReport `json:"partitions"`
+	StopAtMs   int64             `json:"stop_at_ms"`
+	StartMs    int64             `json:"start_ms"`
+	EndMs      int64             `json:"end_ms"`
 	// Problems lists why the drill failed; empty when it passed.
 	Problems []string `json:"problems"`
 	Passed   bool     `json:"passed"`
 
-	final string // the label of the last phase's cluster: B, or A2 after a failback
+	final string           // the label of the last phase's cluster: B, or A2 after a failback
+	where map[int64]target // seq → the partition it was written to
+	ackAt map[int64]int64  // seq → when it was acknowledged (unix ms)
+}
+
+// target is one partition of a drilled topic.
+type target struct {
+	Topic     string
+	Partition int32
 }
 
 // Event is one record produced (acked) or consumed, on a cluster.
@@ -131,11 +153,12 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 	run := strconv.FormatInt(time.Now().UnixNano(), 36)
 	group := "minibroker-drill-" + run
 	rep := &Report{Mirror: cfg.Mirror, Topics: cfg.Topics, StartMs: time.Now().UnixMilli(),
-		LostAtFailover: []int64{}, LostOnB: []int64{}, Gaps: []int64{}, Duplicates: []int64{}, OutOfOrder: []int64{}, Problems: []string{}}
+		LostAtFailover: []int64{}, LostOnB: []int64{}, Gaps: []int64{}, Duplicates: []int64{}, OutOfOrder: []int64{}, Problems: []string{}, Partitions: []PartitionReport{}}
 	rec := &recorder{}
 	acked := map[int64]string{} // seq → cluster
 	var ackMu sync.Mutex
 	seq := int64(0)
+	var targets []target // every partition of the topics, set before the first produce
 
 	produce := func(cluster string, seeds []string, d time.Duration) error {
 		opts := []kgo.Opt{kgo.SeedBrokers(seeds...), kgo.RecordPartitioner(kgo.ManualPartitioner()),
@@ -159,14 +182,14 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 			}
 			s := seq
 			seq++
-			topic := cfg.Topics[int(s)%len(cfg.Topics)]
+			to := targets[int(s)%len(targets)]
 			pctx, cancel := context.WithTimeout(ctx, 5*time.Second)
 			var err error
 			if cfg.Transactional {
 				err = cl.BeginTransaction()
 			}
 			if err == nil {
-				err = cl.ProduceSync(pctx, &kgo.Record{Topic: topic, Partition: 0, Value: []byte(fmt.Sprintf("drill-%s-%d", run, s))}).FirstErr()
+				err = cl.ProduceSync(pctx, &kgo.Record{Topic: to.Topic, Partition: to.Partition, Value: []byte(fmt.Sprintf("drill-%s-%d", run, s))}).FirstErr()
 			}
 			if cfg.Transactional {
 				// Acknowledged only when committed; a failed record aborts.
@@ -181,6 +204,7 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 			}
 			ackMu.Lock()
 			acked[s] = cluster
+			rep.where[s], rep.ackAt[s] = to, time.Now().UnixMilli()
 			ackMu.Unlock()
 			rec.add("acked", cluster, s)
 		}
@@ -189,7 +213,7 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 
 	seen := map[int64]int{}
 	var seenMu sync.Mutex
-	lastByTopic := map[string]int64{}
+	lastByPart := map[target]int64{}
 	// consume starts the group's consumer on a cluster; its goroutine
 	// closes done once ctx is cancelled.
 	consume := func(ctx context.Context, cluster string, seeds []string) (*kgo.Client, chan struct{}, error) {
@@ -217,11 +241,11 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 					dup := seen[s] > 1
 					if dup {
 						rep.Duplicates = append(rep.Duplicates, s)
-					} else if last, ok := lastByTopic[r.Topic]; ok && s < last {
+					} else if last, ok := lastByPart[target{r.Topic, r.Partition}]; ok && s < last {
 						rep.OutOfOrder = append(rep.OutOfOrder, s)
 					}
-					if s > lastByTopic[r.Topic] || lastByTopic[r.Topic] == 0 {
-						lastByTopic[r.Topic] = s
+					if k := (target{r.Topic, r.Partition}); s > lastByPart[k] {
+						lastByPart[k] = s
 					}
 					seenMu.Unlock()
 					if dup {
@@ -243,15 +267,34 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 	// A drill needs a live mirror: against one already stopped every
 	// record on A is lost, and the plan (nothing left to cut) would not
 	// say so.
-	var pre mirror.Plan
-	if err := call("GET", planPath, nil, &pre); err != nil {
-		return nil, fmt.Errorf("plan: %w", err)
-	}
-	for _, p := range pre.Partitions {
-		if p.State != mirror.Mirroring {
-			return nil, fmt.Errorf("drill: %s-%d of mirror %s is %s, not MIRRORING", p.Topic, p.Partition, cfg.Mirror, p.State)
+	// PREPARING (a mirror just started) is waited for, up to Settle.
+	for deadline := time.Now().Add(cfg.Settle); ; time.Sleep(100 * time.Millisecond) {
+		var pre mirror.Plan
+		if err := call("GET", planPath, nil, &pre); err != nil {
+			return nil, fmt.Errorf("plan: %w", err)
+		}
+		var notReady error
+		for _, p := range pre.Partitions {
+			if p.State != mirror.Mirroring {
+				notReady = fmt.Errorf("drill: %s-%d of mirror %s is %s, not MIRRORING", p.Topic, p.Partition, cfg.Mirror, p.State)
+				if p.State != mirror.Preparing {
+					return nil, notReady
+				}
+			}
+		}
+		if notReady == nil {
+			break
+		}
+		if time.Now().After(deadline) {
+			return nil, notReady
 		}
 	}
+
+	var err error
+	if targets, err = partitionsOf(ctx, cfg.From, cfg.Topics); err != nil {
+		return nil, err
+	}
+	rep.where, rep.ackAt = map[int64]target{}, map[int64]int64{}
 
 	// Phase 1: on A.
 	cctxA, stopA := context.WithCancel(ctx)
@@ -283,7 +326,7 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 		}
 		time.Sleep(100 * time.Millisecond)
 	}
-	rep.PredictedLoss = rep.Plan.WouldTruncate + rep.Plan.MissingRecords
+	rep.PredictedLoss, rep.PredictedUnit = predicted(rep.Plan)
 
 	// Failover.
 	rep.StopAtMs = time.Now().UnixMilli()
@@ -330,10 +373,17 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 		if err := callA("POST", "/v1/mirrors", mirror.CreateRequest{Name: name, Source: cfg.To}, &st); err != nil {
 			return nil, fmt.Errorf("failback: create mirror on A: %w", err)
 		}
+		fbPath := "/v1/mirrors/" + url.PathEscape(name) + "/plan?topics=" + url.QueryEscape(strings.Join(cfg.Topics, ","))
+		// Before the start: what its divergence truncation cuts from A.
+		var sp mirror.Plan
+		if err := callA("GET", fbPath, nil, &sp); err != nil {
+			return nil, fmt.Errorf("failback start plan: %w", err)
+		}
+		rep.FailbackStartPlan = &sp
+		rep.PredictedLoss += sp.DivergenceTruncate
 		if err := callA("POST", "/v1/mirrors/"+url.PathEscape(name)+"/start", mirror.TopicsRequest{Topics: cfg.Topics}, &st); err != nil {
 			return nil, fmt.Errorf("failback: start mirror on A: %w", err)
 		}
-		fbPath := "/v1/mirrors/" + url.PathEscape(name) + "/plan?topics=" + url.QueryEscape(strings.Join(cfg.Topics, ","))
 		var fp mirror.Plan
 		deadline := time.Now().Add(cfg.Settle)
 		for {
@@ -350,7 +400,11 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 			time.Sleep(100 * time.Millisecond)
 		}
 		rep.FailbackPlan = &fp
-		rep.PredictedLoss += fp.WouldTruncate + fp.MissingRecords
+		n, unit := predicted(fp)
+		rep.PredictedLoss += n
+		if unit != rep.PredictedUnit {
+			rep.PredictedUnit = "offsets"
+		}
 		if err := callA("POST", "/v1/mirrors/"+url.PathEscape(name)+"/stop", mirror.TopicsRequest{Topics: cfg.Topics}, &st); err != nil {
 			return nil, fmt.Errorf("failback: mirror stop on A: %w", err)
 		}
@@ -484,8 +538,9 @@ func (rep *Report) analyse(acked map[int64]string, seen map[int64]int, onB map[i
 	for _, s := range rep.Gaps {
 		rep.Timeline = append(rep.Timeline, Event{AtMs: rep.EndMs, Kind: "gap", Cluster: acked[s], Seq: s})
 	}
+	rep.partitionReports(acked)
 	if n := int64(len(rep.LostAtFailover)); n > 0 && n > rep.PredictedLoss {
-		rep.Problems = append(rep.Problems, fmt.Sprintf("%d records acknowledged on A never reached B; the plan predicted at most %d offsets", n, rep.PredictedLoss))
+		rep.Problems = append(rep.Problems, fmt.Sprintf("%d records acknowledged on A never reached B; the plan predicted at most %d %s", n, rep.PredictedLoss, rep.PredictedUnit))
 	}
 	if len(rep.LostOnB) > 0 {
 		rep.Problems = append(rep.Problems, fmt.Sprintf("%d records acknowledged on the new primary (%s) after the failover are not in its log (silent loss): %v", len(rep.LostOnB), rep.final, head(rep.LostOnB)))

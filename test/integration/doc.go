@@ -18,11 +18,17 @@
 //     TestMirrorTransactionalCollision, TestMirrorCLIFailover.
 //     Negative controls: TestMirrorActivePassiveWithoutBarrier,
 //     TestMirrorChainWithoutBarrier, TestVerifyLogFailoverWithoutBarrier.
-//   - The plan (dry run of stop) predicts what STOPPING cuts and changes
-//     nothing: TestMirrorPlanPredictsStop. A drill measures what a
-//     failover lost against what its plan predicted:
-//     TestDrillActivePassive, TestDrillFailback, TestDrillTransactional,
-//     TestDrillFanOut, TestDrillChain. Negative control: the
+//   - The plan (dry run of stop) predicts what STOPPING cuts, the records
+//     lost and still uncommitted and the RPO from batch timestamps, and
+//     changes nothing: TestMirrorPlanPredictsStop; for a failback, what a
+//     start's divergence truncation cuts: TestMirrorPlanFailbackDivergence.
+//     A drill measures what a failover lost, per partition, against what
+//     its plan predicted: TestDrillActivePassive, TestDrillFailback,
+//     TestDrillTransactional, TestDrillFanOut, TestDrillChain, and a
+//     non-zero loss predicted exactly (an open transaction holding the
+//     source's LSO at the failover): TestDrillPredictsLossPastHeldLSO;
+//     against the docker compose demo clusters: TestDrillDockerCompose
+//     (skipped without a Docker engine). Negative control: the
 //     drill against a failover without the barrier reports the silent
 //     loss and fails: TestDrillWithoutBarrierReportsSilentLoss.
 //   - A crash anywhere in STOPPING resumes it without a second barrier:

@@ -9,6 +9,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/twmb/franz-go/pkg/kgo"
+
 	"github.com/minibroker/minibroker/internal/drill"
 	"github.com/minibroker/minibroker/internal/mirror"
 	"github.com/minibroker/minibroker/minibrokertest"
@@ -47,10 +49,11 @@ func runDrillCfg(t *testing.T, cfg drill.Config) *drill.Report {
 // protocol and B's admin API. The plan, taken after the producer left A
 // and the mirror caught up, predicts no loss; the failover then loses
 // nothing, the group reads every record (on A, then on B), and produce
-// and consume resume on B.
+// and consume resume on B. The topic has 3 partitions: the canary writes
+// to each in turn and the report has each one's measurement.
 func TestDrillActivePassive(t *testing.T) {
 	t.Parallel()
-	a := minibrokertest.Start(t, minibrokertest.Topic("canary", 1))
+	a := minibrokertest.Start(t, minibrokertest.Topic("canary", 3))
 	b := minibrokertest.Start(t, minibrokertest.HTTP())
 	b.Mirror("from-a", a.Addr()).Start("canary")
 	rep := runDrill(t, a.Addr(), b.Addr(), b.HTTPAddr(), 3*time.Second, 20)
@@ -60,8 +63,18 @@ func TestDrillActivePassive(t *testing.T) {
 	if rep.AckedOnA == 0 || rep.AckedOnB == 0 || rep.RTOProduceMs < 0 || rep.RTOConsumeMs < 0 {
 		t.Fatalf("drill did not run both phases: %+v", rep)
 	}
-	if st := b.Mirror("from-a").Status().Partitions[0]; st.State != mirror.Stopped || st.BarrierOffset < 0 {
-		t.Fatalf("B after the drill: %+v", st)
+	if len(rep.Partitions) != 3 {
+		t.Fatalf("per-partition report %+v, want 3 partitions", rep.Partitions)
+	}
+	for _, pr := range rep.Partitions {
+		if pr.Acked < 2 || pr.LostAtFailover != 0 || pr.Gaps != 0 || pr.PredictedLost != 0 || pr.RPOMillis != 0 {
+			t.Fatalf("partition %+v: want records on A and B, nothing lost, predicted or missed", pr)
+		}
+	}
+	for _, st := range b.Mirror("from-a").Status().Partitions {
+		if st.State != mirror.Stopped || st.BarrierOffset < 0 {
+			t.Fatalf("B after the drill: %+v", st)
+		}
 	}
 }
 
@@ -127,6 +140,11 @@ func TestDrillFailback(t *testing.T) {
 	}
 	if rep.AckedOnA == 0 || rep.AckedOnB == 0 || rep.AckedOnA2 == 0 || rep.FailbackPlan == nil || rep.FailbackPlan.AtRisk {
 		t.Fatalf("failback drill did not run its three phases: A %d, B %d, A2 %d, plan %+v", rep.AckedOnA, rep.AckedOnB, rep.AckedOnA2, rep.FailbackPlan)
+	}
+	// Before the failback mirror started, its plan on A: A's log is a
+	// prefix of B's, so the start cuts nothing.
+	if sp := rep.FailbackStartPlan; sp == nil || sp.AtRisk || sp.DivergenceTruncate != 0 || sp.Partitions[0].DivergenceCut != int64(rep.AckedOnA) {
+		t.Fatalf("failback start plan %+v, want nothing cut (at A's end, %d)", sp, rep.AckedOnA)
 	}
 	if st := a.Mirror("drill-failback").Status().Partitions[0]; st.State != mirror.Stopped || st.BarrierOffset < 0 {
 		t.Fatalf("A after the failback: %+v", st)
@@ -203,4 +221,87 @@ func TestDrillChain(t *testing.T) {
 	if got := barriers(t, c, "canary", 0); len(got) != 1 {
 		t.Fatalf("C holds barriers at %v, want B's one", got)
 	}
+}
+
+// TestDrillPredictsLossPastHeldLSO: a drill whose failover loses records,
+// and whose plan says exactly which. While the canary writes to A (both
+// partitions of the topic, in turn), another producer opens a transaction
+// on A with one record in each partition and leaves it open through the
+// failover. A's LSO is held there, and B mirrors read_committed: every
+// canary record A acknowledges after it stays behind the LSO, never
+// reaches B, and is lost when B takes over. The plan on B reads A's
+// batches past B's end: it counts those canary records as lost (acknowledged
+// at A), the open transaction's two as uncommitted, and takes the RPO from
+// the oldest lost record's timestamp. The drill measures the same loss, in
+// total and per partition, so it passes (the loss was predicted). In
+// offsets the plan's missing count is two more (the open transaction's
+// records): a prediction in offsets would not match.
+func TestDrillPredictsLossPastHeldLSO(t *testing.T) {
+	t.Parallel()
+	a := minibrokertest.Start(t, minibrokertest.Topic("canary", 2))
+	b := minibrokertest.Start(t, minibrokertest.HTTP())
+	b.Mirror("from-a", a.Addr()).Start("canary")
+	txn := mirrorTxnProducer(t, a.Addr(), "held")
+	opened := make(chan struct{})
+	go func() {
+		defer close(opened)
+		for deadline := time.Now().Add(timeout); time.Now().Before(deadline); time.Sleep(20 * time.Millisecond) {
+			if logEnd(a, "canary", 0)+logEnd(a, "canary", 1) >= 10 {
+				break
+			}
+		}
+		if err := txn.BeginTransaction(); err != nil {
+			t.Error(err)
+			return
+		}
+		for p := int32(0); p < 2; p++ {
+			if err := txn.ProduceSync(context.Background(), &kgo.Record{Topic: "canary", Partition: p, Value: []byte("held")}).FirstErr(); err != nil {
+				t.Error(err)
+			}
+		}
+	}()
+	rep := runDrillCfg(t, drill.Config{From: []string{a.Addr()}, To: []string{b.Addr()}, ToAdmin: b.HTTPAddr(), Mirror: "from-a",
+		Topics: []string{"canary"}, Duration: 4 * time.Second, Rate: 20, Settle: time.Second})
+	<-opened
+	defer txn.EndTransaction(context.Background(), kgo.TryAbort)
+	lost := int64(len(rep.LostAtFailover))
+	pl := rep.Plan
+	t.Logf("held LSO: lost %d, plan lost %d, uncommitted %d in %d, missing offsets %d, RPO plan %d ms measured %d ms; partitions %+v",
+		lost, pl.LostRecords, pl.UncommittedRecords, pl.UncommittedTransactions, pl.MissingRecords, pl.RPOMillis, rep.RPOMillis, rep.Partitions)
+	if lost == 0 || rep.PredictedUnit != "records" || rep.PredictedLoss != lost || pl.LostRecords != lost || !rep.Passed {
+		t.Fatalf("lost %d, predicted %d %s (plan %d), passed %v %v", lost, rep.PredictedLoss, rep.PredictedUnit, pl.LostRecords, rep.Passed, rep.Problems)
+	}
+	if pl.UncommittedRecords != 2 || pl.UncommittedTransactions != 2 || pl.MissingRecords != lost+2 || pl.WouldTruncate != 0 {
+		t.Fatalf("plan: uncommitted %d in %d, missing %d offsets, truncate %d; want 2 in 2 (one per partition), %d, 0",
+			pl.UncommittedRecords, pl.UncommittedTransactions, pl.MissingRecords, pl.WouldTruncate, lost+2)
+	}
+	if len(rep.Partitions) != 2 {
+		t.Fatalf("partitions %+v", rep.Partitions)
+	}
+	for _, pr := range rep.Partitions {
+		if pr.LostAtFailover == 0 || int64(pr.LostAtFailover) != pr.PredictedLost || pr.RPOMillis <= 0 || pr.PlanRPOMillis <= 0 {
+			t.Fatalf("partition %d: lost %d, predicted %d, RPO %d ms (plan %d ms)", pr.Partition, pr.LostAtFailover, pr.PredictedLost, pr.RPOMillis, pr.PlanRPOMillis)
+		}
+	}
+	// The plan's oldest lost record is the first canary record acknowledged
+	// after the transaction opened: its timestamp (set by the producer) is
+	// at most its acknowledgement.
+	firstLost := rep.LostAtFailover[0]
+	for _, e := range rep.Timeline {
+		if e.Kind == "acked" && e.Seq == firstLost {
+			if d := e.AtMs - oldestLost(pl); d < 0 || d > 5000 {
+				t.Fatalf("oldest lost timestamp %d vs the first lost record's acknowledgement %d", oldestLost(pl), e.AtMs)
+			}
+		}
+	}
+}
+
+func oldestLost(pl mirror.Plan) int64 {
+	o := int64(-1)
+	for _, p := range pl.Partitions {
+		if p.OldestLostTimestamp >= 0 && (o < 0 || p.OldestLostTimestamp < o) {
+			o = p.OldestLostTimestamp
+		}
+	}
+	return o
 }
