@@ -227,7 +227,9 @@ note "a does not know it was failed over: its topic is writable, and a stale cli
 show "minibroker-demo produce --brokers localhost:19091 --prefix stray- --count 20"
 "$DEMO" produce --brokers localhost:19091 --prefix stray- --count 20 --rate 100 >"$OUT/produce-stray.json" 2>>"$OUT/clients.log"
 mb a mirror create from-b --source b:9092
-mb a mirror start from-b --topics demo
+note "mirror start refuses to cut a's stray records silently: --dry-run shows what it would remove, --allow-truncate removes it"
+mb a mirror start from-b --topics demo --dry-run
+mb a mirror start from-b --topics demo --allow-truncate
 event "a mirrors b"
 "$DEMO" wait mirror --admin "$(admin a)" --name from-b --state MIRRORING --caught-up --timeout 60s
 mb a mirror describe from-b

@@ -38,7 +38,8 @@ func (c *Cluster) Mirror(name string, source ...string) *Mirror {
 	return &Mirror{c: c, name: name}
 }
 
-// Start mirrors topics from the source.
+// Start mirrors topics from the source. It fails the test when the start
+// would cut local data (see StartAllowTruncate).
 func (m *Mirror) Start(topics ...string) *Mirror {
 	m.c.t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
@@ -47,6 +48,24 @@ func (m *Mirror) Start(topics ...string) *Mirror {
 		m.c.t.Fatalf("minibrokertest: start mirror %s: %v", m.name, err)
 	}
 	return m
+}
+
+// MirrorStartReport is what a start cut (or would cut) from the local
+// logs to align them with the source, per partition.
+type MirrorStartReport = mirror.StartReport
+
+// StartAllowTruncate is Start for a failback: it lets the start cut local
+// records past where the log diverges from the source (`mirror start
+// --allow-truncate`), which Start refuses, and returns the report.
+func (m *Mirror) StartAllowTruncate(topics ...string) MirrorStartReport {
+	m.c.t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	rep, err := m.c.Broker().Mirrors().StartWith(ctx, m.name, topics, mirror.StartOptions{AllowTruncate: true})
+	if err != nil {
+		m.c.t.Fatalf("minibrokertest: start mirror %s: %v", m.name, err)
+	}
+	return rep
 }
 
 // Stop fails the topics over (all of the mirror's when none are named):

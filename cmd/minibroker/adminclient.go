@@ -107,17 +107,32 @@ func (a *adminClient) do(method, path string, body, out any) error {
 	defer resp.Body.Close()
 	raw, _ := io.ReadAll(resp.Body)
 	if resp.StatusCode >= 300 {
+		ae := &apiError{status: resp.StatusCode, body: raw}
 		var e struct{ Error string }
-		if json.Unmarshal(raw, &e) == nil && e.Error != "" {
+		switch {
+		case json.Unmarshal(raw, &e) == nil && e.Error != "":
 			if resp.StatusCode == http.StatusUnauthorized {
-				return fmt.Errorf("%s (HTTP 401): pass --admin-token-file", e.Error)
+				ae.msg = fmt.Sprintf("%s (HTTP 401): pass --admin-token-file", e.Error)
+			} else {
+				ae.msg = fmt.Sprintf("%s (HTTP %d)", e.Error, resp.StatusCode)
 			}
-			return fmt.Errorf("%s (HTTP %d)", e.Error, resp.StatusCode)
+		default:
+			ae.msg = fmt.Sprintf("admin API: HTTP %d: %s", resp.StatusCode, strings.TrimSpace(string(raw)))
 		}
-		return fmt.Errorf("admin API: HTTP %d: %s", resp.StatusCode, strings.TrimSpace(string(raw)))
+		return ae
 	}
 	if err := json.Unmarshal(raw, out); err != nil {
 		return fmt.Errorf("admin API: %w", err)
 	}
 	return nil
 }
+
+// apiError is the admin API's answer to a refused request: the message,
+// and the status and body for callers that read more of it.
+type apiError struct {
+	msg    string
+	status int
+	body   []byte
+}
+
+func (e *apiError) Error() string { return e.msg }

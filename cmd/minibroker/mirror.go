@@ -150,8 +150,8 @@ func newMirrorCmd() *cobra.Command {
 	}
 	cmd.AddCommand(create, alter, del, list, describe, newMirrorPlanCmd(client, &asJSON))
 
+	cmd.AddCommand(newMirrorStartCmd(client, &asJSON))
 	for _, action := range []struct{ name, short string }{
-		{"start", "Start mirroring topics (creates them locally, read-only)"},
 		{"stop", "Fail over: stop mirroring topics, write the barrier, make them writable"},
 		{"pause", "Pause fetching for topics"},
 		{"resume", "Resume fetching for topics"},
@@ -167,10 +167,7 @@ func newMirrorCmd() *cobra.Command {
 				return printStatus(cmd.OutOrStdout(), st, asJSON)
 			},
 		}
-		c.Flags().StringSliceVar(&topics, "topics", nil, "topics (stop/pause/resume: all of the mirror's when empty)")
-		if action.name == "start" {
-			c.MarkFlagRequired("topics")
-		}
+		c.Flags().StringSliceVar(&topics, "topics", nil, "topics (all of the mirror's when empty)")
 		cmd.AddCommand(c)
 	}
 	return cmd
@@ -210,7 +207,7 @@ func printStatus(w io.Writer, st mirror.Status, asJSON bool) error {
 		}
 	}
 	tw := tabwriter.NewWriter(w, 2, 4, 2, ' ', 0)
-	fmt.Fprintln(tw, "TOPIC\tPARTITION\tSTATE\tLOCAL END\tSOURCE HW\tLAG\tLAG MS\tLAST MIRRORED\tBARRIER\tLOST AT FAILOVER\tFETCH ERRORS\tNOTE")
+	fmt.Fprintln(tw, "TOPIC\tPARTITION\tSTATE\tLOCAL END\tSOURCE HW\tLAG\tLAG MS\tLAST MIRRORED\tBARRIER\tLOST AT FAILOVER\tFETCH ERRORS\tRETRIES\tNOTE")
 	now := time.Now()
 	for _, p := range st.Partitions {
 		note := p.Reason
@@ -222,8 +219,11 @@ func printStatus(w io.Writer, st mirror.Status, asJSON bool) error {
 		if note == "" {
 			note = p.LastError
 		}
-		fmt.Fprintf(tw, "%s\t%d\t%s\t%d\t%d\t%d\t%d\t%d\t%d\t%d\t%d\t%s\n", p.Topic, p.Partition, p.State, p.LocalLogEndOffset,
-			p.SourceHighWater, p.LagRecords, p.LagMillis, p.LastMirroredOffset, p.BarrierOffset, p.LostAtFailover, p.FetchErrors, note)
+		if p.NextRetryAt > 0 {
+			note += fmt.Sprintf(" (retry %d in %s)", p.Retries+1, max(time.Until(time.UnixMilli(p.NextRetryAt)), 0).Round(time.Millisecond))
+		}
+		fmt.Fprintf(tw, "%s\t%d\t%s\t%d\t%d\t%d\t%d\t%d\t%d\t%d\t%d\t%d\t%s\n", p.Topic, p.Partition, p.State, p.LocalLogEndOffset,
+			p.SourceHighWater, p.LagRecords, p.LagMillis, p.LastMirroredOffset, p.BarrierOffset, p.LostAtFailover, p.FetchErrors, p.Retries, note)
 	}
 	return tw.Flush()
 }

@@ -23,6 +23,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/minibroker/minibroker/internal/config"
+	"github.com/minibroker/minibroker/internal/mirror"
 	"github.com/minibroker/minibroker/internal/protocol"
 )
 
@@ -46,6 +47,7 @@ func (b *Broker) handleDescribeConfigs(_ context.Context, r *protocol.Request) k
 					sr.Configs = append(sr.Configs, b.topicConfigEntry(overrides, s, req.Version, req.IncludeSynonyms))
 				}
 			}
+			sr.Configs = append(sr.Configs, b.mirrorConfigEntries(rr.ResourceName, want, req.Version)...)
 			slices.SortFunc(sr.Configs, func(a, b kmsg.DescribeConfigsResponseResourceConfig) int {
 				return compareStrings(a.Name, b.Name)
 			})
@@ -163,4 +165,38 @@ func configType(k config.Kind) kmsg.ConfigType {
 		return kmsg.ConfigTypePassword
 	}
 	return kmsg.ConfigTypeString
+}
+
+// mirrorConfigEntries describes how this broker mirrors a topic, while it
+// does (a partition not yet STOPPED): mirror.name (KIP-1279's topic
+// config) and mirror.source.cluster.id (a minibroker extension), read-only,
+// as DYNAMIC_TOPIC_CONFIG. Another minibroker asked to mirror the topic
+// from here reads them to refuse a mirror loop (internal/mirror/loop.go).
+// They are not settings: AlterConfigs refuses them as unknown names, and a
+// mirror copying this topic's overrides drops them.
+func (b *Broker) mirrorConfigEntries(topic string, want func(string) bool, version int16) []kmsg.DescribeConfigsResponseResourceConfig {
+	if b.mirrors == nil {
+		return nil
+	}
+	name, cluster, ok := b.mirrors.TopicMirror(topic)
+	if !ok {
+		return nil
+	}
+	var out []kmsg.DescribeConfigsResponseResourceConfig
+	for _, kv := range [][2]string{{mirror.ConfigMirrorName, name}, {mirror.ConfigMirrorSourceClusterID, cluster}} {
+		if !want(kv[0]) {
+			continue
+		}
+		c := kmsg.NewDescribeConfigsResponseResourceConfig()
+		v := kv[1]
+		c.Name, c.Value, c.ReadOnly = kv[0], &v, true
+		c.Source = kmsg.ConfigSourceDynamicTopicConfig
+		c.ConfigType = kmsg.ConfigTypeString
+		if version >= 3 {
+			doc := "minibroker: the mirror that copies this topic into this cluster, and its source cluster's id (read-only)"
+			c.Documentation = &doc
+		}
+		out = append(out, c)
+	}
+	return out
 }

@@ -76,6 +76,12 @@ func (b *Broker) startStaticTopics(sm config.StaticMirror) {
 			b.logger.Info("static mirror started", zap.String("mirror", sm.Name), zap.Strings("topics", sm.Topics))
 			return
 		}
+		if errors.Is(err, mirror.ErrRefused) {
+			// Retrying cannot help: local data to cut (start it with
+			// --allow-truncate), a loop, or another cluster.
+			b.logger.Error("static mirror refused; not retried", zap.String("mirror", sm.Name), zap.Error(err))
+			return
+		}
 		b.logger.Warn("static mirror not started yet", zap.String("mirror", sm.Name), zap.Error(err), zap.Duration("retry_in", backoff))
 		select {
 		case <-b.stop:

@@ -17,7 +17,8 @@ import (
 //	DELETE /v1/mirrors/{name}
 //	PUT    /v1/mirrors/{name}/source-config {"source_config":{…}} → Status (replaces them all, reconnects)
 //	PUT    /v1/mirrors/{name}/config        {"config":{…},"reset":[…]} → Status (changes those named)
-//	POST   /v1/mirrors/{name}/start         {"topics":[…]}
+//	POST   /v1/mirrors/{name}/start         {"topics":[…],"allow_truncate","dry_run"} → Status with "start": StartReport
+//	                                        (dry_run → StartReport; data to cut without allow_truncate → 409 {"error","report"})
 //	POST   /v1/mirrors/{name}/stop          {"topics":[…]}   (failover; returns when STOPPED)
 //	POST   /v1/mirrors/{name}/pause         {"topics":[…]}
 //	POST   /v1/mirrors/{name}/resume        {"topics":[…]}
@@ -59,6 +60,10 @@ type ConfigRequest struct {
 // TopicsRequest is the body of start/stop/pause/resume.
 type TopicsRequest struct {
 	Topics []string `json:"topics"`
+	// AllowTruncate and DryRun are start's (StartOptions); the other
+	// actions refuse them.
+	AllowTruncate bool `json:"allow_truncate,omitempty"`
+	DryRun        bool `json:"dry_run,omitempty"`
 }
 
 // Routes registers the admin API on mux.
@@ -124,10 +129,20 @@ func (m *Manager) Routes(handle func(pattern string, h http.Handler)) {
 			return
 		}
 		name := r.PathValue("name")
+		action := r.PathValue("action")
+		if action != "start" && (req.AllowTruncate || req.DryRun) {
+			writeErr(w, http.StatusBadRequest, "allow_truncate and dry_run are start's")
+			return
+		}
 		var err error
-		switch r.PathValue("action") {
+		var rep StartReport
+		switch action {
 		case "start":
-			err = m.Start(r.Context(), name, req.Topics)
+			rep, err = m.StartWith(r.Context(), name, req.Topics, StartOptions{AllowTruncate: req.AllowTruncate, DryRun: req.DryRun})
+			if err == nil && req.DryRun {
+				reply(w, nil, rep)
+				return
+			}
 		case "stop":
 			err = m.Stop(name, req.Topics)
 		case "pause":
@@ -143,6 +158,9 @@ func (m *Manager) Routes(handle func(pattern string, h http.Handler)) {
 			return
 		}
 		st, err := m.Describe(name)
+		if action == "start" {
+			st.Start = &rep
+		}
 		reply(w, err, st)
 	}))
 }
@@ -163,12 +181,19 @@ func reply(w http.ResponseWriter, err error, v any) {
 		switch {
 		case errors.Is(err, ErrNotFound):
 			code = http.StatusNotFound
-		case errors.Is(err, ErrExists), errors.Is(err, ErrActive):
+		case errors.Is(err, ErrExists), errors.Is(err, ErrActive), errors.Is(err, ErrRefused):
 			code = http.StatusConflict
 		case errors.Is(err, ErrBadRequest):
 			code = http.StatusBadRequest
 		case strings.Contains(err.Error(), "source"):
 			code = http.StatusBadGateway
+		}
+		var refused *TruncateRefusedError
+		if errors.As(err, &refused) {
+			w.Header().Set("Content-Type", "application/json")
+			w.WriteHeader(code)
+			json.NewEncoder(w).Encode(map[string]any{"error": err.Error(), "report": refused.Report})
+			return
 		}
 		writeErr(w, code, err.Error())
 		return

@@ -117,8 +117,52 @@ func (l *brokerLoop) run() {
 			}
 			continue
 		}
-		l.dispatch(parts, resp)
+		changed, err := l.checkByName(parts, resp)
+		if err != nil {
+			for _, p := range parts {
+				l.evict(p.f, err)
+			}
+			continue
+		}
+		l.dispatch(parts, resp, changed)
 	}
+}
+
+// checkByName guards a fetch that named its topics (Fetch before v13 has
+// no topic ids): a topic deleted and recreated at the source under the
+// same name would answer with the new topic's batches. Before any of them
+// is appended, one Metadata request, sent after the fetch answered,
+// checks that each topic with batches still has the id the mirror copies;
+// it returns the identity error of those that do not. A fetch by id
+// (v13+) needs no check: the source answers UNKNOWN_TOPIC_ID for an id it
+// no longer has.
+func (l *brokerLoop) checkByName(parts []loopPart, resp *kmsg.FetchResponse) (map[string]error, error) {
+	if resp.Version >= 13 || len(parts) == 0 {
+		return nil, nil
+	}
+	withID := map[string]bool{}
+	for _, p := range parts {
+		if p.f.topicID != ([16]byte{}) {
+			withID[p.f.k.topic] = true
+		}
+	}
+	var topics []string
+	for _, t := range resp.Topics {
+		if !withID[t.Topic] {
+			continue
+		}
+		for _, rp := range t.Partitions {
+			if len(rp.RecordBatches) > 0 {
+				topics = append(topics, t.Topic)
+				break
+			}
+		}
+	}
+	if len(topics) == 0 {
+		return nil, nil
+	}
+	f := parts[0].f
+	return l.src.verifyTopicIDs(l.ctx, f.m, f.rt, topics)
 }
 
 func (l *brokerLoop) fetch(parts []loopPart) (*kmsg.FetchResponse, error) {
@@ -158,7 +202,7 @@ func (l *brokerLoop) fetch(parts []loopPart) (*kmsg.FetchResponse, error) {
 // dispatch appends each partition's batches (inline, like Kafka's fetcher
 // thread, so the next fetch asks from the new end) and hands errors to the
 // partitions' fetchers.
-func (l *brokerLoop) dispatch(parts []loopPart, resp *kmsg.FetchResponse) {
+func (l *brokerLoop) dispatch(parts []loopPart, resp *kmsg.FetchResponse, changed map[string]error) {
 	asked := make(map[tp]loopPart, len(parts))
 	names := map[[16]byte]string{} // Fetch v13+ answers by topic id only
 	for _, p := range parts {
@@ -177,6 +221,10 @@ func (l *brokerLoop) dispatch(parts []loopPart, resp *kmsg.FetchResponse) {
 				continue
 			}
 			delete(asked, k)
+			if err := changed[topic]; err != nil {
+				l.evict(p.f, err) // nothing of the recreated topic is appended
+				continue
+			}
 			if err := kerr.ErrorForCode(rp.ErrorCode); err != nil {
 				l.evict(p.f, err)
 				continue

@@ -33,6 +33,16 @@ type PartitionStatus struct {
 	FetchErrors    int64  `json:"fetch_errors"`
 	LastError      string `json:"last_error,omitempty"`
 	Reason         string `json:"reason,omitempty"`
+	// Retries counts the automatic restarts of a partition FAILED for a
+	// retriable reason (retry.go) since it last mirrored; NextRetryAt
+	// (unix ms) is when the next one is due, 0 when none is.
+	Retries     int   `json:"retries"`
+	NextRetryAt int64 `json:"next_retry_at_ms,omitempty"`
+	// Retriable: the FAILED partition's reason is retried automatically.
+	Retriable bool `json:"retriable,omitempty"`
+	// Truncated is what the last PREPARING cut from the local log to align
+	// it with the source (the failback case), nil when it cut nothing.
+	Truncated *PartitionTruncation `json:"truncated,omitempty"`
 }
 
 // Status is a mirror as `mirror describe` shows it.
@@ -48,6 +58,8 @@ type Status struct {
 	// default when not set, secrets shown as Hidden.
 	Config     map[string]string `json:"config"`
 	Partitions []PartitionStatus `json:"partitions"`
+	// Start is the report of the start that answered (POST …/start only).
+	Start *StartReport `json:"start,omitempty"`
 }
 
 // Describe returns a mirror's state, per partition.
@@ -75,8 +87,11 @@ func (m *Manager) Describe(name string) (Status, error) {
 	for _, it := range items {
 		ps := PartitionStatus{Topic: it.k.topic, Partition: it.k.partition, State: it.rec.State,
 			LastMirroredOffset: it.rec.LastMirroredOffset, BarrierOffset: it.rec.BarrierOffset, Reason: it.rec.Reason,
-			LostAtFailover:  it.rec.LostAtFailover,
+			LostAtFailover: it.rec.LostAtFailover, Retries: it.rec.Retries, Retriable: it.rec.Retriable, Truncated: it.rec.Truncated,
 			SourceHighWater: -1, SourceLastStable: -1, LocalLogEndOffset: -1, LocalHighWatermark: -1}
+		if it.rec.State == Failed && it.rec.Retriable {
+			ps.NextRetryAt = it.rec.RetryAt
+		}
 		if parts := m.local.Partitions(it.k.topic); int(it.k.partition) < len(parts) {
 			o := parts[it.k.partition].Offsets()
 			ps.LocalLogEndOffset, ps.LocalHighWatermark = o.LogEnd, o.HighWatermark

@@ -154,7 +154,15 @@ func (f *fetcher) run() {
 	backoff := 100 * time.Millisecond
 	fail := func(err error) bool {
 		f.recordErr(err)
-		if isSecurityFailure(err) {
+		switch {
+		case isIdentityError(err):
+			// Another cluster, or a recreated topic: never retried.
+			f.m.failIdentity(f.rt, f.k.topic, err)
+			return false
+		case isTruncateRefused(err):
+			f.m.fail(f.rt, f.k, err)
+			return false
+		case isSecurityFailure(err):
 			// Retrying with the same credentials cannot succeed:
 			// FAILED until the source config is changed.
 			f.m.fail(f.rt, f.k, fmt.Errorf("source refused the mirror's security settings: %w", err))
@@ -188,7 +196,7 @@ func (f *fetcher) run() {
 				next, err = transition(next, EvPause)
 			}
 			if err == nil {
-				r.State = next
+				r.State, r.AllowTruncate = next, nil
 			}
 		}); err != nil {
 			log.Error("persisting MIRRORING failed", zap.Error(err))
@@ -208,6 +216,10 @@ func (f *fetcher) run() {
 				return
 			}
 			continue
+		}
+		if err := f.m.checkIdentity(f.rt, f.k.topic, info); err != nil {
+			fail(err)
+			return
 		}
 		leader, ok := info.Partitions[f.k.partition]
 		if !ok || leader < 0 {
@@ -291,6 +303,11 @@ func (f *fetcher) apply(res fetchResult) error {
 // local log restarts at the source's log start. Past the source's end: the
 // logs diverged (the source was truncated), so PREPARING runs again.
 func (f *fetcher) handleOutOfRange(src *source, offset int64) error {
+	// A topic recreated at the source answers out of range too (fetched
+	// by name): it must not restart or cut the local log.
+	if err := f.checkSourceTopic(src); err != nil {
+		return err
+	}
 	start, err := src.listOffset(f.ctx, f.k.topic, f.k.partition, -2)
 	if err != nil {
 		return err
@@ -303,35 +320,28 @@ func (f *fetcher) handleOutOfRange(src *source, offset int64) error {
 	return f.prepare(src)
 }
 
-// prepare truncates the local log to where it diverges from the source
-// (divergenceCut has the search), as a Kafka follower does with
-// OffsetForLeaderEpoch.
-func (f *fetcher) prepare(src *source) error {
-	d, err := f.m.divergenceOf(f.ctx, src, f.k.topic, f.k.partition, f.p)
-	if err != nil || d.Cut >= d.LogEnd {
-		return err
-	}
-	f.logger().Info("truncating to where the log diverges from the source",
-		zap.Int64("from", d.LogEnd), zap.Int64("to", d.Cut))
-	return f.p.TruncateTo(d.Cut)
-}
-
 func (f *fetcher) state() State {
 	f.m.mu.Lock()
 	defer f.m.mu.Unlock()
 	return f.rt.spec.Topics[f.k.topic].Partitions[f.k.partition].State
 }
 
-// fail moves a partition to FAILED with a reason; it stays read-only. Every
-// failure comes from the source's settings (a client that cannot be made,
-// credentials or certificates refused), so changing them restarts it.
+// fail moves a partition to FAILED with a reason; it stays read-only.
+// Failures from the source's settings (a client that cannot be made,
+// credentials or certificates refused) restart when they change; a
+// refused truncation does not. Identity failures go through failIdentity.
 func (m *Manager) fail(rt *runtime, k tp, err error) {
 	m.logger.Error("mirror partition failed", zap.String("mirror", rt.spec.Name), zap.String("topic", k.topic),
 		zap.Int32("partition", k.partition), zap.Error(err))
 	m.setRecord(rt, k, func(r *partitionRecord) {
 		// Refused in STOPPING (the failover goes on), and once stopped or failed.
 		if next, terr := transition(r.State, EvFail); terr == nil {
-			r.State, r.Reason, r.SecurityFailure = next, err.Error(), true
+			r.State, r.Reason = next, err.Error()
+			// A refused truncation is the operator's to decide (start
+			// again with --allow-truncate); other failures come from the
+			// source's settings, which AlterSourceConfig restarts.
+			r.SecurityFailure = !isTruncateRefused(err)
+			r.AllowTruncate = nil
 		}
 	})
 }

@@ -24,6 +24,17 @@ type TestHooks interface {
 	// earlier leader epochs when the source does not know our latest one:
 	// the log is cut to its start, as before issue 27.
 	SkipEpochWalkBack() bool
+	// SkipIdentityCheck accepts a source that answers with another
+	// cluster id; SkipTopicIDCheck a source topic whose id changed (a
+	// recreated topic): the behaviour before issue 23.
+	SkipIdentityCheck() bool
+	SkipTopicIDCheck() bool
+	// SkipTruncateGuard lets PREPARING cut local data without the start's
+	// --allow-truncate, and `mirror start` not refuse it.
+	SkipTruncateGuard() bool
+	// SkipLoopCheck lets `mirror start` mirror a topic its source mirrors
+	// from this cluster.
+	SkipLoopCheck() bool
 }
 
 // NoTestHooks does nothing; it is what a nil Options.TestHooks means.
@@ -34,3 +45,7 @@ func (NoTestHooks) FetcherWoken(string, int32)                   {}
 func (NoTestHooks) SkipBarrier() bool                            { return false }
 func (NoTestHooks) SkipGroupClamp() bool                         { return false }
 func (NoTestHooks) SkipEpochWalkBack() bool                      { return false }
+func (NoTestHooks) SkipIdentityCheck() bool                      { return false }
+func (NoTestHooks) SkipTopicIDCheck() bool                       { return false }
+func (NoTestHooks) SkipTruncateGuard() bool                      { return false }
+func (NoTestHooks) SkipLoopCheck() bool                          { return false }

@@ -70,6 +70,10 @@ func (m *Manager) refresh(rt *runtime) {
 		if err != nil {
 			continue
 		}
+		if err := m.checkIdentity(rt, topic, info); err != nil {
+			m.failIdentity(rt, topic, err) // another cluster, or the topic recreated
+			continue
+		}
 		m.mu.Lock()
 		known := len(rt.spec.Topics[topic].Partitions)
 		m.mu.Unlock()

@@ -95,6 +95,25 @@ type partitionRecord struct {
 	// mirror's credentials or certificate (or the other way round):
 	// changing the source config restarts it (AlterSourceConfig).
 	SecurityFailure bool `json:"security_failure,omitempty"`
+	// Retriable marks a FAILED partition whose failure may pass (retry.go):
+	// it is started again after a backoff; Retries counts those restarts
+	// since the partition last mirrored, RetryAt (unix ms) is the next.
+	Retriable bool  `json:"retriable,omitempty"`
+	Retries   int   `json:"retries,omitempty"`
+	RetryAt   int64 `json:"retry_at_ms,omitempty"`
+	// AllowTruncate is the start's permission (--allow-truncate) to cut
+	// local data down to TruncateTo while the log still ends at
+	// LocalLogEnd (failback.go); cleared once PREPARING is done.
+	AllowTruncate *truncateApproval `json:"allow_truncate,omitempty"`
+	// Truncated is what PREPARING last cut, for describe.
+	Truncated *PartitionTruncation `json:"truncated,omitempty"`
+}
+
+// truncateApproval bounds the truncation `mirror start --allow-truncate`
+// allowed: what its report showed.
+type truncateApproval struct {
+	TruncateTo  int64 `json:"truncate_to"`
+	LocalLogEnd int64 `json:"local_log_end_offset"`
 }
 
 func loadDoc(fs vfs.FS, dir string) (*doc, error) {

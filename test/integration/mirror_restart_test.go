@@ -135,7 +135,7 @@ func restartAfterFailover(t *testing.T, hooks mirror.TestHooks) (minEnd, maxStar
 	}()
 	time.Sleep(20 * time.Millisecond) // the watchers have seen B before the restart
 
-	if err := m.Start(t.Context(), "from-a", []string{"orders"}); err != nil {
+	if _, err := m.StartWith(t.Context(), "from-a", []string{"orders"}, mirror.StartOptions{AllowTruncate: true}); err != nil {
 		t.Fatal(err)
 	}
 	// B's end before the restart (n+6) is past A's (n+3): wait for the

@@ -42,7 +42,8 @@ func TestTxnCommitRefusedWhenPartitionBecameMirrored(t *testing.T) {
 	if err := pa.ProduceSync(ctx, &kgo.Record{Topic: "ledger", Partition: 0, Value: []byte("lost-0")}).FirstErr(); err != nil {
 		t.Fatal(err)
 	}
-	ma := a.Mirror("from-b", b.Addr()).Start("ledger") // failback: ledger-0 on A is mirrored
+	ma := a.Mirror("from-b", b.Addr())
+	ma.StartAllowTruncate("ledger") // failback: ledger-0 on A is mirrored, lost-0 cut
 	for deadline := time.Now().Add(timeout); logEnd(a, "ledger", 0) != logEnd(b, "ledger", 0) ||
 		ma.Status().Partitions[0].State != mirror.Mirroring; time.Sleep(10 * time.Millisecond) {
 		if time.Now().After(deadline) {
