@@ -177,7 +177,7 @@ func TestMirrorPlanFailbackDivergence(t *testing.T) {
 		t.Fatalf("the plan changed A's log end to %d", end)
 	}
 
-	back.Start("ledger")
+	back.StartAllowTruncate("ledger")
 	for deadline := time.Now().Add(timeout); ; time.Sleep(10 * time.Millisecond) {
 		if st := back.Status().Partitions[0]; st.State == mirror.Mirroring && logEnd(a, "ledger", 0) == 8 {
 			break
