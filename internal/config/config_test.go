@@ -224,3 +224,51 @@ func TestListenerScopedSettings(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+const secret = "s3cr3t-Pa55"
+
+// TestParseJAAS: Kafka's JaasConfig syntax (quoted values with escapes,
+// bare words, newlines); a missing ';', an open quote, a wrong flag, a
+// missing '=', two modules and a lone module word are refused, and no
+// error quotes the password.
+func TestParseJAAS(t *testing.T) {
+	good := []struct {
+		in         string
+		module     string
+		user, pass string
+	}{
+		{`org.apache.kafka.common.security.plain.PlainLoginModule required username="alice" password="` + secret + `";`,
+			"org.apache.kafka.common.security.plain.PlainLoginModule", "alice", secret},
+		{"org.apache.kafka.common.security.scram.ScramLoginModule required\n  username=bob\n  password=\"a \\\"quoted\\\" ; = pass\" ;",
+			"org.apache.kafka.common.security.scram.ScramLoginModule", "bob", `a "quoted" ; = pass`},
+	}
+	for _, g := range good {
+		e, err := ParseJAAS(g.in)
+		if err != nil {
+			t.Fatalf("%q: %v", g.in, err)
+		}
+		if e.LoginModule != g.module || e.Options["username"] != g.user || e.Options["password"] != g.pass {
+			t.Fatalf("%q: got %+v", g.in, e)
+		}
+	}
+	bad := []string{
+		``,
+		`org.apache.kafka.common.security.plain.PlainLoginModule`,
+		`org.apache.kafka.common.security.plain.PlainLoginModule required user_a="` + secret + `" user_b;`, // no value
+		`=x required a=b;`,
+		`org.apache.kafka.common.security.plain.PlainLoginModule required username="alice" password="` + secret + `"`,     // no ;
+		`org.apache.kafka.common.security.plain.PlainLoginModule required username="alice" password="` + secret,           // open quote
+		`org.apache.kafka.common.security.plain.PlainLoginModule always username="alice" password="` + secret + `";`,      // flag
+		`org.apache.kafka.common.security.plain.PlainLoginModule required username="alice" password ` + secret + `;`,      // no =
+		`org.apache.kafka.common.security.plain.PlainLoginModule required password="` + secret + `"; other required x=y;`, // two
+	}
+	for _, b := range bad {
+		_, err := ParseJAAS(b)
+		if err == nil {
+			t.Fatalf("%q: accepted", b)
+		}
+		if strings.Contains(err.Error(), secret) {
+			t.Fatalf("%q: the error quotes the password: %v", b, err)
+		}
+	}
+}

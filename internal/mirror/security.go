@@ -17,6 +17,8 @@ import (
 	"github.com/twmb/franz-go/pkg/sasl"
 	"github.com/twmb/franz-go/pkg/sasl/plain"
 	"github.com/twmb/franz-go/pkg/sasl/scram"
+
+	"github.com/minibroker/minibroker/internal/config"
 )
 
 // A mirror's source connection takes Kafka's client security settings,
@@ -187,19 +189,19 @@ func parseSourceConfig(settings map[string]string) (sourceSecurity, error) {
 		case hasJaas && (hasUser || hasPass):
 			return bad("give either %s or %s and %s, not both", cfgSASLJaasConfig, cfgSASLUsername, cfgSASLPassword)
 		case hasJaas:
-			e, err := parseJaasConfig(jaas)
+			e, err := config.ParseJAAS(jaas)
 			if err != nil {
 				return bad("%s: %v", cfgSASLJaasConfig, err)
 			}
-			if e.module != wantModule {
+			if e.LoginModule != wantModule {
 				return bad("%s: %s needs the login module %s", cfgSASLJaasConfig, s.mechanism, wantModule)
 			}
-			for k := range e.options {
+			for k := range e.Options {
 				if k != "username" && k != "password" {
 					return bad("%s: option %q is not supported (only username and password)", cfgSASLJaasConfig, k)
 				}
 			}
-			s.username, s.password = e.options["username"], e.options["password"]
+			s.username, s.password = e.Options["username"], e.Options["password"]
 		case hasUser || hasPass:
 			s.username, s.password = settings[cfgSASLUsername], settings[cfgSASLPassword]
 		default:

@@ -11,45 +11,6 @@ import (
 
 const secret = "s3cr3t-Pa55"
 
-func TestParseJaasConfig(t *testing.T) {
-	good := []struct {
-		in         string
-		module     string
-		user, pass string
-	}{
-		{`org.apache.kafka.common.security.plain.PlainLoginModule required username="alice" password="` + secret + `";`,
-			"org.apache.kafka.common.security.plain.PlainLoginModule", "alice", secret},
-		{"org.apache.kafka.common.security.scram.ScramLoginModule required\n  username=bob\n  password=\"a \\\"quoted\\\" ; = pass\" ;",
-			"org.apache.kafka.common.security.scram.ScramLoginModule", "bob", `a "quoted" ; = pass`},
-	}
-	for _, g := range good {
-		e, err := parseJaasConfig(g.in)
-		if err != nil {
-			t.Fatalf("%q: %v", g.in, err)
-		}
-		if e.module != g.module || e.options["username"] != g.user || e.options["password"] != g.pass {
-			t.Fatalf("%q: got %+v", g.in, e)
-		}
-	}
-	bad := []string{
-		``,
-		`org.apache.kafka.common.security.plain.PlainLoginModule required username="alice" password="` + secret + `"`,     // no ;
-		`org.apache.kafka.common.security.plain.PlainLoginModule required username="alice" password="` + secret,           // open quote
-		`org.apache.kafka.common.security.plain.PlainLoginModule always username="alice" password="` + secret + `";`,      // flag
-		`org.apache.kafka.common.security.plain.PlainLoginModule required username="alice" password ` + secret + `;`,      // no =
-		`org.apache.kafka.common.security.plain.PlainLoginModule required password="` + secret + `"; other required x=y;`, // two
-	}
-	for _, b := range bad {
-		_, err := parseJaasConfig(b)
-		if err == nil {
-			t.Fatalf("%q: accepted", b)
-		}
-		if strings.Contains(err.Error(), secret) {
-			t.Fatalf("%q: the error quotes the password: %v", b, err)
-		}
-	}
-}
-
 // TestParseSourceConfig: every refusal names the setting, none quotes a
 // secret, and the accepted forms come out as the client will use them.
 func TestParseSourceConfig(t *testing.T) {
