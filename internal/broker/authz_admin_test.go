@@ -88,7 +88,34 @@ func adminAuthzCases() []authzAPICase {
 			return e.send(user, req)
 		}
 	}
+	createTopic := func(prefix string, validateOnly bool) func(*authzEnv, string) kmsg.Response {
+		return func(e *authzEnv, user string) kmsg.Response {
+			req := kmsg.NewPtrCreateTopicsRequest()
+			req.TimeoutMillis, req.ValidateOnly = 5000, validateOnly
+			rt := kmsg.NewCreateTopicsRequestTopic()
+			rt.Topic, rt.NumPartitions, rt.ReplicationFactor = prefix+user, 1, -1
+			req.Topics = append(req.Topics, rt)
+			return e.send(user, req)
+		}
+	}
+	created := func(name string) func(*authzEnv) string {
+		return func(e *authzEnv) string { _, ok := e.b.Topic(name); return fmt.Sprint(ok) }
+	}
+	create, describeConfigs := kmsg.ACLOperationCreate, kmsg.ACLOperationDescribeConfigs
 	return []authzAPICase{
+		{name: "CreateTopics needs CREATE on the topic (or the cluster)", key: 19,
+			alice:   []grant{{kmsg.ACLResourceTypeTopic, "ct1-", true, []kmsg.ACLOperation{create, describeConfigs}}},
+			bob:     []grant{{kmsg.ACLResourceTypeTopic, "ct1-", true, []kmsg.ACLOperation{describeConfigs}}},
+			send:    createTopic("ct1-", false),
+			allowed: func(user string) string { return fmt.Sprintf("ct1-%s(configs true code 0):0", user) },
+			denied:  func(user string) string { return fmt.Sprintf("ct1-%s(configs false code 0):%d", user, cTopic) },
+			state:   created("ct1-bob")},
+		{name: "CreateTopics shows a topic's configs only with DESCRIBE_CONFIGS on it", key: 19,
+			alice:   []grant{{kmsg.ACLResourceTypeTopic, "ct2-", true, []kmsg.ACLOperation{create, describeConfigs}}},
+			bob:     []grant{clusterACL(create)},
+			send:    createTopic("ct2-", true), // validate_only: both of bob's may succeed
+			allowed: func(user string) string { return fmt.Sprintf("ct2-%s(configs true code 0):0", user) },
+			denied:  func(user string) string { return fmt.Sprintf("ct2-%s(configs false code %d):0", user, cTopic) }},
 		{name: "DescribeLogDirs needs DESCRIBE on the cluster", key: 35,
 			alice: []grant{clusterACL(d)}, send: logDirs,
 			allowed: same("dirs(1):0"), denied: same(fmt.Sprintf("dirs(0):%d", cCluster))},

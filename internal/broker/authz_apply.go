@@ -144,11 +144,26 @@ func applyFetch(b *Broker, req *protocol.Request) (kmsg.Response, func(kmsg.Resp
 	return topicsRule("Topics", "Topics", aclRead)(b, req)
 }
 
+// applyCreateTopics: CREATE on the cluster or each topic; a created
+// topic's configs (v5+) are shown only to a principal that may
+// DESCRIBE_CONFIGS it, else TopicConfigErrorCode is
+// TOPIC_AUTHORIZATION_FAILED (Kafka).
 func applyCreateTopics(b *Broker, req *protocol.Request) (kmsg.Response, func(kmsg.Response)) {
-	if b.authorizedCluster(req, aclCreate) {
-		return nil, nil
+	hideConfigs := func(resp kmsg.Response) {
+		out := resp.(*kmsg.CreateTopicsResponse)
+		for i := range out.Topics {
+			t := &out.Topics[i]
+			if t.ErrorCode == 0 && !b.authorizedTopic(req, t.Topic, aclDescribeConfigs) {
+				t.Configs, t.ConfigErrorCode = nil, codeTopic
+			}
+		}
 	}
-	return topicsRule("Topics", "Topics", aclCreate)(b, req)
+	if b.authorizedCluster(req, aclCreate) {
+		return nil, hideConfigs
+	}
+	return chain(topicsRule("Topics", "Topics", aclCreate), func(*Broker, *protocol.Request) (kmsg.Response, func(kmsg.Response)) {
+		return nil, hideConfigs
+	})(b, req)
 }
 
 // mayCreateTopic: CREATE on the cluster or on the topic (auto-creation).

@@ -322,6 +322,10 @@ func codesOf(resp kmsg.Response) string {
 		for _, c := range r.Resources {
 			add(c.ResourceName, c.ErrorCode)
 		}
+	case *kmsg.CreateTopicsResponse:
+		for _, t := range r.Topics {
+			add(fmt.Sprintf("%s(configs %v code %d)", t.Topic, len(t.Configs) > 0, t.ConfigErrorCode), t.ErrorCode)
+		}
 	case *kmsg.AddOffsetsToTxnResponse:
 		add("txn", r.ErrorCode)
 	case *kmsg.DescribeLogDirsResponse:

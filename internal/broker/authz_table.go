@@ -72,7 +72,7 @@ var authzTable = map[int16]authzRule{
 	16: {"DESCRIBE on the cluster lists every group; otherwise only the groups the principal may DESCRIBE", applyListGroups},
 	17: {"none: before authentication", nil},
 	18: {"none: before authentication", nil},
-	19: {"CREATE on the cluster or on each topic", applyCreateTopics},
+	19: {"CREATE on the cluster or on each topic; a created topic's configs only with DESCRIBE_CONFIGS on it", applyCreateTopics},
 	20: {"DELETE on each topic", chain(topicsRule("TopicNames", "Topics", aclDelete), topicsRule("Topics", "Topics", aclDelete))},
 	21: {"DELETE on each topic", topicsRule("Topics", "Topics", aclDelete)},
 	22: {"transactional: WRITE on the transactional id; idempotent: IDEMPOTENT_WRITE on the cluster or WRITE on any topic (Kafka 3.x, KIP-679)", applyInitProducerID},
