@@ -6,7 +6,7 @@ PKGS_RACE := ./internal/... ./minibrokertest/...
 FUZZTIME ?= 5s
 VERSION := $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
 
-.PHONY: all build run test test-unit test-race test-integration fuzz-smoke deps tools vet fmt bench bench-micro soak compat clean docker demo demo-if-docker
+.PHONY: all build run test test-unit test-race test-integration fuzz-smoke deps tools vet fmt bench bench-micro soak compat clean docker demo demo-if-docker drill-docker
 
 all: build
 
@@ -89,6 +89,10 @@ docker:
 demo: docker
 	$(GO) build -o bin/minibroker-demo ./cmd/minibroker-demo
 	docker/demo.sh
+
+## drill-docker: `minibroker drill --failback` against the compose demo's a and b (docker/drill.sh: unique project, Docker-chosen host ports; exits non-zero unless the drill passed)
+drill-docker: docker
+	DRILL_IMAGE=$(DOCKER_IMAGE) docker/drill.sh
 
 ## demo-if-docker: `make demo` when a Docker engine and compose answer, else a line saying it was skipped
 demo-if-docker:

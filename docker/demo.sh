@@ -17,6 +17,7 @@ cd "$(dirname "$0")/.."
 
 PROJECT=${DEMO_PROJECT:-mbdemo}
 IMAGE=${DEMO_IMAGE:-minibroker:dev}
+export MB_IMAGE=$IMAGE # the image docker/compose.yaml runs
 OUT=${DEMO_OUT:-bin/demo}
 DEMO=${DEMO_TOOL:-bin/minibroker-demo}
 RATE=${DEMO_RATE:-200} # records/s of the application's producer
