@@ -282,7 +282,7 @@ func queuedMaxRequestBytes(cfg config.Config) (int64, error) {
 	least := protocol.MinQueuedMaxRequestBytes(cfg.Int32("socket.request.max.bytes"))
 	if v < least {
 		return 0, fmt.Errorf("setting queued.max.request.bytes=%d: must be -1 (unbounded) or at least %d "+
-			"(1.5 × socket.request.max.bytes + 64 KiB: a frame's buffer grows as its bytes arrive)", v, least)
+			"(1.5 × socket.request.max.bytes + 2 MiB: a frame's buffer grows as its bytes arrive)", v, least)
 	}
 	return v, nil
 }

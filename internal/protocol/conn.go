@@ -153,6 +153,10 @@ func (c *conn) fail(reason string, fields ...zap.Field) {
 	c.raw.Close()
 }
 
+// readBufferSize is the size of a connection's read buffer, which
+// batches the reads of small requests.
+const readBufferSize = 64 << 10
+
 func (c *conn) read() {
 	defer func() {
 		if r := recover(); r != nil {
@@ -161,7 +165,7 @@ func (c *conn) read() {
 			c.fail("panic")
 		}
 	}()
-	br := bufio.NewReaderSize(c.nc, 64<<10)
+	br := bufio.NewReaderSize(c.nc, readBufferSize)
 	var sizeBuf [4]byte
 	for {
 		select {

@@ -17,8 +17,10 @@ const defaultQueuedMaxRequestBytes = 256 << 20
 
 // MinQueuedMaxRequestBytes is the smallest queued.max.request.bytes that
 // lets a request of maxRequest bytes be read: growing a frame's buffer
-// holds its old and new buffer at once, at most half the frame plus the
-// frame (see frameSteps).
+// holds its old and new buffer at once, at most a quarter of the frame
+// plus the frame (see frameSteps); the bound asks for half, as it did when
+// buffers doubled, which also covers the pool's rounding up to a size
+// class, and keeps every setting that was valid valid.
 func MinQueuedMaxRequestBytes(maxRequest int32) int64 {
 	return int64(maxRequest) + int64(maxRequest)/2 + frameStep
 }
