@@ -2,7 +2,6 @@ package mirror
 
 import (
 	"context"
-	"errors"
 	"fmt"
 
 	mlog "github.com/minibroker/minibroker/internal/log"
@@ -108,7 +107,7 @@ func divergenceCut(v epochView, ask askEpoch, noWalkBack bool) (int64, error) {
 		}
 		v = v.truncated(cut)
 	}
-	return v.end, errors.New("divergence search did not converge")
+	return v.end, errNoConvergence
 }
 
 // commonEpoch asks the source where the view's latest epoch ends,

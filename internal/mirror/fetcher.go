@@ -33,6 +33,9 @@ type fetcher struct {
 	// broker loop.
 	evictions chan error
 	topicID   [16]byte // the source topic's id, for Fetch v13+
+	// retried: started by a retry (retry.go); the first fetch that
+	// succeeds ends the partition's failure streak.
+	retried atomic.Bool
 
 	// Observations for describe and metrics.
 	sourceHW     atomic.Int64
@@ -162,6 +165,9 @@ func (f *fetcher) run() {
 		case isTruncateRefused(err):
 			f.m.fail(f.rt, f.k, err)
 			return false
+		case isRetriableFailure(err):
+			f.m.failRetriable(f.rt, f.k, err)
+			return false
 		case isSecurityFailure(err):
 			// Retrying with the same credentials cannot succeed:
 			// FAILED until the source config is changed.
@@ -274,7 +280,7 @@ func (f *fetcher) apply(res fetchResult) error {
 	if len(res.Records) > 0 {
 		n, err := f.p.AppendAsMirror(res.Records)
 		if err != nil {
-			return fmt.Errorf("append mirrored batches: %w", err)
+			return &localAppendError{err}
 		}
 		if n > 0 {
 			f.bytes.Add(int64(len(res.Records)))
@@ -295,6 +301,7 @@ func (f *fetcher) apply(res fetchResult) error {
 		f.lsoWaitAt.Store(res.LastStable)
 		f.lsoWaitSince.Store(now)
 	}
+	f.fetchSucceeded()
 	return nil
 }
 

@@ -115,8 +115,11 @@ type runtime struct {
 	// groupSyncedAt is when each group's offsets were last synced
 	// (unix ms), guarded by Manager.mu; shown by Plan.
 	groupSyncedAt map[string]int64
-	stop          chan struct{}
-	done          chan struct{}
+	// retries are the armed retry timers of partitions FAILED for a
+	// retriable reason (retry.go), guarded by Manager.mu.
+	retries map[tp]*time.Timer
+	stop    chan struct{}
+	done    chan struct{}
 }
 
 type tp struct {
@@ -198,6 +201,9 @@ func (m *Manager) resume(spec *mirrorSpec) error {
 			return err
 		}
 	}
+	m.mu.Lock()
+	m.resumeRetriesLocked(rt)
+	m.mu.Unlock()
 	m.startRefresher(rt)
 	return nil
 }
@@ -574,6 +580,7 @@ func (m *Manager) shutdownRuntime(rt *runtime) {
 	default:
 		close(rt.stop)
 	}
+	stopRetriesLocked(rt)
 	fetchers := make([]*fetcher, 0, len(rt.fetchers))
 	for k, f := range rt.fetchers {
 		fetchers = append(fetchers, f)

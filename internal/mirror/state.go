@@ -101,6 +101,9 @@ type partitionRecord struct {
 	Retriable bool  `json:"retriable,omitempty"`
 	Retries   int   `json:"retries,omitempty"`
 	RetryAt   int64 `json:"retry_at_ms,omitempty"`
+	// FailStreak counts the retries since a fetch last succeeded: the
+	// backoff doubles with it.
+	FailStreak int `json:"fail_streak,omitempty"`
 	// AllowTruncate is the start's permission (--allow-truncate) to cut
 	// local data down to TruncateTo while the log still ends at
 	// LocalLogEnd (failback.go); cleared once PREPARING is done.

@@ -686,8 +686,15 @@ var castagnoli = crc32.MakeTable(crc32.Castagnoli)
 type mirrorHooks struct {
 	mirror.NoTestHooks
 	skipBarrier, skipGroupClamp, skipEpochWalkBack bool
-	stopStep                                       func(step mirror.StopStep, topic string, partition int32) error
+	// issue 23's rules: source identity, the failback guard, loops.
+	skipIdentity, skipTopicID, skipTruncateGuard, skipLoop bool
+	stopStep                                               func(step mirror.StopStep, topic string, partition int32) error
 }
+
+func (h mirrorHooks) SkipIdentityCheck() bool { return h.skipIdentity }
+func (h mirrorHooks) SkipTopicIDCheck() bool  { return h.skipTopicID }
+func (h mirrorHooks) SkipTruncateGuard() bool { return h.skipTruncateGuard }
+func (h mirrorHooks) SkipLoopCheck() bool     { return h.skipLoop }
 
 func (h mirrorHooks) SkipBarrier() bool       { return h.skipBarrier }
 func (h mirrorHooks) SkipGroupClamp() bool    { return h.skipGroupClamp }

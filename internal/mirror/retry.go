@@ -1,0 +1,181 @@
+package mirror
+
+import (
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+	"go.uber.org/zap"
+)
+
+// Retry of FAILED partitions. A partition fails for a retriable reason
+// when the cause may pass without anyone changing the mirror: the source
+// denies the mirror's principal the topic (an ACL missing, granted later),
+// the source answers a corrupt batch, the local log refuses an append (a
+// disk error), or the divergence search does not settle. Such a partition
+// goes FAILED (read-only, the reason in describe) and is started again
+// (PREPARING, then MIRRORING) after mirror.failed.retry.initial.backoff.ms,
+// doubling per consecutive failure up to
+// mirror.failed.retry.max.backoff.ms, at most
+// mirror.failed.retry.max.attempts times in a row (then it stays FAILED
+// until `mirror start` or a source-config change). A fetch that succeeds
+// ends the streak. Network errors are not failures at all (the fetcher
+// retries them in place), and these never retry: another cluster or a
+// recreated topic (identity.go), a truncation not allowed (failback.go),
+// credentials or certificates refused (until the source config changes).
+
+// localAppendError is the local log refusing mirrored batches.
+type localAppendError struct{ err error }
+
+func (e *localAppendError) Error() string { return "append mirrored batches: " + e.err.Error() }
+func (e *localAppendError) Unwrap() error { return e.err }
+
+// errNoConvergence is a divergence search that did not settle.
+var errNoConvergence = errors.New("divergence search did not converge")
+
+// isRetriableFailure reports whether err fails the partition for a reason
+// retried with backoff.
+func isRetriableFailure(err error) bool {
+	var ae *localAppendError
+	switch {
+	case err == nil || isIdentityError(err) || isTruncateRefused(err) || isSecurityFailure(err):
+		return false
+	case errors.As(err, &ae), errors.Is(err, errNoConvergence):
+		return true
+	}
+	for _, ke := range []error{kerr.TopicAuthorizationFailed, kerr.ClusterAuthorizationFailed, kerr.CorruptMessage} {
+		if errors.Is(err, ke) {
+			return true
+		}
+	}
+	return false
+}
+
+// retryBackoff is the wait before retry number streak (1-based) of a
+// consecutive run: initial·2^(streak-1), at most max.
+func retryBackoff(s *Settings, streak int) time.Duration {
+	d := s.FailedRetryInitialBackoff
+	for i := 1; i < streak && d < s.FailedRetryMaxBackoff; i++ {
+		d *= 2
+	}
+	return min(d, s.FailedRetryMaxBackoff)
+}
+
+// failRetriable moves a partition to FAILED for a retriable reason and
+// schedules its retry (unless the attempts in a row are used up).
+func (m *Manager) failRetriable(rt *runtime, k tp, err error) {
+	s := rt.settings()
+	var at time.Time
+	m.mu.Lock()
+	rec := rt.spec.Topics[k.topic].Partitions[k.partition]
+	next, terr := transition(rec.State, EvFail)
+	if terr != nil { // STOPPING goes on; STOPPED and FAILED stay
+		m.mu.Unlock()
+		return
+	}
+	rec.State, rec.SecurityFailure, rec.AllowTruncate, rec.Retriable = next, false, nil, true
+	rec.Reason, rec.RetryAt = err.Error(), 0
+	if rec.FailStreak < s.FailedRetryMaxAttempts {
+		at = time.Now().Add(retryBackoff(s, rec.FailStreak+1))
+		rec.RetryAt = at.UnixMilli()
+	} else {
+		rec.Reason += fmt.Sprintf("; not retried again after %d retries in a row (%s)", rec.FailStreak, SettingFailedRetryMaxAttempts)
+	}
+	if serr := m.saveLocked(); serr != nil {
+		m.logger.Error("persisting FAILED", zap.String("mirror", rt.spec.Name), zap.Error(serr))
+	}
+	if !at.IsZero() {
+		m.scheduleRetryLocked(rt, k, time.Until(at))
+	}
+	m.mu.Unlock()
+	m.logger.Warn("mirror partition failed; retrying later", zap.String("mirror", rt.spec.Name), zap.String("topic", k.topic),
+		zap.Int32("partition", k.partition), zap.Error(err), zap.Time("retry_at", at))
+}
+
+// scheduleRetryLocked arms the partition's retry timer; m.mu held.
+func (m *Manager) scheduleRetryLocked(rt *runtime, k tp, d time.Duration) {
+	if rt.retries == nil {
+		rt.retries = map[tp]*time.Timer{}
+	}
+	if t := rt.retries[k]; t != nil {
+		t.Stop()
+	}
+	rt.retries[k] = time.AfterFunc(max(d, 0), func() { m.retry(rt, k) })
+}
+
+// stopRetriesLocked disarms every retry timer of rt; m.mu held.
+func stopRetriesLocked(rt *runtime) {
+	for k, t := range rt.retries {
+		t.Stop()
+		delete(rt.retries, k)
+	}
+}
+
+// retry starts a partition FAILED for a retriable reason again.
+func (m *Manager) retry(rt *runtime, k tp) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	delete(rt.retries, k)
+	select {
+	case <-rt.stop:
+		return // deleted or closing
+	default:
+	}
+	ts := rt.spec.Topics[k.topic]
+	if ts == nil || ts.Partitions[k.partition] == nil {
+		return
+	}
+	rec := ts.Partitions[k.partition]
+	if rec.State != Failed || !rec.Retriable || rec.RetryAt == 0 {
+		return // stopped, restarted or altered meanwhile
+	}
+	next, err := transition(rec.State, EvRestart)
+	if err != nil {
+		return
+	}
+	parts := m.local.Partitions(k.topic)
+	if int(k.partition) >= len(parts) {
+		return
+	}
+	rec.State, rec.RetryAt, rec.Retriable = next, 0, false
+	rec.Retries++
+	rec.FailStreak++
+	if err := m.saveLocked(); err != nil {
+		m.logger.Error("persisting a retry", zap.String("mirror", rt.spec.Name), zap.Error(err))
+	}
+	m.logger.Info("retrying a failed mirror partition", zap.String("mirror", rt.spec.Name), zap.String("topic", k.topic),
+		zap.Int32("partition", k.partition), zap.Int("retry", rec.Retries), zap.String("failed_for", rec.Reason))
+	m.startFetcherLocked(rt, k.topic, k.partition, parts[k.partition], false)
+	if f := rt.fetchers[k]; f != nil {
+		f.retried.Store(true)
+	}
+}
+
+// resumeRetriesLocked re-arms the retries of a mirror's partitions that
+// were waiting for one when the broker stopped; m.mu held.
+func (m *Manager) resumeRetriesLocked(rt *runtime) {
+	for topic, ts := range rt.spec.Topics {
+		for idx, rec := range ts.Partitions {
+			if rec.State == Failed && rec.Retriable && rec.RetryAt > 0 {
+				m.scheduleRetryLocked(rt, tp{topic, idx}, time.Until(time.UnixMilli(rec.RetryAt)))
+			}
+		}
+	}
+}
+
+// fetchSucceeded ends the partition's streak of failures after a retry:
+// the next failure waits the initial backoff again.
+func (f *fetcher) fetchSucceeded() {
+	if !f.retried.Load() {
+		return
+	}
+	f.retried.Store(false)
+	// Not here: the broker loop calls apply holding its lock, which
+	// Manager.mu must not wait behind (setPaused takes them the other way).
+	go func() {
+		if err := f.m.setRecord(f.rt, f.k, func(r *partitionRecord) { r.FailStreak = 0 }); err != nil {
+			f.logger().Warn("persisting the end of a failure streak", zap.Error(err))
+		}
+	}()
+}
