@@ -21,7 +21,7 @@ type sourceConfigFlags struct {
 
 func (f *sourceConfigFlags) register(cmd *cobra.Command) {
 	cmd.Flags().StringArrayVar(&f.pairs, "source-config", nil,
-		"source client setting KEY=VALUE by Kafka's name (security.protocol, sasl.mechanism, sasl.jaas.config, sasl.username, sasl.password, ssl.truststore.location, ssl.keystore.location, ssl.endpoint.identification.algorithm); repeatable")
+		"source client setting KEY=VALUE by Kafka's name (security.protocol, sasl.mechanism, sasl.jaas.config, sasl.username, sasl.password, ssl.truststore.location|certificates, ssl.keystore.location|key|certificate.chain, ssl.key.password, ssl.endpoint.identification.algorithm); repeatable")
 	cmd.Flags().StringVar(&f.file, "source-config-file", "", "Java .properties file of source client settings (read before --source-config)")
 }
 

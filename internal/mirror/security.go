@@ -7,7 +7,6 @@ import (
 	"errors"
 	"fmt"
 	"net"
-	"os"
 	"sort"
 	"strings"
 	"time"
@@ -19,6 +18,7 @@ import (
 	"github.com/twmb/franz-go/pkg/sasl/scram"
 
 	"github.com/minibroker/minibroker/internal/config"
+	"github.com/minibroker/minibroker/internal/security"
 )
 
 // A mirror's source connection takes Kafka's client security settings,
@@ -29,8 +29,11 @@ import (
 //	sasl.jaas.config                        PlainLoginModule / ScramLoginModule required username="…" password="…";
 //	sasl.username, sasl.password            librdkafka's names, instead of sasl.jaas.config
 //	ssl.truststore.location                 PEM file of the CAs to trust (default: the system's)
+//	ssl.truststore.certificates             the same, inline PEM (KIP-651)
 //	ssl.truststore.type, ssl.keystore.type  PEM only
 //	ssl.keystore.location                   PEM file with the client key and its chain (mTLS)
+//	ssl.keystore.key                        the key, inline PEM, with ssl.keystore.certificate.chain (KIP-651)
+//	ssl.key.password                        password of an encrypted PKCS#8 key
 //	ssl.endpoint.identification.algorithm   https (default: check the host name) or empty (do not)
 //
 // Deviations from Kafka's Java client: sasl.mechanism has no default
@@ -54,6 +57,10 @@ const (
 	cfgTruststoreType   = "ssl.truststore.type"
 	cfgKeystoreLoc      = "ssl.keystore.location"
 	cfgKeystoreType     = "ssl.keystore.type"
+	cfgKeystoreKey      = "ssl.keystore.key"
+	cfgKeystoreChain    = "ssl.keystore.certificate.chain"
+	cfgKeyPassword      = "ssl.key.password"
+	cfgTruststoreCerts  = "ssl.truststore.certificates"
 	cfgEndpointIdent    = "ssl.endpoint.identification.algorithm"
 )
 
@@ -62,7 +69,8 @@ const (
 const Hidden = "[hidden]"
 
 // sourceSettingNames lists the accepted settings; secret ones are never
-// shown.
+// shown. The inline PEM settings are secret as Kafka's ConfigDef types
+// them (PASSWORD), the chain and CAs included.
 var sourceSettingNames = map[string]bool{ // name → secret
 	cfgSecurityProtocol: false,
 	cfgSASLMechanism:    false,
@@ -73,18 +81,18 @@ var sourceSettingNames = map[string]bool{ // name → secret
 	cfgTruststoreType:   false,
 	cfgKeystoreLoc:      false,
 	cfgKeystoreType:     false,
+	cfgKeystoreKey:      true,
+	cfgKeystoreChain:    true,
+	cfgKeyPassword:      true,
+	cfgTruststoreCerts:  true,
 	cfgEndpointIdent:    false,
 }
 
 // notSupported names Kafka client settings minibroker knows but does not
 // take, with why, so the refusal says more than "unknown".
 var notSupported = map[string]string{
-	"ssl.key.password":                  "encrypted keys are not supported; give an unencrypted PEM key",
-	"ssl.keystore.password":             "stores are PEM files, which have no password",
-	"ssl.truststore.password":           "stores are PEM files, which have no password",
-	"ssl.keystore.key":                  "give the key and its chain in the file ssl.keystore.location names",
-	"ssl.keystore.certificate.chain":    "give the key and its chain in the file ssl.keystore.location names",
-	"ssl.truststore.certificates":       "give the CAs in the file ssl.truststore.location names",
+	"ssl.keystore.password":             "stores are PEM, which have no store password (an encrypted key takes ssl.key.password)",
+	"ssl.truststore.password":           "stores are PEM, which have no password",
 	"sasl.kerberos.service.name":        "GSSAPI (Kerberos) is not supported",
 	"sasl.login.callback.handler.class": "login callbacks are Java classes; not supported",
 }
@@ -107,13 +115,15 @@ func RedactSourceConfig(settings map[string]string) map[string]string {
 
 // sourceSecurity is a parsed, checked source config.
 type sourceSecurity struct {
-	protocol       string // PLAINTEXT, SSL, SASL_PLAINTEXT, SASL_SSL
-	mechanism      string // PLAIN, SCRAM-SHA-256, SCRAM-SHA-512 (SASL only)
-	username       string
-	password       string
-	truststore     string // path, "" for the system's CAs
-	keystore       string // path, "" for no client certificate
-	verifyHostname bool
+	protocol   string // PLAINTEXT, SSL, SASL_PLAINTEXT, SASL_SSL
+	mechanism  string // PLAIN, SCRAM-SHA-256, SCRAM-SHA-512 (SASL only)
+	username   string
+	password   string
+	truststore string // path, "" for the system's CAs (or truststoreCerts)
+	keystore   string // path, "" for no client certificate (or keystoreKey)
+	// Inline PEM (KIP-651) and the key's password.
+	truststoreCerts, keystoreKey, keystoreChain, keyPassword string
+	verifyHostname                                           bool
 }
 
 func (s sourceSecurity) usesTLS() bool { return s.protocol == "SSL" || s.protocol == "SASL_SSL" }
@@ -220,6 +230,8 @@ func parseSourceConfig(settings map[string]string) (sourceSecurity, error) {
 		}
 		s.truststore, _ = get(cfgTruststoreLoc)
 		s.keystore, _ = get(cfgKeystoreLoc)
+		s.truststoreCerts, s.keystoreKey, s.keystoreChain = settings[cfgTruststoreCerts], settings[cfgKeystoreKey], settings[cfgKeystoreChain]
+		s.keyPassword = settings[cfgKeyPassword] // kept as given: a password may end in a space
 		if v, ok := get(cfgEndpointIdent); ok {
 			switch strings.ToLower(v) {
 			case "https":
@@ -299,29 +311,19 @@ func (s sourceSecurity) kgoOpts(dial func(ctx context.Context, network, host str
 // Kafka does with an empty ssl.endpoint.identification.algorithm.
 func (s sourceSecurity) tlsConfig() (*tls.Config, error) {
 	c := &tls.Config{MinVersion: tls.VersionTLS12}
-	if s.truststore != "" {
-		raw, err := os.ReadFile(s.truststore)
-		if err != nil {
-			return nil, fmt.Errorf("%s: %w", cfgTruststoreLoc, err)
-		}
-		pool := x509.NewCertPool()
-		if !pool.AppendCertsFromPEM(raw) {
-			return nil, fmt.Errorf("%s %s: no PEM certificate in it", cfgTruststoreLoc, s.truststore)
-		}
-		c.RootCAs = pool
+	// The broker's listeners' loaders (internal/security); their errors
+	// name the setting and never quote a key or a password.
+	pool, err := security.LoadTrustPool(s.truststore, s.truststoreCerts)
+	if err != nil {
+		return nil, err
 	}
-	if s.keystore != "" {
-		raw, err := os.ReadFile(s.keystore)
-		if err != nil {
-			return nil, fmt.Errorf("%s: %w", cfgKeystoreLoc, err)
-		}
-		// Kafka's PEM keystore: the private key and its certificate
-		// chain in one file; X509KeyPair picks each out of the blocks.
-		cert, err := tls.X509KeyPair(raw, raw)
-		if err != nil {
-			return nil, fmt.Errorf("%s %s: want an unencrypted private key and its certificate chain in PEM: %w", cfgKeystoreLoc, s.keystore, err)
-		}
-		c.Certificates = []tls.Certificate{cert}
+	c.RootCAs = pool
+	cert, err := security.LoadKeystore(s.keystore, s.keystoreKey, s.keystoreChain, s.keyPassword)
+	if err != nil {
+		return nil, err
+	}
+	if cert != nil {
+		c.Certificates = []tls.Certificate{*cert}
 	}
 	if !s.verifyHostname {
 		roots := c.RootCAs

@@ -26,7 +26,11 @@ func TestParseSourceConfig(t *testing.T) {
 	}{
 		{map[string]string{"security.protocol": "TLS"}, "security.protocol"},
 		{map[string]string{"bootstrap.servers": "x"}, "unknown source config bootstrap.servers"},
-		{map[string]string{"ssl.key.password": secret, "security.protocol": "SSL"}, "encrypted keys are not supported"},
+		{map[string]string{"ssl.key.password": secret, "security.protocol": "SSL"}, "ssl.key.password is set but there is no keystore"},
+		{map[string]string{"ssl.keystore.password": secret, "security.protocol": "SSL"}, "ssl.keystore.password"},
+		{map[string]string{"security.protocol": "SSL", "ssl.keystore.key": secret}, "ssl.keystore.key and ssl.keystore.certificate.chain go together"},
+		{map[string]string{"security.protocol": "SSL", "ssl.keystore.key": secret, "ssl.keystore.certificate.chain": "x", "ssl.keystore.location": notPEM}, "not both"},
+		{map[string]string{"security.protocol": "SSL", "ssl.truststore.certificates": secret}, "no PEM certificate"},
 		{map[string]string{"sasl.mechanism": "PLAIN"}, "security.protocol is PLAINTEXT"},
 		{map[string]string{"security.protocol": "SASL_PLAINTEXT", "sasl.mechanism": "PLAIN", "sasl.username": "a", "sasl.password": secret,
 			"ssl.truststore.location": notPEM}, "ssl.truststore.location is set but security.protocol is SASL_PLAINTEXT"},
@@ -47,7 +51,7 @@ func TestParseSourceConfig(t *testing.T) {
 		{map[string]string{"security.protocol": "SSL", "ssl.endpoint.identification.algorithm": "http"}, "ssl.endpoint.identification.algorithm"},
 		{map[string]string{"security.protocol": "SSL", "ssl.truststore.location": filepath.Join(dir, "missing.pem")}, "no such file"},
 		{map[string]string{"security.protocol": "SSL", "ssl.truststore.location": notPEM}, "no PEM certificate"},
-		{map[string]string{"security.protocol": "SSL", "ssl.keystore.location": notPEM}, "unencrypted private key and its certificate chain"},
+		{map[string]string{"security.protocol": "SSL", "ssl.keystore.location": notPEM}, "no certificate in the chain"},
 	}
 	for _, r := range refused {
 		_, err := parseSourceConfig(r.cfg)
@@ -92,6 +96,11 @@ func TestRedactSourceConfig(t *testing.T) {
 	}
 	if out["security.protocol"] != "SASL_SSL" || out["sasl.username"] != "alice" || out["sasl.jaas.config"] != Hidden {
 		t.Fatalf("%v", out)
+	}
+	for _, k := range []string{"ssl.key.password", "ssl.keystore.key", "ssl.keystore.certificate.chain", "ssl.truststore.certificates"} {
+		if RedactSourceConfig(map[string]string{k: secret})[k] != Hidden {
+			t.Fatalf("%s shown", k)
+		}
 	}
 	if in["sasl.password"] != secret {
 		t.Fatal("the input was changed")

@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"regexp"
 	"strings"
 	"sync"
 	"time"
@@ -90,12 +91,20 @@ func ServerTLS(s TLSSettings, logger *zap.Logger) (*tls.Config, *Keystore, error
 }
 
 func trustPool(s TLSSettings) (*x509.CertPool, error) {
-	raw := []byte(s.TruststoreCertificates)
-	if s.TruststoreLocation != "" {
+	return LoadTrustPool(s.TruststoreLocation, s.TruststoreCertificates)
+}
+
+// LoadTrustPool reads CA certificates, KIP-651's PEM truststore: the file
+// ssl.truststore.location names, or ssl.truststore.certificates inline
+// (not both). Neither: nil (the caller's default). Listeners and the
+// mirror's source client share it.
+func LoadTrustPool(location, certificates string) (*x509.CertPool, error) {
+	raw := inlinePEM(certificates)
+	if location != "" {
 		if len(raw) > 0 {
 			return nil, errors.New("set ssl.truststore.location or ssl.truststore.certificates, not both")
 		}
-		b, err := os.ReadFile(s.TruststoreLocation)
+		b, err := os.ReadFile(location)
 		if err != nil {
 			return nil, fmt.Errorf("ssl.truststore.location: %w", err)
 		}
@@ -109,6 +118,76 @@ func trustPool(s TLSSettings) (*x509.CertPool, error) {
 		return nil, errors.New("truststore: no PEM certificate found")
 	}
 	return pool, nil
+}
+
+// LoadKeystore reads a KIP-651 PEM keystore: the file
+// ssl.keystore.location names (private key and certificate chain), or
+// ssl.keystore.key with ssl.keystore.certificate.chain inline; an
+// encrypted PKCS#8 key is decrypted with ssl.key.password. Neither given:
+// nil. Errors never quote the key or the password. Listeners and the
+// mirror's source client share it.
+func LoadKeystore(location, key, chain, password string) (*tls.Certificate, error) {
+	cert, _, err := readKeystore(TLSSettings{KeystoreLocation: location, KeystoreKey: key, KeystoreChain: chain, KeyPassword: password}, false)
+	return cert, err
+}
+
+// pemOnOneLine matches a PEM block whose line breaks were lost.
+var pemOnOneLine = regexp.MustCompile(`-----BEGIN ([A-Z0-9 ]+)-----([A-Za-z0-9+/=\s]*?)-----END ([A-Z0-9 ]+)-----`)
+
+// inlinePEM is an inline PEM setting's bytes. A value written in a
+// .properties file with continuation lines, as Kafka documents KIP-651's
+// inline settings, arrives on one line (blocks and base64 separated by
+// spaces), which Kafka's PEM reader takes and encoding/pem does not: its
+// blocks are put back on lines.
+func inlinePEM(v string) []byte {
+	if strings.Contains(v, "\n") || !strings.Contains(v, "-----BEGIN ") {
+		return []byte(v)
+	}
+	var b strings.Builder
+	for _, m := range pemOnOneLine.FindAllStringSubmatch(v, -1) {
+		b.WriteString("-----BEGIN " + m[1] + "-----\n")
+		for _, f := range strings.Fields(m[2]) {
+			b.WriteString(f + "\n")
+		}
+		b.WriteString("-----END " + m[3] + "-----\n")
+	}
+	return []byte(b.String())
+}
+
+// readKeystore reads s's keystore (st: the file's, when it is a file).
+// required: neither form given is an error, else nil.
+func readKeystore(s TLSSettings, required bool) (*tls.Certificate, os.FileInfo, error) {
+	var keyPEM, chainPEM []byte
+	var st os.FileInfo
+	switch {
+	case s.KeystoreLocation != "" && (s.KeystoreKey != "" || s.KeystoreChain != ""):
+		return nil, nil, errors.New("set ssl.keystore.location or ssl.keystore.key with ssl.keystore.certificate.chain, not both")
+	case s.KeystoreLocation != "":
+		var err error
+		if st, err = os.Stat(s.KeystoreLocation); err != nil {
+			return nil, nil, fmt.Errorf("ssl.keystore.location: %w", err)
+		}
+		b, err := os.ReadFile(s.KeystoreLocation)
+		if err != nil {
+			return nil, nil, fmt.Errorf("ssl.keystore.location: %w", err)
+		}
+		keyPEM, chainPEM = b, b
+	case s.KeystoreKey != "" && s.KeystoreChain != "":
+		keyPEM, chainPEM = inlinePEM(s.KeystoreKey), inlinePEM(s.KeystoreChain)
+	case s.KeystoreKey != "" || s.KeystoreChain != "":
+		return nil, nil, errors.New("ssl.keystore.key and ssl.keystore.certificate.chain go together")
+	case s.KeyPassword != "":
+		return nil, nil, errors.New("ssl.key.password is set but there is no keystore")
+	case !required:
+		return nil, nil, nil
+	default:
+		return nil, nil, errors.New("a TLS listener needs ssl.keystore.location, or ssl.keystore.key and ssl.keystore.certificate.chain")
+	}
+	cert, err := parseKeystore(keyPEM, chainPEM, s.KeyPassword)
+	if err != nil {
+		return nil, nil, fmt.Errorf("keystore: %w", err)
+	}
+	return cert, st, nil
 }
 
 func tlsVersions(names []string) (lo, hi uint16, err error) {
@@ -158,29 +237,9 @@ func cipherSuites(names []string) ([]uint16, error) {
 // otherwise a reload (an error keeps the certificate being served).
 func (k *Keystore) load(first bool) error {
 	s := k.settings
-	var keyPEM, chainPEM []byte
-	var st os.FileInfo
-	switch {
-	case s.KeystoreLocation != "" && (s.KeystoreKey != "" || s.KeystoreChain != ""):
-		return errors.New("set ssl.keystore.location or ssl.keystore.key with ssl.keystore.certificate.chain, not both")
-	case s.KeystoreLocation != "":
-		var err error
-		if st, err = os.Stat(s.KeystoreLocation); err != nil {
-			return fmt.Errorf("ssl.keystore.location: %w", err)
-		}
-		b, err := os.ReadFile(s.KeystoreLocation)
-		if err != nil {
-			return fmt.Errorf("ssl.keystore.location: %w", err)
-		}
-		keyPEM, chainPEM = b, b
-	case s.KeystoreKey != "" && s.KeystoreChain != "":
-		keyPEM, chainPEM = []byte(s.KeystoreKey), []byte(s.KeystoreChain)
-	default:
-		return errors.New("a TLS listener needs ssl.keystore.location, or ssl.keystore.key and ssl.keystore.certificate.chain")
-	}
-	cert, err := parseKeystore(keyPEM, chainPEM, s.KeyPassword)
+	cert, st, err := readKeystore(s, true)
 	if err != nil {
-		return fmt.Errorf("keystore: %w", err)
+		return err
 	}
 	k.mu.Lock()
 	k.cert = cert
