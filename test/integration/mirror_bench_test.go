@@ -3,9 +3,7 @@ package integration
 import (
 	"context"
 	"fmt"
-	"os"
 	"slices"
-	"strconv"
 	"sync"
 	"testing"
 	"time"
@@ -44,13 +42,6 @@ func BenchmarkMirrorFailover1000Partitions(b *testing.B) {
 		d.Close()
 		b.StartTimer()
 	}
-}
-
-func envInt(name string, def int) int {
-	if v, err := strconv.Atoi(os.Getenv(name)); err == nil && v > 0 {
-		return v
-	}
-	return def
 }
 
 // BenchmarkMirrorCatchUp mirrors a backlog (MINIBROKER_BENCH_BACKLOG_MB,
@@ -169,15 +160,6 @@ func BenchmarkMirrorSteadyLag(b *testing.B) {
 		d.Close()
 		a.Close()
 	}
-}
-
-func median(xs []float64) float64 {
-	s := slices.Clone(xs)
-	slices.Sort(s)
-	if len(s) == 0 {
-		return 0
-	}
-	return s[len(s)/2]
 }
 
 var _ = kadm.NewClient

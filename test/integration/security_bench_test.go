@@ -2,7 +2,6 @@ package integration
 
 import (
 	"context"
-	"os"
 	"strconv"
 	"testing"
 	"time"
@@ -43,12 +42,7 @@ func securityBenchEnv(b *testing.B) (*minibrokertest.Cluster, *certtest.CA) {
 	return c, ca
 }
 
-func securityBenchMB() int {
-	if v, err := strconv.Atoi(os.Getenv("MINIBROKER_BENCH_SECURITY_MB")); err == nil && v > 0 {
-		return v
-	}
-	return 64
-}
+func securityBenchMB() int { return envInt("MINIBROKER_BENCH_SECURITY_MB", 64) }
 
 // BenchmarkSecurityThroughput: produce then consume 10 KiB records, on
 // PLAINTEXT and on SASL_SSL, MB/s each and SASL_SSL / PLAINTEXT.
@@ -78,24 +72,8 @@ func BenchmarkSecurityThroughput(b *testing.B) {
 			b.Fatal(err)
 		}
 		start := time.Now()
-		errs := make(chan error, 1)
-		for i := 1; i < n; i++ {
-			p.Produce(ctx, &kgo.Record{Value: value}, func(_ *kgo.Record, err error) {
-				if err != nil {
-					select {
-					case errs <- err:
-					default:
-					}
-				}
-			})
-		}
-		if err := p.Flush(ctx); err != nil {
+		if err := produceAll(ctx, p, n-1, value); err != nil {
 			b.Fatal(err)
-		}
-		select {
-		case err := <-errs:
-			b.Fatal(err)
-		default:
 		}
 		produceMBs = float64(n*size) / (1 << 20) / time.Since(start).Seconds()
 		cons, err := kgo.NewClient(append([]kgo.Opt{kgo.SeedBrokers(addr), kgo.ConsumeTopics(topic),
