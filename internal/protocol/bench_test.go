@@ -152,11 +152,17 @@ func BenchmarkRoundTrip(b *testing.B) {
 	}
 	defer nc.Close()
 	frame := metadataFrame(1, "t")
+	b.ReportAllocs()
+	roundTrips(b, nc, frame)
+}
+
+// roundTrips writes msg (a whole frame, size prefix included) and reads
+// the whole answer, b.N times.
+func roundTrips(b *testing.B, nc net.Conn, msg []byte) {
 	var size [4]byte
 	body := make([]byte, 0, 1024)
-	b.ReportAllocs()
 	for b.Loop() {
-		if _, err := nc.Write(frame); err != nil {
+		if _, err := nc.Write(msg); err != nil {
 			b.Fatal(err)
 		}
 		if _, err := io.ReadFull(nc, size[:]); err != nil {
@@ -246,21 +252,8 @@ func BenchmarkReadProduceFrame(b *testing.B) {
 					b.Fatal(err)
 				}
 				defer nc.Close()
-				var size [4]byte
-				body := make([]byte, 0, 1024)
 				b.SetBytes(int64(len(msg)))
-				for b.Loop() {
-					if _, err := nc.Write(msg); err != nil {
-						b.Fatal(err)
-					}
-					if _, err := io.ReadFull(nc, size[:]); err != nil {
-						b.Fatal(err)
-					}
-					body = body[:binary.BigEndian.Uint32(size[:])]
-					if _, err := io.ReadFull(nc, body); err != nil {
-						b.Fatal(err)
-					}
-				}
+				roundTrips(b, nc, msg)
 			})
 		}
 	}
