@@ -95,7 +95,9 @@ func (s *Settings) GroupSelected(group string) bool { return s.groupFilter.match
 
 // PropertyExcluded reports whether a topic config is never copied.
 func (s *Settings) PropertyExcluded(name string) bool {
-	return name == "mirror.name" || s.propsExclude.matchAny(name)
+	// mirror.source.cluster.id: how a minibroker source mirrors the topic
+	// itself (loop.go), never a property of the copy.
+	return name == ConfigMirrorName || name == ConfigMirrorSourceClusterID || s.propsExclude.matchAny(name)
 }
 
 // settingDef is one row of the table.
