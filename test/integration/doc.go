@@ -22,6 +22,8 @@
 //     lost and still uncommitted and the RPO from batch timestamps, and
 //     changes nothing: TestMirrorPlanPredictsStop; for a failback, what a
 //     start's divergence truncation cuts: TestMirrorPlanFailbackDivergence.
+//     With the source down it keeps the last seen offsets, reports the
+//     error and leaves the lost records unknown: TestMirrorPlanSourceDown.
 //     A drill measures what a failover lost, per partition, against what
 //     its plan predicted: TestDrillActivePassive, TestDrillFailback,
 //     TestDrillTransactional, TestDrillFanOut, TestDrillChain, and a

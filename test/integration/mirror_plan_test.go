@@ -191,3 +191,29 @@ func TestMirrorPlanFailbackDivergence(t *testing.T) {
 		t.Fatalf("A's barriers %v: the start did not cut where the plan said (%d)", got, pp.DivergenceCut)
 	}
 }
+
+// TestMirrorPlanSourceDown: the plan of a failover whose source is gone
+// (the usual reason for one) does not hang and does not guess: it waits
+// at most its source timeout, keeps the source offsets the mirror last
+// saw (and says how old they are), reports the source's error, and leaves
+// the loss in records unknown (-1) instead of counting from a guess.
+func TestMirrorPlanSourceDown(t *testing.T) {
+	t.Parallel()
+	a := minibrokertest.Start(t, minibrokertest.Topic("ledger", 1))
+	b := minibrokertest.Start(t, minibrokertest.HTTP())
+	produceSerially(t, idempotentProducer(t, a.Addr()), "ledger", 0, "a", 4)
+	m := b.Mirror("from-a", a.Addr()).Start("ledger")
+	m.WaitCaughtUp(timeout)
+	a.Close()
+	start := time.Now()
+	pl := httpPlan(t, b, "from-a", "ledger")
+	took := time.Since(start)
+	pp := pl.Partitions[0]
+	t.Logf("plan with the source down, in %v: %+v", took, pp)
+	if took > 20*time.Second {
+		t.Fatalf("the plan took %v with the source down", took)
+	}
+	if pp.SourceError == "" || pp.LostRecords != -1 || pp.SourceHighWatermark != 4 || pp.MissingRecords != 0 || pp.SourceSeenAt == 0 {
+		t.Fatalf("plan with the source down: %+v, want the last seen HW 4, a source error, lost records unknown", pp)
+	}
+}
