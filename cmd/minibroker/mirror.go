@@ -206,6 +206,17 @@ func printStatus(w io.Writer, st mirror.Status, asJSON bool) error {
 			fmt.Fprintf(w, "  %s=%s\n", k, st.Config[k]) // secrets arrive as [hidden]
 		}
 	}
+	if st.AutoTopics {
+		fmt.Fprintln(w, "topics         every source topic mirror.topics.include/exclude select (new ones within mirror.metadata.refresh.interval.ms)")
+	}
+	skipped := make([]string, 0, len(st.SkippedTopics))
+	for t := range st.SkippedTopics {
+		skipped = append(skipped, t)
+	}
+	sort.Strings(skipped)
+	for _, t := range skipped {
+		fmt.Fprintf(w, "not mirrored   %s: %s\n", t, st.SkippedTopics[t])
+	}
 	tw := tabwriter.NewWriter(w, 2, 4, 2, ' ', 0)
 	fmt.Fprintln(tw, "TOPIC\tPARTITION\tSTATE\tLOCAL END\tSOURCE HW\tLAG\tLAG MS\tLAST MIRRORED\tBARRIER\tLOST AT FAILOVER\tFETCH ERRORS\tRETRIES\tNOTE")
 	now := time.Now()

@@ -20,7 +20,7 @@ func newMirrorStartCmd(client func() *adminClient, asJSON *bool) *cobra.Command 
 	var topics []string
 	var allowTruncate, dryRun bool
 	c := &cobra.Command{
-		Use:   "start NAME --topics T[,…] [--dry-run] [--allow-truncate]",
+		Use:   "start NAME [--topics T[,…]] [--dry-run] [--allow-truncate]",
 		Short: "Start mirroring topics (creates them locally, read-only); refuses to cut local data without --allow-truncate",
 		Args:  cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
@@ -63,10 +63,9 @@ func newMirrorStartCmd(client func() *adminClient, asJSON *bool) *cobra.Command 
 			return printStatus(w, st, false)
 		},
 	}
-	c.Flags().StringSliceVar(&topics, "topics", nil, "topics to mirror")
+	c.Flags().StringSliceVar(&topics, "topics", nil, "topics to mirror (none: every source topic mirror.topics.include/exclude select, now and as they appear)")
 	c.Flags().BoolVar(&allowTruncate, "allow-truncate", false, "cut local data past where it diverges from the source (failback)")
 	c.Flags().BoolVar(&dryRun, "dry-run", false, "print what the start would cut and change nothing")
-	c.MarkFlagRequired("topics")
 	return c
 }
 

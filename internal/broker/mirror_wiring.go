@@ -1,6 +1,10 @@
 package broker
 
 import (
+	"errors"
+	"fmt"
+	"maps"
+
 	"github.com/minibroker/minibroker/internal/config"
 	"github.com/minibroker/minibroker/internal/mirror"
 	"github.com/minibroker/minibroker/internal/partition"
@@ -71,4 +75,45 @@ func (l mirrorLocal) EnsureTopic(name string, partitions int32, configs map[stri
 		return nil, err
 	}
 	return l.b.partitions(t), nil
+}
+
+func (l mirrorLocal) TopicConfigs(name string) (map[string]string, bool) {
+	t, ok := l.b.Topic(name)
+	if !ok {
+		return nil, false
+	}
+	return maps.Clone(l.b.configsOf(t)), true
+}
+
+// UpdateTopicConfigs applies a mirror's config sync: each override is
+// set (or removed) on its own, so that a value minibroker refuses (or a
+// name it does not know) does not hold back the others; the errors are
+// answered together.
+func (l mirrorLocal) UpdateTopicConfigs(name string, set map[string]string, remove []string) error {
+	var errs []error
+	for k, v := range set {
+		if _, ok := config.LookupTopic(k); !ok {
+			continue
+		}
+		err := l.b.updateTopicConfigs(name, func(c map[string]string) (map[string]string, error) {
+			if c == nil {
+				c = map[string]string{}
+			}
+			c[k] = v
+			return c, nil
+		}, false)
+		if err != nil {
+			errs = append(errs, fmt.Errorf("%s: %w", k, err))
+		}
+	}
+	for _, k := range remove {
+		err := l.b.updateTopicConfigs(name, func(c map[string]string) (map[string]string, error) {
+			delete(c, k)
+			return c, nil
+		}, false)
+		if err != nil {
+			errs = append(errs, fmt.Errorf("%s: %w", k, err))
+		}
+	}
+	return errors.Join(errs...)
 }

@@ -1,6 +1,7 @@
 package mirror
 
 import (
+	"maps"
 	"sort"
 	"time"
 )
@@ -56,8 +57,13 @@ type Status struct {
 	SourceConfig map[string]string `json:"source_config,omitempty"`
 	// Config is every mirror setting (settings.go) with its value, the
 	// default when not set, secrets shown as Hidden.
-	Config     map[string]string `json:"config"`
-	Partitions []PartitionStatus `json:"partitions"`
+	Config map[string]string `json:"config"`
+	// AutoTopics: the mirror follows its topic filters (started without
+	// topics); SkippedTopics are the source topics they select that it
+	// left alone, with why.
+	AutoTopics    bool              `json:"auto_topics,omitempty"`
+	SkippedTopics map[string]string `json:"skipped_topics,omitempty"`
+	Partitions    []PartitionStatus `json:"partitions"`
 	// Start is the report of the start that answered (POST …/start only).
 	Start *StartReport `json:"start,omitempty"`
 }
@@ -70,7 +76,11 @@ func (m *Manager) Describe(name string) (Status, error) {
 	}
 	m.mu.Lock()
 	st := Status{Name: rt.spec.Name, Source: rt.spec.Source, ClientID: rt.spec.ClientID, SourceClusterID: rt.spec.SourceClusterID,
-		SourceConfig: RedactSourceConfig(rt.spec.SourceConfig), Config: RedactSettings(rt.spec.Config)}
+		SourceConfig: RedactSourceConfig(rt.spec.SourceConfig), Config: RedactSettings(rt.spec.Config),
+		AutoTopics: rt.spec.AutoTopics}
+	if len(rt.skipped) > 0 {
+		st.SkippedTopics = maps.Clone(rt.skipped)
+	}
 	type item struct {
 		k   tp
 		rec partitionRecord
@@ -79,7 +89,12 @@ func (m *Manager) Describe(name string) (Status, error) {
 	var items []item
 	for topic, ts := range rt.spec.Topics {
 		for idx, rec := range ts.Partitions {
-			items = append(items, item{tp{topic, idx}, *rec, rt.fetchers[tp{topic, idx}]})
+			it := item{tp{topic, idx}, *rec, rt.fetchers[tp{topic, idx}]}
+			if ts.SourceDeletedAtMs > 0 && it.rec.Reason == "" {
+				it.rec.Reason = "source topic deleted (found " + time.UnixMilli(ts.SourceDeletedAtMs).UTC().Format(time.RFC3339) +
+					"): mirror stopped"
+			}
+			items = append(items, it)
 		}
 	}
 	m.mu.Unlock()

@@ -90,12 +90,17 @@ func (m *Manager) StartWith(ctx context.Context, name string, topics []string, s
 		return rep, err
 	}
 	rep.Mirror = rt.spec.Name
-	if len(topics) == 0 {
-		return rep, fmt.Errorf("%w: no topics", ErrBadRequest)
-	}
 	src, err := m.source(rt)
 	if err != nil {
 		return rep, err
+	}
+	if len(topics) == 0 {
+		// The topic filters (discover.go): never a topic that holds
+		// local data the mirror does not know, so nothing to report.
+		if so.DryRun {
+			return rep, fmt.Errorf("%w: --dry-run needs the topics named", ErrBadRequest)
+		}
+		return rep, m.startAuto(ctx, rt, src)
 	}
 	plans := make([]*topicStart, 0, len(topics))
 	for _, topic := range topics {
@@ -149,11 +154,7 @@ func (m *Manager) planTopic(ctx context.Context, rt *runtime, src *source, topic
 	if err := m.checkLoop(ctx, rt, src, topic); err != nil {
 		return nil, err
 	}
-	configs, err := src.topicConfigs(ctx, topic)
-	if err != nil {
-		m.logger.Warn("source topic configs unavailable; creating with defaults", zap.String("topic", topic), zap.Error(err))
-		configs = nil
-	}
+	configs := m.sourceConfigsFor(ctx, rt, src, topic)
 	if owner := m.ownerOf(topic); owner != "" && owner != rt.spec.Name {
 		return nil, fmt.Errorf("%w: topic %s is mirrored by %s", ErrActive, topic, owner)
 	}
@@ -206,15 +207,22 @@ func (m *Manager) startTopic(ctx context.Context, rt *runtime, src *source, topi
 		m.failIdentity(rt, topic, err)
 		return err
 	}
-	configs, err := src.topicConfigs(ctx, topic)
-	if err != nil {
-		m.logger.Warn("source topic configs unavailable; creating with defaults", zap.String("topic", topic), zap.Error(err))
-		configs = nil
-	}
+	configs := m.sourceConfigsFor(ctx, rt, src, topic)
 	if owner := m.ownerOf(topic); owner != "" && owner != rt.spec.Name {
 		return fmt.Errorf("%w: topic %s is mirrored by %s", ErrActive, topic, owner)
 	}
 	return m.startPlanned(rt, &topicStart{topic: topic, info: info, configs: configs})
+}
+
+// sourceConfigsFor is what a topic is created with: the source's overrides
+// minus mirror.topic.properties.exclude (nil when the source does not say).
+func (m *Manager) sourceConfigsFor(ctx context.Context, rt *runtime, src *source, topic string) map[string]string {
+	configs, err := src.topicConfigs(ctx, topic)
+	if err != nil {
+		m.logger.Warn("source topic configs unavailable; creating with defaults", zap.String("topic", topic), zap.Error(err))
+		return nil
+	}
+	return wantedConfigs(configs, rt.settings())
 }
 
 // startPlanned creates the local topic and moves its selected partitions
@@ -222,6 +230,23 @@ func (m *Manager) startTopic(ctx context.Context, rt *runtime, src *source, topi
 // --allow-truncate was given) recorded, and starts their fetchers.
 func (m *Manager) startPlanned(rt *runtime, plan *topicStart) error {
 	topic, info := plan.topic, plan.info
+	// The topic is the mirror's before it exists locally (Pending): a
+	// crash after the local create and before the partitions are
+	// recorded leaves a topic the refresh resumes, never one that auto-
+	// creation would take for a local topic.
+	m.mu.Lock()
+	if rt.spec.Topics[topic] == nil {
+		rt.spec.Topics[topic] = &topicSpec{Partitions: map[int32]*partitionRecord{}, Pending: true}
+		if err := m.saveLocked(); err != nil {
+			delete(rt.spec.Topics, topic)
+			m.mu.Unlock()
+			return err
+		}
+	}
+	m.mu.Unlock()
+	if err := m.opts.TestHooks.BeforeTopicCreate(topic); err != nil {
+		return err
+	}
 	parts, err := m.local.EnsureTopic(topic, int32(len(info.Partitions)), plan.configs, info.ID)
 	if err != nil {
 		return fmt.Errorf("mirror: local topic %s: %w", topic, err)
@@ -232,6 +257,11 @@ func (m *Manager) startPlanned(rt *runtime, plan *topicStart) error {
 	if ts == nil {
 		ts = &topicSpec{Partitions: map[int32]*partitionRecord{}}
 		rt.spec.Topics[topic] = ts
+	}
+	if ts.Pending {
+		// Created with these: they are the sync's (a topic that existed
+		// locally is synced from the next refresh on).
+		ts.Pending, ts.SyncedConfigs = false, plan.configs
 	}
 	if ts.TopicID == "" || m.opts.TestHooks.SkipTopicIDCheck() {
 		ts.TopicID = topicIDString(info.ID)

@@ -35,6 +35,18 @@ type TestHooks interface {
 	// SkipLoopCheck lets `mirror start` mirror a topic its source mirrors
 	// from this cluster.
 	SkipLoopCheck() bool
+	// BeforeTopicCreate is called when a start has recorded a topic as
+	// the mirror's and is about to create it locally; an error stops the
+	// start there, as a crash would.
+	BeforeTopicCreate(topic string) error
+	// BeforeConfigSync is called when the config sync has recorded the
+	// names it is about to change and is about to change them; an error
+	// stops it there, as a crash would.
+	BeforeConfigSync(topic string) error
+	// TakeOverLocalTopics lets auto-creation start a source topic that
+	// exists locally and that no mirror knows (negative control: its
+	// local records are truncated to the source's).
+	TakeOverLocalTopics() bool
 }
 
 // NoTestHooks does nothing; it is what a nil Options.TestHooks means.
@@ -49,3 +61,6 @@ func (NoTestHooks) SkipIdentityCheck() bool                      { return false 
 func (NoTestHooks) SkipTopicIDCheck() bool                       { return false }
 func (NoTestHooks) SkipTruncateGuard() bool                      { return false }
 func (NoTestHooks) SkipLoopCheck() bool                          { return false }
+func (NoTestHooks) BeforeTopicCreate(string) error               { return nil }
+func (NoTestHooks) BeforeConfigSync(string) error                { return nil }
+func (NoTestHooks) TakeOverLocalTopics() bool                    { return false }

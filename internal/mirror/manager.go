@@ -32,6 +32,10 @@ type Local interface {
 	EnsureTopic(name string, partitions int32, configs map[string]string, id [16]byte) ([]*partition.Partition, error)
 	// ClusterID is the local cluster's id.
 	ClusterID() string
+	// TopicConfigs returns a topic's overrides (false: no such topic).
+	TopicConfigs(name string) (map[string]string, bool)
+	// UpdateTopicConfigs sets and removes overrides of a topic, durably.
+	UpdateTopicConfigs(name string, set map[string]string, remove []string) error
 }
 
 // Options tune the mirrors. The zero value is usable.
@@ -118,6 +122,12 @@ type runtime struct {
 	// retries are the armed retry timers of partitions FAILED for a
 	// retriable reason (retry.go), guarded by Manager.mu.
 	retries map[tp]*time.Timer
+	// missing counts the refreshes in a row that found a mirrored topic
+	// gone at the source; skipped holds the source topics the filters
+	// select that auto-creation left alone, with why (both guarded by
+	// Manager.mu).
+	missing map[string]int
+	skipped map[string]string
 	stop    chan struct{}
 	done    chan struct{}
 }

@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"maps"
 	"net/http"
 	"path/filepath"
 	"sync"
@@ -162,9 +163,35 @@ func TestSourceGoesAwayAndComesBack(t *testing.T) {
 // local is a Local made of real partitions on disk, so a Manager can be
 // opened with options the broker does not expose.
 type local struct {
-	dir   string
-	mu    sync.Mutex
-	parts map[string][]*partition.Partition
+	dir     string
+	mu      sync.Mutex
+	parts   map[string][]*partition.Partition
+	configs map[string]map[string]string
+}
+
+func (l *local) TopicConfigs(name string) (map[string]string, bool) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.parts[name] == nil {
+		return nil, false
+	}
+	return maps.Clone(l.configs[name]), true
+}
+
+func (l *local) UpdateTopicConfigs(name string, set map[string]string, remove []string) error {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.configs == nil {
+		l.configs = map[string]map[string]string{}
+	}
+	if l.configs[name] == nil {
+		l.configs[name] = map[string]string{}
+	}
+	maps.Copy(l.configs[name], set)
+	for _, k := range remove {
+		delete(l.configs[name], k)
+	}
+	return nil
 }
 
 func (l *local) ClusterID() string { return "local" }

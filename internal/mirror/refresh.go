@@ -13,8 +13,8 @@ func (m *Manager) startRefresher(rt *runtime) {
 	m.startRefresherLocked(rt)
 }
 
-// startRefresherLocked starts the mirror's metadata loop, which picks up
-// partitions added at the source. It exits when rt.stop closes.
+// startRefresherLocked starts the mirror's metadata loop (refresh) and
+// its group offset sync. It exits when rt.stop closes.
 func (m *Manager) startRefresherLocked(rt *runtime) {
 	go func() {
 		defer close(rt.done)
@@ -42,50 +42,26 @@ func (m *Manager) startRefresherLocked(rt *runtime) {
 	}()
 }
 
-// refresh grows locally every mirrored topic whose source gained
-// partitions, and starts fetchers for the new ones.
+// refresh looks at the source's topics (discover.go): partitions added to
+// mirrored topics, topics deleted, configs changed, and, when the mirror
+// follows its topic filters, new topics.
 func (m *Manager) refresh(rt *runtime) {
 	m.mu.Lock()
-	var topics []string
-	for topic, ts := range rt.spec.Topics {
-		for _, rec := range ts.Partitions {
-			if rec.State.active() {
-				topics = append(topics, topic)
-				break
-			}
-		}
+	work := rt.spec.AutoTopics
+	for _, ts := range rt.spec.Topics {
+		work = work || ts.Pending || ts.mirrored()
 	}
 	m.mu.Unlock()
-	if len(topics) == 0 {
+	if !work {
 		return
 	}
 	src, err := m.source(rt)
 	if err != nil {
 		return
 	}
-	ctx, cancel := m.runtimeContext(rt, 10*time.Second)
+	ctx, cancel := m.runtimeContext(rt, time.Minute)
 	defer cancel()
-	for _, topic := range topics {
-		info, err := src.describeTopic(ctx, topic)
-		if err != nil {
-			continue
-		}
-		if err := m.checkIdentity(rt, topic, info); err != nil {
-			m.failIdentity(rt, topic, err) // another cluster, or the topic recreated
-			continue
-		}
-		m.mu.Lock()
-		known := len(rt.spec.Topics[topic].Partitions)
-		m.mu.Unlock()
-		if len(info.Partitions) <= known {
-			continue
-		}
-		m.logger.Info("source topic gained partitions", zap.String("mirror", rt.spec.Name), zap.String("topic", topic),
-			zap.Int("from", known), zap.Int("to", len(info.Partitions)))
-		if err := m.startTopic(ctx, rt, src, topic); err != nil {
-			m.logger.Warn("mirroring new partitions failed", zap.String("topic", topic), zap.Error(err))
-		}
-	}
+	m.refreshTopics(ctx, rt, src)
 }
 
 // runtimeContext is a context with a timeout that also ends when the

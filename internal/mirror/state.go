@@ -63,6 +63,9 @@ type mirrorSpec struct {
 	// Config is the mirror's settings by name (settings.go), only those
 	// given: the others take their default when resolved.
 	Config map[string]string `json:"config,omitempty"`
+	// AutoTopics is set by `mirror start` without topics: the refresh
+	// starts every source topic mirror.topics.include/exclude select.
+	AutoTopics bool `json:"auto_topics,omitempty"`
 	// GroupsInclude and GroupsExclude are how mirrors.json kept the group
 	// filter before the settings: read, moved into Config by loadDoc,
 	// never written again.
@@ -78,6 +81,16 @@ type mirrorSpec struct {
 type topicSpec struct {
 	TopicID    string                     `json:"topic_id,omitempty"`
 	Partitions map[int32]*partitionRecord `json:"partitions"`
+	// Pending is set before a start creates the local topic and cleared
+	// once its partitions are recorded: a crash in between leaves a topic
+	// the refresh starts again (the local topic is this mirror's).
+	Pending bool `json:"pending,omitempty"`
+	// SyncedConfigs are the overrides the config sync copied from the
+	// source (discover.go), so that one the source drops is removed.
+	SyncedConfigs map[string]string `json:"synced_configs,omitempty"`
+	// SourceDeletedAtMs is when the source was found to have deleted the
+	// topic (unix ms), which stopped its mirror; 0 otherwise.
+	SourceDeletedAtMs int64 `json:"source_deleted_at_ms,omitempty"`
 }
 
 type partitionRecord struct {

@@ -1,0 +1,327 @@
+package integration
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"testing"
+
+	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/minibroker/minibroker/internal/mirror"
+	"github.com/minibroker/minibroker/internal/partition"
+	"github.com/minibroker/minibroker/minibrokertest"
+)
+
+// fastRefresh is the refresh interval of these tests' mirrors.
+const fastRefresh = "100"
+
+// createAutoMirror defines a mirror of src on dst with settings (and a
+// short refresh) and starts it without topics: it follows its filters.
+func createAutoMirror(t *testing.T, dst node, src string, settings map[string]string) *mirror.Manager {
+	t.Helper()
+	cfg := map[string]string{mirror.SettingMetadataRefreshMs: fastRefresh}
+	for k, v := range settings {
+		cfg[k] = v
+	}
+	m := mirrorOn(dst)
+	must(t, "create", m.CreateWith("from-a", []string{src}, mirror.CreateOptions{Config: cfg}))
+	must(t, "start", m.Start(t.Context(), "from-a", nil))
+	return m
+}
+
+// produceTo writes n records "prefix-i" round-robin to a topic.
+func produceTo(t *testing.T, addr, topic, prefix string, n int) {
+	t.Helper()
+	cl := newClient(t, addr, kgo.DefaultProduceTopic(topic), kgo.RecordPartitioner(kgo.RoundRobinPartitioner()))
+	var recs []*kgo.Record
+	for i := 0; i < n; i++ {
+		recs = append(recs, &kgo.Record{Value: fmt.Appendf(nil, "%s-%d", prefix, i)})
+	}
+	must(t, "produce", cl.ProduceSync(context.Background(), recs...).FirstErr())
+}
+
+func hasTopic(n node, topic string) bool {
+	_, ok := n.Broker().Topic(topic)
+	return ok
+}
+
+// waitRefreshes waits until the mirror has refreshed at least n more
+// times: a topic created at the source now is found by the next refresh,
+// so one created before and still absent after n refreshes was not taken.
+// It creates a marker topic the filters select and waits for it.
+func waitRefreshes(t *testing.T, a, b node, marker string) {
+	t.Helper()
+	must(t, "create marker", kadmCreate(t, a.Addr(), marker, 1))
+	waitFor(t, "marker topic "+marker+" mirrored", func() bool { return hasTopic(b, marker) })
+}
+
+func kadmCreate(t *testing.T, addr, topic string, parts int32, configs ...map[string]*string) error {
+	t.Helper()
+	var cfg map[string]*string
+	if len(configs) > 0 {
+		cfg = configs[0]
+	}
+	resp, err := kadmClient(t, addr).CreateTopic(context.Background(), parts, 1, cfg, topic)
+	if err != nil {
+		return err
+	}
+	return resp.Err
+}
+
+// TestMirrorTopicFilters: a mirror started without topics mirrors the
+// source topics mirror.topics.include selects, a topic created at the
+// source after the start (and a partition added to it) within a refresh,
+// byte for byte; topics mirror.topics.exclude removes, and __-prefixed
+// ones by default, never appear. Negative control: with the exclude list
+// emptied (the rule removed), the same source topics are mirrored.
+func TestMirrorTopicFilters(t *testing.T) {
+	t.Parallel()
+	a := minibrokertest.Start(t, minibrokertest.Topic("orders", 2), minibrokertest.Topic("tmp-scratch", 1),
+		minibrokertest.Topic("__audit", 1), minibrokertest.Topic("payments", 1))
+	b := minibrokertest.Start(t)
+	produceTo(t, a.Addr(), "orders", "o", 10)
+	produceTo(t, a.Addr(), "tmp-scratch", "t", 3)
+	produceTo(t, a.Addr(), "__audit", "x", 3)
+	m := createAutoMirror(t, b, a.Addr(), map[string]string{
+		mirror.SettingTopicsInclude: "orders.*,tmp-.*,__.*,marker.*",
+		mirror.SettingTopicsExclude: "tmp-.*,__.*",
+	})
+	// Selected at start.
+	waitMirrored(t, a, b, "orders", 2)
+	for p := int32(0); p < 2; p++ {
+		assertIdentical(t, a, b, "orders", p, logEnd(a, "orders", p))
+	}
+	// Created at the source after the start, then grown.
+	must(t, "create orders-eu", kadmCreate(t, a.Addr(), "orders-eu", 1))
+	produceTo(t, a.Addr(), "orders-eu", "eu", 7)
+	waitFor(t, "orders-eu mirrored", func() bool { return hasTopic(b, "orders-eu") })
+	waitMirrored(t, a, b, "orders-eu", 1)
+	if _, err := kadmClient(t, a.Addr()).UpdatePartitions(context.Background(), 3, "orders-eu"); err != nil {
+		t.Fatal(err)
+	}
+	produceTo(t, a.Addr(), "orders-eu", "eu2", 9)
+	waitFor(t, "orders-eu grown to 3", func() bool { return func() bool { _, ok := b.Broker().Partition("orders-eu", 2); return ok }() })
+	waitMirrored(t, a, b, "orders-eu", 3)
+	for p := int32(0); p < 3; p++ {
+		assertIdentical(t, a, b, "orders-eu", p, logEnd(a, "orders-eu", p))
+		if mode, owner := mustPartition(t, b, "orders-eu", p).Mode(); mode != partition.Mirrored || owner != "from-a" {
+			t.Fatalf("orders-eu-%d: %v %q, want read-only, mirrored by from-a", p, mode, owner)
+		}
+	}
+	// Excluded and not included: never mirrored, after further refreshes.
+	waitRefreshes(t, a, b, "marker-1")
+	waitRefreshes(t, a, b, "marker-2")
+	for _, topic := range []string{"tmp-scratch", "__audit", "payments"} {
+		if hasTopic(b, topic) {
+			t.Fatalf("%s mirrored though the filters leave it out", topic)
+		}
+	}
+	st, _ := m.Describe("from-a")
+	if !st.AutoTopics || st.Config[mirror.SettingTopicsExclude] != "tmp-.*,__.*" {
+		t.Fatalf("describe: auto %v, config %v", st.AutoTopics, st.Config)
+	}
+
+	// Negative control: the exclude list removed, the same topics arrive.
+	must(t, "alter", m.AlterSettings("from-a", nil, []string{mirror.SettingTopicsExclude}))
+	// The default exclude (__.*) is back: only tmp-scratch comes.
+	waitFor(t, "tmp-scratch mirrored once not excluded", func() bool { return hasTopic(b, "tmp-scratch") })
+	waitRefreshes(t, a, b, "marker-3")
+	if hasTopic(b, "__audit") {
+		t.Fatal("__audit mirrored under the default mirror.topics.exclude (__.*)")
+	}
+	must(t, "alter", m.AlterSettings("from-a", map[string]string{mirror.SettingTopicsExclude: ""}, nil))
+	waitFor(t, "__audit mirrored with no exclude list", func() bool { return hasTopic(b, "__audit") })
+	waitMirrored(t, a, b, "__audit", 1)
+	assertIdentical(t, a, b, "__audit", 0, 3)
+}
+
+// A source topic the filters select whose name exists locally, unknown to
+// the mirror, is not taken over: auto-creation would align the local log
+// with the source's by truncating it. It is reported by describe and its
+// records are intact and it stays writable. Negative control: with the
+// rule off (a test hook), the same start makes the local topic read-only,
+// mirrored (its records are kept only by the start's truncation guard,
+// which then fails the partition).
+func TestMirrorAutoCreationLeavesLocalTopics(t *testing.T) {
+	t.Parallel()
+	for _, takeOver := range []bool{false, true} {
+		t.Run(fmt.Sprintf("takeOver=%v", takeOver), func(t *testing.T) {
+			a := minibrokertest.Start(t, minibrokertest.Topic("orders", 1))
+			produceTo(t, a.Addr(), "orders", "src", 4)
+			b := startRaw(t, t.TempDir(), mirror.Options{TestHooks: takeOverHooks{take: takeOver}})
+			must(t, "create local", kadmCreate(t, b.Addr(), "orders", 1))
+			produceTo(t, b.Addr(), "orders", "local", 6)
+			m := createAutoMirror(t, b, a.Addr(), map[string]string{mirror.SettingTopicsInclude: "orders|marker.*"})
+			waitRefreshes(t, a, b, "marker-1")
+			st, _ := m.Describe("from-a")
+			got := readValues(t, b.Addr(), "orders", 0, 0)
+			if takeOver {
+				// The local topic is taken: read-only to its own
+				// producers (the start guard keeps its records; without
+				// it they would be cut).
+				waitFor(t, "local topic taken over", func() bool {
+					mode, owner := mustPartition(t, b, "orders", 0).Mode()
+					return mode == partition.Mirrored && owner == "from-a"
+				})
+				return
+			}
+			if !strings.Contains(st.SkippedTopics["orders"], "exists locally") {
+				t.Fatalf("skipped topics %v, want orders with the reason", st.SkippedTopics)
+			}
+			if strings.Join(got, ",") != strings.Join(values("local", 6), ",") {
+				t.Fatalf("local topic holds %v, want its 6 records intact", got)
+			}
+			if mode, _ := mustPartition(t, b, "orders", 0).Mode(); mode != partition.Writable {
+				t.Fatal("local topic made read-only")
+			}
+		})
+	}
+}
+
+type takeOverHooks struct {
+	mirror.NoTestHooks
+	take bool
+}
+
+func (h takeOverHooks) TakeOverLocalTopics() bool { return h.take }
+
+// describeTopicConfigs answers a topic's overrides (DescribeConfigs,
+// entries whose source is the topic).
+func describeTopicConfigs(t *testing.T, addr, topic string) map[string]string {
+	t.Helper()
+	rcs, err := kadmClient(t, addr).DescribeTopicConfigs(context.Background(), topic)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rc, err := rcs.On(topic, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := map[string]string{}
+	for _, c := range rc.Configs {
+		if c.Source == kmsg.ConfigSourceDynamicTopicConfig && c.Value != nil {
+			out[c.Key] = *c.Value
+		}
+	}
+	return out
+}
+
+func alterTopicConfigs(t *testing.T, addr, topic string, ops ...kadm.AlterConfig) {
+	t.Helper()
+	resp, err := kadmClient(t, addr).AlterTopicConfigs(context.Background(), ops, topic)
+	must(t, "alter configs", err)
+	for _, r := range resp {
+		must(t, "alter configs "+r.Name, r.Err)
+	}
+}
+
+// TestMirrorConfigSync: topic configs are copied at start and on every
+// refresh: a change at the source reaches the mirror, an override the
+// source removes is removed; a property in mirror.topic.properties.exclude
+// (min.insync.replicas and message.timestamp.type by default) never
+// arrives. Negative control: with the exclude list emptied, the same
+// properties arrive.
+func TestMirrorConfigSync(t *testing.T) {
+	t.Parallel()
+	a := minibrokertest.Start(t, minibrokertest.TopicWithConfigs("orders", 1, map[string]string{
+		"retention.ms": "3600000", "message.timestamp.type": "LogAppendTime", "cleanup.policy": "delete"}))
+	b := minibrokertest.Start(t)
+	m := createAutoMirror(t, b, a.Addr(), map[string]string{mirror.SettingTopicsInclude: "orders|marker.*"})
+	waitFor(t, "orders created", func() bool { return hasTopic(b, "orders") })
+	got := describeTopicConfigs(t, b.Addr(), "orders")
+	if got["retention.ms"] != "3600000" || got["cleanup.policy"] != "delete" {
+		t.Fatalf("configs at start %v, want the source's retention.ms and cleanup.policy", got)
+	}
+	if _, ok := got["message.timestamp.type"]; ok {
+		t.Fatalf("message.timestamp.type copied at start: %v", got)
+	}
+	// Changes at the source: one changed, one removed, an excluded one added.
+	alterTopicConfigs(t, a.Addr(), "orders",
+		kadm.AlterConfig{Op: kadm.SetConfig, Name: "retention.ms", Value: kmsgStr("7200000")},
+		kadm.AlterConfig{Op: kadm.DeleteConfig, Name: "cleanup.policy"},
+		kadm.AlterConfig{Op: kadm.SetConfig, Name: "min.insync.replicas", Value: kmsgStr("1")})
+	waitFor(t, "retention.ms synced and cleanup.policy removed", func() bool {
+		got := describeTopicConfigs(t, b.Addr(), "orders")
+		_, cp := got["cleanup.policy"]
+		return got["retention.ms"] == "7200000" && !cp
+	})
+	waitRefreshes(t, a, b, "marker-1")
+	waitRefreshes(t, a, b, "marker-2")
+	got = describeTopicConfigs(t, b.Addr(), "orders")
+	for _, k := range []string{"message.timestamp.type", "min.insync.replicas"} {
+		if _, ok := got[k]; ok {
+			t.Fatalf("%s synced though excluded: %v", k, got)
+		}
+	}
+
+	// Negative control: nothing excluded, the same properties arrive.
+	must(t, "alter", m.AlterSettings("from-a", map[string]string{mirror.SettingTopicPropertiesExclude: ""}, nil))
+	waitFor(t, "excluded properties synced once not excluded", func() bool {
+		got := describeTopicConfigs(t, b.Addr(), "orders")
+		return got["message.timestamp.type"] == "LogAppendTime" && got["min.insync.replicas"] == "1"
+	})
+}
+
+func kmsgStr(s string) *string { return &s }
+
+// TestMirrorSourceTopicDeleted: a mirrored topic deleted at the source is
+// stopped as a failover would (KIP-1279: STOPPING, barrier, writable):
+// its records up to the deletion are kept, one barrier follows them, a
+// local producer then writes after it, and describe says why. Another
+// topic of the same mirror keeps mirroring.
+func TestMirrorSourceTopicDeleted(t *testing.T) {
+	t.Parallel()
+	a := minibrokertest.Start(t, minibrokertest.Topic("orders", 1), minibrokertest.Topic("payments", 1))
+	b := minibrokertest.Start(t)
+	produceTo(t, a.Addr(), "orders", "a", 5)
+	m := createAutoMirror(t, b, a.Addr(), map[string]string{mirror.SettingTopicsInclude: "orders|payments|marker.*"})
+	waitFor(t, "topics created", func() bool { return hasTopic(b, "orders") && hasTopic(b, "payments") })
+	waitMirrored(t, a, b, "orders", 1)
+	resp, err := kadmClient(t, a.Addr()).DeleteTopics(context.Background(), "orders")
+	must(t, "delete", err)
+	must(t, "delete", resp.Error())
+	waitFor(t, "orders STOPPED", func() bool {
+		st, _ := m.Describe("from-a")
+		for _, p := range st.Partitions {
+			if p.Topic == "orders" {
+				return p.State == mirror.Stopped
+			}
+		}
+		return false
+	})
+	st, _ := m.Describe("from-a")
+	for _, p := range st.Partitions {
+		switch p.Topic {
+		case "orders":
+			if p.BarrierOffset != 5 || p.LastMirroredOffset != 5 || !strings.Contains(p.Reason, "source topic deleted") {
+				t.Fatalf("orders after the source deleted it: %+v", p)
+			}
+		case "payments":
+			if p.State != mirror.Mirroring {
+				t.Fatalf("payments: %+v, want still MIRRORING", p)
+			}
+		}
+	}
+	if got := barriers(t, b, "orders", 0); fmt.Sprint(got) != "[5]" {
+		t.Fatalf("barriers %v, want one at 5", got)
+	}
+	produceSerially(t, idempotentProducer(t, b.Addr()), "orders", 0, "b", 3)
+	assertValues(t, b, "orders", 0, concat(values("a", 5), values("b", 3)))
+	// Not auto-created again, though the filters select it, when the
+	// source creates it anew: the mirror knows it (STOPPED).
+	must(t, "recreate", kadmCreate(t, a.Addr(), "orders", 1))
+	produceTo(t, a.Addr(), "payments", "p", 2)
+	waitMirrored(t, a, b, "payments", 1)
+	waitRefreshes(t, a, b, "marker-1")
+	waitRefreshes(t, a, b, "marker-2")
+	st, _ = m.Describe("from-a")
+	for _, p := range st.Partitions {
+		if p.Topic == "orders" && p.State != mirror.Stopped {
+			t.Fatalf("orders after the source recreated it: %+v", p)
+		}
+	}
+	assertValues(t, b, "orders", 0, concat(values("a", 5), values("b", 3)))
+}
