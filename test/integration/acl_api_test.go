@@ -63,7 +63,8 @@ func describeACLs(t *testing.T, cl *kgo.Client, mut func(*kmsg.DescribeACLsReque
 // pattern type and permission; DescribeAcls selects them by each filter
 // field; they survive a clean restart and a crash (kill -9); DeleteAcls
 // removes exactly what its filter selects, durably; a principal without
-// DESCRIBE/ALTER on the cluster is refused with CLUSTER_AUTHORIZATION_FAILED.
+// DESCRIBE/ALTER on the cluster is refused with CLUSTER_AUTHORIZATION_FAILED
+// (DescribeAcls, CreateAcls, DeleteAcls, which then deletes nothing).
 func TestACLAPIsRoundTrip(t *testing.T) {
 	c := aclBroker(t, true)
 	admin := aclClient(t, c, "admin")
@@ -143,6 +144,15 @@ func TestACLAPIsRoundTrip(t *testing.T) {
 	res, err := kadm.NewClient(alice).CreateACLs(ctx, kadm.NewACLs().Allow("User:alice").AllowHosts("*").Clusters().Operations(kadm.OpAll).ResourcePatternType(kadm.ACLPatternLiteral))
 	if err != nil || len(res) != 1 || res[0].Err != kerr.ClusterAuthorizationFailed {
 		t.Fatalf("alice CreateAcls: %v %v", err, res)
+	}
+	// Nor delete them: every filter is refused and nothing goes.
+	dres, err := kadm.NewClient(alice).DeleteACLs(ctx, kadm.NewACLs().Allow("User:alice").AllowHosts("*").Groups("g1").
+		Operations(kadm.OpRead).ResourcePatternType(kadm.ACLPatternLiteral))
+	if err != nil || len(dres) != 1 || dres[0].Err != kerr.ClusterAuthorizationFailed || len(dres[0].Deleted) != 0 {
+		t.Fatalf("alice DeleteAcls: %v %+v", err, dres)
+	}
+	if _, n := describeACLs(t, admin, func(*kmsg.DescribeACLsRequest) {}); n != 6 {
+		t.Fatalf("after alice's denied DeleteAcls: %d ACLs, want 6", n)
 	}
 
 	c.Restart()
