@@ -51,6 +51,7 @@ func TestAuthorizationPerAPIRules(t *testing.T) {
 	e.createTopic("d-bob", 3)
 	e.createTopic("e", 3)
 	e.createTopic("cfg", 0)
+	e.createTopic("p", 0)
 	for _, tc := range append(txnAuthzCases(), adminAuthzCases()...) {
 		t.Run(tc.name, func(t *testing.T) {
 			e.t = t
@@ -161,7 +162,34 @@ func txnAuthzCases() []authzAPICase {
 		return e.send(user, req)
 	}
 	logEnd := func(e *authzEnv) string { return fmt.Sprint(logEndOf(e.t, e.b, "u")) }
+	produceTxn := func(e *authzEnv, user string) kmsg.Response {
+		id := "tx-pr-" + user
+		return e.send(user, produceReq("p", id, oneRecordBatch(producers[id].id, producers[id].epoch, true)))
+	}
+	produceTxnPrep := func(e *authzEnv, user string) {
+		initTxn("tx-pr-")(e, user)
+		id := "tx-pr-" + user
+		add := kmsg.NewPtrAddPartitionsToTxnRequest()
+		add.TransactionalID, add.ProducerID, add.ProducerEpoch = id, producers[id].id, producers[id].epoch
+		rt := kmsg.NewAddPartitionsToTxnRequestTopic()
+		rt.Topic, rt.Partitions = "p", []int32{0}
+		add.Topics = append(add.Topics, rt)
+		if got := codesOf(e.send("admin", add)); got != "p:0" {
+			e.t.Fatalf("AddPartitionsToTxn: %s", got)
+		}
+	}
+	pEnd := func(e *authzEnv) string { return fmt.Sprint(logEndOf(e.t, e.b, "p")) }
 	return []authzAPICase{
+		{name: "Produce of transactional records needs WRITE on the transactional id", key: 0,
+			alice: []grant{txnACL("tx-", w), topicACL("p", w)}, bob: []grant{topicACL("p", w)},
+			prep: produceTxnPrep, send: produceTxn,
+			allowed: same("p:0"), denied: same(fmt.Sprintf("p:%d", cTxnID)), state: pEnd},
+		{name: "Produce: a transactional id without transactional records needs no ACL on it, WRITE on the topic", key: 0,
+			alice: []grant{topicACL("p", w)}, bob: []grant{topicACL("p", d)},
+			send: func(e *authzEnv, user string) kmsg.Response {
+				return e.send(user, produceReq("p", "tx-none", oneRecordBatch(-1, -1, false)))
+			},
+			allowed: same("p:0"), denied: same(fmt.Sprintf("p:%d", cTopic)), state: pEnd},
 		{name: "AddPartitionsToTxn needs WRITE on the transactional id", key: 24,
 			alice: []grant{txnACL("tx-", w), topicACL("t", w)}, bob: []grant{topicACL("t", w)},
 			prep: initTxn("tx-add1-"), send: func(e *authzEnv, user string) kmsg.Response { return addPartitions(e, "tx-add1-", user, "t") },

@@ -11,6 +11,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/minibroker/minibroker/internal/batch"
 	"github.com/minibroker/minibroker/internal/protocol"
 )
 
@@ -106,9 +107,13 @@ func (b *Broker) stripDenied(req *protocol.Request, field, respField, key string
 // Kafka drops the records and, for acks=0, answers nothing).
 type noResponse struct{ kmsg.Response }
 
+// applyProduce: a request with transactional records needs WRITE on its
+// transactional id (none: TRANSACTIONAL_ID_AUTHORIZATION_FAILED), as
+// Kafka decides it from the batches, not from the id's presence; WRITE on
+// each topic.
 func applyProduce(b *Broker, req *protocol.Request) (kmsg.Response, func(kmsg.Response)) {
 	r := req.Body.(*kmsg.ProduceRequest)
-	if r.TransactionID != nil && !b.authorizedTxnID(req, *r.TransactionID, aclWrite) {
+	if hasTransactionalRecords(r) && (r.TransactionID == nil || !b.authorizedTxnID(req, *r.TransactionID, aclWrite)) {
 		if r.Acks == 0 {
 			return noResponse{}, nil
 		}
@@ -130,6 +135,27 @@ func applyProduce(b *Broker, req *protocol.Request) (kmsg.Response, func(kmsg.Re
 		}
 		return 0
 	})
+}
+
+// hasTransactionalRecords reports whether a batch of the request is
+// transactional (Kafka's RequestUtils.hasTransactionalRecords; a batch
+// whose header does not parse is left to the handler's checks).
+func hasTransactionalRecords(r *kmsg.ProduceRequest) bool {
+	for _, t := range r.Topics {
+		for _, p := range t.Partitions {
+			it := batch.NewIter(p.Records)
+			for {
+				_, h, ok := it.Next()
+				if !ok {
+					break
+				}
+				if h.IsTransactional() {
+					return true
+				}
+			}
+		}
+	}
+	return false
 }
 
 func applyFetch(b *Broker, req *protocol.Request) (kmsg.Response, func(kmsg.Response)) {

@@ -8,7 +8,9 @@ package broker
 
 import (
 	"context"
+	"encoding/binary"
 	"fmt"
+	"hash/crc32"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -322,6 +324,12 @@ func codesOf(resp kmsg.Response) string {
 		for _, c := range r.Resources {
 			add(c.ResourceName, c.ErrorCode)
 		}
+	case *kmsg.ProduceResponse:
+		for _, t := range r.Topics {
+			for _, p := range t.Partitions {
+				add(t.Topic, p.ErrorCode)
+			}
+		}
 	case *kmsg.CreateTopicsResponse:
 		for _, t := range r.Topics {
 			add(fmt.Sprintf("%s(configs %v code %d)", t.Topic, len(t.Configs) > 0, t.ConfigErrorCode), t.ErrorCode)
@@ -355,4 +363,42 @@ func codesOf(resp kmsg.Response) string {
 		return fmt.Sprintf("%T", resp)
 	}
 	return s
+}
+
+// oneRecordBatch is a v2 batch of one record: from producer pid at epoch
+// (sequence 0), transactional or not; pid -1 for none.
+func oneRecordBatch(pid int64, epoch int16, transactional bool) []byte {
+	r := kmsg.Record{Value: []byte("v")}
+	r.Length = int32(len(r.AppendTo(nil)) - 1)
+	recs := r.AppendTo(nil)
+	now := time.Now().UnixMilli()
+	rb := kmsg.RecordBatch{Magic: 2, FirstTimestamp: now, MaxTimestamp: now,
+		ProducerID: pid, ProducerEpoch: epoch, FirstSequence: 0, NumRecords: 1, Records: recs}
+	if pid < 0 {
+		rb.ProducerEpoch, rb.FirstSequence = -1, -1
+	}
+	if transactional {
+		rb.Attributes = 0x10
+	}
+	rb.Length = int32(61 - 12 + len(recs))
+	raw := rb.AppendTo(nil)
+	binary.BigEndian.PutUint32(raw[17:], crc32.Checksum(raw[21:], crc32.MakeTable(crc32.Castagnoli)))
+	return raw
+}
+
+// produceReq produces raw to topic's partition 0 (acks all), with a
+// transactional id when txnID is not "".
+func produceReq(topic, txnID string, raw []byte) *kmsg.ProduceRequest {
+	req := kmsg.NewPtrProduceRequest()
+	req.Acks, req.TimeoutMillis = -1, 5000
+	if txnID != "" {
+		req.TransactionID = &txnID
+	}
+	rt := kmsg.NewProduceRequestTopic()
+	rt.Topic = topic
+	rp := kmsg.NewProduceRequestTopicPartition()
+	rp.Records = raw
+	rt.Partitions = append(rt.Partitions, rp)
+	req.Topics = append(req.Topics, rt)
+	return req
 }
