@@ -93,6 +93,16 @@
 //   - A mirror's source connection with SASL/SSL, refused credentials
 //     sending the partition to FAILED: TestMirrorSourceSASLSSL,
 //     TestMirrorSourceSecurityRefused, TestMirrorSourceRotatedPasswordRecovers.
+//   - ACLs (README "ACLs"): every API a client sends, as an allowed and a
+//     denied principal, with kadm/kgo/sarama: TestAuthorizationPerAPI
+//     (negative control: the authorizer off), TestAutoCreateNeedsCreate,
+//     TestProduceFetchNeedWriteRead, TestACLAPIsRoundTrip (restart and
+//     kill -9 keep them). The per-API rules against Kafka's, sent as raw
+//     kmsg so no client step answers for the broker, each with its
+//     authz_table.go rule switched off as the negative control, are unit
+//     tests with real SASL brokers (internal/broker,
+//     TestAuthorizationPerAPIRules, TestOffsetFetchAuthorization,
+//     TestAuthorizedOperations).
 //
 // # Fault injection (docs/FAULTS.md)
 //
