@@ -235,7 +235,7 @@ func (m *Manager) startPlanned(rt *runtime, plan *topicStart) error {
 	// recorded leaves a topic the refresh resumes, never one that auto-
 	// creation would take for a local topic.
 	m.mu.Lock()
-	if rt.spec.Topics[topic] == nil {
+	if rt.spec.Topics[topic] == nil && !m.opts.TestHooks.SkipPendingTopics() {
 		rt.spec.Topics[topic] = &topicSpec{Partitions: map[int32]*partitionRecord{}, Pending: true}
 		if err := m.saveLocked(); err != nil {
 			delete(rt.spec.Topics, topic)
@@ -244,12 +244,12 @@ func (m *Manager) startPlanned(rt *runtime, plan *topicStart) error {
 		}
 	}
 	m.mu.Unlock()
-	if err := m.opts.TestHooks.BeforeTopicCreate(topic); err != nil {
-		return err
-	}
 	parts, err := m.local.EnsureTopic(topic, int32(len(info.Partitions)), plan.configs, info.ID)
 	if err != nil {
 		return fmt.Errorf("mirror: local topic %s: %w", topic, err)
+	}
+	if err := m.opts.TestHooks.AfterLocalTopicCreate(topic); err != nil {
+		return err
 	}
 	m.mu.Lock()
 	defer m.mu.Unlock()

@@ -35,10 +35,14 @@ type TestHooks interface {
 	// SkipLoopCheck lets `mirror start` mirror a topic its source mirrors
 	// from this cluster.
 	SkipLoopCheck() bool
-	// BeforeTopicCreate is called when a start has recorded a topic as
-	// the mirror's and is about to create it locally; an error stops the
+	// AfterLocalTopicCreate is called when a start has created a topic
+	// locally, before its partitions are recorded; an error stops the
 	// start there, as a crash would.
-	BeforeTopicCreate(topic string) error
+	AfterLocalTopicCreate(topic string) error
+	// SkipPendingTopics leaves out the record of a topic as the mirror's
+	// before it is created locally (negative control: a crash after the
+	// create leaves a local topic that auto-creation never mirrors).
+	SkipPendingTopics() bool
 	// BeforeConfigSync is called when the config sync has recorded the
 	// names it is about to change and is about to change them; an error
 	// stops it there, as a crash would.
@@ -61,6 +65,7 @@ func (NoTestHooks) SkipIdentityCheck() bool                      { return false 
 func (NoTestHooks) SkipTopicIDCheck() bool                       { return false }
 func (NoTestHooks) SkipTruncateGuard() bool                      { return false }
 func (NoTestHooks) SkipLoopCheck() bool                          { return false }
-func (NoTestHooks) BeforeTopicCreate(string) error               { return nil }
+func (NoTestHooks) AfterLocalTopicCreate(string) error           { return nil }
+func (NoTestHooks) SkipPendingTopics() bool                      { return false }
 func (NoTestHooks) BeforeConfigSync(string) error                { return nil }
 func (NoTestHooks) TakeOverLocalTopics() bool                    { return false }

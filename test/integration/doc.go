@@ -53,6 +53,17 @@
 //   - A mirror checks its source is the same cluster and topic:
 //     TestMirrorCopiesTopicIdentity, TestMirrorSourceLogStartMovedPast,
 //     TestMirrorCLICreateChecksSource.
+//   - Mirror settings by KIP-1279 name, refused when unknown or bad:
+//     TestMirrorSettingsCLI, TestStaticMirrorSettings. Topic filters pick
+//     up topics created after the start and never an excluded one:
+//     TestMirrorTopicFilters (negative control: the exclude list removed);
+//     a local topic is never taken over: TestMirrorAutoCreationLeavesLocalTopics
+//     (negative control in it); a source topic deleted stops its mirror:
+//     TestMirrorSourceTopicDeleted; configs follow the source minus the
+//     excluded properties: TestMirrorConfigSync (negative control in it).
+//     kill -9 during auto-creation and config sync:
+//     TestBinaryKill9DuringMirrorAutoCreation, TestBinaryKill9DuringMirrorConfigSync,
+//     TestMirrorCrashAfterAutoCreatedTopic (negative control in it).
 //
 // # Durability
 //

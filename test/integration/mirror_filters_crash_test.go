@@ -1,0 +1,198 @@
+package integration
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/minibroker/minibroker/internal/mirror"
+	"github.com/minibroker/minibroker/minibrokertest"
+)
+
+// crashTopics is how many source topics the crash tests mirror.
+const crashTopics = 40
+
+func crashTopicName(i int) string { return fmt.Sprintf("auto-%02d", i) }
+
+// logLines counts the JSON log lines of a broker process whose msg is msg.
+func logLines(p *brokerProc, msg string) int {
+	n := 0
+	for _, line := range strings.Split(p.output(), "\n") {
+		var m map[string]any
+		if json.Unmarshal([]byte(line), &m) == nil && m["msg"] == msg {
+			n++
+		}
+	}
+	return n
+}
+
+// partitionRecords reads a partition from its start to end (offsets and
+// values), read_uncommitted: what the log holds.
+func partitionRecords(t *testing.T, addr, topic string, p int32, end int64) []string {
+	t.Helper()
+	cl := newClient(t, addr, kgo.ConsumePartitions(map[string]map[int32]kgo.Offset{topic: {p: kgo.NewOffset().AtStart()}}),
+		kgo.FetchMaxWait(100*time.Millisecond))
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	var out []string
+	for int64(len(out)) < end {
+		fs := cl.PollFetches(ctx)
+		if ctx.Err() != nil {
+			t.Fatalf("%s-%d on %s: read %d of %d records", topic, p, addr, len(out), end)
+		}
+		fs.EachRecord(func(r *kgo.Record) { out = append(out, fmt.Sprintf("%d:%s", r.Offset, r.Value)) })
+	}
+	return out
+}
+
+// assertSameRecords checks that every crash topic holds on dst exactly
+// the source's records at the source's offsets: nothing duplicated,
+// nothing lost.
+func assertSameRecords(t *testing.T, a *minibrokertest.Cluster, dst string) {
+	t.Helper()
+	for i := 0; i < crashTopics; i++ {
+		topic := crashTopicName(i)
+		end := logEnd(a, topic, 0)
+		waitFor(t, topic+" caught up on the restarted broker", func() bool {
+			offs, err := kadmClient(t, dst).ListEndOffsets(context.Background(), topic)
+			if err != nil {
+				return false
+			}
+			o, ok := offs.Lookup(topic, 0)
+			return ok && o.Err == nil && o.Offset == end
+		})
+		want := partitionRecords(t, a.Addr(), topic, 0, end)
+		got := partitionRecords(t, dst, topic, 0, end)
+		if strings.Join(got, ",") != strings.Join(want, ",") {
+			t.Fatalf("%s on the mirror:\n  %v\nsource:\n  %v", topic, got, want)
+		}
+	}
+}
+
+// startCrashSource is a source with crashTopics topics of 5 records each.
+func startCrashSource(t *testing.T) *minibrokertest.Cluster {
+	t.Helper()
+	var opts []minibrokertest.Option
+	for i := 0; i < crashTopics; i++ {
+		opts = append(opts, minibrokertest.TopicWithConfigs(crashTopicName(i), 1, map[string]string{
+			"retention.ms": "3600000", "cleanup.policy": "delete"}))
+	}
+	a := minibrokertest.Start(t, opts...)
+	for i := 0; i < crashTopics; i++ {
+		produceTo(t, a.Addr(), crashTopicName(i), "v", 5)
+	}
+	return a
+}
+
+func mustCLIOn(t *testing.T, p *brokerProc, args ...string) string {
+	t.Helper()
+	out, err := runCLI(t, append(args, "--admin="+p.httpAddr)...)
+	if err != nil {
+		t.Fatalf("minibroker %s: %v\n%s", strings.Join(args, " "), err, out)
+	}
+	return out
+}
+
+// TestBinaryKill9DuringMirrorAutoCreation: the built destination is killed
+// (SIGKILL) while `mirror start` without topics creates the topics its
+// filters select, after some of them. The restarted broker finishes:
+// every topic is mirrored once, its records at the source's offsets and
+// nothing twice, none is left out as "exists locally" (a topic created
+// just before the kill is the mirror's, recorded before it was created).
+func TestBinaryKill9DuringMirrorAutoCreation(t *testing.T) {
+	t.Parallel()
+	a := startCrashSource(t)
+	dir := t.TempDir()
+	b := startBinary(t, dir)
+	mustCLIOn(t, b, "mirror", "create", "from-a", "--source", a.Addr(),
+		"--mirror-config", mirror.SettingTopicsInclude+"=auto-.*",
+		"--mirror-config", mirror.SettingMetadataRefreshMs+"=100")
+	go runCLI(t, "mirror", "start", "from-a", "--admin="+b.httpAddr) // killed: no answer
+	for deadline := time.Now().Add(60 * time.Second); logLines(b, "mirroring topic") < 8; time.Sleep(time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("fewer than 8 topics started in 60 s\n%s", b.output())
+		}
+	}
+	b.stop(t, syscall.SIGKILL)
+	started := logLines(b, "mirroring topic")
+	if started >= crashTopics {
+		t.Fatalf("all %d topics started before the kill: the test did not crash mid-way", started)
+	}
+	t.Logf("killed after %d of %d topics started", started, crashTopics)
+
+	b2 := startBinary(t, dir)
+	assertSameRecords(t, a, b2.addr)
+	var st mirror.Status
+	must(t, "describe", json.Unmarshal([]byte(mustCLIOn(t, b2, "mirror", "describe", "from-a", "--json")), &st))
+	if len(st.SkippedTopics) != 0 || !st.AutoTopics {
+		t.Fatalf("after restart: auto %v, skipped %v", st.AutoTopics, st.SkippedTopics)
+	}
+	if len(st.Partitions) != crashTopics {
+		t.Fatalf("%d partitions mirrored, want %d", len(st.Partitions), crashTopics)
+	}
+	for _, p := range st.Partitions {
+		if p.State != mirror.Mirroring {
+			t.Fatalf("after restart: %+v", p)
+		}
+	}
+}
+
+// TestBinaryKill9DuringMirrorConfigSync: the built destination is killed
+// (SIGKILL) while the refresh copies changed configs of every topic (one
+// override changed, one removed at the source), after some topics. The
+// restarted broker finishes the sync (the removed override is removed
+// too, though the process died after noting it and before removing it on
+// some topics) and the records are the source's, nothing twice.
+func TestBinaryKill9DuringMirrorConfigSync(t *testing.T) {
+	t.Parallel()
+	a := startCrashSource(t)
+	dir := t.TempDir()
+	b := startBinary(t, dir)
+	mustCLIOn(t, b, "mirror", "create", "from-a", "--source", a.Addr(),
+		"--mirror-config", mirror.SettingTopicsInclude+"=auto-.*",
+		"--mirror-config", mirror.SettingMetadataRefreshMs+"=100")
+	mustCLIOn(t, b, "mirror", "start", "from-a")
+	assertSameRecords(t, a, b.addr)
+
+	adm := kadmClient(t, a.Addr())
+	var topics []string
+	for i := 0; i < crashTopics; i++ {
+		topics = append(topics, crashTopicName(i))
+	}
+	resp, err := adm.AlterTopicConfigs(context.Background(), []kadm.AlterConfig{
+		{Op: kadm.SetConfig, Name: "retention.ms", Value: kmsgStr("7200000")},
+		{Op: kadm.DeleteConfig, Name: "cleanup.policy"},
+	}, topics...)
+	must(t, "alter", err)
+	for _, r := range resp {
+		must(t, "alter "+r.Name, r.Err)
+	}
+	for deadline := time.Now().Add(60 * time.Second); logLines(b, "topic configs synced from source") < 5; time.Sleep(time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("fewer than 5 topics synced in 60 s\n%s", b.output())
+		}
+	}
+	b.stop(t, syscall.SIGKILL)
+	synced := logLines(b, "topic configs synced from source")
+	if synced >= crashTopics {
+		t.Fatalf("all %d topics synced before the kill: the test did not crash mid-way", synced)
+	}
+	t.Logf("killed after %d of %d topics synced", synced, crashTopics)
+
+	b2 := startBinary(t, dir)
+	for _, topic := range topics {
+		waitFor(t, topic+" configs synced after restart", func() bool {
+			got := describeTopicConfigs(t, b2.addr, topic)
+			_, cp := got["cleanup.policy"]
+			return got["retention.ms"] == "7200000" && !cp
+		})
+	}
+	assertSameRecords(t, a, b2.addr)
+}
