@@ -224,8 +224,10 @@ func (f *fetcher) run() {
 			continue
 		}
 		if err := f.m.checkIdentity(f.rt, f.k.topic, info); err != nil {
-			fail(err)
-			return
+			if !fail(err) { // identity errors stop here; a failed save is retried
+				return
+			}
+			continue
 		}
 		leader, ok := info.Partitions[f.k.partition]
 		if !ok || leader < 0 {

@@ -75,9 +75,12 @@ func (m *Manager) checkLoop(ctx context.Context, rt *runtime, src *source, topic
 	if name == "" || cluster == "" || cluster != local {
 		return nil
 	}
+	m.mu.Lock()
+	srcCluster := rt.spec.SourceClusterID
+	m.mu.Unlock()
 	return &loopError{msg: fmt.Sprintf(
 		"mirror: refusing a mirror loop: mirror %s would copy topic %s from cluster %s, whose mirror %s copies it from this cluster (%s); stop (fail over) mirror %s on cluster %s first",
-		rt.spec.Name, topic, rt.spec.SourceClusterID, name, local, name, rt.spec.SourceClusterID)}
+		rt.spec.Name, topic, srcCluster, name, local, name, srcCluster)}
 }
 
 // topicMirror asks the source how it mirrors topic: the mirror's name and

@@ -37,6 +37,7 @@ func (m *Manager) Stop(name string, topics []string) error {
 		}
 		if rec.State != Stopping {
 			rec.Reason, rec.SecurityFailure = "", false
+			rec.Retriable, rec.RetryAt, rec.AllowTruncate = false, 0, nil
 		}
 		rec.State = next
 	}
