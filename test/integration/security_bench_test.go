@@ -3,6 +3,7 @@ package integration
 import (
 	"context"
 	"strconv"
+	"syscall"
 	"testing"
 	"time"
 
@@ -19,8 +20,12 @@ import (
 // and over PLAINTEXT, against the same broker in the same run, reported
 // with their ratio; and SCRAM-SHA-512 connection set-ups per second (TLS
 // handshake, SaslHandshake, two SaslAuthenticate steps, one ApiVersions).
-// MINIBROKER_BENCH_SECURITY_MB sets the data moved per listener (default
-// 64 MiB).
+// MINIBROKER_BENCH_SECURITY_MB sets the data moved per listener and round
+// (default 64 MiB), MINIBROKER_BENCH_SECURITY_ROUNDS the rounds (default
+// 5), the order of the listeners alternating between rounds; medians are
+// reported. Besides MB/s, each phase's CPU per MB (the test process's
+// user+system time: client and broker together, on the same cores) is
+// reported, which a loaded machine disturbs less than throughput.
 
 func securityBenchEnv(b *testing.B) (*minibrokertest.Cluster, *certtest.CA) {
 	ca := certtest.NewCA(b, "bench-ca")
@@ -44,6 +49,16 @@ func securityBenchEnv(b *testing.B) (*minibrokertest.Cluster, *certtest.CA) {
 
 func securityBenchMB() int { return envInt("MINIBROKER_BENCH_SECURITY_MB", 64) }
 
+// processCPU is the process's user+system CPU time so far.
+func processCPU() time.Duration {
+	var ru syscall.Rusage
+	syscall.Getrusage(syscall.RUSAGE_SELF, &ru)
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+}
+
+// phase is one measured produce or consume: MB/s and CPU ms per MB.
+type phase struct{ mbs, cpuPerMB float64 }
+
 // BenchmarkSecurityThroughput: produce then consume 10 KiB records, on
 // PLAINTEXT and on SASL_SSL, MB/s each and SASL_SSL / PLAINTEXT.
 func BenchmarkSecurityThroughput(b *testing.B) {
@@ -54,12 +69,18 @@ func BenchmarkSecurityThroughput(b *testing.B) {
 	for i := range value {
 		value[i] = byte(i * 7)
 	}
-	run := func(name string, opts ...kgo.Opt) (produceMBs, consumeMBs float64) {
+	mb := float64(n*size) / (1 << 20)
+	measure := func(start time.Time, cpu0 time.Duration) phase {
+		return phase{mbs: mb / time.Since(start).Seconds(), cpuPerMB: float64((processCPU() - cpu0).Microseconds()) / 1000 / mb}
+	}
+	round := 0
+	run := func(name string, opts ...kgo.Opt) (produce, consume phase) {
 		addr := c.ListenerAddr("PLAINTEXT")
 		if name == "SASL_SSL" {
 			addr = c.ListenerAddr("SASL_SSL")
 		}
-		topic := "bench-" + name + "-" + strconv.Itoa(b.N)
+		round++
+		topic := "bench-" + name + "-" + strconv.Itoa(b.N) + "-" + strconv.Itoa(round)
 		p, err := kgo.NewClient(append([]kgo.Opt{kgo.SeedBrokers(addr), kgo.DefaultProduceTopic(topic), kgo.AllowAutoTopicCreation(),
 			kgo.ProducerLinger(time.Millisecond)}, opts...)...)
 		if err != nil {
@@ -71,18 +92,18 @@ func BenchmarkSecurityThroughput(b *testing.B) {
 		if err := p.ProduceSync(ctx, &kgo.Record{Value: value}).FirstErr(); err != nil {
 			b.Fatal(err)
 		}
-		start := time.Now()
+		start, cpu0 := time.Now(), processCPU()
 		if err := produceAll(ctx, p, n-1, value); err != nil {
 			b.Fatal(err)
 		}
-		produceMBs = float64(n*size) / (1 << 20) / time.Since(start).Seconds()
+		produce = measure(start, cpu0)
 		cons, err := kgo.NewClient(append([]kgo.Opt{kgo.SeedBrokers(addr), kgo.ConsumeTopics(topic),
 			kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()), kgo.FetchMaxBytes(16 << 20)}, opts...)...)
 		if err != nil {
 			b.Fatal(err)
 		}
 		defer cons.Close()
-		start = time.Now()
+		start, cpu0 = time.Now(), processCPU()
 		for got := 0; got < n; {
 			fs := cons.PollFetches(ctx)
 			if err := fs.Err(); err != nil {
@@ -90,28 +111,47 @@ func BenchmarkSecurityThroughput(b *testing.B) {
 			}
 			got += fs.NumRecords()
 		}
-		consumeMBs = float64(n*size) / (1 << 20) / time.Since(start).Seconds()
-		return produceMBs, consumeMBs
+		consume = measure(start, cpu0)
+		return produce, consume
 	}
 	secure := []kgo.Opt{kgo.DialTLSConfig(ca.ClientTLS(b, nil)), kgo.SASL(scram.Auth{User: "bench", Pass: "bench-secret"}.AsSha512Mechanism())}
 	b.ResetTimer()
-	var pp, pc, sp, sc float64
+	var pp, pc, sp, sc []phase
 	for i := 0; i < b.N; i++ {
-		// Alternate the order so neither listener always runs on a warm cache.
-		if i%2 == 0 {
-			pp, pc = run("PLAINTEXT")
-			sp, sc = run("SASL_SSL", secure...)
-		} else {
-			sp, sc = run("SASL_SSL", secure...)
-			pp, pc = run("PLAINTEXT")
+		for r := 0; r < envInt("MINIBROKER_BENCH_SECURITY_ROUNDS", 5); r++ {
+			// Alternate the order so neither listener always runs on a warm cache.
+			var p1, c1, p2, c2 phase
+			if r%2 == 0 {
+				p1, c1 = run("PLAINTEXT")
+				p2, c2 = run("SASL_SSL", secure...)
+			} else {
+				p2, c2 = run("SASL_SSL", secure...)
+				p1, c1 = run("PLAINTEXT")
+			}
+			pp, pc, sp, sc = append(pp, p1), append(pc, c1), append(sp, p2), append(sc, c2)
 		}
 	}
-	b.ReportMetric(pp, "plaintext-produce-MB/s")
-	b.ReportMetric(sp, "sasl_ssl-produce-MB/s")
-	b.ReportMetric(sp/pp, "produce-ratio")
-	b.ReportMetric(pc, "plaintext-consume-MB/s")
-	b.ReportMetric(sc, "sasl_ssl-consume-MB/s")
-	b.ReportMetric(sc/pc, "consume-ratio")
+	med := func(ps []phase, cpu bool) float64 {
+		v := make([]float64, len(ps))
+		for i, p := range ps {
+			v[i] = p.mbs
+			if cpu {
+				v[i] = p.cpuPerMB
+			}
+		}
+		return median(v)
+	}
+	for _, m := range []struct {
+		what               string
+		plaintext, saslSSL []phase
+	}{{"produce", pp, sp}, {"consume", pc, sc}} {
+		b.ReportMetric(med(m.plaintext, false), "plaintext-"+m.what+"-MB/s")
+		b.ReportMetric(med(m.saslSSL, false), "sasl_ssl-"+m.what+"-MB/s")
+		b.ReportMetric(med(m.saslSSL, false)/med(m.plaintext, false), m.what+"-ratio")
+		b.ReportMetric(med(m.plaintext, true), "plaintext-"+m.what+"-cpu-ms/MB")
+		b.ReportMetric(med(m.saslSSL, true), "sasl_ssl-"+m.what+"-cpu-ms/MB")
+		b.ReportMetric(med(m.plaintext, true)/med(m.saslSSL, true), m.what+"-cpu-ratio")
+	}
 }
 
 // BenchmarkSCRAMConnect: SCRAM-SHA-512 connection set-ups over TLS per
