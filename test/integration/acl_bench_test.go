@@ -32,7 +32,9 @@ import (
 // its CPUs, so the one that needs more CPU per record gets fewer in: the
 // ratio reads per-record cost. An A/A run (neither broker with the
 // authorizer) gave medians of 1.05 and 1.07, rounds within 0.85–1.30:
-// that is this method's noise on such a machine. The reported ratio is
+// that is this method's noise on such a machine. Taking the client out
+// (raw pre-encoded 64 KiB batches, one request in flight, as `perf
+// --raw-batches`) did no better: rounds 0.83–1.46, medians 1.03, 0.91. The reported ratio is
 // the median of the rounds'. MINIBROKER_BENCH_AUTHZ_MS sets a round's
 // window (default 2000), MINIBROKER_BENCH_AUTHZ_ROUNDS the rounds
 // (default 9).
