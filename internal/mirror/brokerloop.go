@@ -8,54 +8,86 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/minibroker/minibroker/internal/batch"
 )
 
 // brokerLoop fetches every mirrored partition led by one source broker
-// with one multi-partition Fetch at a time, and appends what comes back
-// before asking again — Kafka's replica fetcher thread. One long poll per
-// broker, not one per partition: fetches share a connection, and per-
+// with one multi-partition Fetch at a time — Kafka's replica fetcher —
+// and appends what comes back on a second goroutine, so the next fetch
+// is on the wire while the last one is written (a Kafka follower fetches,
+// then appends, then fetches again; here the two overlap). One long poll
+// per broker, not one per partition: fetches share a connection, and per-
 // partition long polls would queue behind each other.
 //
 // Partition fetchers join (add) when they are ready to mirror and leave
 // (remove) to pause, stop, or re-resolve their leader; a partition's error
 // removes it and is handed to its fetcher.
+//
+// Offsets stay exact although a fetch runs ahead of the appends: each
+// membership (one add) is a member with its own next fetch offset, which a
+// fetch advances past the whole batches it answered; the appender appends
+// a partition's answer only when the member is still the one that asked
+// and the local log ends exactly where the fetch started. Anything else
+// (an append that failed, a truncation, a member removed and added again)
+// drops the answer and the member fetches again from its log end.
 type brokerLoop struct {
 	src      *source
 	leader   int32
-	maxWait  time.Duration
 	maxBytes int32
 	partMax  int32
 
 	mu      sync.Mutex // guards members; held while appending for a member
-	members map[tp]*fetcher
+	members map[tp]*member
 	wake    chan struct{}
+	applyq  chan fetched
 
 	ctx    context.Context
 	cancel context.CancelFunc
 	done   chan struct{}
 }
 
-func newBrokerLoop(src *source, leader int32, maxWait time.Duration, maxBytes int32) *brokerLoop {
-	ctx, cancel := context.WithCancel(context.Background())
-	l := &brokerLoop{src: src, leader: leader, maxWait: maxWait, maxBytes: maxBytes,
-		partMax: min(maxBytes, 4<<20), members: map[tp]*fetcher{}, wake: make(chan struct{}, 1),
-		ctx: ctx, cancel: cancel, done: make(chan struct{})}
-	go l.run()
-	return l
+// member is one membership of a fetcher in a loop.
+type member struct {
+	f *fetcher
+	// next is the offset the next fetch asks for: the local log end at
+	// add, then past what fetches answered (appended or queued). Guarded
+	// by brokerLoop.mu.
+	next int64
 }
 
-// waitMax is the long poll: the source's mirror.fetch.wait.max.ms as it is
-// now (it may change while the mirror runs), else the loop's own.
-func (l *brokerLoop) waitMax() time.Duration {
-	if l.src.fetchWait != nil {
-		return l.src.fetchWait()
-	}
-	return l.maxWait
+// fetched is one fetch's answer on its way to the appender, with the
+// identity errors of topics recreated at the source (checkByName).
+type fetched struct {
+	parts   []loopPart
+	resp    *kmsg.FetchResponse
+	changed map[string]error
+}
+
+// loopPart is a member and the offset a fetch asked for it.
+type loopPart struct {
+	m      *member
+	offset int64
+}
+
+func newBrokerLoop(src *source, leader int32, maxBytes int32) *brokerLoop {
+	ctx, cancel := context.WithCancel(context.Background())
+	l := &brokerLoop{src: src, leader: leader, maxBytes: maxBytes,
+		partMax: min(maxBytes, 4<<20), members: map[tp]*member{}, wake: make(chan struct{}, 1),
+		applyq: make(chan fetched, 1), ctx: ctx, cancel: cancel, done: make(chan struct{})}
+	appended := make(chan struct{})
+	go l.appender(appended)
+	go func() {
+		l.run()
+		<-appended
+		close(l.done)
+	}()
+	return l
 }
 
 func (l *brokerLoop) add(f *fetcher) {
 	l.mu.Lock()
-	l.members[f.k] = f
+	l.members[f.k] = &member{f: f, next: f.p.Offsets().LogEnd}
 	l.mu.Unlock()
 	select {
 	case l.wake <- struct{}{}:
@@ -67,7 +99,7 @@ func (l *brokerLoop) add(f *fetcher) {
 // appending for f and never will again (STOPPING relies on this).
 func (l *brokerLoop) remove(f *fetcher) {
 	l.mu.Lock()
-	if l.members[f.k] == f {
+	if m := l.members[f.k]; m != nil && m.f == f {
 		delete(l.members, f.k)
 	}
 	l.mu.Unlock()
@@ -78,23 +110,18 @@ func (l *brokerLoop) close() {
 	<-l.done
 }
 
-type loopPart struct {
-	f      *fetcher
-	offset int64
-}
-
 func (l *brokerLoop) snapshot() []loopPart {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	out := make([]loopPart, 0, len(l.members))
-	for _, f := range l.members {
-		out = append(out, loopPart{f: f, offset: f.p.Offsets().LogEnd})
+	for _, m := range l.members {
+		out = append(out, loopPart{m: m, offset: m.next})
 	}
 	return out
 }
 
+// run is the fetching goroutine.
 func (l *brokerLoop) run() {
-	defer close(l.done)
 	for {
 		parts := l.snapshot()
 		if len(parts) == 0 {
@@ -105,7 +132,11 @@ func (l *brokerLoop) run() {
 				return
 			}
 		}
-		resp, err := l.fetch(parts)
+		var wait time.Duration
+		if err := l.src.throttle.wait(l.ctx, func() { wait = l.src.applySettings() }); err != nil {
+			return
+		}
+		resp, err := l.fetch(parts, wait)
 		if l.ctx.Err() != nil {
 			return
 		}
@@ -113,19 +144,76 @@ func (l *brokerLoop) run() {
 			// The broker is unreachable or answered badly: every member
 			// re-resolves its leader with backoff.
 			for _, p := range parts {
-				l.evict(p.f, err)
+				l.evict(p.m, err)
 			}
 			continue
 		}
 		changed, err := l.checkByName(parts, resp)
 		if err != nil {
 			for _, p := range parts {
-				l.evict(p.f, err)
+				l.evict(p.m, err)
 			}
 			continue
 		}
-		l.dispatch(parts, resp, changed)
+		l.src.throttle.take(l.advance(parts, resp, changed))
+		select {
+		case l.applyq <- fetched{parts, resp, changed}:
+		case <-l.ctx.Done():
+			return
+		}
 	}
+}
+
+// appender is the appending goroutine.
+func (l *brokerLoop) appender(done chan<- struct{}) {
+	defer close(done)
+	for {
+		select {
+		case j := <-l.applyq:
+			l.dispatch(j.parts, j.resp, j.changed)
+		case <-l.ctx.Done():
+			return
+		}
+	}
+}
+
+func (l *brokerLoop) fetch(parts []loopPart, wait time.Duration) (*kmsg.FetchResponse, error) {
+	maxBytes, partMax := l.maxBytes, l.partMax
+	if b := l.src.throttle.fetchBytes(); b > 0 {
+		maxBytes, partMax = min(maxBytes, b), min(partMax, b)
+	}
+	req := kmsg.NewPtrFetchRequest()
+	req.ReplicaID = -1
+	req.MaxWaitMillis = int32(wait / time.Millisecond)
+	req.MinBytes = 1
+	req.MaxBytes = maxBytes
+	req.IsolationLevel = 1 // read_committed: nothing past the source's LSO
+	req.SessionEpoch = -1
+	byTopic := map[string]int{}
+	for _, p := range parts {
+		f := p.m.f
+		i, ok := byTopic[f.k.topic]
+		if !ok {
+			rt := kmsg.NewFetchRequestTopic()
+			rt.Topic, rt.TopicID = f.k.topic, f.topicID
+			req.Topics = append(req.Topics, rt)
+			i = len(req.Topics) - 1
+			byTopic[f.k.topic] = i
+		}
+		rp := kmsg.NewFetchRequestTopicPartition()
+		rp.Partition, rp.FetchOffset, rp.PartitionMaxBytes = f.k.partition, p.offset, partMax
+		rp.CurrentLeaderEpoch, rp.LastFetchedEpoch, rp.LogStartOffset = -1, -1, -1
+		req.Topics[i].Partitions = append(req.Topics[i].Partitions, rp)
+	}
+	kresp, err := l.src.cl.Broker(int(l.leader)).Request(l.ctx, req)
+	if err != nil {
+		return nil, err
+	}
+	resp := kresp.(*kmsg.FetchResponse)
+	if err := kerr.ErrorForCode(resp.ErrorCode); err != nil {
+		return nil, err
+	}
+	return resp, nil
 }
 
 // checkByName guards a fetch that named its topics (Fetch before v13 has
@@ -142,8 +230,8 @@ func (l *brokerLoop) checkByName(parts []loopPart, resp *kmsg.FetchResponse) (ma
 	}
 	withID := map[string]bool{}
 	for _, p := range parts {
-		if p.f.topicID != ([16]byte{}) {
-			withID[p.f.k.topic] = true
+		if p.m.f.topicID != ([16]byte{}) {
+			withID[p.m.f.k.topic] = true
 		}
 	}
 	var topics []string
@@ -161,108 +249,122 @@ func (l *brokerLoop) checkByName(parts []loopPart, resp *kmsg.FetchResponse) (ma
 	if len(topics) == 0 {
 		return nil, nil
 	}
-	f := parts[0].f
+	f := parts[0].m.f
 	return l.src.verifyTopicIDs(l.ctx, f.m, f.rt, topics)
 }
 
-func (l *brokerLoop) fetch(parts []loopPart) (*kmsg.FetchResponse, error) {
-	req := kmsg.NewPtrFetchRequest()
-	req.ReplicaID = -1
-	req.MaxWaitMillis = int32(l.waitMax() / time.Millisecond)
-	req.MinBytes = 1
-	req.MaxBytes = l.maxBytes
-	req.IsolationLevel = 1 // read_committed: nothing past the source's LSO
-	req.SessionEpoch = -1
-	byTopic := map[string]int{}
-	for _, p := range parts {
-		i, ok := byTopic[p.f.k.topic]
-		if !ok {
-			rt := kmsg.NewFetchRequestTopic()
-			rt.Topic, rt.TopicID = p.f.k.topic, p.f.topicID
-			req.Topics = append(req.Topics, rt)
-			i = len(req.Topics) - 1
-			byTopic[p.f.k.topic] = i
-		}
-		rp := kmsg.NewFetchRequestTopicPartition()
-		rp.Partition, rp.FetchOffset, rp.PartitionMaxBytes = p.f.k.partition, p.offset, l.partMax
-		rp.CurrentLeaderEpoch, rp.LastFetchedEpoch, rp.LogStartOffset = -1, -1, -1
-		req.Topics[i].Partitions = append(req.Topics[i].Partitions, rp)
-	}
-	kresp, err := l.src.cl.Broker(int(l.leader)).Request(l.ctx, req)
-	if err != nil {
-		return nil, err
-	}
-	resp := kresp.(*kmsg.FetchResponse)
-	if err := kerr.ErrorForCode(resp.ErrorCode); err != nil {
-		return nil, err
-	}
-	return resp, nil
-}
-
-// dispatch appends each partition's batches (inline, like Kafka's fetcher
-// thread, so the next fetch asks from the new end) and hands errors to the
-// partitions' fetchers.
-func (l *brokerLoop) dispatch(parts []loopPart, resp *kmsg.FetchResponse, changed map[string]error) {
+// each calls fn for every partition of resp that parts asked for, with
+// the part that asked; it answers the parts resp lacks.
+func each(parts []loopPart, resp *kmsg.FetchResponse, fn func(loopPart, *kmsg.FetchResponseTopicPartition)) map[tp]loopPart {
 	asked := make(map[tp]loopPart, len(parts))
 	names := map[[16]byte]string{} // Fetch v13+ answers by topic id only
 	for _, p := range parts {
-		asked[p.f.k] = p
-		names[p.f.topicID] = p.f.k.topic
+		asked[p.m.f.k] = p
+		names[p.m.f.topicID] = p.m.f.k.topic
 	}
 	for _, t := range resp.Topics {
 		topic := t.Topic
 		if topic == "" {
 			topic = names[t.TopicID]
 		}
-		for _, rp := range t.Partitions {
+		for i := range t.Partitions {
+			rp := &t.Partitions[i]
 			k := tp{topic, rp.Partition}
 			p, ok := asked[k]
 			if !ok {
 				continue
 			}
 			delete(asked, k)
-			if err := changed[topic]; err != nil {
-				l.evict(p.f, err) // nothing of the recreated topic is appended
-				continue
-			}
-			if err := kerr.ErrorForCode(rp.ErrorCode); err != nil {
-				l.evict(p.f, err)
-				continue
-			}
-			res := fetchResult{Records: rp.RecordBatches, HighWatermark: rp.HighWatermark,
-				LastStable: rp.LastStableOffset, LogStart: rp.LogStartOffset}
-			l.mu.Lock()
-			if l.members[k] != p.f { // removed while fetching: drop
-				l.mu.Unlock()
-				continue
-			}
-			err := p.f.apply(res)
-			l.mu.Unlock()
-			if err != nil {
-				l.evict(p.f, err)
-			}
+			fn(p, rp)
 		}
 	}
-	for _, p := range asked {
-		l.evict(p.f, fmt.Errorf("source fetch response lacks %s-%d", p.f.k.topic, p.f.k.partition))
+	return asked
+}
+
+// advance moves each member that is still in the loop past the whole
+// batches its fetch answered, so the next fetch can go out before they
+// are appended, and answers the bytes fetched.
+func (l *brokerLoop) advance(parts []loopPart, resp *kmsg.FetchResponse, changed map[string]error) (bytes int) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	each(parts, resp, func(p loopPart, rp *kmsg.FetchResponseTopicPartition) {
+		bytes += len(rp.RecordBatches)
+		if rp.ErrorCode != 0 || changed[p.m.f.k.topic] != nil || l.members[p.m.f.k] != p.m || p.m.next != p.offset {
+			return
+		}
+		if end := nextOffset(rp.RecordBatches, p.offset); end > p.offset {
+			p.m.next = end
+		}
+	})
+	return bytes
+}
+
+// nextOffset is the offset after the last whole batch of records that ends
+// at or past from (a trailing partial batch is fetched again), or from.
+func nextOffset(records []byte, from int64) int64 {
+	next := from
+	it := batch.NewIter(records)
+	for _, h, ok := it.Next(); ok; _, h, ok = it.Next() {
+		if last := h.LastOffset(); last >= next {
+			next = last + 1
+		}
+	}
+	return next
+}
+
+// dispatch appends each partition's batches and hands errors to the
+// partitions' fetchers.
+func (l *brokerLoop) dispatch(parts []loopPart, resp *kmsg.FetchResponse, changed map[string]error) {
+	missing := each(parts, resp, func(p loopPart, rp *kmsg.FetchResponseTopicPartition) {
+		if err := changed[p.m.f.k.topic]; err != nil {
+			l.evict(p.m, err) // nothing of the recreated topic is appended
+			return
+		}
+		if err := kerr.ErrorForCode(rp.ErrorCode); err != nil {
+			l.evict(p.m, err)
+			return
+		}
+		res := fetchResult{Records: rp.RecordBatches, HighWatermark: rp.HighWatermark,
+			LastStable: rp.LastStableOffset, LogStart: rp.LogStartOffset}
+		l.mu.Lock()
+		if l.members[p.m.f.k] != p.m { // removed while fetching: drop
+			l.mu.Unlock()
+			return
+		}
+		if end := p.m.f.p.Offsets().LogEnd; end != p.offset {
+			// The log does not end where this fetch started (an earlier
+			// answer was not appended whole): drop it, and fetch again
+			// from the log end.
+			p.m.next = end
+			l.mu.Unlock()
+			return
+		}
+		err := p.m.f.apply(res)
+		l.mu.Unlock()
+		if err != nil {
+			l.evict(p.m, err)
+		}
+	})
+	for _, p := range missing {
+		l.evict(p.m, fmt.Errorf("source fetch response lacks %s-%d", p.m.f.k.topic, p.m.f.k.partition))
 	}
 }
 
-// evict removes f and tells it why.
-func (l *brokerLoop) evict(f *fetcher, err error) {
+// evict removes a member and tells its fetcher why.
+func (l *brokerLoop) evict(m *member, err error) {
 	l.mu.Lock()
-	member := l.members[f.k] == f
-	if member {
-		delete(l.members, f.k)
+	isMember := l.members[m.f.k] == m
+	if isMember {
+		delete(l.members, m.f.k)
 	}
 	l.mu.Unlock()
-	if member {
-		f.evicted(err)
+	if isMember {
+		m.f.evicted(err)
 	}
 }
 
 // loop returns the broker loop for a leader, starting it on first use.
-func (s *source) loop(leader int32, maxWait time.Duration, maxBytes int32) *brokerLoop {
+func (s *source) loop(leader int32, maxBytes int32) *brokerLoop {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.loops == nil {
@@ -270,8 +372,17 @@ func (s *source) loop(leader int32, maxWait time.Duration, maxBytes int32) *brok
 	}
 	l := s.loops[leader]
 	if l == nil {
-		l = newBrokerLoop(s, leader, maxWait, maxBytes)
+		l = newBrokerLoop(s, leader, maxBytes)
 		s.loops[leader] = l
 	}
 	return l
+}
+
+// applySettings brings the throttle to the mirror's current
+// mirror.replication.throttled.rate and answers its
+// mirror.fetch.wait.max.ms, for the next fetch.
+func (s *source) applySettings() time.Duration {
+	cfg := s.settings()
+	s.throttle.setRate(cfg.ThrottledRate)
+	return cfg.FetchWaitMax
 }

@@ -241,7 +241,7 @@ func (f *fetcher) run() {
 		case <-f.evictions: // stale
 		default:
 		}
-		loop := src.loop(leader, f.rt.settings().FetchWaitMax, f.m.opts.FetchMaxBytes)
+		loop := src.loop(leader, f.m.opts.FetchMaxBytes)
 		joined := time.Now()
 		if !f.join(loop) {
 			continue // paused since the check above

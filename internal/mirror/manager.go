@@ -128,8 +128,12 @@ type runtime struct {
 	// Manager.mu).
 	missing map[string]int
 	skipped map[string]string
-	stop    chan struct{}
-	done    chan struct{}
+	// throttle bounds the bytes/s every broker loop of the mirror fetches
+	// (mirror.replication.throttled.rate, throttle.go); it outlives the
+	// source client, which a source-config alter replaces.
+	throttle throttle
+	stop     chan struct{}
+	done     chan struct{}
 }
 
 type tp struct {
@@ -275,7 +279,7 @@ func (m *Manager) source(rt *runtime) (*source, error) {
 	if err != nil {
 		return nil, err
 	}
-	src.fetchWait = func() time.Duration { return rt.settings().FetchWaitMax }
+	src.settings, src.throttle = rt.settings, &rt.throttle
 	rt.src = src
 	return src, nil
 }

@@ -19,8 +19,13 @@ import (
 // kmsg so bytes come back exactly as the source stores them.
 type source struct {
 	cl *kgo.Client
-	// fetchWait, when set, is the mirror's mirror.fetch.wait.max.ms now.
-	fetchWait func() time.Duration
+	// settings is the mirror's settings now (they may change
+	// while it runs): its broker loops read mirror.fetch.wait.max.ms and
+	// mirror.replication.throttled.rate before each fetch.
+	settings func() *Settings
+	// throttle is the mirror's token bucket (mirror.replication.throttled.rate),
+	// shared by its broker loops.
+	throttle *throttle
 
 	mu    sync.Mutex // guards loops
 	loops map[int32]*brokerLoop
