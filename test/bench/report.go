@@ -30,6 +30,8 @@ type report struct {
 	authzCmd                                        string
 	authz                                           []goBenchLine
 	authzTook                                       time.Duration
+	mirrorCatchUp                                   []*mirrorCatchUpRow
+	mirrorLag                                       *mirrorLagResult
 }
 
 func (r *report) write(path string) error {
@@ -220,6 +222,7 @@ func (r *report) render(b *strings.Builder) {
 		}
 		p("\n")
 	}
+	r.renderMirrorSpeed(p)
 	if r.authzCmd != "" {
 		p("## Authorizer benchmark\n\n`%s` (took %s; `test/integration/acl_bench_test.go`): 100-byte records produced over "+
 			"SASL_PLAINTEXT as one principal to a broker with the authorizer on and 1,000 ACLs and to one with it off, both at once "+

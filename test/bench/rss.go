@@ -86,8 +86,9 @@ type process struct {
 }
 
 // startProcess starts `minibroker serve` on a temp data dir (name
-// "minibroker") or kfakeserve with flags (name "kfake") and waits until it
-// listens.
+// "minibroker", flags added to its command line; bin is the directory of
+// the built binaries or a minibroker binary) or kfakeserve with flags
+// (name "kfake") and waits until it listens.
 func startProcess(bin, name string, flags ...string) (*process, error) {
 	p := &process{}
 	switch name {
@@ -101,8 +102,12 @@ func startProcess(bin, name string, flags ...string) (*process, error) {
 		if err != nil {
 			return nil, err
 		}
-		p.cmd = exec.Command(filepath.Join(bin, "minibroker"), "serve", "--data-dir", dir, "--listen", p.addr,
-			"--http-listen", "", "--log-level", "warn")
+		args := []string{"serve", "--data-dir", dir, "--listen", p.addr, "--http-listen", "", "--log-level", "warn"}
+		exe := filepath.Join(bin, "minibroker")
+		if st, err := os.Stat(bin); err == nil && !st.IsDir() {
+			exe = bin // a binary of its own (-mirror-compare)
+		}
+		p.cmd = exec.Command(exe, append(args, flags...)...) // later flags win
 		p.cmd.Stderr = os.Stderr
 		if err := p.cmd.Start(); err != nil {
 			return nil, err
