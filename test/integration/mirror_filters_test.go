@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kfake"
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
@@ -378,4 +379,53 @@ func TestMirrorCrashAfterAutoCreatedTopic(t *testing.T) {
 			}
 		})
 	}
+}
+
+// TestMirrorTopicFiltersFromKfake: the same with a foreign source
+// (franz-go's kfake): a topic created there after the start is mirrored,
+// an excluded one is not, a config change reaches the mirror (an excluded
+// property does not), and a topic deleted there stops its mirror.
+func TestMirrorTopicFiltersFromKfake(t *testing.T) {
+	t.Parallel()
+	src, err := kfake.NewCluster(kfake.NumBrokers(1), kfake.SeedTopics(1, "orders"), kfake.ClusterID("kfake-src"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer src.Close()
+	addr := src.ListenAddrs()[0]
+	b := minibrokertest.Start(t)
+	produceTo(t, addr, "orders", "o", 5)
+	m := createAutoMirror(t, b, addr, map[string]string{mirror.SettingTopicsInclude: "orders.*|skip-.*", mirror.SettingTopicsExclude: "skip-.*"})
+	waitFor(t, "orders mirrored", func() bool { return hasTopic(b, "orders") && logEnd(b, "orders", 0) == 5 })
+	must(t, "create", kadmCreate(t, addr, "orders-eu", 1, map[string]*string{"retention.ms": kmsgStr("3600000")}))
+	must(t, "create", kadmCreate(t, addr, "skip-me", 1))
+	produceTo(t, addr, "orders-eu", "eu", 4)
+	waitFor(t, "orders-eu mirrored from kfake", func() bool { return hasTopic(b, "orders-eu") && logEnd(b, "orders-eu", 0) == 4 })
+	if got := describeTopicConfigs(t, b.Addr(), "orders-eu"); got["retention.ms"] != "3600000" {
+		t.Fatalf("orders-eu configs %v, want kfake's retention.ms", got)
+	}
+	alterTopicConfigs(t, addr, "orders-eu",
+		kadm.AlterConfig{Op: kadm.SetConfig, Name: "retention.ms", Value: kmsgStr("7200000")},
+		kadm.AlterConfig{Op: kadm.SetConfig, Name: "min.insync.replicas", Value: kmsgStr("1")})
+	waitFor(t, "retention.ms synced from kfake", func() bool {
+		return describeTopicConfigs(t, b.Addr(), "orders-eu")["retention.ms"] == "7200000"
+	})
+	if _, ok := describeTopicConfigs(t, b.Addr(), "orders-eu")["min.insync.replicas"]; ok {
+		t.Fatal("min.insync.replicas synced though excluded by default")
+	}
+	if hasTopic(b, "skip-me") {
+		t.Fatal("skip-me mirrored though excluded")
+	}
+	resp, err := kadmClient(t, addr).DeleteTopics(context.Background(), "orders-eu")
+	must(t, "delete", err)
+	must(t, "delete", resp.Error())
+	waitFor(t, "orders-eu stopped after kfake deleted it", func() bool {
+		st, _ := m.Describe("from-a")
+		for _, p := range st.Partitions {
+			if p.Topic == "orders-eu" {
+				return p.State == mirror.Stopped && p.BarrierOffset == 4
+			}
+		}
+		return false
+	})
 }
