@@ -244,3 +244,27 @@ func TestMirrorLoopRefused(t *testing.T) {
 		})
 	}
 }
+
+// TestMirrorRestartAfterFailoverNeedsNoPermission: B fails over and
+// writes nothing; restarting B's mirror cuts only B's barrier, which no
+// consumer reads: the dry run reports 1 barrier and 0 records, and a
+// plain start (no --allow-truncate) is accepted.
+func TestMirrorRestartAfterFailoverNeedsNoPermission(t *testing.T) {
+	t.Parallel()
+	a := minibrokertest.Start(t, minibrokertest.Topic("orders", 1))
+	produceSerially(t, idempotentProducer(t, a.Addr()), "orders", 0, "a", 5)
+	b := minibrokertest.Start(t)
+	m := b.Mirror("from-a", a.Addr()).Start("orders")
+	waitMirrored(t, a, b, "orders", 1)
+	m.Stop("orders") // barrier at 5
+	rep, err := mirrorOn(b).StartWith(t.Context(), "from-a", []string{"orders"}, mirror.StartOptions{DryRun: true})
+	must(t, "dry run", err)
+	if len(rep.Partitions) != 1 || rep.Barriers != 1 || rep.Records != 0 || rep.Markers != 0 || rep.Refused ||
+		rep.Partitions[0].TruncateTo != 5 || rep.Partitions[0].State != mirror.Stopped {
+		t.Fatalf("dry run of the restart: %+v", rep)
+	}
+	m.Start("orders")
+	produceSerially(t, idempotentProducer(t, a.Addr()), "orders", 0, "a-more", 2)
+	waitMirrored(t, a, b, "orders", 1)
+	assertIdentical(t, a, b, "orders", 0, logEnd(a, "orders", 0))
+}

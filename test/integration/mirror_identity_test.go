@@ -297,28 +297,18 @@ func TestMirrorSourceClusterIDChangedFails(t *testing.T) {
 	}
 }
 
-// TestMirrorRetriesFailedPartition: the source denies the mirror's fetch
-// of the partition (TOPIC_AUTHORIZATION_FAILED, as a missing ACL does)
-// until the test lifts it. The partition goes FAILED for a retriable
-// reason, is started again with growing backoff (the count in describe),
-// and once the source serves it catches up. With max attempts 2, a
-// partition whose source keeps refusing stays FAILED after 2 retries.
-func TestMirrorRetriesFailedPartition(t *testing.T) {
-	t.Parallel()
-	src := kafka30Source(t, kfake.SeedTopics(1, "orders", "denied"), kfake.ClusterID("kfake-acl"))
-	addr := src.ListenAddrs()[0]
-	producePrefixed(t, addr, "orders", 0, "v", 20)
-	producePrefixed(t, addr, "denied", 0, "v", 3)
-	var deny atomic.Bool
-	deny.Store(true)
+// denyFetches makes the kfake source answer every Fetch that names a
+// topic denied selects with TOPIC_AUTHORIZATION_FAILED for its partitions,
+// as Kafka does for a principal without READ on the topic.
+func denyFetches(src *kfake.Cluster, denied func(topic string) bool) {
 	src.ControlKey(kmsg.Fetch.Int16(), func(req kmsg.Request) (kmsg.Response, error, bool) {
 		src.KeepControl()
 		fr := req.(*kmsg.FetchRequest)
-		denied := false
+		any := false
 		for _, t := range fr.Topics {
-			denied = denied || t.Topic == "denied" || (t.Topic == "orders" && deny.Load())
+			any = any || denied(t.Topic)
 		}
-		if !denied {
+		if !any {
 			return nil, nil, false
 		}
 		resp := fr.ResponseKind().(*kmsg.FetchResponse)
@@ -335,6 +325,23 @@ func TestMirrorRetriesFailedPartition(t *testing.T) {
 		}
 		return resp, nil, true
 	})
+}
+
+// TestMirrorRetriesFailedPartition: the source denies the mirror's fetch
+// of the partition (TOPIC_AUTHORIZATION_FAILED, as a missing ACL does)
+// until the test lifts it. The partition goes FAILED for a retriable
+// reason, is started again with growing backoff (the count in describe),
+// and once the source serves it catches up. With max attempts 2, a
+// partition whose source keeps refusing stays FAILED after 2 retries.
+func TestMirrorRetriesFailedPartition(t *testing.T) {
+	t.Parallel()
+	src := kafka30Source(t, kfake.SeedTopics(1, "orders", "denied"), kfake.ClusterID("kfake-acl"))
+	addr := src.ListenAddrs()[0]
+	producePrefixed(t, addr, "orders", 0, "v", 20)
+	producePrefixed(t, addr, "denied", 0, "v", 3)
+	var deny atomic.Bool
+	deny.Store(true)
+	denyFetches(src, func(topic string) bool { return topic == "denied" || (topic == "orders" && deny.Load()) })
 
 	b := minibrokertest.Start(t)
 	m := b.Broker().Mirrors()
@@ -387,5 +394,36 @@ func TestMirrorRetriesFailedPartition(t *testing.T) {
 	time.Sleep(500 * time.Millisecond)
 	if st, _ := m.Describe("from-kfake"); st.Partitions[0].Retries != 2 || st.Partitions[0].State != mirror.Failed {
 		t.Fatalf("after giving up: %+v", st.Partitions[0])
+	}
+}
+
+// TestMirrorRetrySurvivesRestart: a partition FAILED for a retriable
+// reason, waiting for its retry, stays FAILED across a restart of the
+// broker and is retried when the retry comes due; it then catches up.
+func TestMirrorRetrySurvivesRestart(t *testing.T) {
+	t.Parallel()
+	src := kafka30Source(t, kfake.SeedTopics(1, "orders"), kfake.ClusterID("kfake-restart"))
+	addr := src.ListenAddrs()[0]
+	producePrefixed(t, addr, "orders", 0, "v", 7)
+	var deny atomic.Bool
+	deny.Store(true)
+	denyFetches(src, func(string) bool { return deny.Load() })
+	b := minibrokertest.Start(t)
+	must(t, "create", b.Broker().Mirrors().CreateWith("from-kfake", []string{addr}, mirror.CreateOptions{Config: map[string]string{
+		mirror.SettingFailedRetryInitialMs: "2000"}}))
+	must(t, "start", b.Broker().Mirrors().Start(t.Context(), "from-kfake", []string{"orders"}))
+	waitPartitions(t, b.Broker().Mirrors(), "from-kfake", "orders", "FAILED, retry pending", func(p mirror.PartitionStatus) bool {
+		return p.State == mirror.Failed && p.NextRetryAt > 0 && p.Retries == 0
+	})
+	deny.Store(false)
+	b.Restart()
+	st, err := b.Broker().Mirrors().Describe("from-kfake")
+	must(t, "describe", err)
+	if p := st.Partitions[0]; p.State != mirror.Failed || p.NextRetryAt == 0 {
+		t.Logf("right after the restart (the retry may have come already on a slow machine): %+v", p)
+	}
+	ps := waitPartitions(t, b.Broker().Mirrors(), "from-kfake", "orders", "caught up after the retry", mirroringAt(7))
+	if ps[0].Retries != 1 {
+		t.Fatalf("retries %d after the restart, want 1", ps[0].Retries)
 	}
 }
