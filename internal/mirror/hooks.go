@@ -17,6 +17,10 @@ type TestHooks interface {
 	FetcherWoken(topic string, partition int32)
 	// SkipBarrier leaves the MIRROR_PID_RESET barrier out of STOPPING.
 	SkipBarrier() bool
+	// SkipBarrierSync leaves out the fsync of the barrier before
+	// STOPPED is persisted: a power loss can then take the barrier and
+	// keep the STOPPED state that says it was written.
+	SkipBarrierSync() bool
 	// SkipGroupClamp leaves out STOPPING's clamp of group offsets to the
 	// cut.
 	SkipGroupClamp() bool
@@ -59,6 +63,7 @@ type NoTestHooks struct{}
 func (NoTestHooks) BeforeStopStep(StopStep, string, int32) error { return nil }
 func (NoTestHooks) FetcherWoken(string, int32)                   {}
 func (NoTestHooks) SkipBarrier() bool                            { return false }
+func (NoTestHooks) SkipBarrierSync() bool                        { return false }
 func (NoTestHooks) SkipGroupClamp() bool                         { return false }
 func (NoTestHooks) SkipEpochWalkBack() bool                      { return false }
 func (NoTestHooks) SkipIdentityCheck() bool                      { return false }

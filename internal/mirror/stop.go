@@ -256,8 +256,10 @@ func (m *Manager) writeBarrier(rt *runtime, k tp, p *partition.Partition, rec *p
 	if err != nil {
 		return fmt.Errorf("write barrier: %w", err)
 	}
-	if err := p.Flush(); err != nil {
-		return fmt.Errorf("flush barrier: %w", err)
+	if !m.opts.TestHooks.SkipBarrierSync() {
+		if err := p.FlushTo(off + 1); err != nil {
+			return fmt.Errorf("flush barrier: %w", err)
+		}
 	}
 	rec.BarrierOffset = off
 	m.metrics.barriers.WithLabelValues(rt.spec.Name).Inc()

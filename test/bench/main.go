@@ -52,12 +52,12 @@ func main() {
 	flag.IntVar(&o.consumeMB, "consume-mb", 256, "data consumed per consume run, MiB")
 	flag.StringVar(&o.out, "out", "docs/PERFORMANCE.md", "report to write")
 	flag.BoolVar(&o.goBench, "gobench", true, "also run the minibrokertest start-up and cycle benchmarks (go test)")
-	flag.BoolVar(&o.mirrorBench, "mirror", true, "also run the mirror benchmarks (go test ./test/integration)")
+	flag.BoolVar(&o.mirrorBench, "mirror", true, "also run the mirror benchmarks (sections mirrorspeed and failover)")
 	flag.IntVar(&o.mirrorMB, "mirror-backlog-mb", 1024, "backlog of the mirror catch-up benchmark (section mirrorspeed), MiB")
 	flag.StringVar(&o.mirrorBase, "mirror-compare", "", "a second minibroker binary (e.g. built from an older commit) whose mirror catch-up runs beside this tree's, as a destination, in the same run")
 	flag.IntVar(&o.securityMB, "security-mb", 64, "MINIBROKER_BENCH_SECURITY_MB: data produced and consumed per listener in the SASL_SSL/PLAINTEXT benchmark")
 	flag.IntVar(&o.maxInFlight, "max-in-flight", 0, "produce requests in flight for the non-idempotent produce workloads (0: kgo's default, 1)")
-	flag.StringVar(&o.only, "only", "", "run only the sections whose name contains this (limits, produce, consume, startup, rss, gobench, mirror, mirrorspeed, security, authz)")
+	flag.StringVar(&o.only, "only", "", "run only the sections whose name contains this (limits, produce, consume, startup, rss, gobench, mirrorspeed, failover, security, authz)")
 	flag.StringVar(&o.workload, "workload", "", "run only the produce and consume workloads whose name contains this")
 	flag.StringVar(&o.cpuProfile, "cpuprofile", "", "write a CPU profile of this process (the limits, the in-process start-up runs; brokers and load tool run as processes of their own)")
 	flag.StringVar(&o.memProfile, "memprofile", "", "write an allocation profile at the end")
@@ -117,14 +117,14 @@ func main() {
 		{"startup", runStartup},
 		{"rss", runRSS},
 		{"gobench", runGoBench},
-		{"mirror", runMirrorBench},
 		{"mirrorspeed", runMirrorSpeed},
+		{"failover", runFailoverBench},
 		{"security", runSecurityBench},
 		{"authz", runAuthzBench},
 	}
 	for _, s := range steps {
 		if o.only != "" && !contains(o.only, s.name) ||
-			s.name == "gobench" && !o.goBench || strings.HasPrefix(s.name, "mirror") && !o.mirrorBench {
+			s.name == "gobench" && !o.goBench || (strings.HasPrefix(s.name, "mirror") || s.name == "failover") && !o.mirrorBench {
 			continue
 		}
 		t0 := time.Now()
