@@ -200,7 +200,7 @@ show "${COMPOSE[*]} kill a"
 compose kill a 2>&1 | sed 's/^/   /'
 event "kill a"
 event "mirror stop on b"
-mb b mirror stop from-a --topics demo
+mb b mirror stop from-a --topics demo --wait
 event "b writable"
 start_app produce-2 bc produce --brokers b:9092 --from "$NEXT" --rate "$RATE"
 start_app consume-2 bc consume --brokers b:9092 --group "$GROUP"
@@ -246,7 +246,7 @@ B_COMMITTED=$("$DEMO" offsets --brokers localhost:19092 --group "$GROUP" | sed -
 "$DEMO" wait mirror --admin "$(admin a)" --name from-b --state MIRRORING --caught-up --timeout 30s
 "$DEMO" wait group --brokers localhost:19091 --group "$GROUP" --committed "$B_COMMITTED" --timeout 30s
 event "mirror stop on a"
-mb a mirror stop from-b --topics demo
+mb a mirror stop from-b --topics demo --wait
 event "a writable"
 start_app produce-3 ab produce --brokers a:9092 --from "$NEXT" --rate "$RATE"
 start_app consume-3 ab consume --brokers a:9092 --group "$GROUP"

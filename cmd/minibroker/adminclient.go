@@ -45,12 +45,13 @@ func (f *adminFlags) client() *adminClient {
 }
 
 type adminClient struct {
-	base  string
-	flags *adminFlags
+	timeout time.Duration // at least 5 minutes
+	base    string
+	flags   *adminFlags
 }
 
 func (a *adminClient) httpClient() (*http.Client, error) {
-	hc := &http.Client{Timeout: 5 * time.Minute}
+	hc := &http.Client{Timeout: max(a.timeout, 5*time.Minute)}
 	if a.flags == nil || (a.flags.caFile == "" && a.flags.certFile == "") {
 		return hc, nil
 	}

@@ -150,9 +150,8 @@ func newMirrorCmd() *cobra.Command {
 	}
 	cmd.AddCommand(create, alter, del, list, describe, newMirrorPlanCmd(client, &asJSON))
 
-	cmd.AddCommand(newMirrorStartCmd(client, &asJSON))
+	cmd.AddCommand(newMirrorStartCmd(client, &asJSON), newMirrorStopCmd(client, &asJSON))
 	for _, action := range []struct{ name, short string }{
-		{"stop", "Fail over: stop mirroring topics, write the barrier, make them writable"},
 		{"pause", "Pause fetching for topics"},
 		{"resume", "Resume fetching for topics"},
 	} {

@@ -331,7 +331,7 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 	// Failover.
 	rep.StopAtMs = time.Now().UnixMilli()
 	var st mirror.Status
-	if err := call("POST", "/v1/mirrors/"+url.PathEscape(cfg.Mirror)+"/stop", mirror.TopicsRequest{Topics: cfg.Topics}, &st); err != nil {
+	if err := call("POST", "/v1/mirrors/"+url.PathEscape(cfg.Mirror)+"/stop", mirror.TopicsRequest{Topics: cfg.Topics, Wait: true}, &st); err != nil {
 		return nil, fmt.Errorf("mirror stop: %w", err)
 	}
 
@@ -405,7 +405,7 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 		if unit != rep.PredictedUnit {
 			rep.PredictedUnit = "offsets"
 		}
-		if err := callA("POST", "/v1/mirrors/"+url.PathEscape(name)+"/stop", mirror.TopicsRequest{Topics: cfg.Topics}, &st); err != nil {
+		if err := callA("POST", "/v1/mirrors/"+url.PathEscape(name)+"/stop", mirror.TopicsRequest{Topics: cfg.Topics, Wait: true}, &st); err != nil {
 			return nil, fmt.Errorf("failback: mirror stop on A: %w", err)
 		}
 		cctxA2, stopA2 := context.WithCancel(ctx)

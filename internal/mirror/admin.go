@@ -1,10 +1,14 @@
 package mirror
 
 import (
+	"cmp"
+	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"net/http"
 	"strings"
+	"time"
 )
 
 // Admin HTTP API (JSON), served on the broker's HTTP listener:
@@ -19,7 +23,10 @@ import (
 //	PUT    /v1/mirrors/{name}/config        {"config":{…},"reset":[…]} → Status (changes those named)
 //	POST   /v1/mirrors/{name}/start         {"topics":[…],"allow_truncate","dry_run"} → Status with "start": StartReport
 //	                                        (dry_run → StartReport; data to cut without allow_truncate → 409 {"error","report"})
-//	POST   /v1/mirrors/{name}/stop          {"topics":[…]}   (failover; returns when STOPPED)
+//	POST   /v1/mirrors/{name}/stop          {"topics":[…]} | {"all_topics":true}, "wait", "timeout_ms" → Status with "stop": StopResult
+//	                                        (failover: answers once STOPPING is persisted, the steps running on;
+//	                                        with wait, once every partition is STOPPED, else 500 (a step failed)
+//	                                        or 504 (timeout) {"error","stop"})
 //	POST   /v1/mirrors/{name}/pause         {"topics":[…]}
 //	POST   /v1/mirrors/{name}/resume        {"topics":[…]}
 //
@@ -64,7 +71,17 @@ type TopicsRequest struct {
 	// actions refuse them.
 	AllowTruncate bool `json:"allow_truncate,omitempty"`
 	DryRun        bool `json:"dry_run,omitempty"`
+	// AllTopics, Wait and TimeoutMs are stop's: a stop names its topics
+	// or says all_topics (never all by omission); with Wait it answers
+	// when every partition of them is STOPPED, or when the steps failed,
+	// or after TimeoutMs (default 60000).
+	AllTopics bool  `json:"all_topics,omitempty"`
+	Wait      bool  `json:"wait,omitempty"`
+	TimeoutMs int64 `json:"timeout_ms,omitempty"`
 }
+
+// defaultStopWait bounds a stop's wait when the request gives none.
+const defaultStopWait = time.Minute
 
 // Routes registers the admin API on mux.
 func (m *Manager) Routes(handle func(pattern string, h http.Handler)) {
@@ -134,6 +151,10 @@ func (m *Manager) Routes(handle func(pattern string, h http.Handler)) {
 			writeErr(w, http.StatusBadRequest, "allow_truncate and dry_run are start's")
 			return
 		}
+		if action != "stop" && (req.AllTopics || req.Wait || req.TimeoutMs != 0) {
+			writeErr(w, http.StatusBadRequest, "all_topics, wait and timeout_ms are stop's")
+			return
+		}
 		var err error
 		var rep StartReport
 		switch action {
@@ -144,7 +165,8 @@ func (m *Manager) Routes(handle func(pattern string, h http.Handler)) {
 				return
 			}
 		case "stop":
-			err = m.Stop(name, req.Topics)
+			m.serveStop(w, r, name, req)
+			return
 		case "pause":
 			err = m.Pause(name, req.Topics)
 		case "resume":
@@ -163,6 +185,54 @@ func (m *Manager) Routes(handle func(pattern string, h http.Handler)) {
 		}
 		reply(w, err, st)
 	}))
+}
+
+// serveStop begins a failover and answers at once, or with wait when it
+// is over (or the timeout passed): the mirror's status with the stop's
+// result. A wait that ends with partitions not STOPPED answers 500 (the
+// steps failed) or 504 (the timeout), with the result in the body.
+func (m *Manager) serveStop(w http.ResponseWriter, r *http.Request, name string, req TopicsRequest) {
+	switch {
+	case len(req.Topics) == 0 && !req.AllTopics:
+		writeErr(w, http.StatusBadRequest, "name the topics to fail over, or all_topics")
+		return
+	case len(req.Topics) > 0 && req.AllTopics:
+		writeErr(w, http.StatusBadRequest, "topics and all_topics are exclusive")
+		return
+	case req.TimeoutMs < 0:
+		writeErr(w, http.StatusBadRequest, "timeout_ms must not be negative")
+		return
+	}
+	run, err := m.BeginStop(name, req.Topics)
+	if err != nil {
+		reply(w, err, nil)
+		return
+	}
+	ctx, cancel := context.WithCancel(r.Context())
+	if req.Wait {
+		wait := defaultStopWait
+		if req.TimeoutMs > 0 {
+			wait = time.Duration(req.TimeoutMs) * time.Millisecond
+		}
+		ctx, cancel = context.WithTimeout(r.Context(), wait)
+	} else {
+		cancel() // report the states as they are now
+	}
+	res := run.Wait(ctx)
+	cancel()
+	if req.Wait && len(res.NotStopped) > 0 {
+		code, msg := http.StatusInternalServerError, "failover: "+cmp.Or(res.Error, "incomplete")
+		if !res.Waited {
+			code, msg = http.StatusGatewayTimeout, "failover: timed out waiting for STOPPED (the steps go on)"
+		}
+		w.Header().Set("Content-Type", "application/json")
+		w.WriteHeader(code)
+		json.NewEncoder(w).Encode(map[string]any{"error": fmt.Sprintf("%s; %d of %d partitions not STOPPED", msg, len(res.NotStopped), res.Partitions), "stop": res})
+		return
+	}
+	st, err := m.Describe(name)
+	st.Stop = &res
+	reply(w, err, st)
 }
 
 func decode(w http.ResponseWriter, r *http.Request, v any) bool {

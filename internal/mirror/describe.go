@@ -66,6 +66,8 @@ type Status struct {
 	Partitions    []PartitionStatus `json:"partitions"`
 	// Start is the report of the start that answered (POST …/start only).
 	Start *StartReport `json:"start,omitempty"`
+	// Stop is what a stop did (its answer only).
+	Stop *StopResult `json:"stop,omitempty"`
 }
 
 // Describe returns a mirror's state, per partition.

@@ -106,6 +106,11 @@ type Manager struct {
 	// groupSyncMu orders the offset sync's local commits with STOPPING's
 	// clamp of group offsets (taken before mu; never across network I/O).
 	groupSyncMu sync.Mutex
+	// stopMu runs one failover's steps at a time (taken before
+	// groupSyncMu and mu); stops counts the failovers running in the
+	// background (BeginStop), which Close waits for.
+	stopMu sync.Mutex
+	stops  sync.WaitGroup
 }
 
 // runtime is a mirror's live part.
@@ -582,6 +587,9 @@ func (m *Manager) Close() {
 		rts = append(rts, rt)
 	}
 	m.mu.Unlock()
+	// A failover begun runs to its end (its steps touch only local logs):
+	// not finishing it would leave it for the next start-up.
+	m.stops.Wait()
 	for _, rt := range rts {
 		m.shutdownRuntime(rt)
 	}

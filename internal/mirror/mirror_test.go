@@ -92,7 +92,11 @@ func TestAdminAPIErrors(t *testing.T) {
 		{"POST", "/m/start", map[string]any{"topics": []string{"orders"}}, http.StatusOK},
 		{"DELETE", "/m", nil, http.StatusConflict},
 		{"POST", "/m/stop", map[string]any{"topics": []string{"ghost"}}, http.StatusNotFound},
-		{"POST", "/m/stop", map[string]any{"topics": []string{}}, http.StatusOK},
+		{"POST", "/m/stop", map[string]any{"topics": []string{}}, http.StatusBadRequest}, // never all by omission
+		{"POST", "/m/stop", map[string]any{"topics": []string{"orders"}, "all_topics": true}, http.StatusBadRequest},
+		{"POST", "/m/stop", map[string]any{"all_topics": true, "timeout_ms": -1}, http.StatusBadRequest},
+		{"POST", "/m/pause", map[string]any{"topics": []string{"orders"}, "wait": true}, http.StatusBadRequest},
+		{"POST", "/m/stop", map[string]any{"all_topics": true, "wait": true}, http.StatusOK},
 		{"DELETE", "/m", nil, http.StatusOK},
 	}
 	for i, tc := range cases {

@@ -1,8 +1,10 @@
 package mirror
 
 import (
+	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"sync"
 
 	"go.uber.org/zap"
@@ -13,40 +15,139 @@ import (
 
 // Stop fails over the named topics (all of the mirror's when none): every
 // mirrored partition goes through STOPPING to STOPPED and becomes
-// writable. It returns when all are STOPPED.
+// writable. It returns when the steps have run: nil when all are STOPPED.
 func (m *Manager) Stop(name string, topics []string) error {
+	run, err := m.BeginStop(name, topics)
+	if err != nil {
+		return err
+	}
+	<-run.done
+	return run.err
+}
+
+// StopRun is a failover begun by BeginStop: its STOPPING steps run in the
+// background.
+type StopRun struct {
+	m        *Manager
+	rt       *runtime
+	selected []tp // every partition of the topics named, in any state
+	done     chan struct{}
+	err      error // the steps' error; read after done
+}
+
+// BeginStop fails over the named topics (all of the mirror's when none)
+// and returns once STOPPING is persisted for every partition a stop
+// applies to: from then on the failover is committed (a crash resumes it,
+// never the mirroring). The steps run in the background (StopRun.Wait).
+// A partition already STOPPING is stopped again: that resumes a failover
+// whose steps failed.
+func (m *Manager) BeginStop(name string, topics []string) (*StopRun, error) {
 	rt, err := m.runtime(name)
 	if err != nil {
-		return err
+		return nil, err
 	}
-	tps, err := m.partitionsOf(rt, topics, Preparing, Mirroring, Paused, Stopping, Failed)
+	selected, err := m.partitionsOf(rt, topics, Preparing, Mirroring, Paused, Stopping, Stopped, Failed)
 	if err != nil {
-		return err
+		return nil, err
 	}
-	if len(tps) == 0 {
-		return nil
-	}
+	run := &StopRun{m: m, rt: rt, selected: selected, done: make(chan struct{})}
 	// Persist STOPPING for all at once before touching any log, so a crash
 	// from here on resumes the failover instead of the mirroring.
 	m.mu.Lock()
-	for _, k := range tps {
+	if m.closed {
+		m.mu.Unlock()
+		return nil, errStopped
+	}
+	var tps []tp
+	for _, k := range selected {
 		rec := rt.spec.Topics[k.topic].Partitions[k.partition]
 		next, err := transition(rec.State, EvStop)
 		if err != nil {
-			continue // partitionsOf chose only states a stop applies in
+			continue // STOPPED already
 		}
 		if rec.State != Stopping {
-			rec.Reason, rec.SecurityFailure = "", false
 			rec.Retriable, rec.RetryAt, rec.AllowTruncate = false, 0, nil
 		}
+		rec.Reason, rec.SecurityFailure = "", false // a failed step's reason goes too: the steps run again
 		rec.State = next
+		tps = append(tps, k)
+	}
+	if len(tps) == 0 {
+		m.mu.Unlock()
+		close(run.done)
+		return run, nil
 	}
 	err = m.saveLocked()
+	if err == nil {
+		m.stops.Add(1)
+	}
 	m.mu.Unlock()
 	if err != nil {
-		return err
+		return nil, err
 	}
-	return m.stopPartitions(rt, tps)
+	go func() {
+		defer m.stops.Done()
+		defer close(run.done)
+		run.err = m.stopPartitions(rt, tps)
+	}()
+	return run, nil
+}
+
+// Wait waits until the steps end or ctx does, and reports on every
+// selected partition: how many are STOPPED and which are not (with their
+// state and why). Waited is false when ctx ended first: the steps go on.
+func (r *StopRun) Wait(ctx context.Context) StopResult {
+	res := StopResult{Partitions: len(r.selected)}
+	select {
+	case <-r.done: // over already: whatever ctx says
+	default:
+		select {
+		case <-r.done:
+		case <-ctx.Done():
+		}
+	}
+	select {
+	case <-r.done:
+		res.Waited = true
+		if r.err != nil {
+			res.Error = r.err.Error()
+		}
+	default:
+	}
+	r.m.mu.Lock()
+	defer r.m.mu.Unlock()
+	for _, k := range r.selected {
+		rec := r.rt.spec.Topics[k.topic].Partitions[k.partition]
+		if rec.State == Stopped {
+			res.Stopped++
+			continue
+		}
+		res.NotStopped = append(res.NotStopped, PartitionState{Topic: k.topic, Partition: k.partition, State: rec.State, Reason: rec.Reason})
+	}
+	return res
+}
+
+// StopResult is what a stop reports (POST /v1/mirrors/{name}/stop).
+type StopResult struct {
+	// Partitions counts every partition of the topics named.
+	Partitions int `json:"partitions"`
+	Stopped    int `json:"stopped"`
+	// Waited is false when the answer came before the steps ended
+	// (without wait, or at the timeout): they go on in the background.
+	Waited bool `json:"waited"`
+	// NotStopped lists the partitions not STOPPED when the answer was
+	// made.
+	NotStopped []PartitionState `json:"not_stopped,omitempty"`
+	// Error is the steps' error when they ended with one.
+	Error string `json:"error,omitempty"`
+}
+
+// PartitionState names a partition, its state and the reason of it.
+type PartitionState struct {
+	Topic     string `json:"topic"`
+	Partition int32  `json:"partition"`
+	State     State  `json:"state"`
+	Reason    string `json:"reason,omitempty"`
 }
 
 // stopPartitions runs the seed's STOPPING steps for each partition, in
@@ -65,6 +166,20 @@ func (m *Manager) Stop(name string, topics []string) error {
 // Each step is idempotent, so a crash anywhere resumes here on restart and
 // never writes a second barrier.
 func (m *Manager) stopPartitions(rt *runtime, tps []tp) error {
+	// One failover at a time: a stop asked again while one runs, or
+	// resumed at start-up, waits here, then goes on with what is still
+	// STOPPING (a partition STOPPED meanwhile must not be clamped again:
+	// its group offsets are local ones now).
+	m.stopMu.Lock()
+	defer m.stopMu.Unlock()
+	m.mu.Lock()
+	tps = slices.DeleteFunc(slices.Clone(tps), func(k tp) bool {
+		return rt.spec.Topics[k.topic].Partitions[k.partition].State != Stopping
+	})
+	m.mu.Unlock()
+	if len(tps) == 0 {
+		return nil
+	}
 	records := make([]partitionRecord, len(tps))
 	parts := make([]*partition.Partition, len(tps))
 	m.mu.Lock()
@@ -149,6 +264,7 @@ func (m *Manager) stopPartitions(rt *runtime, tps []tp) error {
 	for i, k := range tps {
 		if errs[i] != nil {
 			failed = append(failed, fmt.Errorf("%s-%d: %w", k.topic, k.partition, errs[i]))
+			rt.spec.Topics[k.topic].Partitions[k.partition].Reason = stepFailed(errs[i])
 			continue
 		}
 		rec := rt.spec.Topics[k.topic].Partitions[k.partition]
@@ -178,6 +294,12 @@ func (m *Manager) stopPartitions(rt *runtime, tps []tp) error {
 		m.logger.Info("failover complete", zap.String("mirror", rt.spec.Name), zap.Int("partitions", n))
 	}
 	return errors.Join(failed...)
+}
+
+// stepFailed is the reason a partition left STOPPING by a failed step
+// shows: it stays STOPPING, read-only, until a stop runs its steps again.
+func stepFailed(err error) string {
+	return "failover step failed (run mirror stop again to resume it): " + err.Error()
 }
 
 func (m *Manager) stateOf(rt *runtime, k tp) State {

@@ -89,7 +89,7 @@ func TestAdminAPIDeniedStopLeavesMirroring(t *testing.T) {
 		{"cross-site form with the token", map[string]string{"Content-Type": "text/plain", "Origin": "http://evil.example",
 			"Authorization": "Bearer " + adminTestToken}, http.StatusForbidden},
 	} {
-		code, body := adminRequest(t, "POST", stop, `{"topics":[]}`, c.headers)
+		code, body := adminRequest(t, "POST", stop, `{"all_topics":true,"wait":true}`, c.headers)
 		if code != c.want {
 			t.Fatalf("%s: HTTP %d %s, want %d", c.what, code, body, c.want)
 		}
@@ -115,7 +115,7 @@ func TestAdminAPIDeniedStopLeavesMirroring(t *testing.T) {
 	if err != nil || !strings.Contains(out, "MIRRORING") {
 		t.Fatalf("CLI with --admin-token-file: %v %s", err, out)
 	}
-	out, err = runCLI(t, "mirror", "stop", "m", "--admin", dst.HTTPAddr(), "--admin-token-file", tokenFile)
+	out, err = runCLI(t, "mirror", "stop", "m", "--all-topics", "--wait", "--admin", dst.HTTPAddr(), "--admin-token-file", tokenFile)
 	if err != nil || !strings.Contains(out, "STOPPED") {
 		t.Fatalf("CLI stop with --admin-token-file: %v %s", err, out)
 	}
@@ -123,7 +123,7 @@ func TestAdminAPIDeniedStopLeavesMirroring(t *testing.T) {
 	// Negative control: authentication off, the wrong token is ignored
 	// and the stop is a failover.
 	open := mirroringCluster(t)
-	code, body := adminRequest(t, "POST", "http://"+open.HTTPAddr()+"/v1/mirrors/m/stop", `{"topics":[]}`,
+	code, body := adminRequest(t, "POST", "http://"+open.HTTPAddr()+"/v1/mirrors/m/stop", `{"all_topics":true,"wait":true}`,
 		with(map[string]string{"Authorization": "Bearer " + strings.Repeat("x", 36)}))
 	if code != http.StatusOK {
 		t.Fatalf("negative control: HTTP %d %s", code, body)

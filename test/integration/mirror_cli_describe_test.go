@@ -73,7 +73,7 @@ func TestMirrorCLIDescribeExplains(t *testing.T) {
 
 	// Failover: the local LSO is 11 (the committed transaction's marker
 	// is past the source's LSO), so 5 offsets are lost, and the table says so.
-	out = must("mirror", "stop", "from-a")
+	out = must("mirror", "stop", "from-a", "--all-topics", "--wait")
 	if row := describeRow(t, out, "ledger", "0"); row[2] != "STOPPED" || row[8] != "11" || row[9] != "5" {
 		t.Fatalf("after the failover: %v, want STOPPED, barrier 11, 5 lost\n%s", row, out)
 	}

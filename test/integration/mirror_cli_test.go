@@ -53,7 +53,7 @@ func TestMirrorCLIFailover(t *testing.T) {
 	if out, err := runCLI(t, "mirror", "delete", "from-a", admin); err == nil || !strings.Contains(out, "stop the mirror first") {
 		t.Fatalf("delete while mirroring: %v %s", err, out)
 	}
-	out := mustCLI("mirror", "stop", "from-a", "--topics", "orders")
+	out := mustCLI("mirror", "stop", "from-a", "--topics", "orders", "--wait")
 	if !strings.Contains(out, "STOPPED") {
 		t.Fatalf("stop output: %s", out)
 	}

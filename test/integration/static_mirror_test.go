@@ -38,7 +38,7 @@ func TestStaticMirrorFromConfig(t *testing.T) {
 		}
 		time.Sleep(20 * time.Millisecond)
 	}
-	if out, err := runCLI(t, "mirror", "stop", "from-a", "--admin", b.httpAddr); err != nil {
+	if out, err := runCLI(t, "mirror", "stop", "from-a", "--all-topics", "--wait", "--admin", b.httpAddr); err != nil {
 		t.Fatalf("stop: %v %s", err, out)
 	}
 	b.stop(t, syscall.SIGTERM)
