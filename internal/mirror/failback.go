@@ -207,6 +207,11 @@ func (m *Manager) startTopic(ctx context.Context, rt *runtime, src *source, topi
 		m.failIdentity(rt, topic, err)
 		return err
 	}
+	if m.recordedState(rt, tp{topic, 0}) == NoState { // a topic new to the mirror (filters)
+		if err := m.checkLoop(ctx, rt, src, topic); err != nil {
+			return err
+		}
+	}
 	configs := m.sourceConfigsFor(ctx, rt, src, topic)
 	if owner := m.ownerOf(topic); owner != "" && owner != rt.spec.Name {
 		return fmt.Errorf("%w: topic %s is mirrored by %s", ErrActive, topic, owner)
