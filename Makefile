@@ -53,7 +53,7 @@ compat: deps
 BENCH_RUNS       ?= 5
 BENCH_DURATION   ?= 3s
 BENCH_STARTUP_MB ?= 1024
-BENCH_MIRROR_MB  ?= 32
+BENCH_MIRROR_MB  ?= 1024
 BENCH_CONSUME_MB ?= 256
 bench: build
 	$(GO) run ./test/bench -runs $(BENCH_RUNS) -duration $(BENCH_DURATION) -startup-mb $(BENCH_STARTUP_MB) \

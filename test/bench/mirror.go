@@ -57,6 +57,9 @@ type mirrorLagResult struct {
 
 func runMirrorSpeed(r *report) error {
 	for _, parts := range []int32{1, 8} {
+		if !r.opts.selected(fmt.Sprintf("catch-up %d", parts)) {
+			continue
+		}
 		row, err := mirrorCatchUp(r, parts)
 		if row != nil {
 			r.mirrorCatchUp = append(r.mirrorCatchUp, row)
@@ -65,11 +68,20 @@ func runMirrorSpeed(r *report) error {
 			return err
 		}
 	}
-	lag := &mirrorLagResult{}
+	if !r.opts.selected("lag") {
+		return nil
+	}
+	lag, base := &mirrorLagResult{}, &mirrorLagResult{}
 	r.mirrorLag = lag
 	for run := range min(r.opts.runs, 3) {
-		if err := mirrorSteadyLag(r, lag, run); err != nil {
+		if err := mirrorSteadyLag(r, r.bin, lag, run); err != nil {
 			return err
+		}
+		if r.opts.mirrorBase != "" {
+			if err := mirrorSteadyLag(r, r.opts.mirrorBase, base, run); err != nil {
+				return err
+			}
+			r.mirrorLagBase = base
 		}
 	}
 	return nil
@@ -288,7 +300,7 @@ func mirrorOnce(bin string, src *process, topic string, ends map[int32]int64) (t
 // record, the time from its produce acknowledgement at the source to its
 // arrival at a kgo consumer of the mirror (FetchMaxWait 50 ms; the
 // destination answers a waiting fetch as soon as an append lands).
-func mirrorSteadyLag(r *report, res *mirrorLagResult, run int) error {
+func mirrorSteadyLag(r *report, bin string, res *mirrorLagResult, run int) error {
 	src, err := startProcess(r.bin, "minibroker")
 	if err != nil {
 		return err
@@ -297,7 +309,7 @@ func mirrorSteadyLag(r *report, res *mirrorLagResult, run int) error {
 	if _, err := perf.EnsureTopic(context.Background(), perf.Config{Brokers: []string{src.addr}, Topic: "steady", Partitions: 4}); err != nil {
 		return err
 	}
-	dst, _, _, err := startMirror(r.bin, src, "steady")
+	dst, _, _, err := startMirror(bin, src, "steady")
 	if err != nil {
 		return err
 	}
@@ -387,8 +399,8 @@ func mirrorSteadyLag(r *report, res *mirrorLagResult, run int) error {
 	res.max = append(res.max, lags[len(lags)-1])
 	res.records = append(res.records, float64(sent))
 	res.dstCPU = append(res.dstCPU, ms(dstCPU)/(bytes/1e6))
-	logf("mirror steady lag, run %d: %.1f MB/s, %d records, p50 %.2f ms, p99 %.2f ms, max %.1f ms; destination CPU %.2f ms/MB",
-		run, res.mbps[run], len(lags), res.p50[run], res.p99[run], res.max[run], res.dstCPU[run])
+	logf("mirror steady lag, %s, run %d: %.1f MB/s, %d records, p50 %.2f ms, p99 %.2f ms, max %.1f ms; destination CPU %.2f ms/MB",
+		bin, run, res.mbps[run], len(lags), res.p50[run], res.p99[run], res.max[run], res.dstCPU[run])
 	return nil
 }
 
@@ -421,6 +433,9 @@ func (r *report) renderMirrorSpeed(p func(string, ...any)) {
 			"destination (FetchMaxWait 50 ms), so it includes the mirror's fetch, its append and the consumer's fetch (goal p99 < 20 ms).\n\n"+
 			"| MB/s | records | p50 ms | p99 ms | max ms | destination CPU ms/MB |\n|---|---|---|---|---|---|\n", 3*r.opts.duration)
 		p("| %s | %s | %s | %s | %s | %s |\n", cell(l.mbps), cell(l.records), cell(l.p50), cell(l.p99), cell(l.max), fmtNum(med(l.dstCPU)))
+		if b := r.mirrorLagBase; b != nil && len(b.p99) > 0 {
+			p("| destination `%s` (-mirror-compare): %s | %s | %s | %s | %s | %s |\n", r.opts.mirrorBase, cell(b.mbps), cell(b.records), cell(b.p50), cell(b.p99), cell(b.max), fmtNum(med(b.dstCPU)))
+		}
 	}
 	p("\n")
 }

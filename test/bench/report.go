@@ -32,7 +32,7 @@ type report struct {
 	authz                                           []goBenchLine
 	authzTook                                       time.Duration
 	mirrorCatchUp                                   []*mirrorCatchUpRow
-	mirrorLag                                       *mirrorLagResult
+	mirrorLag, mirrorLagBase                        *mirrorLagResult
 }
 
 func (r *report) write(path string) error {
