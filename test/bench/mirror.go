@@ -421,7 +421,7 @@ func (r *report) renderMirrorSpeed(p func(string, ...any)) {
 	}
 	for _, c := range r.mirrorCatchUp {
 		if len(c.base) > 0 {
-			p("| the same, destination `%s` (-mirror-compare) | %s | | | | | %s | |\n", r.opts.mirrorBase, cell(c.base), fmtNum(med(c.baseCPU)))
+			p("| %d partition(s), destination `%s` (-mirror-compare) | %s | | | | | %s | |\n", c.partitions, r.opts.mirrorBase, cell(c.base), fmtNum(med(c.baseCPU)))
 		}
 	}
 	if len(r.mirrorCatchUp) > 0 {
