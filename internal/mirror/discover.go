@@ -239,7 +239,11 @@ func (m *Manager) discoverTopics(ctx context.Context, rt *runtime, src *source, 
 		m.mu.Lock()
 		_, known := rt.spec.Topics[topic]
 		_, skipped := rt.skipped[topic]
+		following := rt.spec.AutoTopics
 		m.mu.Unlock()
+		if !following {
+			return nil // a stop of the whole mirror came meanwhile
+		}
 		if known {
 			continue
 		}

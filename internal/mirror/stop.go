@@ -72,6 +72,20 @@ func (m *Manager) BeginStop(name string, topics []string) (*StopRun, error) {
 		rec.State = next
 		tps = append(tps, k)
 	}
+	// A failover of the whole mirror ends its following of the topic
+	// filters (discover.go): the topics the source creates afterwards are
+	// not mirrored into the cluster that has taken over.
+	stopAuto := len(topics) == 0 && rt.spec.AutoTopics
+	rt.spec.AutoTopics = rt.spec.AutoTopics && !stopAuto
+	if len(tps) == 0 && stopAuto {
+		err = m.saveLocked()
+		m.mu.Unlock()
+		if err != nil {
+			return nil, err
+		}
+		close(run.done)
+		return run, nil
+	}
 	if len(tps) == 0 {
 		m.mu.Unlock()
 		close(run.done)

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kfake"
@@ -428,4 +429,26 @@ func TestMirrorTopicFiltersFromKfake(t *testing.T) {
 		}
 		return false
 	})
+}
+
+// TestMirrorStopAllEndsTopicFilters: a failover of the whole mirror (stop
+// without topics) ends its following of the filters: a topic the source
+// creates afterwards is not mirrored into the cluster that took over,
+// while before the stop one was (the same filters, the same refresh).
+func TestMirrorStopAllEndsTopicFilters(t *testing.T) {
+	t.Parallel()
+	a := minibrokertest.Start(t, minibrokertest.Topic("orders", 1))
+	b := minibrokertest.Start(t)
+	m := createAutoMirror(t, b, a.Addr(), map[string]string{mirror.SettingTopicsInclude: "orders.*"})
+	must(t, "create", kadmCreate(t, a.Addr(), "orders-before", 1))
+	waitFor(t, "orders-before mirrored while following", func() bool { return hasTopic(b, "orders-before") })
+	must(t, "stop", m.Stop("from-a", nil))
+	if st, _ := m.Describe("from-a"); st.AutoTopics {
+		t.Fatal("still following the filters after a stop of every topic")
+	}
+	must(t, "create", kadmCreate(t, a.Addr(), "orders-after", 1))
+	time.Sleep(1 * time.Second) // ten refresh intervals
+	if hasTopic(b, "orders-after") {
+		t.Fatal("a topic created at the source after the failover was mirrored")
+	}
 }
