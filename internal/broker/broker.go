@@ -210,6 +210,10 @@ func newBroker(opts Options, seams func(*Broker)) (*Broker, error) {
 	if b.faults != nil {
 		opts.Mirror.SourceDialer = b.faults.SourceDialer
 	}
+	// Before the mirrors: they sync the source's ACLs into it.
+	if b.authz, err = openAuthorizer(b.fs, b.dataDir, cfg); err != nil {
+		return nil, err
+	}
 	if err := b.openMirrors(opts.Mirror); err != nil {
 		return nil, err
 	}
@@ -218,9 +222,6 @@ func newBroker(opts Options, seams func(*Broker)) (*Broker, error) {
 		zap.Int("recovery_threads", b.recoveryThreads()), zap.Duration("took", time.Since(start)))
 
 	if b.scram, err = security.OpenScramStore(b.fs, b.dataDir); err != nil {
-		return nil, err
-	}
-	if b.authz, err = openAuthorizer(b.fs, b.dataDir, cfg); err != nil {
 		return nil, err
 	}
 	if err := b.openListeners(); err != nil {

@@ -20,6 +20,9 @@ func (b *Broker) openMirrors(opts mirror.Options) error {
 	if b.groups != nil {
 		opts.Groups = b.groups
 	}
+	if b.authz != nil {
+		opts.ACLs = b.authz
+	}
 	m, err := mirror.Open(mirrorLocal{b}, b.dataDir, opts)
 	if err != nil {
 		return err

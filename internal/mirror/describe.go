@@ -66,6 +66,9 @@ type Status struct {
 	Partitions    []PartitionStatus `json:"partitions"`
 	// Start is the report of the start that answered (POST …/start only).
 	Start *StartReport `json:"start,omitempty"`
+	// ACLSync is the last sync of the source's ACLs (none before the
+	// first).
+	ACLSync *ACLSyncStatus `json:"acl_sync,omitempty"`
 	// Stop is what a stop did (its answer only).
 	Stop *StopResult `json:"stop,omitempty"`
 }
@@ -80,6 +83,10 @@ func (m *Manager) Describe(name string) (Status, error) {
 	st := Status{Name: rt.spec.Name, Source: rt.spec.Source, ClientID: rt.spec.ClientID, SourceClusterID: rt.spec.SourceClusterID,
 		SourceConfig: RedactSourceConfig(rt.spec.SourceConfig), Config: RedactSettings(rt.spec.Config),
 		AutoTopics: rt.spec.AutoTopics}
+	if rt.aclSync != nil {
+		s := *rt.aclSync
+		st.ACLSync = &s
+	}
 	if len(rt.skipped) > 0 {
 		st.SkippedTopics = maps.Clone(rt.skipped)
 	}

@@ -130,6 +130,7 @@ func (m *Manager) StartWith(ctx context.Context, name string, topics []string, s
 			return rep, err
 		}
 	}
+	m.syncACLs(ctx, rt, src) // the source's ACLs on these topics (aclsync.go), then on every refresh
 	return rep, nil
 }
 

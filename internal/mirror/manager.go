@@ -63,6 +63,9 @@ type Options struct {
 	// TestHooks are for tests only (hooks.go): nil in production, where
 	// nothing a user can reach sets them.
 	TestHooks TestHooks
+	// ACLs, when set, is the local authorizer the source's topic ACLs are
+	// synced to (aclsync.go); nil: the broker has none, nothing is synced.
+	ACLs ACLStore
 	// SourceDialer, when set, returns the dial function for a mirror's
 	// connections to its source (the broker's fault injection wraps them
 	// to pause, slow or cut the link); nil dials directly.
@@ -116,6 +119,10 @@ type Manager struct {
 // runtime is a mirror's live part.
 type runtime struct {
 	spec *mirrorSpec
+	// aclMu runs one ACL sync at a time (taken before Manager.mu);
+	// aclSync is the last one's status, guarded by Manager.mu.
+	aclMu   sync.Mutex
+	aclSync *ACLSyncStatus
 	// cfg is spec.Config resolved (settings.go); replaced, never changed
 	// in place, when the settings are altered.
 	cfg      atomic.Pointer[Settings]

@@ -62,6 +62,7 @@ func (m *Manager) refresh(rt *runtime) {
 	ctx, cancel := m.runtimeContext(rt, time.Minute)
 	defer cancel()
 	m.refreshTopics(ctx, rt, src)
+	m.syncACLs(ctx, rt, src)
 }
 
 // runtimeContext is a context with a timeout that also ends when the

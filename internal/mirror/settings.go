@@ -78,8 +78,8 @@ type Settings struct {
 	// retriable reason (0 attempts: no retry).
 	FailedRetryInitialBackoff, FailedRetryMaxBackoff time.Duration
 	FailedRetryMaxAttempts                           int
-	// ACLInclude selects the source ACLs synced, KIP-1279's rules
-	// (resourceType;resourceName;operation;permissionType;principal).
+	// ACLInclude selects the source ACLs synced (aclsync.go: "*" or
+	// TOPIC;name;operation;permission;principal, "*" fields for any).
 	ACLInclude []string
 
 	topicFilter, groupFilter patternFilter
@@ -168,7 +168,8 @@ var settingDefs = []settingDef{
 		}},
 	{name: SettingACLInclude, def: "*", dynamic: true, set: func(s *Settings, v string) error {
 		s.ACLInclude = splitList(v)
-		return nil
+		_, err := parseACLRules(s.ACLInclude) // aclsync.go
+		return err
 	}},
 }
 

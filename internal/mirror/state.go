@@ -76,6 +76,9 @@ type mirrorSpec struct {
 	// names). It holds secrets, so it is not in mirrors.json but in the
 	// owner-only sourceConfigsFile.
 	SourceConfig map[string]string `json:"-"`
+	// SyncedACLs are the ACLs the mirror copied from the source and still
+	// follows (aclsync.go).
+	SyncedACLs []syncedACL `json:"synced_acls,omitempty"`
 }
 
 type topicSpec struct {
