@@ -226,14 +226,25 @@ func printStatus(w io.Writer, st mirror.Status, asJSON bool) error {
 			note = fmt.Sprintf("waiting for source LSO %d, open transaction since %s (%s)", p.SourceLastStable,
 				since.UTC().Format(time.RFC3339), now.Sub(since).Round(time.Second))
 		}
-		if note == "" {
-			note = p.LastError
+		if note == "" && p.LastError != "" {
+			seen := "never answered"
+			if p.SourceSeenAtMs > 0 {
+				seen = "last answer " + now.Sub(time.UnixMilli(p.SourceSeenAtMs)).Round(time.Second).String() + " ago"
+			}
+			note = fmt.Sprintf("source unreachable (%s): %s", seen, p.LastError)
+		}
+		lag := fmt.Sprint(p.LagRecords)
+		switch {
+		case p.LagRecords < 0:
+			lag = "?" // the source never answered
+		case p.SourceUnreachable:
+			lag += "?" // the last known lag
 		}
 		if p.NextRetryAt > 0 {
 			note += fmt.Sprintf(" (retry %d in %s)", p.Retries+1, max(time.Until(time.UnixMilli(p.NextRetryAt)), 0).Round(time.Millisecond))
 		}
-		fmt.Fprintf(tw, "%s\t%d\t%s\t%d\t%d\t%d\t%d\t%d\t%d\t%d\t%d\t%d\t%s\n", p.Topic, p.Partition, p.State, p.LocalLogEndOffset,
-			p.SourceHighWater, p.LagRecords, p.LagMillis, p.LastMirroredOffset, p.BarrierOffset, p.LostAtFailover, p.FetchErrors, p.Retries, note)
+		fmt.Fprintf(tw, "%s\t%d\t%s\t%d\t%d\t%s\t%d\t%d\t%d\t%d\t%d\t%d\t%s\n", p.Topic, p.Partition, p.State, p.LocalLogEndOffset,
+			p.SourceHighWater, lag, p.LagMillis, p.LastMirroredOffset, p.BarrierOffset, p.LostAtFailover, p.FetchErrors, p.Retries, note)
 	}
 	return tw.Flush()
 }

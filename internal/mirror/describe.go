@@ -30,8 +30,14 @@ type PartitionStatus struct {
 	BarrierOffset            int64 `json:"barrier_offset"`
 	// LostAtFailover counts the offsets past the local LSO that STOPPING
 	// truncated (asynchronous replication loses them by design).
-	LostAtFailover int64  `json:"lost_at_failover"`
-	FetchErrors    int64  `json:"fetch_errors"`
+	LostAtFailover int64 `json:"lost_at_failover"`
+	FetchErrors    int64 `json:"fetch_errors"`
+	// SourceUnreachable is set while the fetcher's last word from the
+	// source is an error (LastError); the lag is then the last known one
+	// (LagRecords -1: never known) and LagMillis keeps growing.
+	SourceUnreachable bool `json:"source_unreachable,omitempty"`
+	// SourceSeenAtMs is when the source last answered a fetch (unix ms).
+	SourceSeenAtMs int64  `json:"source_seen_at_ms,omitempty"`
 	LastError      string `json:"last_error,omitempty"`
 	Reason         string `json:"reason,omitempty"`
 	// Retries counts the automatic restarts of a partition FAILED for a
@@ -127,13 +133,24 @@ func (m *Manager) Describe(name string) (Status, error) {
 				ps.WaitingForSourceLSOSince = since
 			}
 			ps.FetchErrors = f.fetchErrors.Load()
-			if e := f.lastErr.Load(); e != nil {
+			// The last word from the source is an error: it is unreachable
+			// (or refusing). An answer after the error clears the note.
+			errAt, seenAt := f.lastErrAt.Load(), f.sourceSeenAt.Load()
+			ps.SourceSeenAtMs = seenAt
+			ps.SourceUnreachable = errAt > 0 && errAt >= seenAt
+			if e := f.lastErr.Load(); e != nil && ps.SourceUnreachable {
 				ps.LastError = *e
 			}
-			if ps.SourceHighWater >= 0 {
+			switch {
+			case ps.SourceHighWater >= 0:
+				// The last known lag (the source's HW when it last answered).
 				ps.LagRecords = max(ps.SourceHighWater-ps.LocalLogEndOffset, 0)
+			case it.rec.State.syncsOffsets():
+				ps.LagRecords = -1 // unknown: the source never answered this fetcher
 			}
-			if ps.LagRecords > 0 {
+			if ps.LagRecords != 0 || ps.SourceUnreachable {
+				// Time since the mirror last knew it was caught up: it
+				// grows while the source cannot be asked.
 				ps.LagMillis = now - f.caughtUpAt.Load()
 			}
 		}

@@ -50,6 +50,7 @@ type fetcher struct {
 	fetchErrors  atomic.Int64
 	bytes        atomic.Int64
 	lastErr      atomic.Pointer[string]
+	lastErrAt    atomic.Int64 // unix ms of the last fetch error
 	lastProgress atomic.Int64
 }
 
@@ -147,6 +148,7 @@ func (f *fetcher) recordErr(err error) {
 	f.lsoWaitSince.Store(0)
 	s := err.Error()
 	f.lastErr.Store(&s)
+	f.lastErrAt.Store(time.Now().UnixMilli())
 	f.fetchErrors.Add(1)
 	f.m.metrics.fetchErrors.WithLabelValues(f.rt.spec.Name, f.k.topic).Inc()
 }

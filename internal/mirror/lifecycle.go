@@ -16,8 +16,9 @@ import (
 //	            ▼         prepared
 //	       PREPARING ─────────────────▶ MIRRORING ◀──┐
 //	        │  ▲  │ pause (stays:                │  │ resume
-//	        │  │  │ the fetcher                  │  │
-//	        │  │  │ remembers it)          pause ▼  │
+//	        │  │  │ the fetcher remembers        │  │
+//	        │  │  │ it; resume stays and   pause ▼  │
+//	        │  │  │ cancels it)                     │
 //	        │  │  └─────────────────────────────▶ PAUSED
 //	        │  │ restart                        (prepared while
 //	        │  │ (new source settings)           paused: PREPARING
@@ -60,7 +61,7 @@ var transitions = map[Event]map[State]State{
 	EvStart:    {NoState: Preparing, Stopped: Preparing, Failed: Preparing},
 	EvPrepared: {Preparing: Mirroring},
 	EvPause:    {Preparing: Preparing, Mirroring: Paused},
-	EvResume:   {Paused: Mirroring},
+	EvResume:   {Paused: Mirroring, Preparing: Preparing},
 	EvFail:     {Preparing: Failed, Mirroring: Failed, Paused: Failed},
 	EvRestart:  {Failed: Preparing},
 	EvStop:     {Preparing: Stopping, Mirroring: Stopping, Paused: Stopping, Failed: Stopping, Stopping: Stopping},

@@ -561,9 +561,11 @@ func (m *Manager) setPaused(name string, topics []string, paused bool) error {
 		rec := rt.spec.Topics[k.topic].Partitions[k.partition]
 		next, err := transition(rec.State, ev)
 		if err != nil {
-			continue // resume in PREPARING: nothing to resume yet
+			continue
 		}
-		rec.State = next // a pause in PREPARING stays there: the fetcher remembers it
+		// A pause or resume in PREPARING stays there: the fetcher
+		// remembers it and applies it once prepared.
+		rec.State = next
 		if f := rt.fetchers[k]; f != nil {
 			f.setPaused(paused)
 		}

@@ -58,7 +58,9 @@ func (c *stateCollector) Collect(ch chan<- prometheus.Metric) {
 		for _, p := range st.Partitions {
 			idx := strconv.Itoa(int(p.Partition))
 			ch <- prometheus.MustNewConstMetric(descState, prometheus.GaugeValue, 1, name, p.Topic, idx, string(p.State))
-			ch <- prometheus.MustNewConstMetric(descLag, prometheus.GaugeValue, float64(p.LagRecords), name, p.Topic, idx)
+			if p.LagRecords >= 0 { // -1: not known yet
+				ch <- prometheus.MustNewConstMetric(descLag, prometheus.GaugeValue, float64(p.LagRecords), name, p.Topic, idx)
+			}
 			ch <- prometheus.MustNewConstMetric(descLagMs, prometheus.GaugeValue, float64(p.LagMillis), name, p.Topic, idx)
 		}
 	}

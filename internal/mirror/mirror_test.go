@@ -153,12 +153,29 @@ func TestSourceGoesAwayAndComesBack(t *testing.T) {
 		}
 		time.Sleep(20 * time.Millisecond)
 	}
-	if st := m.Status().Partitions[0]; st.State != mirror.Mirroring || st.LastError == "" {
+	if st := m.Status().Partitions[0]; st.State != mirror.Mirroring || st.LastError == "" || !st.SourceUnreachable {
 		t.Fatalf("with the source down: %+v", st)
+	}
+	// The lag's age keeps growing while the source cannot be asked (it
+	// stayed 0 before: the mirror was caught up when the source went).
+	for deadline := time.Now().Add(10 * time.Second); m.Status().Partitions[0].LagMillis < 300; time.Sleep(20 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("lag ms not growing with the source down: %+v", m.Status().Partitions[0])
+		}
 	}
 	src.Revive()
 	produce(t, src.Addr(), "orders", 5)
 	m.WaitCaughtUp(20 * time.Second)
+	// Recovered: the error note goes (the count stays), the lag is 0 again.
+	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(20 * time.Millisecond) {
+		st := m.Status().Partitions[0]
+		if st.LastError == "" && !st.SourceUnreachable && st.LagRecords == 0 && st.LagMillis == 0 && st.FetchErrors > 0 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("after the source recovered: %+v", st)
+		}
+	}
 	if end := m.Status().Partitions[0].LocalLogEndOffset; end != 10 {
 		t.Fatalf("local end %d, want 10", end)
 	}
