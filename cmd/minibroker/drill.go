@@ -97,6 +97,7 @@ func newDrillCmd() *cobra.Command {
 	f.IntVar(&cfg.Rate, "rate", 50, "canary records per second")
 	f.BoolVar(&cfg.Failback, "failback", false, "after the phase on B, have A mirror B (mirror --failback-mirror, created on A through --from-admin), fail over to A again and run a third phase there")
 	f.StringVar(&cfg.FailbackMirror, "failback-mirror", "drill-failback", "the mirror the failback creates on A")
+	f.BoolVar(&cfg.AllowTruncate, "allow-truncate", false, "with --failback: let the failback's mirror start cut A's records past where A diverges from B (as mirror start --allow-truncate); without it the drill stops before such a cut and says how many records it would cut")
 	f.StringVar(&cfg.FromAdmin, "from-admin", "127.0.0.1:9644", "A's HTTP admin address, for --failback (same token and TLS flags as --admin)")
 	f.BoolVar(&cfg.Transactional, "transactional", false, "a transactional canary producer (one committed transaction per record)")
 	f.BoolVar(&asJSON, "json", false, "print the report as JSON")

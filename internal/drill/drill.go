@@ -53,8 +53,13 @@ type Config struct {
 	// minibroker-drill-RUN); it is idempotent either way.
 	Transactional  bool
 	FailbackMirror string // default "drill-failback"
-	FromAdmin      string
-	FromAdminCall  func(method, path string, body, out any) error
+	// AllowTruncate lets the failback's start cut A's records past where
+	// A diverges from B (those B never had), as `mirror start
+	// --allow-truncate`; without it such a drill stops before the start
+	// and says how many records it would cut.
+	AllowTruncate bool
+	FromAdmin     string
+	FromAdminCall func(method, path string, body, out any) error
 }
 
 // Report is what a drill measured.
@@ -381,7 +386,11 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 		}
 		rep.FailbackStartPlan = &sp
 		rep.PredictedLoss += sp.DivergenceTruncate
-		if err := callA("POST", "/v1/mirrors/"+url.PathEscape(name)+"/start", mirror.TopicsRequest{Topics: cfg.Topics}, &st); err != nil {
+		if sp.DivergenceTruncate > 0 && !cfg.AllowTruncate {
+			return nil, fmt.Errorf("failback: starting mirror %s on A would cut %d of A's records past where A diverges from B (mirror plan on A shows them per partition); run the drill with --allow-truncate to rehearse that cut", name, sp.DivergenceTruncate)
+		}
+		start := mirror.TopicsRequest{Topics: cfg.Topics, AllowTruncate: cfg.AllowTruncate}
+		if err := callA("POST", "/v1/mirrors/"+url.PathEscape(name)+"/start", start, &st); err != nil {
 			return nil, fmt.Errorf("failback: start mirror on A: %w", err)
 		}
 		var fp mirror.Plan

@@ -3,6 +3,7 @@ package integration
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -241,29 +242,10 @@ func TestDrillPredictsLossPastHeldLSO(t *testing.T) {
 	a := minibrokertest.Start(t, minibrokertest.Topic("canary", 2))
 	b := minibrokertest.Start(t, minibrokertest.HTTP())
 	b.Mirror("from-a", a.Addr()).Start("canary")
-	txn := mirrorTxnProducer(t, a.Addr(), "held")
-	opened := make(chan struct{})
-	go func() {
-		defer close(opened)
-		for deadline := time.Now().Add(timeout); time.Now().Before(deadline); time.Sleep(20 * time.Millisecond) {
-			if logEnd(a, "canary", 0)+logEnd(a, "canary", 1) >= 10 {
-				break
-			}
-		}
-		if err := txn.BeginTransaction(); err != nil {
-			t.Error(err)
-			return
-		}
-		for p := int32(0); p < 2; p++ {
-			if err := txn.ProduceSync(context.Background(), &kgo.Record{Topic: "canary", Partition: p, Value: []byte("held")}).FirstErr(); err != nil {
-				t.Error(err)
-			}
-		}
-	}()
+	done := holdLSOAfter(t, a, 10)
 	rep := runDrillCfg(t, drill.Config{From: []string{a.Addr()}, To: []string{b.Addr()}, ToAdmin: b.HTTPAddr(), Mirror: "from-a",
 		Topics: []string{"canary"}, Duration: 4 * time.Second, Rate: 20, Settle: time.Second})
-	<-opened
-	defer txn.EndTransaction(context.Background(), kgo.TryAbort)
+	defer done()
 	lost := int64(len(rep.LostAtFailover))
 	pl := rep.Plan
 	t.Logf("held LSO: lost %d, plan lost %d, uncommitted %d in %d, missing offsets %d, RPO plan %d ms measured %d ms; partitions %+v",
@@ -293,6 +275,79 @@ func TestDrillPredictsLossPastHeldLSO(t *testing.T) {
 				t.Fatalf("oldest lost timestamp %d vs the first lost record's acknowledgement %d", oldestLost(pl), e.AtMs)
 			}
 		}
+	}
+}
+
+// holdLSOAfter opens a transaction on A's canary partitions 0 and 1 once
+// they hold n records (the drill's canary writes them), which holds A's
+// LSO there: what the canary writes after it is past the LSO, never
+// mirrored. done waits for the transaction to be open and aborts it.
+func holdLSOAfter(t *testing.T, a *minibrokertest.Cluster, n int64) (done func()) {
+	txn := mirrorTxnProducer(t, a.Addr(), "held")
+	opened := make(chan struct{})
+	go func() {
+		defer close(opened)
+		for deadline := time.Now().Add(timeout); time.Now().Before(deadline); time.Sleep(20 * time.Millisecond) {
+			if logEnd(a, "canary", 0)+logEnd(a, "canary", 1) >= n {
+				break
+			}
+		}
+		if err := txn.BeginTransaction(); err != nil {
+			t.Error(err)
+			return
+		}
+		for p := int32(0); p < 2; p++ {
+			if err := txn.ProduceSync(context.Background(), &kgo.Record{Topic: "canary", Partition: p, Value: []byte("held")}).FirstErr(); err != nil {
+				t.Error(err)
+			}
+		}
+	}()
+	return func() {
+		<-opened
+		txn.EndTransaction(context.Background(), kgo.TryAbort)
+	}
+}
+
+// TestDrillFailbackCutNeedsAllowTruncate: the held-LSO drill with
+// --failback. A keeps the canary records B never got, so the failback's
+// start would cut them from A: without AllowTruncate the drill stops
+// before the start, saying how many and how to allow it, and A's logs are
+// as they were; with it, the start cuts them (the failback start plan
+// predicted them) and A ends holding B's log.
+func TestDrillFailbackCutNeedsAllowTruncate(t *testing.T) {
+	t.Parallel()
+	for _, allow := range []bool{false, true} {
+		t.Run(fmt.Sprintf("allow=%v", allow), func(t *testing.T) {
+			t.Parallel()
+			a := minibrokertest.Start(t, minibrokertest.Topic("canary", 2), minibrokertest.HTTP())
+			b := minibrokertest.Start(t, minibrokertest.HTTP())
+			b.Mirror("from-a", a.Addr()).Start("canary")
+			done := holdLSOAfter(t, a, 10)
+			cfg := drill.Config{From: []string{a.Addr()}, To: []string{b.Addr()}, ToAdmin: b.HTTPAddr(), Mirror: "from-a",
+				Topics: []string{"canary"}, Duration: 4 * time.Second, Rate: 20, Settle: time.Second,
+				Failback: true, FromAdmin: a.HTTPAddr(), AllowTruncate: allow}
+			ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+			defer cancel()
+			if !allow {
+				ends := []int64{logEnd(a, "canary", 0), logEnd(a, "canary", 1)}
+				_, err := drill.Run(ctx, cfg)
+				done()
+				if err == nil || !strings.Contains(err.Error(), "--allow-truncate") || !strings.Contains(err.Error(), "would cut") {
+					t.Fatalf("failback drill without --allow-truncate: %v, want a refusal before the start", err)
+				}
+				if after := []int64{logEnd(a, "canary", 0), logEnd(a, "canary", 1)}; after[0] < ends[0] || after[1] < ends[1] {
+					t.Fatalf("A's logs were cut: %v → %v", ends, after)
+				}
+				t.Logf("refused: %v", err)
+				return
+			}
+			rep := runDrillCfg(t, cfg)
+			done()
+			sp := rep.FailbackStartPlan
+			if sp == nil || sp.DivergenceTruncate == 0 || rep.AckedOnA2 == 0 {
+				t.Fatalf("failback start plan %+v, acked on A again %d: want a predicted cut and a third phase", sp, rep.AckedOnA2)
+			}
+		})
 	}
 }
 
