@@ -25,17 +25,11 @@ func (b *Broker) handleCreateAcls(_ context.Context, req *protocol.Request) kmsg
 	r := req.Body.(*kmsg.CreateACLsRequest)
 	resp := r.ResponseKind().(*kmsg.CreateACLsResponse)
 	resp.Results = make([]kmsg.CreateACLsResponseResult, len(r.Creations))
-	fail := func(code int16, msg string) kmsg.Response {
+	if code, msg := b.aclWriteRefusal(req, "CreateAcls"); code != 0 {
 		for i := range resp.Results {
 			resp.Results[i].ErrorCode, resp.Results[i].ErrorMessage = code, kmsg.StringPtr(msg)
 		}
 		return resp
-	}
-	switch {
-	case b.authz == nil:
-		return fail(kerr.SecurityDisabled.Code, "no authorizer is configured (authorizer.class.name)")
-	case !b.authorizedCluster(req, kmsg.ACLOperationAlter):
-		return fail(kerr.ClusterAuthorizationFailed.Code, "CreateAcls needs ALTER on the cluster")
 	}
 	var valid []acl.Binding
 	var at []int
@@ -64,4 +58,17 @@ func (b *Broker) handleCreateAcls(_ context.Context, req *protocol.Request) kmsg
 	}
 	b.logger.Info("ACLs created", zapPrincipal(req), zapBindings(valid))
 	return resp
+}
+
+// aclWriteRefusal is why CreateAcls or DeleteAcls (api) is refused as a
+// whole, every result with the same code (as Kafka answers them): no
+// authorizer, or no ALTER on the cluster. code is 0 when it may go on.
+func (b *Broker) aclWriteRefusal(req *protocol.Request, api string) (code int16, msg string) {
+	switch {
+	case b.authz == nil:
+		return kerr.SecurityDisabled.Code, "no authorizer is configured (authorizer.class.name)"
+	case !b.authorizedCluster(req, kmsg.ACLOperationAlter):
+		return kerr.ClusterAuthorizationFailed.Code, api + " needs ALTER on the cluster"
+	}
+	return 0, ""
 }

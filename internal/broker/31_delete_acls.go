@@ -23,17 +23,11 @@ func (b *Broker) handleDeleteAcls(_ context.Context, req *protocol.Request) kmsg
 	r := req.Body.(*kmsg.DeleteACLsRequest)
 	resp := r.ResponseKind().(*kmsg.DeleteACLsResponse)
 	resp.Results = make([]kmsg.DeleteACLsResponseResult, len(r.Filters))
-	fail := func(code int16, msg string) kmsg.Response {
+	if code, msg := b.aclWriteRefusal(req, "DeleteAcls"); code != 0 {
 		for i := range resp.Results {
 			resp.Results[i].ErrorCode, resp.Results[i].ErrorMessage = code, kmsg.StringPtr(msg)
 		}
 		return resp
-	}
-	switch {
-	case b.authz == nil:
-		return fail(kerr.SecurityDisabled.Code, "no authorizer is configured (authorizer.class.name)")
-	case !b.authorizedCluster(req, kmsg.ACLOperationAlter):
-		return fail(kerr.ClusterAuthorizationFailed.Code, "DeleteAcls needs ALTER on the cluster")
 	}
 	var filters []acl.Filter
 	var at []int
