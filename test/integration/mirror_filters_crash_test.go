@@ -100,6 +100,33 @@ func mustCLIOn(t *testing.T, p *brokerProc, args ...string) string {
 	return out
 }
 
+// createAutoMirrorCLI creates, with the CLI, mirror from-a on b following
+// the source's auto-.* topics with a 100 ms metadata refresh.
+func createAutoMirrorCLI(t *testing.T, b *brokerProc, source string) {
+	t.Helper()
+	mustCLIOn(t, b, "mirror", "create", "from-a", "--source", source,
+		"--mirror-config", mirror.SettingTopicsInclude+"=auto-.*",
+		"--mirror-config", mirror.SettingMetadataRefreshMs+"=100")
+}
+
+// killMidway SIGKILLs b once its log has at least n lines containing
+// line (one per topic), and fails unless it died before every one of the
+// crashTopics topics had its line.
+func killMidway(t *testing.T, b *brokerProc, line string, n int) {
+	t.Helper()
+	for deadline := time.Now().Add(60 * time.Second); logLines(b, line) < n; time.Sleep(time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("fewer than %d %q lines in 60 s\n%s", n, line, b.output())
+		}
+	}
+	b.stop(t, syscall.SIGKILL)
+	done := logLines(b, line)
+	if done >= crashTopics {
+		t.Fatalf("all %d topics logged %q before the kill: the test did not crash mid-way", done, line)
+	}
+	t.Logf("killed after %d of %d topics logged %q", done, crashTopics, line)
+}
+
 // TestBinaryKill9DuringMirrorAutoCreation: the built destination is killed
 // (SIGKILL) while `mirror start` without topics creates the topics its
 // filters select, after some of them. The restarted broker finishes:
@@ -111,21 +138,9 @@ func TestBinaryKill9DuringMirrorAutoCreation(t *testing.T) {
 	a := startCrashSource(t)
 	dir := t.TempDir()
 	b := startBinary(t, dir)
-	mustCLIOn(t, b, "mirror", "create", "from-a", "--source", a.Addr(),
-		"--mirror-config", mirror.SettingTopicsInclude+"=auto-.*",
-		"--mirror-config", mirror.SettingMetadataRefreshMs+"=100")
+	createAutoMirrorCLI(t, b, a.Addr())
 	go runCLI(t, "mirror", "start", "from-a", "--admin="+b.httpAddr) // killed: no answer
-	for deadline := time.Now().Add(60 * time.Second); logLines(b, "mirroring topic") < 8; time.Sleep(time.Millisecond) {
-		if time.Now().After(deadline) {
-			t.Fatalf("fewer than 8 topics started in 60 s\n%s", b.output())
-		}
-	}
-	b.stop(t, syscall.SIGKILL)
-	started := logLines(b, "mirroring topic")
-	if started >= crashTopics {
-		t.Fatalf("all %d topics started before the kill: the test did not crash mid-way", started)
-	}
-	t.Logf("killed after %d of %d topics started", started, crashTopics)
+	killMidway(t, b, "mirroring topic", 8)
 
 	b2 := startBinary(t, dir)
 	assertSameRecords(t, a, b2.addr)
@@ -155,9 +170,7 @@ func TestBinaryKill9DuringMirrorConfigSync(t *testing.T) {
 	a := startCrashSource(t)
 	dir := t.TempDir()
 	b := startBinary(t, dir)
-	mustCLIOn(t, b, "mirror", "create", "from-a", "--source", a.Addr(),
-		"--mirror-config", mirror.SettingTopicsInclude+"=auto-.*",
-		"--mirror-config", mirror.SettingMetadataRefreshMs+"=100")
+	createAutoMirrorCLI(t, b, a.Addr())
 	mustCLIOn(t, b, "mirror", "start", "from-a")
 	assertSameRecords(t, a, b.addr)
 
@@ -174,17 +187,7 @@ func TestBinaryKill9DuringMirrorConfigSync(t *testing.T) {
 	for _, r := range resp {
 		must(t, "alter "+r.Name, r.Err)
 	}
-	for deadline := time.Now().Add(60 * time.Second); logLines(b, "topic configs synced from source") < 5; time.Sleep(time.Millisecond) {
-		if time.Now().After(deadline) {
-			t.Fatalf("fewer than 5 topics synced in 60 s\n%s", b.output())
-		}
-	}
-	b.stop(t, syscall.SIGKILL)
-	synced := logLines(b, "topic configs synced from source")
-	if synced >= crashTopics {
-		t.Fatalf("all %d topics synced before the kill: the test did not crash mid-way", synced)
-	}
-	t.Logf("killed after %d of %d topics synced", synced, crashTopics)
+	killMidway(t, b, "topic configs synced from source", 5)
 
 	b2 := startBinary(t, dir)
 	for _, topic := range topics {
