@@ -113,30 +113,29 @@ func (l *Log) appendFramed(data []byte, hs []framed, checked bool) (res AppendRe
 	first, last := &hs[0].h, &hs[len(hs)-1].h
 	l.appendMu.Lock()
 	defer l.appendMu.Unlock()
+	// mu is held from here to the return, released only inside outsideMu
+	// (the writes, the roll's fsync, an empty log's restart), which takes
+	// it back even when they panic: this one deferred Unlock then releases
+	// it, so a panic recovered by the connection leaves no Log lock held.
 	l.mu.Lock()
+	defer l.mu.Unlock()
 	if err := l.writableLocked(); err != nil {
-		l.mu.Unlock()
 		return AppendResult{}, nil, false, err
 	}
 	if first.BaseOffset < l.leo {
-		leo := l.leo
-		l.mu.Unlock()
-		return AppendResult{}, nil, false, fmt.Errorf("%w: base offset %d below log end offset %d", ErrInvalidBatch, first.BaseOffset, leo)
+		return AppendResult{}, nil, false, fmt.Errorf("%w: base offset %d below log end offset %d", ErrInvalidBatch, first.BaseOffset, l.leo)
 	}
 	if first.BaseOffset > l.leo && l.emptyLocked() {
 		// An empty log adopts the first batch's offset as its start (a
 		// mirror starting at the source's log start offset).
-		l.mu.Unlock()
-		if err := l.restartEmptyAt(first.BaseOffset); err != nil {
+		l.outsideMu(func() { err = l.restartEmptyAt(first.BaseOffset) })
+		if err != nil {
 			return AppendResult{}, nil, false, err
 		}
-		l.mu.Lock()
 		if err := l.writableLocked(); err != nil {
-			l.mu.Unlock()
 			return AppendResult{}, nil, false, err
 		}
 		if first.BaseOffset < l.leo {
-			l.mu.Unlock()
 			return AppendResult{}, nil, false, fmt.Errorf("%w: base offset %d below log end offset", ErrInvalidBatch, first.BaseOffset)
 		}
 	}
@@ -152,26 +151,37 @@ func (l *Log) appendFramed(data []byte, hs []framed, checked bool) (res AppendRe
 		if seg.fits(runBytes, int64(f.end-f.start), f.h.LastOffset(), &l.cfg) && !seg.timeToRoll(&f.h, now, &l.cfg) {
 			continue
 		}
+		// A failed run or roll ends the Append: runs already written stay
+		// (the log end offset covers them) and their leader epochs stay in
+		// the cache, pending for the next full flush like any other.
 		if err := l.writeRunLocked(seg, data, hs[runFirst:k], checked); err != nil {
-			return AppendResult{}, nil, false, l.abortAppendLocked(err)
+			return AppendResult{}, nil, false, err
 		}
 		seg, err = l.rollLocked(f.h.BaseOffset, now)
 		if err != nil {
-			return AppendResult{}, nil, false, l.abortAppendLocked(err)
+			return AppendResult{}, nil, false, err
 		}
 		rolled = append(rolled, f.h.BaseOffset)
 		runFirst = k
 	}
 	if err := l.writeRunLocked(seg, data, hs[runFirst:], checked); err != nil {
-		return AppendResult{}, nil, false, l.abortAppendLocked(err)
+		return AppendResult{}, nil, false, err
 	}
 	res.LogEndOffset = l.leo
 	needFlush = l.leo-l.flushed >= l.cfg.FlushIntervalMessages
 	// A new leader epoch is not written to leader-epoch-checkpoint here:
 	// the next full flush writes it before the recovery point passes it
 	// (see epochsChangedLocked).
-	l.mu.Unlock()
 	return res, rolled, needFlush, nil
+}
+
+// outsideMu runs fn with mu released and takes mu back when fn returns
+// or panics, so that a caller holding mu by a deferred Unlock stays
+// balanced either way. Called with appendMu and mu held.
+func (l *Log) outsideMu(fn func()) {
+	l.mu.Unlock()
+	defer l.mu.Lock()
+	fn()
 }
 
 // writeRunLocked writes hs (contiguous in data) to seg with one write and
@@ -200,9 +210,9 @@ func (l *Log) writeRunLocked(seg *segment, data []byte, hs []framed, checked boo
 	// The write runs without mu so that readers are not held up by it:
 	// appendMu keeps every other writer out, and readers never look past
 	// the committed size, which moves only below.
-	l.mu.Unlock()
-	n, err := seg.log.Write(chunk)
-	l.mu.Lock()
+	var n int
+	var err error
+	l.outsideMu(func() { n, err = seg.log.Write(chunk) })
 	if err == nil && n != len(chunk) {
 		err = fmt.Errorf("short write: %d of %d bytes", n, len(chunk))
 	}
@@ -242,14 +252,6 @@ func (l *Log) writeRunLocked(seg *segment, data []byte, hs []framed, checked boo
 	return nil
 }
 
-// abortAppendLocked ends a failed Append: runs already written stay (the
-// log end offset covers them) and their leader epochs stay in the cache,
-// pending for the next full flush like any other. It unlocks mu.
-func (l *Log) abortAppendLocked(err error) error {
-	l.mu.Unlock()
-	return err
-}
-
 // rollLocked makes a new active segment at base (Kafka's roll). The old
 // segment gets its final time-index entry, and its data is fsynced in the
 // background, as Kafka does, so a roll never stalls appends on a large
@@ -275,9 +277,7 @@ func (l *Log) rollLocked(base int64, now time.Time) (*segment, error) {
 	// (checkIndexFiles), wait for the next full flush, which must find
 	// them even when one ran since the segment's last append.
 	old.idxDirty = true
-	l.mu.Unlock()
-	err = syncAll(seal)
-	l.mu.Lock()
+	l.outsideMu(func() { err = syncAll(seal) })
 	if err != nil {
 		return nil, l.failLocked(err)
 	}

@@ -1,0 +1,117 @@
+package log
+
+import (
+	"os"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/minibroker/minibroker/internal/vfs"
+)
+
+// panicFS panics, once armed, in the first OpenFile or Write of a file
+// whose name ends in suffix.
+type panicFS struct {
+	vfs.FS
+	suffix      string
+	open, write atomic.Bool
+}
+
+type panicFile struct {
+	vfs.File
+	fs *panicFS
+}
+
+func (p *panicFS) OpenFile(name string, flag int, perm os.FileMode) (vfs.File, error) {
+	if !strings.HasSuffix(name, p.suffix) {
+		return p.FS.OpenFile(name, flag, perm)
+	}
+	if p.open.CompareAndSwap(true, false) {
+		panic("injected panic opening " + name)
+	}
+	f, err := p.FS.OpenFile(name, flag, perm)
+	if err != nil {
+		return nil, err
+	}
+	return panicFile{File: f, fs: p}, nil
+}
+
+func (f panicFile) Write(b []byte) (int, error) {
+	if f.fs.write.CompareAndSwap(true, false) {
+		panic("injected panic writing " + f.Name())
+	}
+	return f.File.Write(b)
+}
+
+// TestAppendPanicLeavesLogUsable: a panic in the middle of an Append,
+// recovered as protocol/conn.go recovers a handler's panic, leaves
+// neither of the Log's locks held, whether it comes while mu is held (a
+// segment opened at a roll) or while the write has released it (the
+// segment write). Reads, later appends, a flush and Close all complete.
+// With appendFramed unlocking mu by hand on each path, as it did, the
+// roll case hangs the next Append and every read.
+func TestAppendPanicLeavesLogUsable(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		arm  func(*panicFS)
+	}{
+		{"segment write, mu released", func(p *panicFS) { p.write.Store(true) }},
+		{"segment open at a roll, mu held", func(p *panicFS) { p.open.Store(true) }},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			fs := &panicFS{FS: vfs.Default, suffix: logSuffix}
+			cfg := testConfig()
+			cfg.SegmentBytes = 1 << 10 // each 600-byte batch below rolls
+			l := openTest(t, t.TempDir(), cfg, Options{FS: fs})
+			appendN(t, l, 2, 5, 0, 1000, 100)
+			tc.arm(fs)
+			func() {
+				defer func() {
+					if r := recover(); r == nil {
+						t.Fatal("the injected panic did not happen")
+					}
+				}()
+				l.Append(testBatch{base: l.LogEndOffset(), records: 5, ts: 2000, valueSize: 100}.build())
+			}()
+			within(t, "a read after the panic", func() {
+				if _, err := l.Read(0, 1<<20, true); err != nil {
+					t.Errorf("read after the panic: %v", err)
+				}
+			})
+			within(t, "appends after the panic", func() {
+				for range 3 {
+					leo := l.LogEndOffset()
+					b := testBatch{base: leo, records: 5, ts: 3000, valueSize: 100}.build()
+					if _, err := l.Append(b); err != nil {
+						t.Errorf("append at %d after the panic: %v", leo, err)
+						return
+					}
+				}
+			})
+			within(t, "a flush after the panic", func() {
+				if err := l.Flush(); err != nil {
+					t.Error(err)
+				}
+			})
+			within(t, "Close after the panic", func() {
+				if err := l.Close(); err != nil {
+					t.Error(err)
+				}
+			})
+		})
+	}
+}
+
+// within runs fn and fails the test if it has not returned in 10 s (a
+// lock left held).
+func within(t *testing.T, what string, fn func()) {
+	t.Helper()
+	done := make(chan struct{})
+	go func() { defer close(done); fn() }()
+	select {
+	case <-done:
+	case <-time.After(10 * time.Second):
+		t.Fatalf("%s did not return: a lock was left held", what)
+	}
+}
