@@ -81,7 +81,7 @@ func Open(dir string, cfg Config, opts Options) (*Log, error) {
 	cfg = cfg.normalized()
 	opts = opts.normalized()
 	l := &Log{dir: dir, cfg: cfg, opts: opts, fs: opts.FS,
-		logger: opts.Logger.With(zap.String("log", dir)), epochsUnsavedFrom: math.MaxInt64}
+		logger: opts.Logger.WithLazy(zap.String("log", dir)), epochsUnsavedFrom: math.MaxInt64}
 	l.commitDone = sync.NewCond(&l.mu)
 	if err := l.fs.MkdirAll(dir, 0o755); err != nil {
 		return nil, storageErr("mkdir", dir, err)

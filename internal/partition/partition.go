@@ -133,7 +133,7 @@ func Open(dir, topic string, index int32, cfg Config, opts Options) (*Partition,
 	}
 	p := &Partition{
 		Topic: topic, Index: index, dir: dir, fs: opts.FS,
-		logger: opts.Logger.With(zap.String("partition", fmt.Sprintf("%s-%d", topic, index))),
+		logger: opts.Logger.WithLazy(zap.String("partition", fmt.Sprintf("%s-%d", topic, index))),
 		now:    opts.Now, notify: make(chan struct{}),
 	}
 	p.cfg.Store(&cfg)
