@@ -160,3 +160,58 @@ func TestRollSnapshotNotUnderAppendLock(t *testing.T) {
 		t.Fatalf("roll snapshots: %v %v", offs, err)
 	}
 }
+
+// TestRollSnapshotPanicLeavesTruncationUsable: a panic while a roll's
+// producer snapshot is written (after appendMu is released, under
+// snapshotWriteMu), recovered as protocol/conn.go recovers a handler's
+// panic, leaves snapshotWriteMu free: a truncation, which takes it to
+// delete snapshots, and later appends complete. With the lock released
+// by hand after the write, as it was, the truncation hangs.
+func TestRollSnapshotPanicLeavesTruncationUsable(t *testing.T) {
+	var armed atomic.Bool
+	fs := &hookFS{FS: vfs.Default, match: psm.SnapshotSuffix, onSync: func() {
+		if armed.CompareAndSwap(true, false) {
+			panic("injected panic in a roll snapshot's fsync")
+		}
+	}}
+	cfg := Config{Log: mlog.DefaultConfig(), MessageMaxBytes: 1 << 20}
+	cfg.Log.SegmentBytes = 200 // every append or two rolls
+	p, err := Open(t.TempDir(), "t", 0, cfg, Options{FS: fs})
+	if err != nil {
+		t.Fatal(err)
+	}
+	armed.Store(true)
+	panicked := false
+	for i := 0; i < 10 && !panicked; i++ {
+		func() {
+			defer func() {
+				if r := recover(); r != nil {
+					panicked = true
+				}
+			}()
+			if _, err := p.AppendAsLeader(encode(1, 0, int32(i), 1, false)); err != nil {
+				t.Fatal(err)
+			}
+		}()
+	}
+	if !panicked {
+		t.Fatal("no roll snapshot was written: the injected panic did not happen")
+	}
+	within(t, "a truncation after the panic", func() {
+		if err := p.TruncateTo(1); err != nil {
+			t.Error(err)
+		}
+	})
+	within(t, "appends after the panic", func() {
+		for i := range 3 {
+			if _, err := p.AppendAsLeader(encode(-1, -1, -1, 1, false)); err != nil {
+				t.Errorf("append %d after the panic: %v", i, err)
+			}
+		}
+	})
+	within(t, "Close after the panic", func() {
+		if err := p.Close(); err != nil {
+			t.Error(err)
+		}
+	})
+}

@@ -206,8 +206,10 @@ func (p *Partition) writeRollSnapshots() {
 		if !p.snapshotWriteMu.TryLock() {
 			return
 		}
-		p.writeRollSnapshotsLocked()
-		p.snapshotWriteMu.Unlock()
+		func() {
+			defer p.snapshotWriteMu.Unlock()
+			p.writeRollSnapshotsLocked()
+		}()
 	}
 }
 
