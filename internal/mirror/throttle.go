@@ -22,9 +22,9 @@ import (
 // mirror's own fetches on the destination, so it works against any
 // source, and a source's own quotas still apply on top.
 type throttle struct {
-	mu     sync.Mutex
-	rate   float64 // bytes per second; 0: unlimited
-	tokens float64 // may be negative: the debt of the last answers
+	mu     sync.Mutex // guards the fields below; taken alone (no other lock inside it)
+	rate   float64    // bytes per second; 0: unlimited
+	tokens float64    // may be negative: the debt of the last answers
 	last   time.Time
 }
 
