@@ -5,8 +5,8 @@ import (
 	"strings"
 	"sync/atomic"
 	"testing"
-	"time"
 
+	"github.com/minibroker/minibroker/internal/locktest"
 	"github.com/minibroker/minibroker/internal/vfs"
 )
 
@@ -74,12 +74,12 @@ func TestAppendPanicLeavesLogUsable(t *testing.T) {
 				}()
 				l.Append(testBatch{base: l.LogEndOffset(), records: 5, ts: 2000, valueSize: 100}.build())
 			}()
-			within(t, "a read after the panic", func() {
+			locktest.Within(t, "a read after the panic", func() {
 				if _, err := l.Read(0, 1<<20, true); err != nil {
 					t.Errorf("read after the panic: %v", err)
 				}
 			})
-			within(t, "appends after the panic", func() {
+			locktest.Within(t, "appends after the panic", func() {
 				for range 3 {
 					leo := l.LogEndOffset()
 					b := testBatch{base: leo, records: 5, ts: 3000, valueSize: 100}.build()
@@ -89,29 +89,16 @@ func TestAppendPanicLeavesLogUsable(t *testing.T) {
 					}
 				}
 			})
-			within(t, "a flush after the panic", func() {
+			locktest.Within(t, "a flush after the panic", func() {
 				if err := l.Flush(); err != nil {
 					t.Error(err)
 				}
 			})
-			within(t, "Close after the panic", func() {
+			locktest.Within(t, "Close after the panic", func() {
 				if err := l.Close(); err != nil {
 					t.Error(err)
 				}
 			})
 		})
-	}
-}
-
-// within runs fn and fails the test if it has not returned in 10 s (a
-// lock left held).
-func within(t *testing.T, what string, fn func()) {
-	t.Helper()
-	done := make(chan struct{})
-	go func() { defer close(done); fn() }()
-	select {
-	case <-done:
-	case <-time.After(10 * time.Second):
-		t.Fatalf("%s did not return: a lock was left held", what)
 	}
 }

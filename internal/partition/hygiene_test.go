@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/minibroker/minibroker/internal/locktest"
 	mlog "github.com/minibroker/minibroker/internal/log"
 	"github.com/minibroker/minibroker/internal/psm"
 	"github.com/minibroker/minibroker/internal/vfs"
@@ -49,19 +50,6 @@ func (f hookFile) Sync() error {
 	return f.File.Sync()
 }
 
-// within runs fn and fails the test if it has not returned in 10 s (a
-// lock left held).
-func within(t *testing.T, what string, fn func()) {
-	t.Helper()
-	done := make(chan struct{})
-	go func() { defer close(done); fn() }()
-	select {
-	case <-done:
-	case <-time.After(10 * time.Second):
-		t.Fatalf("%s did not return: a lock was left held", what)
-	}
-}
-
 // TestAppendPanicLeavesPartitionUsable: a panic in the middle of an
 // append (here in the segment write), recovered as protocol/conn.go
 // recovers a handler's panic, leaves no partition lock held: the next
@@ -86,22 +74,22 @@ func TestAppendPanicLeavesPartitionUsable(t *testing.T) {
 		}()
 		p.AppendAsLeader(encode(-1, -1, -1, 2, false))
 	}()
-	within(t, "an append after a panic", func() {
+	locktest.Within(t, "an append after a panic", func() {
 		if res, err := p.AppendAsLeader(encode(-1, -1, -1, 2, false)); err != nil || res.BaseOffset != 2 {
 			t.Errorf("append after a panic: %+v %v", res, err)
 		}
 	})
-	within(t, "a marker after a panic", func() {
+	locktest.Within(t, "a marker after a panic", func() {
 		if _, err := p.WriteMarker(7, 0, true, 0); err != nil {
 			t.Errorf("marker after a panic: %v", err)
 		}
 	})
-	within(t, "a truncation after a panic", func() {
+	locktest.Within(t, "a truncation after a panic", func() {
 		if err := p.TruncateTo(2); err != nil {
 			t.Error(err)
 		}
 	})
-	within(t, "Close after a panic", func() {
+	locktest.Within(t, "Close after a panic", func() {
 		if err := p.Close(); err != nil {
 			t.Error(err)
 		}
@@ -146,7 +134,7 @@ func TestRollSnapshotNotUnderAppendLock(t *testing.T) {
 	case <-time.After(10 * time.Second):
 		t.Fatal("no roll snapshot was written")
 	}
-	within(t, "an append during a roll snapshot's fsync", func() {
+	locktest.Within(t, "an append during a roll snapshot's fsync", func() {
 		if _, err := p.AppendAsLeader(encode(-1, -1, -1, 1, false)); err != nil {
 			t.Error(err)
 		}
@@ -197,19 +185,19 @@ func TestRollSnapshotPanicLeavesTruncationUsable(t *testing.T) {
 	if !panicked {
 		t.Fatal("no roll snapshot was written: the injected panic did not happen")
 	}
-	within(t, "a truncation after the panic", func() {
+	locktest.Within(t, "a truncation after the panic", func() {
 		if err := p.TruncateTo(1); err != nil {
 			t.Error(err)
 		}
 	})
-	within(t, "appends after the panic", func() {
+	locktest.Within(t, "appends after the panic", func() {
 		for i := range 3 {
 			if _, err := p.AppendAsLeader(encode(-1, -1, -1, 1, false)); err != nil {
 				t.Errorf("append %d after the panic: %v", i, err)
 			}
 		}
 	})
-	within(t, "Close after the panic", func() {
+	locktest.Within(t, "Close after the panic", func() {
 		if err := p.Close(); err != nil {
 			t.Error(err)
 		}
