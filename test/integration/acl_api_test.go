@@ -7,57 +7,10 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kerr"
-	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
-	"github.com/twmb/franz-go/pkg/sasl/plain"
-
-	"github.com/minibroker/minibroker/minibrokertest"
 )
 
 const aclJAAS = `org.apache.kafka.common.security.plain.PlainLoginModule required user_admin="admin-secret" user_alice="alice-secret" user_bob="bob-secret";`
-
-// aclBroker: a SASL_PLAINTEXT listener with PLAIN users admin (a super
-// user), alice and bob, and the authorizer on unless off.
-func aclBroker(t testing.TB, on bool, extra ...minibrokertest.Option) *minibrokertest.Cluster {
-	t.Helper()
-	opts := []minibrokertest.Option{
-		minibrokertest.Set("listeners", "SASL_PLAINTEXT://127.0.0.1:0"),
-		minibrokertest.Set("listener.name.sasl_plaintext.sasl.enabled.mechanisms", "PLAIN"),
-		minibrokertest.Set("listener.name.sasl_plaintext.plain.sasl.jaas.config", aclJAAS),
-		minibrokertest.Set("super.users", "User:admin"),
-	}
-	if on {
-		opts = append(opts, minibrokertest.Set("authorizer.class.name", "org.apache.kafka.metadata.authorizer.StandardAuthorizer"))
-	}
-	return minibrokertest.Start(t, append(opts, extra...)...)
-}
-
-// aclClient is a kgo client authenticated as user (password user-secret).
-func aclClient(t *testing.T, c *minibrokertest.Cluster, user string, opts ...kgo.Opt) *kgo.Client {
-	t.Helper()
-	return newClient(t, c.ListenerAddr("SASL_PLAINTEXT"), append([]kgo.Opt{
-		kgo.SASL(plain.Auth{User: user, Pass: user + "-secret"}.AsMechanism()),
-		kgo.RetryTimeout(2 * time.Second), kgo.RequestRetries(1)}, opts...)...)
-}
-
-func describeACLs(t *testing.T, cl *kgo.Client, mut func(*kmsg.DescribeACLsRequest)) (int16, int) {
-	t.Helper()
-	req := kmsg.NewPtrDescribeACLsRequest()
-	req.ResourceType, req.ResourcePatternType = kmsg.ACLResourceTypeAny, kmsg.ACLResourcePatternTypeAny
-	req.Operation, req.PermissionType = kmsg.ACLOperationAny, kmsg.ACLPermissionTypeAny
-	mut(req)
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-	defer cancel()
-	resp, err := req.RequestWith(ctx, cl)
-	if err != nil {
-		t.Fatal(err)
-	}
-	n := 0
-	for _, r := range resp.Resources {
-		n += len(r.ACLs)
-	}
-	return resp.ErrorCode, n
-}
 
 // TestACLAPIsRoundTrip: kadm creates ACLs of every resource type,
 // pattern type and permission; DescribeAcls selects them by each filter

@@ -398,18 +398,6 @@ func runAuthzCases(t *testing.T, c *minibrokertest.Cluster, on bool) {
 	}
 }
 
-func mustACLs(t *testing.T, err error, res kadm.CreateACLsResults) {
-	t.Helper()
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, r := range res {
-		if r.Err != nil {
-			t.Fatal(r.Err)
-		}
-	}
-}
-
 // errCode is the top-level error code of a response with one.
 func errCode(resp interface{ GetVersion() int16 }, err error) error {
 	if err != nil {

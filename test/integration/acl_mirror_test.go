@@ -3,38 +3,12 @@ package integration
 import (
 	"context"
 	"testing"
-	"time"
 
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kerr"
-	"github.com/twmb/franz-go/pkg/kgo"
-	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/minibroker/minibroker/minibrokertest"
 )
-
-// fetchCode fetches partition 0 of topic from offset 0 and returns its
-// error code and record-batch bytes (id: the topic's ID, which a
-// principal that may not DESCRIBE it cannot learn itself).
-func fetchCode(t *testing.T, cl *kgo.Client, topic string, id [16]byte) (int16, int) {
-	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-	defer cancel()
-	req := kmsg.NewPtrFetchRequest()
-	req.ReplicaID, req.MaxWaitMillis, req.MaxBytes = -1, 10, 1<<20
-	ft := kmsg.NewFetchRequestTopic()
-	ft.Topic, ft.TopicID = topic, id
-	fp := kmsg.NewFetchRequestTopicPartition()
-	fp.PartitionMaxBytes = 1 << 20
-	ft.Partitions = append(ft.Partitions, fp)
-	req.Topics = append(req.Topics, ft)
-	resp, err := req.RequestWith(ctx, cl)
-	if err != nil {
-		t.Fatal(err)
-	}
-	p := resp.Topics[0].Partitions[0]
-	return p.ErrorCode, len(p.RecordBatches)
-}
 
 // TestACLsOnMirror: on a destination with the authorizer on and no ACL
 // for the group, the mirror's group-offset sync still commits (it acts

@@ -4,10 +4,8 @@ import (
 	"context"
 	"errors"
 	"path/filepath"
-	"strconv"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kerr"
@@ -16,20 +14,6 @@ import (
 
 	"github.com/minibroker/minibroker/minibrokertest"
 )
-
-// produceValues writes n records of size bytes to topic partition 0, one
-// batch each.
-func produceValues(t *testing.T, cl *kgo.Client, topic string, n, size int) {
-	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
-	for i := range n {
-		r := &kgo.Record{Topic: topic, Partition: 0, Key: []byte(strconv.Itoa(i)), Value: []byte(strings.Repeat("v", size))}
-		if err := cl.ProduceSync(ctx, r).FirstErr(); err != nil {
-			t.Fatalf("produce %d: %v", i, err)
-		}
-	}
-}
 
 // topicConfig describes one config of a topic: value and source.
 func topicConfig(t *testing.T, adm *kadm.Client, topic, name string) (string, kmsg.ConfigSource) {
@@ -50,16 +34,6 @@ func topicConfig(t *testing.T, adm *kadm.Client, topic, name string) (string, km
 	t.Fatalf("describe %s: no %s", topic, name)
 	return "", 0
 }
-
-func wantConfig(t *testing.T, adm *kadm.Client, topic, name, value string, src kmsg.ConfigSource) {
-	t.Helper()
-	v, s := topicConfig(t, adm, topic, name)
-	if v != value || s != src {
-		t.Fatalf("%s %s = %q (%v), want %q (%v)", topic, name, v, s, value, src)
-	}
-}
-
-func sp(s string) *string { return &s }
 
 // kadm alters a topic's segment.bytes and retention.ms with
 // IncrementalAlterConfigs: the running partition rolls at the new size at

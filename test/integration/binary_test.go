@@ -7,49 +7,11 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
-	"sync"
 	"syscall"
 	"testing"
-	"time"
 
 	"github.com/twmb/franz-go/pkg/kgo"
 )
-
-var (
-	buildOnce sync.Once
-	binPath   string
-	buildErr  error
-)
-
-// brokerProc is the built binary running `serve`.
-type brokerProc struct {
-	cmd      *exec.Cmd
-	addr     string
-	httpAddr string
-	exited   chan error
-	logs     *strings.Builder
-	logMu    *sync.Mutex
-}
-
-func (p *brokerProc) output() string {
-	p.logMu.Lock()
-	defer p.logMu.Unlock()
-	return p.logs.String()
-}
-
-// stop sends sig and waits for the process to exit.
-func (p *brokerProc) stop(t *testing.T, sig syscall.Signal) error {
-	t.Helper()
-	p.cmd.Process.Signal(sig)
-	select {
-	case err := <-p.exited:
-		p.exited <- err // for the cleanup, which waits for the exit too
-		return err
-	case <-time.After(20 * time.Second):
-		t.Fatalf("broker did not exit on %v\n%s", sig, p.output())
-		return nil
-	}
-}
 
 // The built binary serves a real client, shuts down cleanly on SIGTERM
 // (exit 0), and has every record after a restart.

@@ -1,8 +1,14 @@
 // Package integration holds minibroker's black-box tests: real brokers (in
 // process through minibrokertest, or the built binary) over real TCP,
 // driven by real clients (kgo/kmsg/kadm, sarama, kafka-go,
-// confluent-kafka-go, kcat), with real TLS and real files. Shared helpers
-// are in helpers_test.go and mirror_helpers_test.go.
+// confluent-kafka-go, kcat), with real TLS and real files.
+//
+// A helper used by more than one file lives in a helpers file:
+// helpers_test.go (clients, the built binary, raw connections, raw
+// producers, mirrored clusters and their test-only hooks),
+// helpers_mirror_test.go (secured mirror sources, mirror admin calls and
+// waits, mirrored transactions, topic filters) and
+// helpers_security_test.go (ACL and SASL brokers and clients).
 //
 // Each rule below is proven by the tests named beside it; where a rule is
 // a safety rule, a negative control runs the same scenario with the rule

@@ -109,21 +109,6 @@ func TestDrillWithoutBarrierReportsSilentLoss(t *testing.T) {
 	}
 }
 
-// startRaw2 is startRaw with the admin HTTP listener on.
-func startRaw2(t *testing.T, mopts mirror.Options) *rawCluster {
-	t.Helper()
-	r := &rawCluster{t: t}
-	r.cfg = rawConfig(t.TempDir())
-	r.cfg.HTTPListen = "127.0.0.1:0"
-	r.start(mopts)
-	t.Cleanup(func() {
-		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-		defer cancel()
-		r.b.Close(ctx)
-	})
-	return r
-}
-
 // TestDrillFailback: the drill with --failback. After the phase on B, A
 // mirrors B (A's log is a prefix of B's: B's barrier and records follow
 // A's records), the failback plan on A predicts no loss, A

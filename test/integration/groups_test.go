@@ -244,55 +244,6 @@ func (h *saramaGroupHandler) ConsumeClaim(s sarama.ConsumerGroupSession, c saram
 	return nil
 }
 
-// saramaGroupConsume runs one sarama group member until want records
-// arrived (plus a short grace period to catch extra ones), then closes it
-// (committing its marked offsets).
-func saramaGroupConsume(t *testing.T, addr, group, topic string, version sarama.KafkaVersion, want int) []string {
-	t.Helper()
-	cfg := sarama.NewConfig()
-	cfg.Version = version
-	cfg.ClientID = "minibroker-groups"
-	cfg.Net.DialTimeout = 5 * time.Second
-	cfg.Metadata.Retry.Backoff = 50 * time.Millisecond
-	cfg.Consumer.MaxWaitTime = 100 * time.Millisecond
-	cfg.Consumer.Offsets.Initial = sarama.OffsetOldest
-	cfg.Consumer.Offsets.AutoCommit.Interval = 100 * time.Millisecond
-	cfg.Consumer.Group.Session.Timeout = 6 * time.Second
-	cfg.Consumer.Group.Heartbeat.Interval = 200 * time.Millisecond
-	cfg.Consumer.Group.Rebalance.Timeout = 5 * time.Second
-	cg, err := sarama.NewConsumerGroup([]string{addr}, group, cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	h := &saramaGroupHandler{want: want, done: make(chan struct{})}
-	ctx, cancel := context.WithCancel(context.Background())
-	errc := make(chan error, 1)
-	go func() {
-		for ctx.Err() == nil {
-			if err := cg.Consume(ctx, []string{topic}, h); err != nil {
-				errc <- err
-				return
-			}
-		}
-		errc <- nil
-	}()
-	select {
-	case <-h.done:
-		time.Sleep(300 * time.Millisecond)
-	case <-time.After(30 * time.Second):
-	}
-	cancel()
-	if err := <-errc; err != nil {
-		t.Fatalf("sarama %s: consume: %v", version, err)
-	}
-	if err := cg.Close(); err != nil {
-		t.Fatalf("sarama %s: close: %v", version, err)
-	}
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	return h.values
-}
-
 // TestGroupsSarama: sarama's consumer group, at several protocol versions,
 // consumes and commits; a new member resumes from the committed offsets,
 // also after a broker restart.

@@ -5,8 +5,6 @@ import (
 	"encoding/binary"
 	"math/rand/v2"
 	"net"
-	"os"
-	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -16,23 +14,6 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kgo"
 )
-
-// peakRSSKiB reads a process's peak resident set (VmHWM) from /proc.
-func peakRSSKiB(t *testing.T, pid int) int {
-	t.Helper()
-	raw, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/status")
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, line := range strings.Split(string(raw), "\n") {
-		if strings.HasPrefix(line, "VmHWM:") {
-			n, _ := strconv.Atoi(strings.Fields(line)[1])
-			return n
-		}
-	}
-	t.Fatal("no VmHWM")
-	return 0
-}
 
 // TestHostileClientSuite runs the built binary against hostile clients —
 // 10,000 connections opened and dropped, 1 GiB size prefixes, byte-at-a-time

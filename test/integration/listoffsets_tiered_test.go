@@ -38,17 +38,3 @@ func TestListOffsetsLatestTiered(t *testing.T) {
 		}
 	}
 }
-
-// listOffsetsRequest asks for the offset at ts (or a negative spec: -1
-// latest, -2 earliest, -3 max timestamp, -5 earliest local) of
-// partition 0 of topic.
-func listOffsetsRequest(topic string, ts int64) *kmsg.ListOffsetsRequest {
-	req := kmsg.NewPtrListOffsetsRequest()
-	rt := kmsg.NewListOffsetsRequestTopic()
-	rt.Topic = topic
-	rp := kmsg.NewListOffsetsRequestTopicPartition()
-	rp.Timestamp = ts
-	rt.Partitions = append(rt.Partitions, rp)
-	req.Topics = append(req.Topics, rt)
-	return req
-}

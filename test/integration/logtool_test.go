@@ -6,12 +6,9 @@ package integration
 
 import (
 	"bufio"
-	"bytes"
 	"context"
 	"encoding/json"
-	"errors"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -25,25 +22,6 @@ import (
 	"github.com/minibroker/minibroker/internal/mirror"
 	"github.com/minibroker/minibroker/minibrokertest"
 )
-
-// runTool runs the built binary and returns stdout, stderr and the exit
-// status.
-func runTool(t *testing.T, args ...string) (string, string, int) {
-	t.Helper()
-	cmd := exec.Command(minibrokerBinary(t), args...)
-	var out, errOut bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &out, &errOut
-	err := cmd.Run()
-	var exit *exec.ExitError
-	switch {
-	case err == nil:
-		return out.String(), errOut.String(), 0
-	case errors.As(err, &exit):
-		return out.String(), errOut.String(), exit.ExitCode()
-	}
-	t.Fatalf("run %v: %v", args, err)
-	return "", "", -1
-}
 
 // startExpiring starts a broker whose producer state expires after
 // expireMs of idleness, checked every 100 ms; skipBarrier makes its

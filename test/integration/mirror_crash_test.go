@@ -57,8 +57,6 @@ func TestMirrorCrashWhileMirroring(t *testing.T) {
 	}
 }
 
-var errCrash = errors.New("simulated crash")
-
 // TestMirrorCrashAtEachStoppingStep: a crash at every step of STOPPING is
 // resumed on restart, ends STOPPED and writable with exactly one barrier,
 // and the colliding producer after it loses nothing.

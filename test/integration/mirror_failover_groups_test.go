@@ -2,67 +2,14 @@ package integration
 
 import (
 	"context"
-	"fmt"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kadm"
-	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/minibroker/minibroker/internal/mirror"
-	"github.com/minibroker/minibroker/minibrokertest"
 )
-
-// openTxnFailoverSource builds, on a fresh cluster, the source side of the
-// issue-27 scenario on ledger-0:
-//
-//	0..10   plain records
-//	11..15  T2's records (committed: its marker at 17)
-//	16      T1's record, left open: the source's LSO stays 16
-//	17      T2's COMMIT marker, past the source's LSO
-//
-// and commits offset 16 (the source's LSO, with its leader epoch) for each
-// group. A mirror of it stops at 16 with T2 still open locally (its local
-// LSO is 11), so the failover cuts 11..15. The returned func aborts T1.
-func openTxnFailoverSource(t *testing.T, groups ...string) (*minibrokertest.Cluster, func()) {
-	t.Helper()
-	a := minibrokertest.Start(t, minibrokertest.Topic("ledger", 1))
-	ctx := context.Background()
-	produceSerially(t, idempotentProducer(t, a.Addr()), "ledger", 0, "plain", 11)
-	t2 := mirrorTxnProducer(t, a.Addr(), "t2")
-	t1 := mirrorTxnProducer(t, a.Addr(), "t1")
-	if err := t2.BeginTransaction(); err != nil {
-		t.Fatal(err)
-	}
-	for i := 0; i < 5; i++ {
-		if err := t2.ProduceSync(ctx, &kgo.Record{Topic: "ledger", Value: fmt.Appendf(nil, "t2-%d", i)}).FirstErr(); err != nil {
-			t.Fatal(err)
-		}
-	}
-	if err := t1.BeginTransaction(); err != nil {
-		t.Fatal(err)
-	}
-	if err := t1.ProduceSync(ctx, &kgo.Record{Topic: "ledger", Value: []byte("t1-0")}).FirstErr(); err != nil {
-		t.Fatal(err)
-	}
-	if err := t2.EndTransaction(ctx, kgo.TryCommit); err != nil {
-		t.Fatal(err)
-	}
-	if o := mustPartition(t, a, "ledger", 0).Offsets(); o.LastStable != 16 || o.LogEnd != 18 {
-		t.Fatalf("source offsets %+v, want LSO 16 and log end 18", o)
-	}
-	epoch := mustPartition(t, a, "ledger", 0).LeaderEpoch()
-	adm := kadm.NewClient(newClient(t, a.Addr()))
-	for _, g := range groups {
-		os := kadm.Offsets{}
-		os.Add(kadm.Offset{Topic: "ledger", Partition: 0, At: 16, LeaderEpoch: epoch})
-		if r, err := adm.CommitOffsets(ctx, g, os); err != nil || r.Error() != nil {
-			t.Fatalf("commit %s on the source: %v %v", g, err, r.Error())
-		}
-	}
-	return a, func() { t1.EndTransaction(ctx, kgo.TryAbort) }
-}
 
 // committedOffset is a group's committed offset for ledger-0 (-1: none).
 func committedOffset(t *testing.T, addr, group string) int64 {

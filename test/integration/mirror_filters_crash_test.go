@@ -91,15 +91,6 @@ func startCrashSource(t *testing.T) *minibrokertest.Cluster {
 	return a
 }
 
-func mustCLIOn(t *testing.T, p *brokerProc, args ...string) string {
-	t.Helper()
-	out, err := runCLI(t, append(args, "--admin="+p.httpAddr)...)
-	if err != nil {
-		t.Fatalf("minibroker %s: %v\n%s", strings.Join(args, " "), err, out)
-	}
-	return out
-}
-
 // createAutoMirrorCLI creates, with the CLI, mirror from-a on b following
 // the source's auto-.* topics with a 100 ms metadata refresh.
 func createAutoMirrorCLI(t *testing.T, b *brokerProc, source string) {

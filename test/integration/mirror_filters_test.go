@@ -9,8 +9,6 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kfake"
-	"github.com/twmb/franz-go/pkg/kgo"
-	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/minibroker/minibroker/internal/mirror"
 	"github.com/minibroker/minibroker/internal/partition"
@@ -32,17 +30,6 @@ func createAutoMirror(t *testing.T, dst node, src string, settings map[string]st
 	must(t, "create", m.CreateWith("from-a", []string{src}, mirror.CreateOptions{Config: cfg}))
 	must(t, "start", m.Start(t.Context(), "from-a", nil))
 	return m
-}
-
-// produceTo writes n records "prefix-i" round-robin to a topic.
-func produceTo(t *testing.T, addr, topic, prefix string, n int) {
-	t.Helper()
-	cl := newClient(t, addr, kgo.DefaultProduceTopic(topic), kgo.RecordPartitioner(kgo.RoundRobinPartitioner()))
-	var recs []*kgo.Record
-	for i := 0; i < n; i++ {
-		recs = append(recs, &kgo.Record{Value: fmt.Appendf(nil, "%s-%d", prefix, i)})
-	}
-	must(t, "produce", cl.ProduceSync(context.Background(), recs...).FirstErr())
 }
 
 func hasTopic(n node, topic string) bool {
@@ -190,27 +177,6 @@ type takeOverHooks struct {
 
 func (h takeOverHooks) TakeOverLocalTopics() bool { return h.take }
 
-// describeTopicConfigs answers a topic's overrides (DescribeConfigs,
-// entries whose source is the topic).
-func describeTopicConfigs(t *testing.T, addr, topic string) map[string]string {
-	t.Helper()
-	rcs, err := kadmClient(t, addr).DescribeTopicConfigs(context.Background(), topic)
-	if err != nil {
-		t.Fatal(err)
-	}
-	rc, err := rcs.On(topic, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	out := map[string]string{}
-	for _, c := range rc.Configs {
-		if c.Source == kmsg.ConfigSourceDynamicTopicConfig && c.Value != nil {
-			out[c.Key] = *c.Value
-		}
-	}
-	return out
-}
-
 func alterTopicConfigs(t *testing.T, addr, topic string, ops ...kadm.AlterConfig) {
 	t.Helper()
 	resp, err := kadmClient(t, addr).AlterTopicConfigs(context.Background(), ops, topic)
@@ -266,8 +232,6 @@ func TestMirrorConfigSync(t *testing.T) {
 		return got["message.timestamp.type"] == "LogAppendTime" && got["min.insync.replicas"] == "1"
 	})
 }
-
-func kmsgStr(s string) *string { return &s }
 
 // TestMirrorSourceTopicDeleted: a mirrored topic deleted at the source is
 // stopped as a failover would (KIP-1279: STOPPING, barrier, writable):

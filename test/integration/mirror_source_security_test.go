@@ -3,212 +3,21 @@ package integration
 import (
 	"bytes"
 	"context"
-	"encoding/json"
-	"fmt"
-	"io"
 	"net/http"
 	"os"
 	"path/filepath"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kfake"
 	"github.com/twmb/franz-go/pkg/kgo"
-	"github.com/twmb/franz-go/pkg/kmsg"
-	"github.com/twmb/franz-go/pkg/sasl/scram"
-	"go.uber.org/zap"
-	"go.uber.org/zap/zapcore"
 
 	"github.com/minibroker/minibroker/internal/batch"
 	"github.com/minibroker/minibroker/internal/mirror"
 	"github.com/minibroker/minibroker/minibrokertest"
 )
-
-// syncBuffer is a log sink tests read while the broker writes.
-type syncBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (b *syncBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Write(p)
-}
-func (b *syncBuffer) Sync() error { return nil }
-func (b *syncBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.String()
-}
-
-// debugLogger logs everything, at debug level, to buf.
-func debugLogger(buf *syncBuffer) *zap.Logger {
-	enc := zapcore.NewJSONEncoder(zap.NewProductionEncoderConfig())
-	return zap.New(zapcore.NewCore(enc, buf, zapcore.DebugLevel))
-}
-
-// adminCall sends a JSON request to a broker's admin API and returns the
-// status and the raw answer.
-func adminCall(t *testing.T, method, url string, body any) (int, []byte) {
-	t.Helper()
-	var rd io.Reader
-	if body != nil {
-		raw, _ := json.Marshal(body)
-		rd = bytes.NewReader(raw)
-	}
-	req, _ := http.NewRequest(method, url, rd)
-	// As the CLI: JSON, and the header a browser's cross-site form cannot send.
-	req.Header.Set("Content-Type", "application/json")
-	req.Header.Set("X-Minibroker-Admin", "test")
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer resp.Body.Close()
-	raw, _ := io.ReadAll(resp.Body)
-	return resp.StatusCode, raw
-}
-
-// waitMirror polls describe until ok accepts it.
-func waitMirror(t *testing.T, b *minibrokertest.Cluster, name string, what string, ok func(mirror.Status) bool) mirror.Status {
-	t.Helper()
-	deadline := time.Now().Add(30 * time.Second)
-	var st mirror.Status
-	for time.Now().Before(deadline) {
-		var err error
-		if st, err = b.Broker().Mirrors().Describe(name); err == nil && ok(st) {
-			return st
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
-	t.Fatalf("mirror %s: not %s after 30s: %+v", name, what, st)
-	return st
-}
-
-// caughtUpTo accepts a status whose partitions are all MIRRORING with
-// their local high watermark at ends.
-func caughtUpTo(ends map[int32]int64) func(mirror.Status) bool {
-	return func(st mirror.Status) bool {
-		if len(st.Partitions) != len(ends) {
-			return false
-		}
-		for _, p := range st.Partitions {
-			if p.State != mirror.Mirroring || p.LocalHighWatermark != ends[p.Partition] {
-				return false
-			}
-		}
-		return true
-	}
-}
-
-// sourceEnds lists a source topic's end offsets per partition.
-func sourceEnds(t *testing.T, cl *kgo.Client, topic string) map[int32]int64 {
-	t.Helper()
-	ends, err := kadm.NewClient(cl).ListEndOffsets(context.Background(), topic)
-	if err != nil {
-		t.Fatal(err)
-	}
-	out := map[int32]int64{}
-	ends.Each(func(o kadm.ListedOffset) { out[o.Partition] = o.Offset })
-	return out
-}
-
-// sourceRawLog fetches a partition's batches from a source as it stores
-// them (one raw Fetch at a time, from offset 0 to end).
-func sourceRawLog(t *testing.T, cl *kgo.Client, topic string, p int32, end int64) []byte {
-	t.Helper()
-	md, err := kadm.NewClient(cl).Metadata(context.Background(), topic)
-	if err != nil {
-		t.Fatal(err)
-	}
-	td := md.Topics[topic]
-	leader := td.Partitions[p].Leader
-	var out []byte
-	for from := int64(0); from < end; {
-		req := kmsg.NewPtrFetchRequest()
-		req.ReplicaID, req.MaxBytes, req.MaxWaitMillis = -1, 16<<20, 0
-		rt := kmsg.NewFetchRequestTopic()
-		rt.Topic, rt.TopicID = topic, td.ID
-		rp := kmsg.NewFetchRequestTopicPartition()
-		rp.Partition, rp.FetchOffset, rp.PartitionMaxBytes, rp.CurrentLeaderEpoch, rp.LogStartOffset = p, from, 16<<20, -1, -1
-		rt.Partitions = append(rt.Partitions, rp)
-		req.Topics = append(req.Topics, rt)
-		kresp, err := cl.Broker(int(leader)).Request(context.Background(), req)
-		if err != nil {
-			t.Fatal(err)
-		}
-		resp := kresp.(*kmsg.FetchResponse)
-		if len(resp.Topics) != 1 || len(resp.Topics[0].Partitions) != 1 || resp.Topics[0].Partitions[0].ErrorCode != 0 {
-			t.Fatalf("source fetch %s-%d at %d: %+v", topic, p, from, resp)
-		}
-		it := batch.NewIter(resp.Topics[0].Partitions[0].RecordBatches)
-		n := 0
-		for b, h, ok := it.Next(); ok; b, h, ok = it.Next() {
-			out = append(out, b...)
-			from = h.LastOffset() + 1
-			n++
-		}
-		if n == 0 {
-			t.Fatalf("source fetch %s-%d at %d: no batch", topic, p, from)
-		}
-	}
-	return out
-}
-
-const (
-	srcAdminPass  = "admin-Secret-1"
-	srcMirrorPass = "mirror-Pa55word-7f3a"
-)
-
-// secureKfake is a kfake source that requires SASL_SSL (SCRAM-SHA-512)
-// over a certificate signed by pki's CA, with users admin and mirror.
-func secureKfake(t *testing.T, pki *srcPKI, clusterID string, extra ...kfake.Opt) (*kfake.Cluster, *kgo.Client) {
-	t.Helper()
-	src, err := kfake.NewCluster(append([]kfake.Opt{kfake.NumBrokers(1), kfake.ClusterID(clusterID),
-		kfake.TLS(pki.serverTLS(false, "localhost", "127.0.0.1")), kfake.EnableSASL(),
-		kfake.Superuser("SCRAM-SHA-512", "admin", srcAdminPass), kfake.Superuser("SCRAM-SHA-512", "mirror", srcMirrorPass),
-		kfake.SeedTopics(2, "orders")}, extra...)...)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(src.Close)
-	admin := newClient(t, src.ListenAddrs()[0], kgo.DialTLSConfig(pki.clientTLS()),
-		kgo.SASL(scram.Auth{User: "admin", Pass: srcAdminPass}.AsSha512Mechanism()),
-		kgo.DefaultProduceTopic("orders"), kgo.RecordPartitioner(kgo.RoundRobinPartitioner()))
-	return src, admin
-}
-
-func produceN(t *testing.T, cl *kgo.Client, prefix string, n int) {
-	t.Helper()
-	var recs []*kgo.Record
-	for i := 0; i < n; i++ {
-		recs = append(recs, &kgo.Record{Value: fmt.Appendf(nil, "%s-%d", prefix, i)})
-	}
-	if err := cl.ProduceSync(context.Background(), recs...).FirstErr(); err != nil {
-		t.Fatal(err)
-	}
-}
-
-func scramJaas(user, pass string) string {
-	return `org.apache.kafka.common.security.scram.ScramLoginModule required username="` + user + `" password="` + pass + `";`
-}
-
-// assertNoSecret fails when any of the texts holds the password.
-func assertNoSecret(t *testing.T, password string, texts map[string]string) {
-	t.Helper()
-	for where, text := range texts {
-		if text == "" {
-			t.Fatalf("%s: empty, nothing was checked", where)
-		}
-		if strings.Contains(text, password) {
-			t.Fatalf("%s shows the password", where)
-		}
-	}
-}
 
 // TestMirrorSourceSASLSSL mirrors a kfake source that requires SASL_SSL
 // with SCRAM-SHA-512 over a certificate signed by a CA the test made:

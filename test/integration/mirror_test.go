@@ -5,16 +5,12 @@ import (
 	"errors"
 	"fmt"
 	"testing"
-	"time"
 
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/minibroker/minibroker/minibrokertest"
 )
-
-// waitMirrored waits until dst's partitions hold everything src has.
-const timeout = 20 * time.Second
 
 // TestMirrorActivePassive: B mirrors A byte for byte, refuses produce while
 // mirrored, fails over with exactly one barrier per partition, and a new

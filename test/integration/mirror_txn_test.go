@@ -4,35 +4,12 @@ import (
 	"context"
 	"fmt"
 	"testing"
-	"time"
 
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/minibroker/minibroker/internal/mirror"
 	"github.com/minibroker/minibroker/minibrokertest"
 )
-
-func mirrorTxnProducer(t *testing.T, addr, txnID string) *kgo.Client {
-	return newClient(t, addr, kgo.TransactionalID(txnID), kgo.RecordPartitioner(kgo.ManualPartitioner()),
-		kgo.TransactionTimeout(30*time.Second))
-}
-
-// mirrorTxn produces values to partition p in one transaction.
-func mirrorTxn(t *testing.T, cl *kgo.Client, topic string, p int32, vals []string, commit bool) {
-	t.Helper()
-	ctx := context.Background()
-	if err := cl.BeginTransaction(); err != nil {
-		t.Fatal(err)
-	}
-	for _, v := range vals {
-		if err := cl.ProduceSync(ctx, &kgo.Record{Topic: topic, Partition: p, Value: []byte(v)}).FirstErr(); err != nil {
-			t.Fatal(err)
-		}
-	}
-	if err := cl.EndTransaction(ctx, kgo.TransactionEndTry(commit)); err != nil {
-		t.Fatal(err)
-	}
-}
 
 // TestMirrorTransactionalCollision: transactional producers on A, a
 // failover to B, and on B a transactional producer with the same

@@ -1,89 +1,13 @@
 package integration
 
 import (
-	"encoding/binary"
 	"testing"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kerr"
-	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/minibroker/minibroker/minibrokertest"
 )
-
-// producerBatch encodes an idempotent v2 batch of n records.
-func producerBatch(pid int64, epoch int16, seq int32, n int) []byte {
-	var recs []byte
-	for i := 0; i < n; i++ {
-		r := kmsg.Record{OffsetDelta: int32(i), Value: []byte{byte('a' + i)}}
-		r.Length = int32(len(r.AppendTo(nil)) - 1)
-		recs = r.AppendTo(recs)
-	}
-	now := time.Now().UnixMilli() // producer state expires by batch timestamps, as in Kafka
-	rb := kmsg.RecordBatch{Magic: 2, LastOffsetDelta: int32(n - 1), FirstTimestamp: now, MaxTimestamp: now,
-		ProducerID: pid, ProducerEpoch: epoch, FirstSequence: seq, NumRecords: int32(n), Records: recs}
-	rb.Length = int32(49 + len(recs))
-	raw := rb.AppendTo(nil)
-	binary.BigEndian.PutUint32(raw[17:], crc32c(raw[21:]))
-	return raw
-}
-
-type rawProducer struct {
-	rc   *rawConn
-	corr int32
-}
-
-func (p *rawProducer) initProducerID(t *testing.T) (int64, int16) {
-	t.Helper()
-	req := kmsg.NewPtrInitProducerIDRequest()
-	req.Version = 4
-	req.ProducerID, req.ProducerEpoch = -1, -1
-	p.corr++
-	p.rc.write(requestFrame(req, p.corr))
-	resp := kmsg.NewPtrInitProducerIDResponse()
-	resp.Version = 4
-	if err := resp.ReadFrom(p.rc.readResponse(p.corr, true)); err != nil || resp.ErrorCode != 0 {
-		t.Fatalf("InitProducerId: %v code %d", err, resp.ErrorCode)
-	}
-	return resp.ProducerID, resp.ProducerEpoch
-}
-
-// produce sends one batch with Produce v9 and returns (error code, base offset).
-func (p *rawProducer) produce(t *testing.T, topic string, records []byte) (int16, int64) {
-	t.Helper()
-	sp := p.produceResponse(t, topic, records)
-	return sp.ErrorCode, sp.BaseOffset
-}
-
-// produceResponse sends one batch for partition 0 with Produce v9 and
-// returns the partition's answer.
-func (p *rawProducer) produceResponse(t *testing.T, topic string, records []byte) kmsg.ProduceResponseTopicPartition {
-	t.Helper()
-	return p.produceVersion(t, 9, topic, records)
-}
-
-// produceVersion is produceResponse with Produce version v.
-func (p *rawProducer) produceVersion(t *testing.T, v int16, topic string, records []byte) kmsg.ProduceResponseTopicPartition {
-	t.Helper()
-	req := kmsg.NewPtrProduceRequest()
-	req.Version = v
-	req.Acks = -1
-	req.TimeoutMillis = 5000
-	rt := kmsg.NewProduceRequestTopic()
-	rt.Topic = topic
-	rp := kmsg.NewProduceRequestTopicPartition()
-	rp.Records = records
-	rt.Partitions = append(rt.Partitions, rp)
-	req.Topics = append(req.Topics, rt)
-	p.corr++
-	p.rc.write(requestFrame(req, p.corr))
-	resp := kmsg.NewPtrProduceResponse()
-	resp.Version = v
-	if err := resp.ReadFrom(p.rc.readResponse(p.corr, v >= 9)); err != nil {
-		t.Fatal(err)
-	}
-	return resp.Topics[0].Partitions[0]
-}
 
 // TestProducerStateThroughTheBroker drives the producer-state rules with
 // raw Produce requests: a retried batch is answered with its original

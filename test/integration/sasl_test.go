@@ -3,8 +3,6 @@ package integration
 import (
 	"context"
 	"crypto/tls"
-	"io"
-	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -20,46 +18,10 @@ import (
 	"github.com/twmb/franz-go/pkg/sasl/scram"
 	xscram "github.com/xdg-go/scram"
 	"go.uber.org/zap"
-	"go.uber.org/zap/zaptest/observer"
 
 	"github.com/minibroker/minibroker/internal/security/certtest"
 	"github.com/minibroker/minibroker/minibrokertest"
 )
-
-const plainJAAS = `org.apache.kafka.common.security.plain.PlainLoginModule required user_alice="alice-secret" user_bob="bob-secret";`
-
-// saslBroker: PLAINTEXT, SASL_PLAINTEXT (PLAIN users alice and bob) and
-// SASL_SSL (SCRAM-SHA-512) listeners, logging to an observer, with HTTP.
-func saslBroker(t *testing.T, ca *certtest.CA, extra ...minibrokertest.Option) (*minibrokertest.Cluster, *observer.ObservedLogs) {
-	t.Helper()
-	ks := certtest.WriteFile(t, t.TempDir(), "broker.pem", ca.Server(t, "broker-1").Keystore())
-	core, logs := observer.New(zap.InfoLevel)
-	opts := append([]minibrokertest.Option{
-		minibrokertest.Logger(zap.New(core)), minibrokertest.HTTP(),
-		minibrokertest.Set("listeners", "PLAINTEXT://127.0.0.1:0,SASL_PLAINTEXT://127.0.0.1:0,SASL_SSL://127.0.0.1:0"),
-		minibrokertest.Set("listener.name.sasl_plaintext.sasl.enabled.mechanisms", "PLAIN"),
-		minibrokertest.Set("listener.name.sasl_plaintext.plain.sasl.jaas.config", plainJAAS),
-		minibrokertest.Set("listener.name.sasl_ssl.sasl.enabled.mechanisms", "SCRAM-SHA-512,SCRAM-SHA-256"),
-		minibrokertest.Set("listener.name.sasl_ssl.ssl.keystore.location", ks),
-	}, extra...)
-	return minibrokertest.Start(t, opts...), logs
-}
-
-func saslMetric(t *testing.T, httpAddr, series string) string {
-	t.Helper()
-	resp, err := http.Get("http://" + httpAddr + "/metrics")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer resp.Body.Close()
-	b, _ := io.ReadAll(resp.Body)
-	for _, line := range strings.Split(string(b), "\n") {
-		if strings.HasPrefix(line, series+" ") {
-			return strings.TrimPrefix(line, series+" ")
-		}
-	}
-	return ""
-}
 
 // TestSASLPlain: PLAIN users from the listener's JAAS produce; the
 // principal names the admin log; a wrong password answers

@@ -35,19 +35,6 @@ func tlsBroker(t *testing.T, ca *certtest.CA, extra ...minibrokertest.Option) (*
 	return minibrokertest.Start(t, opts...), ks, logs
 }
 
-func produceOne(t *testing.T, cl *kgo.Client, topic string) error {
-	t.Helper()
-	return produceWithin(cl, topic, 10*time.Second)
-}
-
-// produceWithin produces one record within d (a refused client's attempt
-// ends at d).
-func produceWithin(cl *kgo.Client, topic string, d time.Duration) error {
-	ctx, cancel := context.WithTimeout(context.Background(), d)
-	defer cancel()
-	return cl.ProduceSync(ctx, &kgo.Record{Topic: topic, Value: []byte("v")}).FirstErr()
-}
-
 // TestTLSListener: a client that trusts the broker's CA produces and
 // consumes over SSL; one that trusts another CA is refused (the negative
 // control); a plaintext client on the TLS port and a TLS client on the

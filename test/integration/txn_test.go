@@ -28,86 +28,10 @@ import (
 	"github.com/minibroker/minibroker/minibrokertest"
 )
 
-func txnClient(t *testing.T, addr, txnID, topic string, opts ...kgo.Opt) *kgo.Client {
-	t.Helper()
-	return newClient(t, addr, append([]kgo.Opt{kgo.TransactionalID(txnID), kgo.DefaultProduceTopic(topic),
-		kgo.TransactionTimeout(30 * time.Second), kgo.RetryBackoffFn(func(int) time.Duration { return 20 * time.Millisecond })},
-		opts...)...)
-}
-
 func txnCtx(t *testing.T) context.Context {
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	t.Cleanup(cancel)
 	return ctx
-}
-
-// produceTxn runs one transaction of values and ends it with commit.
-func produceTxn(t *testing.T, cl *kgo.Client, commit bool, values ...string) {
-	t.Helper()
-	ctx := txnCtx(t)
-	if err := cl.BeginTransaction(); err != nil {
-		t.Fatal(err)
-	}
-	for _, v := range values {
-		if err := cl.ProduceSync(ctx, &kgo.Record{Value: []byte(v)}).FirstErr(); err != nil {
-			t.Fatalf("produce %s: %v", v, err)
-		}
-	}
-	if err := cl.EndTransaction(ctx, kgo.TransactionEndTry(commit)); err != nil {
-		t.Fatalf("end transaction (commit=%v): %v", commit, err)
-	}
-}
-
-// readValues reads a single-partition topic from the start up to its end
-// (read_uncommitted: the high watermark; read_committed: the last stable
-// offset) and returns the values, in order.
-func readTxnValues(t *testing.T, addr, topic string, committed bool) []string {
-	t.Helper()
-	ctx := txnCtx(t)
-	adm := kadm.NewClient(newClient(t, addr))
-	var ends kadm.ListedOffsets
-	var err error
-	if committed {
-		ends, err = adm.ListCommittedOffsets(ctx, topic)
-	} else {
-		ends, err = adm.ListEndOffsets(ctx, topic)
-	}
-	if err != nil {
-		t.Fatal(err)
-	}
-	end, _ := ends.Lookup(topic, 0)
-	opts := []kgo.Opt{kgo.ConsumeTopics(topic), kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()),
-		kgo.FetchMaxWait(100 * time.Millisecond)}
-	if committed {
-		opts = append(opts, kgo.FetchIsolationLevel(kgo.ReadCommitted()))
-	}
-	cl := newClient(t, addr, opts...)
-	defer cl.Close()
-	// Markers and aborted records move the consumer without records, so
-	// the read ends at the end offset or after a second with nothing new.
-	var out []string
-	pos := int64(0)
-	for pos < end.Offset {
-		poll, cancel := context.WithTimeout(ctx, time.Second)
-		fs := cl.PollFetches(poll)
-		cancel()
-		if ctx.Err() != nil {
-			t.Fatalf("read %s to %d: at %d: %v", topic, end.Offset, pos, ctx.Err())
-		}
-		fs.EachError(func(_ string, _ int32, err error) {
-			if !errors.Is(err, context.DeadlineExceeded) {
-				t.Fatalf("fetch: %v", err)
-			}
-		})
-		if len(fs.Records()) == 0 {
-			break
-		}
-		fs.EachRecord(func(r *kgo.Record) {
-			out = append(out, string(r.Value))
-			pos = r.Offset + 1
-		})
-	}
-	return out
 }
 
 // lastStable is the partition's last stable offset (ListOffsets with
