@@ -10,8 +10,6 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
-const aclJAAS = `org.apache.kafka.common.security.plain.PlainLoginModule required user_admin="admin-secret" user_alice="alice-secret" user_bob="bob-secret";`
-
 // TestACLAPIsRoundTrip: kadm creates ACLs of every resource type,
 // pattern type and permission; DescribeAcls selects them by each filter
 // field; they survive a clean restart and a crash (kill -9); DeleteAcls

@@ -15,26 +15,6 @@ import (
 	"github.com/minibroker/minibroker/minibrokertest"
 )
 
-// topicConfig describes one config of a topic: value and source.
-func topicConfig(t *testing.T, adm *kadm.Client, topic, name string) (string, kmsg.ConfigSource) {
-	t.Helper()
-	rcs, err := adm.DescribeTopicConfigs(context.Background(), topic)
-	if err != nil {
-		t.Fatal(err)
-	}
-	rc, err := rcs.On(topic, nil)
-	if err != nil || rc.Err != nil {
-		t.Fatalf("describe %s: %v %v", topic, err, rc.Err)
-	}
-	for _, c := range rc.Configs {
-		if c.Key == name {
-			return c.MaybeValue(), c.Source
-		}
-	}
-	t.Fatalf("describe %s: no %s", topic, name)
-	return "", 0
-}
-
 // kadm alters a topic's segment.bytes and retention.ms with
 // IncrementalAlterConfigs: the running partition rolls at the new size at
 // once and retention deletes by the new age; DescribeConfigs shows each

@@ -134,46 +134,6 @@ func confluentCompat(t *testing.T, m *compatMatrix) {
 	})
 }
 
-func newConfluentProducer(t *testing.T, addr string, extra kafka.ConfigMap) *kafka.Producer {
-	t.Helper()
-	cfg := kafka.ConfigMap{"bootstrap.servers": addr, "linger.ms": 0}
-	for k, v := range extra {
-		cfg[k] = v
-	}
-	p, err := kafka.NewProducer(&cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(p.Close)
-	return p
-}
-
-// confluentSend produces values to partition 0 and waits for every
-// delivery report; it returns the offsets reported.
-func confluentSend(t *testing.T, p *kafka.Producer, topic string, values []string) []int64 {
-	t.Helper()
-	reports := make(chan kafka.Event, len(values))
-	for _, v := range values {
-		if err := p.Produce(&kafka.Message{TopicPartition: kafka.TopicPartition{Topic: &topic, Partition: 0}, Value: []byte(v)}, reports); err != nil {
-			t.Fatal(err)
-		}
-	}
-	var offsets []int64
-	for range values {
-		select {
-		case ev := <-reports:
-			msg := ev.(*kafka.Message)
-			if msg.TopicPartition.Error != nil {
-				t.Fatalf("delivery: %v", msg.TopicPartition.Error)
-			}
-			offsets = append(offsets, int64(msg.TopicPartition.Offset))
-		case <-time.After(30 * time.Second):
-			t.Fatalf("%d of %d deliveries", len(offsets), len(values))
-		}
-	}
-	return offsets
-}
-
 // confluentRead reads n messages of partition 0 from the beginning with an
 // assigned (group-less) consumer.
 func confluentRead(t *testing.T, addr, topic string, committed bool, n int) []compatRecord {

@@ -1,12 +1,10 @@
 package integration
 
 import (
-	"context"
 	"encoding/hex"
 	"errors"
 	"fmt"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -203,52 +201,6 @@ func kafkagoDescribe(t *testing.T, r compatRecord, names map[string]string, sour
 		return "key=" + key + " value=MirrorPidResetRecord{v0, source cluster id}"
 	}
 	return fmt.Sprintf("key=%s value=%s", key, hex.EncodeToString([]byte(r.Value)))
-}
-
-// kafkagoMember is a kafka-go group Reader; ReadMessage commits each
-// message before returning it (CommitInterval 0).
-type kafkagoMember struct {
-	recordLog
-	r    *kafka.Reader
-	stop context.CancelFunc
-	done chan struct{}
-	once sync.Once
-}
-
-func startKafkagoMember(t *testing.T, addr, group, topic string) compatMember {
-	r := kafka.NewReader(kafka.ReaderConfig{
-		Brokers: []string{addr}, GroupID: group, Topic: topic, StartOffset: kafka.FirstOffset,
-		MaxWait: 100 * time.Millisecond, HeartbeatInterval: 200 * time.Millisecond,
-		SessionTimeout: 6 * time.Second, RebalanceTimeout: 5 * time.Second,
-		ReadBackoffMin: 50 * time.Millisecond, ReadBackoffMax: 100 * time.Millisecond,
-	})
-	ctx, cancel := context.WithCancel(context.Background())
-	m := &kafkagoMember{r: r, stop: cancel, done: make(chan struct{})}
-	go func() {
-		defer close(m.done)
-		for {
-			msg, err := r.ReadMessage(ctx)
-			if err != nil {
-				if ctx.Err() == nil && !errors.Is(err, context.Canceled) {
-					t.Logf("kafka-go member: %v", err)
-				}
-				return
-			}
-			m.add(compatRecord{Partition: int32(msg.Partition), Offset: msg.Offset, Key: msg.Key, Value: string(msg.Value)})
-		}
-	}()
-	t.Cleanup(func() { m.close(t) })
-	return m
-}
-
-func (m *kafkagoMember) close(t *testing.T) {
-	m.once.Do(func() {
-		m.stop()
-		<-m.done
-		if err := m.r.Close(); err != nil {
-			t.Errorf("kafka-go reader close: %v", err)
-		}
-	})
 }
 
 // kafkagoStaleMetadata: a kafka.Transport caches metadata (MetadataTTL,

@@ -4,7 +4,6 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"runtime/debug"
 	"slices"
 	"strings"
 	"sync"
@@ -312,35 +311,4 @@ func lineDiff(readme, run string) string {
 		out = append(out, "(same lines, different order or blank lines)")
 	}
 	return strings.Join(out, "\n")
-}
-
-// moduleVersion is the version of a module this test binary was built
-// with. Test binaries carry no dependency list in their build info
-// (runtime/debug.ReadBuildInfo returns no Deps under go test), so the
-// version comes from go.mod, which names every direct dependency at the
-// version the build selects.
-func moduleVersion(t *testing.T, path string) string {
-	t.Helper()
-	if info, ok := debug.ReadBuildInfo(); ok {
-		for _, d := range info.Deps {
-			if d.Path == path {
-				if d.Replace != nil {
-					return d.Replace.Version
-				}
-				return d.Version
-			}
-		}
-	}
-	gomod, err := os.ReadFile(filepath.Join("..", "..", "go.mod"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, line := range strings.Split(string(gomod), "\n") {
-		f := strings.Fields(strings.TrimPrefix(strings.TrimSpace(line), "require "))
-		if len(f) >= 2 && f[0] == path {
-			return f[1]
-		}
-	}
-	t.Fatalf("module %s is in neither the build info nor go.mod", path)
-	return ""
 }

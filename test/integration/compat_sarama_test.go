@@ -1,8 +1,6 @@
 package integration
 
 import (
-	"context"
-	"sync"
 	"testing"
 	"time"
 
@@ -17,20 +15,6 @@ import (
 
 func saramaCompatVersion(t *testing.T) string {
 	return "sarama " + moduleVersion(t, "github.com/IBM/sarama")
-}
-
-func saramaCompatConfig() *sarama.Config {
-	cfg := sarama.NewConfig()
-	cfg.ClientID = "minibroker-compat"
-	cfg.Net.DialTimeout = 5 * time.Second
-	cfg.Metadata.Retry.Backoff = 50 * time.Millisecond
-	cfg.Producer.Return.Successes = true
-	cfg.Producer.Partitioner = sarama.NewManualPartitioner
-	cfg.Producer.RequiredAcks = sarama.WaitForAll
-	cfg.Consumer.Return.Errors = true
-	cfg.Consumer.MaxWaitTime = 100 * time.Millisecond
-	cfg.Admin.Retry.Backoff = 50 * time.Millisecond
-	return cfg
 }
 
 func saramaCompat(t *testing.T, m *compatMatrix) {
@@ -195,60 +179,4 @@ func saramaCompatRead(t *testing.T, addrs []string, topic string, committed bool
 		}
 	}
 	return out
-}
-
-// saramaMember is a sarama ConsumerGroup member that commits every message
-// it hands out.
-type saramaMember struct {
-	recordLog
-	cg   sarama.ConsumerGroup
-	stop context.CancelFunc
-	done chan struct{}
-	once sync.Once
-}
-
-func (m *saramaMember) Setup(sarama.ConsumerGroupSession) error   { return nil }
-func (m *saramaMember) Cleanup(sarama.ConsumerGroupSession) error { return nil }
-func (m *saramaMember) ConsumeClaim(s sarama.ConsumerGroupSession, c sarama.ConsumerGroupClaim) error {
-	for msg := range c.Messages() {
-		m.add(compatRecord{Partition: msg.Partition, Offset: msg.Offset, Key: msg.Key, Value: string(msg.Value)})
-		s.MarkMessage(msg, "")
-		s.Commit()
-	}
-	return nil
-}
-
-func startSaramaMember(t *testing.T, addrs []string, group, topic string) compatMember {
-	cfg := saramaCompatConfig()
-	cfg.Consumer.Offsets.Initial = sarama.OffsetOldest
-	cfg.Consumer.Offsets.AutoCommit.Enable = false
-	cfg.Consumer.Group.Session.Timeout = 6 * time.Second
-	cfg.Consumer.Group.Heartbeat.Interval = 200 * time.Millisecond
-	cfg.Consumer.Group.Rebalance.Timeout = 5 * time.Second
-	cg, err := sarama.NewConsumerGroup(addrs, group, cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	m := &saramaMember{cg: cg, stop: cancel, done: make(chan struct{})}
-	go func() {
-		defer close(m.done)
-		for ctx.Err() == nil {
-			if err := cg.Consume(ctx, []string{topic}, m); err != nil {
-				return
-			}
-		}
-	}()
-	t.Cleanup(func() { m.close(t) })
-	return m
-}
-
-func (m *saramaMember) close(t *testing.T) {
-	m.once.Do(func() {
-		m.stop()
-		<-m.done
-		if err := m.cg.Close(); err != nil {
-			t.Errorf("sarama consumer group close: %v", err)
-		}
-	})
 }

@@ -85,27 +85,6 @@ func startSecureEnv(t *testing.T) *secureEnv {
 // listener, configured as the client's users would.
 type secureProduce func(t *testing.T, e *secureEnv, row compatRow, topic string, values []string)
 
-// compatSecurityRows runs the security rows for client.
-func compatSecurityRows(t *testing.T, m *compatMatrix, client string, produce secureProduce) {
-	e := startSecureEnv(t)
-	for _, row := range []compatRow{rowSSL, rowSASLPlain, rowSASLScram, rowMTLS} {
-		m.cell(t, client, row, func(t *testing.T) string {
-			topic := client + "-" + row.id
-			createCompatTopic(t, e.c, topic, 1)
-			values := compatValues(topic, 5)
-			produce(t, e, row, topic, values)
-			got := recordValues(kgoCompatRead(t, e.c.ListenerAddr("PLAINTEXT"), topic, false, len(values)))
-			if !slices.Equal(got, values) {
-				t.Fatalf("read back %v, want %v", shorts(got), shorts(values))
-			}
-			if client == "kcat" && row == rowSASLScram {
-				return kcatScramNote
-			}
-			return ""
-		})
-	}
-}
-
 func kgoSecureProduce(t *testing.T, e *secureEnv, row compatRow, topic string, values []string) {
 	var opts []kgo.Opt
 	addr := e.ssl
@@ -132,24 +111,6 @@ func kgoSecureProduce(t *testing.T, e *secureEnv, row compatRow, topic string, v
 		t.Fatal(err)
 	}
 }
-
-// saramaSCRAM adapts xdg-go/scram to sarama.SCRAMClient, as sarama's
-// examples do.
-type saramaSCRAM struct {
-	gen  xscram.HashGeneratorFcn
-	conv *xscram.ClientConversation
-}
-
-func (s *saramaSCRAM) Begin(user, pass, authz string) error {
-	c, err := s.gen.NewClient(user, pass, authz)
-	if err != nil {
-		return err
-	}
-	s.conv = c.NewConversation()
-	return nil
-}
-func (s *saramaSCRAM) Step(challenge string) (string, error) { return s.conv.Step(challenge) }
-func (s *saramaSCRAM) Done() bool                            { return s.conv.Done() }
 
 func saramaSecureProduce(t *testing.T, e *secureEnv, row compatRow, topic string, values []string) {
 	cfg := saramaCompatConfig()
@@ -265,4 +226,25 @@ func kcatSecureProduce(t *testing.T, e *secureEnv, row compatRow, topic string, 
 		args = append(args, "-X", fmt.Sprintf("%s=%s", k, sec[k]))
 	}
 	runKcat(t, strings.Join(values, "\n")+"\n", args...)
+}
+
+// compatSecurityRows runs the security rows for client.
+func compatSecurityRows(t *testing.T, m *compatMatrix, client string, produce secureProduce) {
+	e := startSecureEnv(t)
+	for _, row := range []compatRow{rowSSL, rowSASLPlain, rowSASLScram, rowMTLS} {
+		m.cell(t, client, row, func(t *testing.T) string {
+			topic := client + "-" + row.id
+			createCompatTopic(t, e.c, topic, 1)
+			values := compatValues(topic, 5)
+			produce(t, e, row, topic, values)
+			got := recordValues(kgoCompatRead(t, e.c.ListenerAddr("PLAINTEXT"), topic, false, len(values)))
+			if !slices.Equal(got, values) {
+				t.Fatalf("read back %v, want %v", shorts(got), shorts(values))
+			}
+			if client == "kcat" && row == rowSASLScram {
+				return kcatScramNote
+			}
+			return ""
+		})
+	}
 }

@@ -4,11 +4,17 @@
 // confluent-kafka-go, kcat), with real TLS and real files.
 //
 // A helper used by more than one file lives in a helpers file:
-// helpers_test.go (clients, the built binary, raw connections, raw
-// producers, mirrored clusters and their test-only hooks),
-// helpers_mirror_test.go (secured mirror sources, mirror admin calls and
-// waits, mirrored transactions, topic filters) and
-// helpers_security_test.go (ACL and SASL brokers and clients).
+// helpers_test.go (clients, the built binary, raw connections, mirrored
+// clusters and their test-only hooks), helpers_mirror_test.go (secured
+// mirror sources, mirror admin calls and waits, mirrored transactions,
+// topic filters), helpers_security_test.go (ACL and SASL brokers and
+// clients), helpers_produce_test.go (raw producers, transactional
+// clients) and helpers_compat_test.go (the compat matrix's shared rows
+// and the client steps other tests reuse). Two exceptions: the compat
+// matrix's own rows, cells and table stay in compat_matrix_test.go and
+// its security rows in compat_security_test.go, and
+// bench_helpers_test.go holds what only the benchmarks (*_bench_test.go)
+// use.
 //
 // Each rule below is proven by the tests named beside it; where a rule is
 // a safety rule, a negative control runs the same scenario with the rule

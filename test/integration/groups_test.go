@@ -219,31 +219,6 @@ func groupsCheckValues(t *testing.T, who, prefix string, n int, values []string)
 	}
 }
 
-// saramaGroupHandler collects values until want arrived, marking each
-// message so the offsets are committed.
-type saramaGroupHandler struct {
-	mu     sync.Mutex
-	values []string
-	want   int
-	done   chan struct{}
-	once   sync.Once
-}
-
-func (h *saramaGroupHandler) Setup(sarama.ConsumerGroupSession) error   { return nil }
-func (h *saramaGroupHandler) Cleanup(sarama.ConsumerGroupSession) error { return nil }
-func (h *saramaGroupHandler) ConsumeClaim(s sarama.ConsumerGroupSession, c sarama.ConsumerGroupClaim) error {
-	for m := range c.Messages() {
-		h.mu.Lock()
-		h.values = append(h.values, string(m.Value))
-		if len(h.values) >= h.want {
-			h.once.Do(func() { close(h.done) })
-		}
-		h.mu.Unlock()
-		s.MarkMessage(m, "")
-	}
-	return nil
-}
-
 // TestGroupsSarama: sarama's consumer group, at several protocol versions,
 // consumes and commits; a new member resumes from the committed offsets,
 // also after a broker restart.

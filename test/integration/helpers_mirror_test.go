@@ -21,6 +21,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math/big"
 	"net"
 	"net/http"
 	"os"
@@ -471,4 +472,11 @@ func mirrorTxn(t *testing.T, cl *kgo.Client, topic string, p int32, vals []strin
 	if err := cl.EndTransaction(ctx, kgo.TransactionEndTry(commit)); err != nil {
 		t.Fatal(err)
 	}
+}
+
+func srcPKINextSerial() *big.Int {
+	srcPKISerial.Lock()
+	defer srcPKISerial.Unlock()
+	srcPKISerial.n++
+	return big.NewInt(time.Now().UnixNano() + srcPKISerial.n)
 }

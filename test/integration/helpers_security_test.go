@@ -16,6 +16,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
 	"github.com/twmb/franz-go/pkg/sasl/plain"
+	xscram "github.com/xdg-go/scram"
 	"go.uber.org/zap"
 	"go.uber.org/zap/zaptest/observer"
 
@@ -148,3 +149,25 @@ func produceWithin(cl *kgo.Client, topic string, d time.Duration) error {
 	defer cancel()
 	return cl.ProduceSync(ctx, &kgo.Record{Topic: topic, Value: []byte("v")}).FirstErr()
 }
+
+// saramaSCRAM adapts xdg-go/scram to sarama.SCRAMClient, as sarama's
+// examples do.
+type saramaSCRAM struct {
+	gen  xscram.HashGeneratorFcn
+	conv *xscram.ClientConversation
+}
+
+func (s *saramaSCRAM) Begin(user, pass, authz string) error {
+	c, err := s.gen.NewClient(user, pass, authz)
+	if err != nil {
+		return err
+	}
+	s.conv = c.NewConversation()
+	return nil
+}
+
+func (s *saramaSCRAM) Step(challenge string) (string, error) { return s.conv.Step(challenge) }
+
+func (s *saramaSCRAM) Done() bool { return s.conv.Done() }
+
+const aclJAAS = `org.apache.kafka.common.security.plain.PlainLoginModule required user_admin="admin-secret" user_alice="alice-secret" user_bob="bob-secret";`

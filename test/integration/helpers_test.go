@@ -833,20 +833,6 @@ func peakRSSKiB(t *testing.T, pid int) int {
 	return 0
 }
 
-// listOffsetsRequest asks for the offset at ts (or a negative spec: -1
-// latest, -2 earliest, -3 max timestamp, -5 earliest local) of
-// partition 0 of topic.
-func listOffsetsRequest(topic string, ts int64) *kmsg.ListOffsetsRequest {
-	req := kmsg.NewPtrListOffsetsRequest()
-	rt := kmsg.NewListOffsetsRequestTopic()
-	rt.Topic = topic
-	rp := kmsg.NewListOffsetsRequestTopicPartition()
-	rp.Timestamp = ts
-	rt.Partitions = append(rt.Partitions, rp)
-	req.Topics = append(req.Topics, rt)
-	return req
-}
-
 // runTool runs the built binary and returns stdout, stderr and the exit
 // status.
 func runTool(t *testing.T, args ...string) (string, string, int) {
@@ -869,152 +855,49 @@ func runTool(t *testing.T, args ...string) (string, string, int) {
 // timeout bounds the waits of the mirror, drill and transaction tests.
 const timeout = 20 * time.Second
 
-// producerBatch encodes an idempotent v2 batch of n records.
-func producerBatch(pid int64, epoch int16, seq int32, n int) []byte {
-	var recs []byte
-	for i := 0; i < n; i++ {
-		r := kmsg.Record{OffsetDelta: int32(i), Value: []byte{byte('a' + i)}}
-		r.Length = int32(len(r.AppendTo(nil)) - 1)
-		recs = r.AppendTo(recs)
-	}
-	now := time.Now().UnixMilli() // producer state expires by batch timestamps, as in Kafka
-	rb := kmsg.RecordBatch{Magic: 2, LastOffsetDelta: int32(n - 1), FirstTimestamp: now, MaxTimestamp: now,
-		ProducerID: pid, ProducerEpoch: epoch, FirstSequence: seq, NumRecords: int32(n), Records: recs}
-	rb.Length = int32(49 + len(recs))
-	raw := rb.AppendTo(nil)
-	binary.BigEndian.PutUint32(raw[17:], crc32c(raw[21:]))
-	return raw
+// saramaGroupHandler collects values until want arrived, marking each
+// message so the offsets are committed.
+type saramaGroupHandler struct {
+	mu     sync.Mutex
+	values []string
+	want   int
+	done   chan struct{}
+	once   sync.Once
 }
 
-type rawProducer struct {
-	rc   *rawConn
-	corr int32
-}
+func (h *saramaGroupHandler) Setup(sarama.ConsumerGroupSession) error { return nil }
 
-func (p *rawProducer) initProducerID(t *testing.T) (int64, int16) {
-	t.Helper()
-	req := kmsg.NewPtrInitProducerIDRequest()
-	req.Version = 4
-	req.ProducerID, req.ProducerEpoch = -1, -1
-	p.corr++
-	p.rc.write(requestFrame(req, p.corr))
-	resp := kmsg.NewPtrInitProducerIDResponse()
-	resp.Version = 4
-	if err := resp.ReadFrom(p.rc.readResponse(p.corr, true)); err != nil || resp.ErrorCode != 0 {
-		t.Fatalf("InitProducerId: %v code %d", err, resp.ErrorCode)
-	}
-	return resp.ProducerID, resp.ProducerEpoch
-}
+func (h *saramaGroupHandler) Cleanup(sarama.ConsumerGroupSession) error { return nil }
 
-// produce sends one batch with Produce v9 and returns (error code, base offset).
-func (p *rawProducer) produce(t *testing.T, topic string, records []byte) (int16, int64) {
-	t.Helper()
-	sp := p.produceResponse(t, topic, records)
-	return sp.ErrorCode, sp.BaseOffset
-}
-
-// produceResponse sends one batch for partition 0 with Produce v9 and
-// returns the partition's answer.
-func (p *rawProducer) produceResponse(t *testing.T, topic string, records []byte) kmsg.ProduceResponseTopicPartition {
-	t.Helper()
-	return p.produceVersion(t, 9, topic, records)
-}
-
-// produceVersion is produceResponse with Produce version v.
-func (p *rawProducer) produceVersion(t *testing.T, v int16, topic string, records []byte) kmsg.ProduceResponseTopicPartition {
-	t.Helper()
-	req := kmsg.NewPtrProduceRequest()
-	req.Version = v
-	req.Acks = -1
-	req.TimeoutMillis = 5000
-	rt := kmsg.NewProduceRequestTopic()
-	rt.Topic = topic
-	rp := kmsg.NewProduceRequestTopicPartition()
-	rp.Records = records
-	rt.Partitions = append(rt.Partitions, rp)
-	req.Topics = append(req.Topics, rt)
-	p.corr++
-	p.rc.write(requestFrame(req, p.corr))
-	resp := kmsg.NewPtrProduceResponse()
-	resp.Version = v
-	if err := resp.ReadFrom(p.rc.readResponse(p.corr, v >= 9)); err != nil {
-		t.Fatal(err)
-	}
-	return resp.Topics[0].Partitions[0]
-}
-
-func txnClient(t *testing.T, addr, txnID, topic string, opts ...kgo.Opt) *kgo.Client {
-	t.Helper()
-	return newClient(t, addr, append([]kgo.Opt{kgo.TransactionalID(txnID), kgo.DefaultProduceTopic(topic),
-		kgo.TransactionTimeout(30 * time.Second), kgo.RetryBackoffFn(func(int) time.Duration { return 20 * time.Millisecond })},
-		opts...)...)
-}
-
-// produceTxn runs one transaction of values and ends it with commit.
-func produceTxn(t *testing.T, cl *kgo.Client, commit bool, values ...string) {
-	t.Helper()
-	ctx := txnCtx(t)
-	if err := cl.BeginTransaction(); err != nil {
-		t.Fatal(err)
-	}
-	for _, v := range values {
-		if err := cl.ProduceSync(ctx, &kgo.Record{Value: []byte(v)}).FirstErr(); err != nil {
-			t.Fatalf("produce %s: %v", v, err)
+func (h *saramaGroupHandler) ConsumeClaim(s sarama.ConsumerGroupSession, c sarama.ConsumerGroupClaim) error {
+	for m := range c.Messages() {
+		h.mu.Lock()
+		h.values = append(h.values, string(m.Value))
+		if len(h.values) >= h.want {
+			h.once.Do(func() { close(h.done) })
 		}
+		h.mu.Unlock()
+		s.MarkMessage(m, "")
 	}
-	if err := cl.EndTransaction(ctx, kgo.TransactionEndTry(commit)); err != nil {
-		t.Fatalf("end transaction (commit=%v): %v", commit, err)
-	}
+	return nil
 }
 
-// readValues reads a single-partition topic from the start up to its end
-// (read_uncommitted: the high watermark; read_committed: the last stable
-// offset) and returns the values, in order.
-func readTxnValues(t *testing.T, addr, topic string, committed bool) []string {
+// topicConfig describes one config of a topic: value and source.
+func topicConfig(t *testing.T, adm *kadm.Client, topic, name string) (string, kmsg.ConfigSource) {
 	t.Helper()
-	ctx := txnCtx(t)
-	adm := kadm.NewClient(newClient(t, addr))
-	var ends kadm.ListedOffsets
-	var err error
-	if committed {
-		ends, err = adm.ListCommittedOffsets(ctx, topic)
-	} else {
-		ends, err = adm.ListEndOffsets(ctx, topic)
-	}
+	rcs, err := adm.DescribeTopicConfigs(context.Background(), topic)
 	if err != nil {
 		t.Fatal(err)
 	}
-	end, _ := ends.Lookup(topic, 0)
-	opts := []kgo.Opt{kgo.ConsumeTopics(topic), kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()),
-		kgo.FetchMaxWait(100 * time.Millisecond)}
-	if committed {
-		opts = append(opts, kgo.FetchIsolationLevel(kgo.ReadCommitted()))
+	rc, err := rcs.On(topic, nil)
+	if err != nil || rc.Err != nil {
+		t.Fatalf("describe %s: %v %v", topic, err, rc.Err)
 	}
-	cl := newClient(t, addr, opts...)
-	defer cl.Close()
-	// Markers and aborted records move the consumer without records, so
-	// the read ends at the end offset or after a second with nothing new.
-	var out []string
-	pos := int64(0)
-	for pos < end.Offset {
-		poll, cancel := context.WithTimeout(ctx, time.Second)
-		fs := cl.PollFetches(poll)
-		cancel()
-		if ctx.Err() != nil {
-			t.Fatalf("read %s to %d: at %d: %v", topic, end.Offset, pos, ctx.Err())
+	for _, c := range rc.Configs {
+		if c.Key == name {
+			return c.MaybeValue(), c.Source
 		}
-		fs.EachError(func(_ string, _ int32, err error) {
-			if !errors.Is(err, context.DeadlineExceeded) {
-				t.Fatalf("fetch: %v", err)
-			}
-		})
-		if len(fs.Records()) == 0 {
-			break
-		}
-		fs.EachRecord(func(r *kgo.Record) {
-			out = append(out, string(r.Value))
-			pos = r.Offset + 1
-		})
 	}
-	return out
+	t.Fatalf("describe %s: no %s", topic, name)
+	return "", 0
 }

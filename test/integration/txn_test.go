@@ -28,12 +28,6 @@ import (
 	"github.com/minibroker/minibroker/minibrokertest"
 )
 
-func txnCtx(t *testing.T) context.Context {
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	t.Cleanup(cancel)
-	return ctx
-}
-
 // lastStable is the partition's last stable offset (ListOffsets with
 // read_committed).
 func lastStable(t *testing.T, addr, topic string) int64 {

@@ -2,13 +2,20 @@ package integration
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"os"
+	"path/filepath"
+	"runtime/debug"
 	"slices"
 	"strings"
 	"sync"
 	"testing"
 	"time"
 
+	"github.com/IBM/sarama"
+	"github.com/confluentinc/confluent-kafka-go/v2/kafka"
+	kafkago "github.com/segmentio/kafka-go"
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
 
@@ -16,6 +23,11 @@ import (
 	"github.com/minibroker/minibroker/minibrokertest"
 )
 
+// Helpers shared by the compat matrix's client files (compat_*_test.go)
+// and by the tests that reuse a client's steps (sasl_v0, clientversions,
+// mirror_failover_groups). The matrix's own rows, cells and table are in
+// compat_matrix_test.go. The rule each test proves is mapped in doc.go.
+//
 // The rows every client runs the same way: the drivers below create the
 // topics, call the client through a few small functions and check the
 // result against the broker's log and what the client reads back.
@@ -629,4 +641,241 @@ func kadmTopicConfig(t *testing.T, c *minibrokertest.Cluster, topic, key string)
 		}
 	}
 	return ""
+}
+
+func newConfluentProducer(t *testing.T, addr string, extra kafka.ConfigMap) *kafka.Producer {
+	t.Helper()
+	cfg := kafka.ConfigMap{"bootstrap.servers": addr, "linger.ms": 0}
+	for k, v := range extra {
+		cfg[k] = v
+	}
+	p, err := kafka.NewProducer(&cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(p.Close)
+	return p
+}
+
+// confluentSend produces values to partition 0 and waits for every
+// delivery report; it returns the offsets reported.
+func confluentSend(t *testing.T, p *kafka.Producer, topic string, values []string) []int64 {
+	t.Helper()
+	reports := make(chan kafka.Event, len(values))
+	for _, v := range values {
+		if err := p.Produce(&kafka.Message{TopicPartition: kafka.TopicPartition{Topic: &topic, Partition: 0}, Value: []byte(v)}, reports); err != nil {
+			t.Fatal(err)
+		}
+	}
+	var offsets []int64
+	for range values {
+		select {
+		case ev := <-reports:
+			msg := ev.(*kafka.Message)
+			if msg.TopicPartition.Error != nil {
+				t.Fatalf("delivery: %v", msg.TopicPartition.Error)
+			}
+			offsets = append(offsets, int64(msg.TopicPartition.Offset))
+		case <-time.After(30 * time.Second):
+			t.Fatalf("%d of %d deliveries", len(offsets), len(values))
+		}
+	}
+	return offsets
+}
+
+func startKafkagoMember(t *testing.T, addr, group, topic string) compatMember {
+	r := kafkago.NewReader(kafkago.ReaderConfig{
+		Brokers: []string{addr}, GroupID: group, Topic: topic, StartOffset: kafkago.FirstOffset,
+		MaxWait: 100 * time.Millisecond, HeartbeatInterval: 200 * time.Millisecond,
+		SessionTimeout: 6 * time.Second, RebalanceTimeout: 5 * time.Second,
+		ReadBackoffMin: 50 * time.Millisecond, ReadBackoffMax: 100 * time.Millisecond,
+	})
+	ctx, cancel := context.WithCancel(context.Background())
+	m := &kafkagoMember{r: r, stop: cancel, done: make(chan struct{})}
+	go func() {
+		defer close(m.done)
+		for {
+			msg, err := r.ReadMessage(ctx)
+			if err != nil {
+				if ctx.Err() == nil && !errors.Is(err, context.Canceled) {
+					t.Logf("kafka-go member: %v", err)
+				}
+				return
+			}
+			m.add(compatRecord{Partition: int32(msg.Partition), Offset: msg.Offset, Key: msg.Key, Value: string(msg.Value)})
+		}
+	}()
+	t.Cleanup(func() { m.close(t) })
+	return m
+}
+
+// kgoCompatRead reads n records of partition 0 with kgo.
+func kgoCompatRead(t *testing.T, addr, topic string, committed bool, n int) []compatRecord {
+	var out []compatRecord
+	for _, r := range kgoReadPartition(t, addr, topic, 0, n, committed) {
+		out = append(out, compatRecord{Partition: r.Partition, Offset: r.Offset, Key: r.Key, Value: string(r.Value)})
+	}
+	return out
+}
+
+func startKgoMember(t *testing.T, addr, group, topic string) compatMember {
+	m := &kgoMember{done: make(chan struct{})}
+	m.cl = newClient(t, addr, kgo.ConsumerGroup(group), kgo.ConsumeTopics(topic),
+		kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()), kgo.DisableAutoCommit(),
+		kgo.SessionTimeout(6*time.Second), kgo.HeartbeatInterval(100*time.Millisecond),
+		kgo.RebalanceTimeout(5*time.Second), kgo.FetchMaxWait(100*time.Millisecond),
+		kgo.OnPartitionsRevoked(func(ctx context.Context, cl *kgo.Client, _ map[string][]int32) {
+			cl.CommitUncommittedOffsets(ctx)
+		}))
+	ctx, cancel := context.WithCancel(context.Background())
+	m.stop = cancel
+	go func() {
+		defer close(m.done)
+		for ctx.Err() == nil {
+			fs := m.cl.PollFetches(ctx)
+			fs.EachRecord(func(r *kgo.Record) {
+				m.add(compatRecord{Partition: r.Partition, Offset: r.Offset, Key: r.Key, Value: string(r.Value)})
+			})
+			m.cl.CommitUncommittedOffsets(ctx)
+		}
+	}()
+	t.Cleanup(func() { m.stop(); <-m.done })
+	return m
+}
+
+// moduleVersion is the version of a module this test binary was built
+// with. Test binaries carry no dependency list in their build info
+// (runtime/debug.ReadBuildInfo returns no Deps under go test), so the
+// version comes from go.mod, which names every direct dependency at the
+// version the build selects.
+func moduleVersion(t *testing.T, path string) string {
+	t.Helper()
+	if info, ok := debug.ReadBuildInfo(); ok {
+		for _, d := range info.Deps {
+			if d.Path == path {
+				if d.Replace != nil {
+					return d.Replace.Version
+				}
+				return d.Version
+			}
+		}
+	}
+	gomod, err := os.ReadFile(filepath.Join("..", "..", "go.mod"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, line := range strings.Split(string(gomod), "\n") {
+		f := strings.Fields(strings.TrimPrefix(strings.TrimSpace(line), "require "))
+		if len(f) >= 2 && f[0] == path {
+			return f[1]
+		}
+	}
+	t.Fatalf("module %s is in neither the build info nor go.mod", path)
+	return ""
+}
+
+func saramaCompatConfig() *sarama.Config {
+	cfg := sarama.NewConfig()
+	cfg.ClientID = "minibroker-compat"
+	cfg.Net.DialTimeout = 5 * time.Second
+	cfg.Metadata.Retry.Backoff = 50 * time.Millisecond
+	cfg.Producer.Return.Successes = true
+	cfg.Producer.Partitioner = sarama.NewManualPartitioner
+	cfg.Producer.RequiredAcks = sarama.WaitForAll
+	cfg.Consumer.Return.Errors = true
+	cfg.Consumer.MaxWaitTime = 100 * time.Millisecond
+	cfg.Admin.Retry.Backoff = 50 * time.Millisecond
+	return cfg
+}
+
+func startSaramaMember(t *testing.T, addrs []string, group, topic string) compatMember {
+	cfg := saramaCompatConfig()
+	cfg.Consumer.Offsets.Initial = sarama.OffsetOldest
+	cfg.Consumer.Offsets.AutoCommit.Enable = false
+	cfg.Consumer.Group.Session.Timeout = 6 * time.Second
+	cfg.Consumer.Group.Heartbeat.Interval = 200 * time.Millisecond
+	cfg.Consumer.Group.Rebalance.Timeout = 5 * time.Second
+	cg, err := sarama.NewConsumerGroup(addrs, group, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	m := &saramaMember{cg: cg, stop: cancel, done: make(chan struct{})}
+	go func() {
+		defer close(m.done)
+		for ctx.Err() == nil {
+			if err := cg.Consume(ctx, []string{topic}, m); err != nil {
+				return
+			}
+		}
+	}()
+	t.Cleanup(func() { m.close(t) })
+	return m
+}
+
+// kafkagoMember is a kafka-go group Reader; ReadMessage commits each
+// message before returning it (CommitInterval 0).
+type kafkagoMember struct {
+	recordLog
+	r    *kafkago.Reader
+	stop context.CancelFunc
+	done chan struct{}
+	once sync.Once
+}
+
+func (m *kafkagoMember) close(t *testing.T) {
+	m.once.Do(func() {
+		m.stop()
+		<-m.done
+		if err := m.r.Close(); err != nil {
+			t.Errorf("kafka-go reader close: %v", err)
+		}
+	})
+}
+
+// kgoMember is a kgo group member committing after every poll.
+type kgoMember struct {
+	recordLog
+	cl   *kgo.Client
+	done chan struct{}
+	stop context.CancelFunc
+}
+
+func (m *kgoMember) close(t *testing.T) {
+	m.stop()
+	<-m.done
+	m.cl.Close() // leaves the group
+}
+
+// saramaMember is a sarama ConsumerGroup member that commits every message
+// it hands out.
+type saramaMember struct {
+	recordLog
+	cg   sarama.ConsumerGroup
+	stop context.CancelFunc
+	done chan struct{}
+	once sync.Once
+}
+
+func (m *saramaMember) Setup(sarama.ConsumerGroupSession) error { return nil }
+
+func (m *saramaMember) Cleanup(sarama.ConsumerGroupSession) error { return nil }
+
+func (m *saramaMember) ConsumeClaim(s sarama.ConsumerGroupSession, c sarama.ConsumerGroupClaim) error {
+	for msg := range c.Messages() {
+		m.add(compatRecord{Partition: msg.Partition, Offset: msg.Offset, Key: msg.Key, Value: string(msg.Value)})
+		s.MarkMessage(msg, "")
+		s.Commit()
+	}
+	return nil
+}
+
+func (m *saramaMember) close(t *testing.T) {
+	m.once.Do(func() {
+		m.stop()
+		<-m.done
+		if err := m.cg.Close(); err != nil {
+			t.Errorf("sarama consumer group close: %v", err)
+		}
+	})
 }
