@@ -20,6 +20,8 @@
 // a safety rule, a negative control runs the same scenario with the rule
 // switched off (through broker options no user can reach) and shows the
 // failure. docs/ARCHITECTURE.md lists the unit tests of the same rules.
+// TestDocGoNamesExist fails if a test named here does not exist (in this
+// package, or in the internal package named before it).
 //
 // # The mirroring barrier (the seed)
 //
@@ -64,7 +66,44 @@
 //     TestMirroredTopicRefusesEveryClientFast.
 //   - A mirror checks its source is the same cluster and topic:
 //     TestMirrorCopiesTopicIdentity, TestMirrorSourceLogStartMovedPast,
-//     TestMirrorCLICreateChecksSource.
+//     TestMirrorCLICreateChecksSource. A source address now served by
+//     another cluster, or a source topic deleted and created again (Fetch
+//     by topic id, and by name with a Metadata check), sends the
+//     partitions to FAILED, not retried, the local log unchanged:
+//     TestMirrorSourceClusterIDChangedFails,
+//     TestMirrorSourceTopicRecreatedFails,
+//     TestMirrorTopicRecreatedFetchByName (negative control in each: with
+//     the identity and topic-id checks off, the other cluster's or the new
+//     topic's records are appended).
+//   - A start that would cut records the source never had (a failback)
+//     reports them and is refused without --allow-truncate (Go API, HTTP
+//     409, dry run): TestMirrorFailbackGuard; a restart after a failover
+//     that cuts only the barrier needs no permission:
+//     TestMirrorRestartAfterFailoverNeedsNoPermission; a drill stops
+//     before such a cut: TestDrillFailbackCutNeedsAllowTruncate. Negative
+//     control: TestMirrorFailbackWithoutGuard.
+//   - A mirror loop (A mirroring a topic from B that B mirrors from A) is
+//     refused and A stays writable; after B's failover the same start is
+//     a failback and is accepted: TestMirrorLoopRefused (negative control
+//     in it: with the check off neither cluster takes writes).
+//   - A restart after a failover walks back through leader epochs and
+//     keeps the log both clusters share; offsets never go back for a
+//     reader meanwhile: TestMirrorRestartAfterFailoverKeepsCommonLog.
+//     Negative control: TestMirrorRestartWithoutEpochWalkBackCutsWholeLog.
+//   - A transaction open on a partition that becomes mirrored (a
+//     failback) cannot commit (TRANSACTION_ABORTABLE) and its abort
+//     completes: TestTxnCommitRefusedWhenPartitionBecameMirrored.
+//   - A partition FAILED for a retriable reason is retried with growing
+//     backoff, up to its maximum, and the wait survives a restart:
+//     TestMirrorRetriesFailedPartition, TestMirrorRetrySurvivesRestart;
+//     source settings no longer accepted send it to FAILED, read-only,
+//     until fixed: TestMirrorSourceRefusedFailsAndRecovers; a resume while
+//     PREPARING cancels the pause: TestMirrorResumeWhilePreparing.
+//   - `mirror stop` names its topics or says --all-topics, and --wait
+//     reports a step that failed or is still held (through a test-only
+//     stop-step hook): TestMirrorStopAllTopicsWait; `mirror describe`
+//     explains lost records and a lag held by an open transaction:
+//     TestMirrorCLIDescribeExplains.
 //   - Mirror settings by KIP-1279 name, refused when unknown or bad:
 //     TestMirrorSettingsCLI, TestStaticMirrorSettings. Topic filters pick
 //     up topics created after the start and never an excluded one:
@@ -72,7 +111,16 @@
 //     a local topic is never taken over: TestMirrorAutoCreationLeavesLocalTopics
 //     (negative control in it); a source topic deleted stops its mirror:
 //     TestMirrorSourceTopicDeleted; configs follow the source minus the
-//     excluded properties: TestMirrorConfigSync (negative control in it).
+//     excluded properties: TestMirrorConfigSync (negative control in it);
+//     the same from a kfake source: TestMirrorTopicFiltersFromKfake; a
+//     failover of the whole mirror ends its filters:
+//     TestMirrorStopAllEndsTopicFilters. Group offsets are synced for the
+//     included groups only, never over a group active locally:
+//     TestMirrorSyncsGroupOffsets. The throttle bounds all a mirror's
+//     partitions together and changes while it runs: TestMirrorThrottle
+//     (negative control in it: the throttle off). A static mirror from
+//     the config file is not restarted after its failover:
+//     TestStaticMirrorFromConfig.
 //     kill -9 during auto-creation and config sync:
 //     TestBinaryKill9DuringMirrorAutoCreation, TestBinaryKill9DuringMirrorConfigSync,
 //     TestMirrorCrashAfterAutoCreatedTopic (negative control in it).
@@ -88,6 +136,12 @@
 //     TestTxnCommitCompletesAfterCrashBeforeMarkers,
 //     TestTxnExactlyOncePipelineAcrossCrash,
 //     TestTxnProducerIDsNeverRepeatAcrossRestarts.
+//   - A CreateTopics killed half way leaves no orphan partition directory
+//     after the restart: TestBinaryKill9DuringCreateTopics; altered topic
+//     configs are answered only once fsynced: TestBinaryAlteredConfigsSurviveKill9;
+//     256 partitions closed and opened in parallel keep records and
+//     producer state, after a clean restart and a crash:
+//     TestRestartManyPartitionsParallel.
 //
 // # Kafka's producer and transaction rules
 //
@@ -98,6 +152,10 @@
 //   - Records are validated as Kafka's LogValidator validates them:
 //     TestProduceValidatesRecords, TestProduceBoundsTimestamps,
 //     TestProduceRewritesMaxTimestamp, TestProduceCorruptCRCAndPipelining.
+//   - A transaction past its timeout is aborted and its producer fenced:
+//     TestTxnTimeoutAbort; an operator's abort (KIP-664) moves the LSO past
+//     it and fences a stale coordinator epoch:
+//     TestTxnAdminAbortWithWriteTxnMarkers.
 //
 // # Bad input and limits
 //
@@ -108,6 +166,11 @@
 //     TestBrokerConnectionsPerIP, TestFetchMaxBytesCapsTheResponse,
 //     TestSlowReadersBinary, TestFileLimitBinary.
 //   - Every advertised API version round-trips: TestEveryAdvertisedVersionRoundTrips.
+//   - 1,000 connections stalled mid-TLS or mid-SASL handshake do not stop
+//     other clients: TestHostileHandshakes.
+//   - Bad settings are refused at start (the binary exits having bound
+//     no port): TestBinaryRefusesBadSettings, TestListenersConfigErrors,
+//     TestBinaryClusterIDMismatch, TestBrokerNoConnectionsNeedsOverrides.
 //
 // # Security
 //
@@ -115,17 +178,45 @@
 //     TestMutualTLS, TestKeystoreReload, TestEncryptedKeystoreKey.
 //   - A mirror's source connection with SASL/SSL, refused credentials
 //     sending the partition to FAILED: TestMirrorSourceSASLSSL,
-//     TestMirrorSourceSecurityRefused, TestMirrorSourceRotatedPasswordRecovers.
+//     TestMirrorSourceSecurityRefused, TestMirrorSourceRotatedPasswordRecovers;
+//     a minibroker source with SCRAM over TLS and mTLS keys in each PEM
+//     form, with refused credentials, keys and CAs in them:
+//     TestMirrorSourceMinibrokerSCRAM, TestMirrorSourceMTLSKeyForms; the
+//     password shows in no output or log: TestMirrorSourceSecurityCLI.
+//   - SASL: PLAIN and SCRAM-SHA-512 (stored salted and hashed), a wrong
+//     password refused with Kafka's message and never logged:
+//     TestSASLPlain, TestSASLSCRAMOverTLS, TestStorageAddScram; a request
+//     before authenticating or an unknown mechanism closes the connection:
+//     TestSASLBadInput; SaslHandshake v0's bare tokens, and garbage in
+//     their place: TestSASLHandshakeV0BareTokens,
+//     TestSASLHandshakeV0Hostile; the session lifetime (KIP-368): a client
+//     re-authenticates, TestSASLReauthentication, or is disconnected at
+//     its next request after it, TestSASLSessionExpiry.
+//   - The admin HTTP API's mirror stop (a failover) needs the admin token
+//     and refuses a cross-site form: TestAdminAPIDeniedStopLeavesMirroring
+//     (negative control in it: without admin.token.file the wrong token
+//     stops the mirror).
 //   - ACLs (README "ACLs"): every API a client sends, as an allowed and a
 //     denied principal, with kadm/kgo/sarama: TestAuthorizationPerAPI
 //     (negative control: the authorizer off), TestAutoCreateNeedsCreate,
 //     TestProduceFetchNeedWriteRead, TestACLAPIsRoundTrip (restart and
-//     kill -9 keep them). The per-API rules against Kafka's, sent as raw
+//     kill -9 keep them), TestSaramaACLs; without an authorizer the ACL
+//     APIs answer SECURITY_DISABLED: TestACLAPIsWithoutAuthorizer; a
+//     mirrored topic's reads follow its ACLs while the group sync acts as
+//     the broker: TestACLsOnMirror; ACLs synced from the source, only the
+//     selected principals' on mirrored topics: TestMirrorACLSync. The per-API rules against Kafka's, sent as raw
 //     kmsg so no client step answers for the broker, each with its
 //     authz_table.go rule switched off as the negative control, are unit
 //     tests with real SASL brokers (internal/broker,
 //     TestAuthorizationPerAPIRules, TestOffsetFetchAuthorization,
 //     TestAuthorizedOperations).
+//
+// # Operations
+//
+//   - `minibroker healthcheck` fails on anything but a Kafka listener:
+//     TestBinaryHealthcheck (negative controls in it); every metric the
+//     dashboard and alerts query exists: TestDashboardMetricsExist
+//     (negative control in it).
 //
 // # Fault injection (docs/FAULTS.md)
 //
