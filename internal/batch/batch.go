@@ -125,13 +125,13 @@ func (h *Header) LogAppendTimeType() bool { return h.Attributes&AttrTimestampTyp
 // that enough bytes are present and the magic is 2.
 func ParseHeader(b []byte) (Header, error) {
 	var h Header
-	if len(b) < 17 {
+	if len(b) <= magicOffset {
 		return h, ErrShort
 	}
 	h.BaseOffset = int64(binary.BigEndian.Uint64(b[0:]))
 	h.BatchLength = int32(binary.BigEndian.Uint32(b[8:]))
-	h.PartitionLeaderEpoch = int32(binary.BigEndian.Uint32(b[12:]))
-	h.Magic = int8(b[16])
+	h.PartitionLeaderEpoch = int32(binary.BigEndian.Uint32(b[leaderEpochOffset:]))
+	h.Magic = int8(b[magicOffset])
 	if h.Magic != 2 {
 		return h, fmt.Errorf("%w %d", ErrMagic, h.Magic)
 	}
@@ -191,12 +191,40 @@ func ComputeCRC(b []byte) uint32 { return crc32.Checksum(b[attrOffset:], crc32cT
 
 // Accessors of single header fields of the batch at the start of b, for
 // callers that must not parse the whole header (ok false: b is too short
-// to hold the field). Nothing outside this package indexes a batch's
-// bytes.
+// to hold the field; they never panic). Nothing outside this package
+// indexes a batch's bytes.
 const (
+	leaderEpochOffset  = 12
 	magicOffset        = 16
 	maxTimestampOffset = 35
 )
+
+// SizeOf is the total size the batch at b declares (BatchLength plus
+// LogOverhead), read from its length field alone: it may be below
+// HeaderSize or beyond len(b) when b is damaged or cut, which the caller
+// checks.
+func SizeOf(b []byte) (int64, bool) {
+	if len(b) < LogOverhead {
+		return 0, false
+	}
+	return int64(int32(binary.BigEndian.Uint32(b[LengthOffset:]))) + LogOverhead, true
+}
+
+// BaseOffsetOf is the batch's base offset.
+func BaseOffsetOf(b []byte) (int64, bool) {
+	if len(b) < LengthOffset {
+		return 0, false
+	}
+	return int64(binary.BigEndian.Uint64(b)), true
+}
+
+// LeaderEpochOf is the batch's partition leader epoch.
+func LeaderEpochOf(b []byte) (int32, bool) {
+	if len(b) < leaderEpochOffset+4 {
+		return 0, false
+	}
+	return int32(binary.BigEndian.Uint32(b[leaderEpochOffset:])), true
+}
 
 // MagicOf is the batch's magic byte.
 func MagicOf(b []byte) (int8, bool) {
@@ -215,7 +243,21 @@ func CodecOf(b []byte) (int8, bool) {
 }
 
 // CRCOf is the CRC the batch's header carries.
-func CRCOf(b []byte) uint32 { return binary.BigEndian.Uint32(b[crcOffset:]) }
+func CRCOf(b []byte) (uint32, bool) {
+	if len(b) < attrOffset {
+		return 0, false
+	}
+	return binary.BigEndian.Uint32(b[crcOffset:]), true
+}
+
+// RecordsSection is the batch's records section as it lies in b (still
+// compressed when the codec is not none): the bytes after the header.
+func RecordsSection(b []byte) ([]byte, bool) {
+	if len(b) < HeaderSize {
+		return nil, false
+	}
+	return b[HeaderSize:], true
+}
 
 // SetCRC writes the CRC the batch's bytes call for (ComputeCRC).
 func SetCRC(b []byte) { binary.BigEndian.PutUint32(b[crcOffset:], ComputeCRC(b)) }
@@ -238,7 +280,7 @@ func SetBaseOffset(b []byte, off int64) { binary.BigEndian.PutUint64(b[0:], uint
 
 // SetPartitionLeaderEpoch rewrites the leader epoch of the batch at b.
 func SetPartitionLeaderEpoch(b []byte, epoch int32) {
-	binary.BigEndian.PutUint32(b[12:], uint32(epoch))
+	binary.BigEndian.PutUint32(b[leaderEpochOffset:], uint32(epoch))
 }
 
 // Iter walks a concatenation of batches without copying. A trailing partial
@@ -259,7 +301,8 @@ func (it *Iter) Next() (raw []byte, h Header, ok bool) {
 	if len(rest) < LogOverhead {
 		return nil, h, false
 	}
-	size := int(int32(binary.BigEndian.Uint32(rest[LengthOffset:]))) + LogOverhead
+	size64, _ := SizeOf(rest)
+	size := int(size64)
 	if size < HeaderSize {
 		it.err = fmt.Errorf("%w: batch length %d at %d", ErrInvalid, size-LogOverhead, it.pos)
 		return nil, h, false

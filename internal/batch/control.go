@@ -69,14 +69,22 @@ func ReadControl(raw []byte) (ControlRecord, error) {
 	if err := rec.ReadFrom(raw[HeaderSize:h.Size()]); err != nil && rec.Key == nil {
 		return c, fmt.Errorf("%w: control record: %v", ErrInvalid, err)
 	}
-	if len(rec.Key) < 4 {
+	var ok bool
+	if c.Version, c.Type, ok = ControlKey(rec.Key); !ok {
 		return c, fmt.Errorf("%w: control key of %d bytes", ErrInvalid, len(rec.Key))
 	}
-	c.Version = int16(binary.BigEndian.Uint16(rec.Key))
-	c.Type = ControlType(binary.BigEndian.Uint16(rec.Key[2:]))
 	c.Key = rec.Key
 	c.Value = rec.Value
 	return c, nil
+}
+
+// ControlKey reads a control record's key (ok false: shorter than 4
+// bytes).
+func ControlKey(key []byte) (version int16, typ ControlType, ok bool) {
+	if len(key) < 4 {
+		return 0, 0, false
+	}
+	return int16(binary.BigEndian.Uint16(key)), ControlType(binary.BigEndian.Uint16(key[2:])), true
 }
 
 // EndTxnMarker returns the coordinator epoch from a COMMIT/ABORT value.

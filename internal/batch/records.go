@@ -676,3 +676,55 @@ func snappyBlock(dst, block []byte) ([]byte, error) {
 	}
 	return dst, nil
 }
+
+// RecordIter walks the records of a records section held whole and
+// decompressed (RecordsSection, inflated when the batch is compressed)
+// for each record's offset and timestamp deltas. It reads a record's
+// length, attributes and the two deltas and skips the rest; it does not
+// check the key, value or headers (CheckRecords does).
+type RecordIter struct {
+	b    []byte
+	left int32
+	err  error
+}
+
+// NewRecordIter walks the count records (the batch's NumRecords) at the
+// start of section.
+func NewRecordIter(section []byte, count int32) RecordIter {
+	return RecordIter{b: section, left: count}
+}
+
+// Next is the next record's offset delta (from the batch's BaseOffset)
+// and timestamp delta (from its BaseTimestamp). ok is false after the
+// last record and at a record that does not parse; Err tells which.
+func (it *RecordIter) Next() (offsetDelta int32, timestampDelta int64, ok bool) {
+	if it.left <= 0 || it.err != nil {
+		return 0, 0, false
+	}
+	length, n := zigzagLong(it.b, 5)
+	if n == 0 || length < 0 || length > int64(len(it.b)-n) {
+		it.err = fmt.Errorf("%w: record length %d with %d bytes left", ErrMalformedRecords, length, len(it.b)-n)
+		return 0, 0, false
+	}
+	r := it.b[n : n+int(length)]
+	it.b = it.b[n+int(length):]
+	if len(r) == 0 {
+		it.err = fmt.Errorf("%w: empty record", ErrMalformedRecords)
+		return 0, 0, false
+	}
+	ts, m := zigzagLong(r[1:], 10)
+	if m == 0 {
+		it.err = fmt.Errorf("%w: timestamp delta: %v", ErrMalformedRecords, errRecordEOF)
+		return 0, 0, false
+	}
+	off, k := zigzagLong(r[1+m:], 5)
+	if k == 0 || off != int64(int32(off)) {
+		it.err = fmt.Errorf("%w: offset delta: %v", ErrMalformedRecords, errRecordEOF)
+		return 0, 0, false
+	}
+	it.left--
+	return int32(off), ts, true
+}
+
+// Err is why Next stopped before count records, or nil.
+func (it *RecordIter) Err() error { return it.err }

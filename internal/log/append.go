@@ -1,7 +1,6 @@
 package log
 
 import (
-	"encoding/binary"
 	"fmt"
 	"time"
 
@@ -32,7 +31,7 @@ func parseFraming(data []byte, hs []framed) ([]framed, error) {
 		if len(rest) < batch.HeaderSize {
 			return nil, fmt.Errorf("%w: %d trailing bytes at %d", ErrInvalidBatch, len(rest), p)
 		}
-		size := int64(int32(binary.BigEndian.Uint32(rest[batch.LengthOffset:]))) + batch.LogOverhead
+		size, _ := batch.SizeOf(rest) // rest holds a header
 		if size < batch.HeaderSize || size > int64(len(rest)) {
 			return nil, fmt.Errorf("%w: batch length %d at %d", ErrInvalidBatch, size-batch.LogOverhead, p)
 		}

@@ -24,10 +24,10 @@ var errInflatedTooLarge = errors.New("decompressed records exceed the limit")
 // only decompresses to answer timestamp lookups; reads serve batches as
 // they are.
 func records(raw []byte, h *batch.Header) ([]byte, error) {
-	if len(raw) < batch.HeaderSize {
+	src, ok := batch.RecordsSection(raw)
+	if !ok {
 		return nil, batch.ErrShort
 	}
-	src := raw[batch.HeaderSize:]
 	switch h.Codec() {
 	case batch.CodecNone:
 		return src, nil

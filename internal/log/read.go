@@ -1,7 +1,6 @@
 package log
 
 import (
-	"encoding/binary"
 	"errors"
 	"fmt"
 	"io"
@@ -228,7 +227,8 @@ func readBatches(dst []byte, grow func([]byte, int) []byte, v segmentView, first
 	p := 0
 	next := int64(-1)
 	for p+batch.LogOverhead <= len(buf) {
-		size := int(int32(binary.BigEndian.Uint32(buf[p+batch.LengthOffset:]))) + batch.LogOverhead
+		size64, _ := batch.SizeOf(buf[p:]) // the loop condition leaves LogOverhead bytes
+		size := int(size64)
 		if size < batch.HeaderSize || size > len(buf)-p {
 			if p == 0 || size < batch.HeaderSize {
 				out, err := cutOrFail(dst, start, p, v.seg, pos, fmt.Errorf("%w: batch length %d", batch.ErrInvalid, size-batch.LogOverhead))
@@ -383,25 +383,9 @@ func firstRecordAtOrAfter(raw []byte, h *batch.Header, ts, minOffset int64) (int
 	if err != nil {
 		return fallback()
 	}
-	for range h.NumRecords {
-		length, n := binary.Varint(b)
-		if n <= 0 || length < 0 || int64(len(b)-n) < length {
-			return fallback()
-		}
-		rec := b[n : n+int(length)]
-		b = b[n+int(length):]
-		if len(rec) < 1 {
-			return fallback()
-		}
-		tsDelta, m := binary.Varint(rec[1:])
-		if m <= 0 {
-			return fallback()
-		}
-		offDelta, k := binary.Varint(rec[1+m:])
-		if k <= 0 {
-			return fallback()
-		}
-		off, rts := h.BaseOffset+offDelta, h.BaseTimestamp+tsDelta
+	it := batch.NewRecordIter(b, h.NumRecords)
+	for offDelta, tsDelta, ok := it.Next(); ok; offDelta, tsDelta, ok = it.Next() {
+		off, rts := h.BaseOffset+int64(offDelta), h.BaseTimestamp+tsDelta
 		if off >= minOffset && rts >= ts {
 			return off, rts
 		}

@@ -1,7 +1,6 @@
 package log
 
 import (
-	"encoding/binary"
 	"errors"
 	"fmt"
 	"io"
@@ -100,8 +99,8 @@ func (s *scanner) next(whole bool) (h batch.Header, raw []byte, pos int64, err e
 	if err != nil {
 		return h, nil, pos, err
 	}
-	length := int64(int32(binary.BigEndian.Uint32(hb[batch.LengthOffset:])))
-	size := length + batch.LogOverhead
+	size, _ := batch.SizeOf(hb) // hb holds a header
+	length := size - batch.LogOverhead
 	if size < batch.HeaderSize || size > math.MaxInt32 {
 		return h, nil, pos, corrupt(fmt.Errorf("%w: batch length %d", batch.ErrInvalid, length))
 	}

@@ -1,7 +1,6 @@
 package logtool
 
 import (
-	"encoding/binary"
 	"fmt"
 
 	"github.com/twmb/franz-go/pkg/kmsg"
@@ -57,12 +56,12 @@ func DecodeControl(b *Batch, maxBytes int) *Control {
 		return c
 	}
 	c.Key, c.Value = recs[0].Key, recs[0].Value
-	if len(c.Key) < 4 {
+	version, typ, ok := batch.ControlKey(c.Key)
+	if !ok {
 		c.Err = fmt.Errorf("control key of %d bytes, want 4", len(c.Key))
 		return c
 	}
-	c.Version = int16(binary.BigEndian.Uint16(c.Key))
-	c.Type = batch.ControlType(binary.BigEndian.Uint16(c.Key[2:]))
+	c.Version, c.Type = version, typ
 	switch c.Type {
 	case batch.ControlAbort, batch.ControlCommit:
 		var m kmsg.EndTxnMarker

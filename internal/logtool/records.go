@@ -45,7 +45,8 @@ func DecodeRecords(raw []byte, h *batch.Header, maxBytes int) ([]Record, error) 
 	if len(raw) < batch.HeaderSize || h.Size() != len(raw) {
 		return nil, fmt.Errorf("%w: batch of %d bytes", errRecords, len(raw))
 	}
-	data, err := decompress(h.Codec(), raw[batch.HeaderSize:], maxBytes)
+	section, _ := batch.RecordsSection(raw) // raw holds the header: checked above
+	data, err := decompress(h.Codec(), section, maxBytes)
 	if err != nil {
 		return nil, err
 	}

@@ -1,7 +1,6 @@
 package logtool
 
 import (
-	"encoding/binary"
 	"fmt"
 	"io"
 
@@ -55,21 +54,21 @@ func ScanSegment(r io.ReaderAt, size int64, fn func(*Batch) error) (*Damage, err
 		if _, err := r.ReadAt(head[:], pos); err != nil {
 			return nil, fmt.Errorf("read at %d: %w", pos, err)
 		}
-		length := int64(int32(binary.BigEndian.Uint32(head[batch.LengthOffset:])))
+		total, _ := batch.SizeOf(head[:]) // head holds through Magic
+		length := total - batch.LogOverhead
 		if length < minBatchLength {
 			return &Damage{Position: pos, Remaining: left,
 				Reason: fmt.Sprintf("batch length %d is below the minimum %d", length, minBatchLength)}, nil
 		}
-		total := length + batch.LogOverhead
 		if total > left {
 			return &Damage{Position: pos, Remaining: left, TornTail: true,
 				Reason: fmt.Sprintf("batch of %d bytes runs past the end of the file (%d bytes left)", total, left)}, nil
 		}
 		b := &Batch{Position: pos}
-		if magic := int8(head[16]); magic != 2 {
-			b.Header.BaseOffset = int64(binary.BigEndian.Uint64(head[0:]))
+		if magic, _ := batch.MagicOf(head[:]); magic != 2 {
+			b.Header.BaseOffset, _ = batch.BaseOffsetOf(head[:])
 			b.Header.BatchLength = int32(length)
-			b.Header.PartitionLeaderEpoch = int32(binary.BigEndian.Uint32(head[12:]))
+			b.Header.PartitionLeaderEpoch, _ = batch.LeaderEpochOf(head[:])
 			b.Header.Magic = magic
 			b.Problems = append(b.Problems, fmt.Sprintf("unsupported magic %d", magic))
 		} else {

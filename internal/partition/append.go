@@ -1,7 +1,6 @@
 package partition
 
 import (
-	"encoding/binary"
 	"errors"
 	"fmt"
 	"math"
@@ -160,7 +159,7 @@ func (p *Partition) validateClientBatches(cfg *Config, records []byte) ([]psm.Pr
 	if len(records) < batch.LogOverhead {
 		return nil, fmt.Errorf("%w: no record batch", ErrInvalidRecord)
 	}
-	size := int64(int32(binary.BigEndian.Uint32(records[batch.LengthOffset:]))) + batch.LogOverhead
+	size, _ := batch.SizeOf(records) // at least LogOverhead bytes
 	switch {
 	case size > int64(len(records)):
 		return nil, fmt.Errorf("%w: no record batch (length %d with %d bytes)", ErrInvalidRecord, size, len(records))
@@ -206,7 +205,8 @@ func (p *Partition) validateClientBatches(cfg *Config, records []byte) ([]psm.Pr
 		// records' largest, whatever the producer wrote, so that the time
 		// index, ListOffsets by time and time retention read the truth.
 		setMaxTimestamp(records, maxTs, false)
-		h.MaxTimestamp, h.Attributes, h.CRC = maxTs, h.Attributes&^batch.AttrTimestampType, batch.CRCOf(records)
+		crc, _ := batch.CRCOf(records) // validated: a whole batch
+		h.MaxTimestamp, h.Attributes, h.CRC = maxTs, h.Attributes&^batch.AttrTimestampType, crc
 	}
 	return []psm.PreparedBatch{{Header: h, Raw: records}}, nil
 }
