@@ -157,6 +157,19 @@
 //     it and fences a stale coordinator epoch:
 //     TestTxnAdminAbortWithWriteTxnMarkers.
 //
+// # Fetch, offsets and topics
+//
+//   - Record sets are sent from the segment files (sendfile) only once
+//     this broker has verified their bytes: TestConsumeSentFromFiles.
+//   - A fetch with nothing to return has an empty record set, never a
+//     null one, at every version: TestFetchEmptyRecordsNotNull.
+//   - After DeleteRecords an offset below the log start is
+//     OFFSET_OUT_OF_RANGE to every client: TestOffsetOutOfRangeAfterDeleteRecords.
+//   - Deleting a topic deletes its committed offsets:
+//     TestDeletedTopicTakesItsOffsets; with auto-creation off an unknown
+//     topic is UNKNOWN_TOPIC_OR_PARTITION and none appears:
+//     TestAutoCreateDisabled.
+//
 // # Bad input and limits
 //
 //   - Hostile bytes get a Kafka error or a closed connection, never a
