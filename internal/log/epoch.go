@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -102,6 +103,65 @@ func (c *epochCache) endOffsetFor(requested int32, logEnd int64) (int32, int64) 
 	}
 	return c.entries[higher-1].Epoch, c.entries[higher].StartOffset
 }
+
+// EpochView is a copy of the leader-epoch cache with the log's start and
+// end, on which the cache's own rules answer without changing the log:
+// where an epoch ends (EndOffsetFor, as EndOffsetForEpoch) and what a
+// truncation would leave (TruncatedTo, as TruncateTo drops entries). The
+// mirror's divergence search walks such views.
+type EpochView struct {
+	cache    epochCache // a private copy
+	logStart int64
+	end      int64
+}
+
+// NewEpochView is the view of a cache holding entries (ascending, as
+// EpochEntries returns them) for a log from logStart to end; entries
+// starting at or after end are dropped, as a truncation to end drops
+// them.
+func NewEpochView(entries []EpochEntry, logStart, end int64) EpochView {
+	v := EpochView{cache: epochCache{entries: slices.Clone(entries)}, logStart: logStart, end: end}
+	v.cache.truncateFromEnd(end)
+	return v
+}
+
+// EpochView is the log's leader-epoch cache, start and end, read
+// together.
+func (l *Log) EpochView() EpochView {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return NewEpochView(l.epochs.entries, l.logStart, l.leo)
+}
+
+// EndOffsetFor is EndOffsetForEpoch on the view (Kafka's
+// LeaderEpochFileCache.endOffsetFor): the largest epoch at or below
+// epoch and the offset where it ends; -1, -1 when there is none.
+func (v EpochView) EndOffsetFor(epoch int32) (int32, int64) {
+	return v.cache.endOffsetFor(epoch, v.end)
+}
+
+// TruncatedTo is the view as it would be after the log's TruncateTo(end)
+// to a batch boundary (the log cuts whole batches: to an end inside a
+// batch it ends at that batch's base offset, which the view does not
+// know).
+func (v EpochView) TruncatedTo(end int64) EpochView {
+	c := epochCache{entries: slices.Clip(v.cache.entries)} // shared, never appended to
+	c.truncateFromEnd(end)
+	return EpochView{cache: c, logStart: v.logStart, end: end}
+}
+
+// Entries is a copy of the view's epoch entries, ascending.
+func (v EpochView) Entries() []EpochEntry { return slices.Clone(v.cache.entries) }
+
+// Latest is the view's latest epoch entry (ok false: none).
+func (v EpochView) Latest() (EpochEntry, bool) { return v.cache.latest() }
+
+// LogStart and End are the view's log start and end offsets.
+func (v EpochView) LogStart() int64 { return v.logStart }
+func (v EpochView) End() int64      { return v.end }
+
+// Empty is a view with no records or no epochs: nothing can diverge.
+func (v EpochView) Empty() bool { return v.end <= v.logStart || len(v.cache.entries) == 0 }
 
 // encodeEpochCheckpoint renders Kafka's checkpoint text format.
 func encodeEpochCheckpoint(entries []EpochEntry) []byte {

@@ -8,55 +8,6 @@ import (
 	"github.com/minibroker/minibroker/internal/partition"
 )
 
-// epochView is a local log's leader-epoch cache as it would be after a
-// truncation to end: what the divergence search looks at, without
-// truncating anything.
-type epochView struct {
-	entries  []mlog.EpochEntry // ascending; only entries starting below end
-	logStart int64
-	end      int64
-}
-
-func viewOf(p *partition.Partition) epochView {
-	o := p.Offsets()
-	return epochView{entries: p.EpochEntries(), logStart: o.LogStart, end: o.LogEnd}.truncated(o.LogEnd)
-}
-
-// truncated is the view after TruncateTo(end): entries starting at or
-// after end go, as the log's epoch cache drops them.
-func (v epochView) truncated(end int64) epochView {
-	n := len(v.entries)
-	for n > 0 && v.entries[n-1].StartOffset >= end {
-		n--
-	}
-	return epochView{entries: v.entries[:n], logStart: v.logStart, end: end}
-}
-
-func (v epochView) empty() bool { return v.end <= v.logStart || len(v.entries) == 0 }
-
-func (v epochView) latest() int32 { return v.entries[len(v.entries)-1].Epoch }
-
-// endOffsetFor is the log's EndOffsetForEpoch on the view (Kafka's
-// LeaderEpochFileCache.endOffsetFor): the largest epoch ≤ requested and
-// where it ends; -1, -1 when none.
-func (v epochView) endOffsetFor(requested int32) (int32, int64) {
-	if requested < 0 || len(v.entries) == 0 {
-		return -1, -1
-	}
-	if v.latest() == requested {
-		return requested, v.end
-	}
-	for i, e := range v.entries {
-		if e.Epoch > requested {
-			if i == 0 {
-				return requested, e.StartOffset
-			}
-			return v.entries[i-1].Epoch, e.StartOffset
-		}
-	}
-	return -1, -1
-}
-
 // askEpoch is the source's answer to OffsetForLeaderEpoch for one epoch.
 type askEpoch func(epoch int32) (srcEpoch int32, srcEnd int64, err error)
 
@@ -78,36 +29,40 @@ type askEpoch func(epoch int32) (srcEpoch int32, srcEnd int64, err error)
 // It only reads v and asks the source: PREPARING (fetcher.prepare), the
 // plan's failback section and any dry run of `mirror start` share it, so
 // what they report is what PREPARING does.
-func divergenceCut(v epochView, ask askEpoch, noWalkBack bool) (int64, error) {
+//
+// v is the local log's epoch view (partition.EpochView); each step asks
+// it, as truncated so far, where an epoch ends (the log's own
+// EndOffsetForEpoch rule) and what a truncation would leave.
+func divergenceCut(v mlog.EpochView, ask askEpoch, noWalkBack bool) (int64, error) {
 	for i := 0; i < 64; i++ {
-		if v.empty() {
-			return v.end, nil // empty log: nothing can diverge
+		if v.Empty() {
+			return v.End(), nil // empty log: nothing can diverge
 		}
 		asked, srcEpoch, srcEnd, err := commonEpoch(v, ask, noWalkBack)
 		if err != nil {
-			return v.end, err
+			return v.End(), err
 		}
 		var cut int64
 		switch {
 		case srcEpoch < 0 || srcEnd < 0:
 			// The source knows none of our epochs: nothing in common.
-			cut = v.logStart
+			cut = v.LogStart()
 		case srcEpoch == asked:
-			_, localEnd := v.endOffsetFor(asked)
-			cut = min(srcEnd, localEnd, v.end)
+			_, localEnd := v.EndOffsetFor(asked)
+			cut = min(srcEnd, localEnd, v.End())
 		default:
-			_, localEnd := v.endOffsetFor(srcEpoch)
+			_, localEnd := v.EndOffsetFor(srcEpoch)
 			if localEnd < 0 {
-				localEnd = v.logStart
+				localEnd = v.LogStart()
 			}
 			cut = min(srcEnd, localEnd)
 		}
-		if cut >= v.end {
-			return v.end, nil
+		if cut >= v.End() {
+			return v.End(), nil
 		}
-		v = v.truncated(cut)
+		v = v.TruncatedTo(cut)
 	}
-	return v.end, errNoConvergence
+	return v.End(), errNoConvergence
 }
 
 // commonEpoch asks the source where the view's latest epoch ends,
@@ -115,9 +70,10 @@ func divergenceCut(v epochView, ask askEpoch, noWalkBack bool) (int64, error) {
 // knows none at or below the one asked. It returns the epoch it asked
 // last and the source's answer (-1, -1 when the source knows none of
 // ours).
-func commonEpoch(v epochView, ask askEpoch, noWalkBack bool) (asked, srcEpoch int32, srcEnd int64, err error) {
-	epoch := v.latest()
-	i := len(v.entries) - 1
+func commonEpoch(v mlog.EpochView, ask askEpoch, noWalkBack bool) (asked, srcEpoch int32, srcEnd int64, err error) {
+	entries := v.Entries() // not empty: the caller checked
+	epoch := entries[len(entries)-1].Epoch
+	i := len(entries) - 1
 	for {
 		srcEpoch, srcEnd, err = ask(epoch)
 		if err != nil {
@@ -129,13 +85,13 @@ func commonEpoch(v epochView, ask askEpoch, noWalkBack bool) (asked, srcEpoch in
 		if noWalkBack {
 			return epoch, -1, -1, nil // negative control: nothing in common
 		}
-		for i >= 0 && v.entries[i].Epoch >= epoch {
+		for i >= 0 && entries[i].Epoch >= epoch {
 			i--
 		}
 		if i < 0 {
 			return epoch, -1, -1, nil // none of our epochs is known there
 		}
-		epoch = v.entries[i].Epoch
+		epoch = entries[i].Epoch
 	}
 }
 
@@ -153,9 +109,9 @@ func (d Divergence) Truncates() int64 { return d.LogEnd - d.Cut }
 // divergenceOf computes p's divergence from the source partition
 // topic-idx without changing anything.
 func (m *Manager) divergenceOf(ctx context.Context, src *source, topic string, idx int32, p *partition.Partition) (Divergence, error) {
-	v := viewOf(p)
+	v := p.EpochView()
 	cut, err := divergenceCut(v, func(epoch int32) (int32, int64, error) {
 		return src.endOffsetForEpoch(ctx, topic, idx, epoch)
 	}, m.opts.TestHooks.SkipEpochWalkBack())
-	return Divergence{LogEnd: v.end, Cut: cut}, err
+	return Divergence{LogEnd: v.End(), Cut: cut}, err
 }

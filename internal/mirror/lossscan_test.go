@@ -87,7 +87,7 @@ func TestLossScan(t *testing.T) {
 // share. The local log: epoch 0 at 0..4, epoch 1 (a failover's barrier
 // and writes) from 5 to 8.
 func TestDivergenceCut(t *testing.T) {
-	v := epochView{entries: []mlog.EpochEntry{{Epoch: 0, StartOffset: 0}, {Epoch: 1, StartOffset: 5}}, logStart: 0, end: 8}
+	v := mlog.NewEpochView([]mlog.EpochEntry{{Epoch: 0, StartOffset: 0}, {Epoch: 1, StartOffset: 5}}, 0, 8)
 	ask := func(answers map[int32][2]int64) askEpoch {
 		return func(e int32) (int32, int64, error) {
 			a, ok := answers[e]
@@ -120,7 +120,7 @@ func TestDivergenceCut(t *testing.T) {
 			t.Errorf("%s: cut %d (%v), want %d", c.name, got, err, c.want)
 		}
 	}
-	if v.end != 8 || len(v.entries) != 2 {
+	if v.End() != 8 || len(v.Entries()) != 2 {
 		t.Fatalf("the search changed the view: %+v", v)
 	}
 }

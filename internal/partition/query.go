@@ -49,6 +49,11 @@ func (p *Partition) EndOffsetForEpoch(epoch int32) (int32, int64) {
 	return p.log.EndOffsetForEpoch(epoch)
 }
 
+// EpochView is the leader-epoch cache with the log's start and end, read
+// together, on which the log's epoch rules (EndOffsetFor, TruncatedTo)
+// answer for a truncation not made: the mirror's divergence search.
+func (p *Partition) EpochView() mlog.EpochView { return p.log.EpochView() }
+
 // EpochEntries is the leader-epoch cache, ascending by start offset.
 func (p *Partition) EpochEntries() []mlog.EpochEntry { return p.log.EpochEntries() }
 
