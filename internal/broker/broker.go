@@ -88,19 +88,24 @@ type Broker struct {
 	handlers  map[int16]api
 	admin     map[string]http.Handler
 
-	// adminMu serializes changes to which topics and partitions exist
-	// (create, grow, delete), as Kafka's controller does; it is held
-	// while partitions are created, b.mu only to register them. Lock
-	// order: adminMu, then mu, then a partition's locks (Close and topic
-	// config updates call partitions holding mu).
+	// adminMu serializes changes to the registry (create, grow, delete
+	// a topic, alter its configs) and so every write of topics.json, as
+	// Kafka's controller does; it is held while partitions are created
+	// and topics.json is written and fsynced, b.mu only to make the
+	// change visible (commitTopics). Every writer of topics, topicsByID,
+	// a Topic's Partitions slice and Configs holds both; a reader holds
+	// either. Lock order: adminMu, then mu, then a partition's locks
+	// (Close calls partitions holding mu; a config update calls them
+	// holding adminMu only).
 	adminMu    sync.Mutex
-	mu         sync.RWMutex // guards topics, topicsByID and each Topic's Partitions slice
+	mu         sync.RWMutex // guards topics, topicsByID and each Topic's Partitions and Configs
 	topics     map[string]*Topic
 	topicsByID map[[16]byte]*Topic
 
-	// createUnderRegistryLock creates partitions holding b.mu, as before
-	// creation moved out of it: the seam for the negative control of
-	// TestCreateDoesNotStallProduce.
+	// createUnderRegistryLock creates partitions and writes topics.json
+	// holding b.mu, as before both moved out of it: the seam for the
+	// negative controls of TestCreateDoesNotStallProduce and
+	// TestCreateManyTopicsDoesNotStallProduce.
 	createUnderRegistryLock bool
 
 	stop     chan struct{}

@@ -132,17 +132,20 @@ func (b *Broker) SetTopicConfigs(name string, configs map[string]string, validat
 // ones (update may modify the copy it is given) and checks every one: on
 // any error nothing changes. Unless validateOnly, the new set is written
 // to topics.json (atomically and fsynced, before anyone sees it: a crash
-// keeps the old set or the new one) and then applied to the topic's
-// running partitions. b.mu is held throughout, so concurrent updates of
-// one topic each see the other's result.
+// keeps the old set or the new one), then made visible (DescribeConfigs)
+// under b.mu (commitTopics), then applied to the topic's running
+// partitions, all before the request is answered. b.adminMu is held
+// throughout, as for every change to topics.json, so concurrent updates
+// of one topic each see the other's result; b.mu only to publish the new
+// set: Produce and Fetch do not wait for the fsyncs.
 func (b *Broker) updateTopicConfigs(name string, update func(map[string]string) (map[string]string, error), validateOnly bool) error {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	t, ok := b.topics[name]
+	b.adminMu.Lock()
+	defer b.adminMu.Unlock()
+	t, ok := b.Topic(name)
 	if !ok {
 		return fmt.Errorf("%w: %s", errUnknownTopic, name)
 	}
-	next, err := update(maps.Clone(t.Configs))
+	next, err := update(maps.Clone(b.configsOf(t)))
 	if err != nil {
 		return err
 	}
@@ -157,18 +160,23 @@ func (b *Broker) updateTopicConfigs(name string, update func(map[string]string) 
 	if len(next) == 0 {
 		next = nil
 	}
-	old := t.Configs
-	t.Configs = next
-	if err := b.saveTopicsLocked(); err != nil {
-		t.Configs = old
+	set := func(l map[string]topicJSON) {
+		e := l[name]
+		e.Configs = next
+		l[name] = e
+	}
+	if err := b.commitTopics(set, func() { t.Configs = next }); err != nil {
 		return err
 	}
+	// Outside b.mu (SetConfig waits for an append in progress): the
+	// partitions stay open, Close and Kill taking adminMu, and
+	// t.Partitions, which changes only under adminMu, is stable.
 	if !b.skipApplyConfigs {
-		pc := b.partitionConfig(t.Configs)
+		pc := b.partitionConfig(next)
 		for _, p := range t.Partitions {
 			p.SetConfig(pc)
 		}
 	}
-	b.logger.Info("altered topic configs", zap.String("topic", name), zap.Any("configs", t.Configs))
+	b.logger.Info("altered topic configs", zap.String("topic", name), zap.Any("configs", next))
 	return nil
 }

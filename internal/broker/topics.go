@@ -23,8 +23,9 @@ type Topic struct {
 	Name string
 	ID   [16]byte
 	// Configs are the topic-level overrides (DYNAMIC_TOPIC_CONFIG),
-	// guarded by the broker's mu: replaced whole, never changed in place,
-	// so a reader may keep the map it read under the lock.
+	// guarded by the broker's mu (and written holding adminMu too):
+	// replaced whole, never changed in place, so a reader may keep the
+	// map it read under the lock.
 	Configs    map[string]string
 	Partitions []*partition.Partition
 }
@@ -187,12 +188,64 @@ func (b *Broker) deletePartitions(parts []*partition.Partition) {
 	}
 }
 
-// saveTopicsLocked rewrites topics.json; b.mu held.
-func (b *Broker) saveTopicsLocked() error {
-	doc := topicsDoc{Version: 1}
+// commitTopics makes a change to the registry durable, then visible;
+// b.adminMu held. Every change to which topics exist, to their partition
+// counts and to their configs goes through it, so every writer of
+// topics.json holds adminMu and two writes never race.
+//
+// edit changes a listing of the registry (name → entry, a copy) to what
+// the change leaves; topics.json is rewritten from it (atomically, the
+// file and the directory fsynced) holding adminMu but not b.mu, so the
+// Produce and Fetch of other topics, which take b.mu, do not wait for
+// the fsyncs. Only then does apply make the change in memory, under b.mu.
+// So, as when the write was made under b.mu, no client sees a topic, a
+// partition or a config before topics.json lists it (its records would
+// not survive a restart), and a crash during the write leaves the old
+// listing or the new one (an atomic replace), never a mix. A crash after the write and before apply leaves the
+// change made at the next start-up, as one just after apply would. A
+// deletion stays visible (served) during its write: what is produced to
+// the topic meanwhile is deleted with it, as if it had come just before.
+// If the write fails, apply is not run and the error (mlog.ErrStorage)
+// is returned.
+func (b *Broker) commitTopics(edit func(listing map[string]topicJSON), apply func()) error {
+	if b.createUnderRegistryLock { // negative control: the write under b.mu, as before
+		b.mu.Lock()
+		defer b.mu.Unlock()
+	}
+	listing := b.topicsListing()
+	edit(listing)
+	if err := b.writeTopics(listing); err != nil {
+		return err
+	}
+	if !b.createUnderRegistryLock {
+		b.mu.Lock()
+		defer b.mu.Unlock()
+	}
+	apply()
+	return nil
+}
+
+// topicsListing returns the registry as topics.json lists it. b.adminMu
+// held: the registry changes only under it, so b.mu is not needed (nor
+// taken: commitTopics may hold it, in the negative control).
+func (b *Broker) topicsListing() map[string]topicJSON {
+	listing := make(map[string]topicJSON, len(b.topics))
 	for _, t := range b.topics {
-		doc.Topics = append(doc.Topics, topicJSON{Name: t.Name, ID: fmt.Sprintf("%x", t.ID[:]),
-			Partitions: len(t.Partitions), Configs: t.Configs})
+		listing[t.Name] = topicEntry(t, len(t.Partitions), t.Configs)
+	}
+	return listing
+}
+
+// topicEntry is t's entry in topics.json with n partitions and configs.
+func topicEntry(t *Topic, n int, configs map[string]string) topicJSON {
+	return topicJSON{Name: t.Name, ID: fmt.Sprintf("%x", t.ID[:]), Partitions: n, Configs: configs}
+}
+
+// writeTopics rewrites topics.json with listing, in name order.
+func (b *Broker) writeTopics(listing map[string]topicJSON) error {
+	doc := topicsDoc{Version: 1}
+	for _, tj := range listing {
+		doc.Topics = append(doc.Topics, tj)
 	}
 	sort.Slice(doc.Topics, func(i, j int) bool { return doc.Topics[i].Name < doc.Topics[j].Name })
 	raw, err := json.MarshalIndent(doc, "", "  ")
@@ -236,23 +289,20 @@ func (b *Broker) TopicNames() []string {
 func (b *Broker) DeleteTopic(name string) error {
 	b.adminMu.Lock()
 	defer b.adminMu.Unlock()
-	b.mu.Lock()
-	t, ok := b.topics[name]
+	t, ok := b.Topic(name)
 	if !ok {
-		b.mu.Unlock()
 		return fmt.Errorf("%w: %s", errUnknownTopic, name)
 	}
-	delete(b.topics, name)
-	delete(b.topicsByID, t.ID)
-	if err := b.saveTopicsLocked(); err != nil {
-		// topics.json still lists the topic (it is replaced atomically):
-		// keep it, open and served, rather than drop it from memory with
-		// its files open until a restart brings it back.
-		b.topics[name], b.topicsByID[t.ID] = t, t
-		b.mu.Unlock()
+	// On a failed write topics.json still lists the topic (it is replaced
+	// atomically): it stays, open and served, rather than be dropped from
+	// memory with its files open until a restart brings it back.
+	err := b.commitTopics(func(l map[string]topicJSON) { delete(l, name) }, func() {
+		delete(b.topics, name)
+		delete(b.topicsByID, t.ID)
+	})
+	if err != nil {
 		return err
 	}
-	b.mu.Unlock()
 	for _, p := range t.Partitions {
 		if err := p.Delete(); err != nil {
 			b.logger.Warn("deleting partition files", zap.String("dir", p.Dir()), zap.Error(err))

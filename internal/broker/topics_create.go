@@ -45,11 +45,13 @@ func (b *Broker) checkBrokerPartitions(n int32) error {
 // CreateTopic creates a topic. partitions -1 means num.partitions. id may be
 // zero (a new random id) or a source topic's id (mirroring).
 //
-// The partitions are created under b.adminMu, not the registry lock that
-// Produce and Fetch take: other topics' traffic flows while thousands are
-// created. The topic is registered, and listed in topics.json, only once
-// all exist; until then its directories are orphans that a start-up after
-// a crash removes (removeOrphanPartitions).
+// The partitions are created, and topics.json written, under b.adminMu,
+// not the registry lock that Produce and Fetch take: other topics' traffic
+// flows while thousands of partitions, or hundreds of topics, are created.
+// The topic is listed in topics.json only once all its partitions exist,
+// and registered (visible) only once topics.json lists it (commitTopics);
+// until then its directories are orphans that a start-up after a crash
+// removes (removeOrphanPartitions).
 func (b *Broker) CreateTopic(name string, partitions int32, configs map[string]string, id [16]byte, validateOnly bool) (*Topic, error) {
 	if err := validTopicName(name); err != nil {
 		return nil, err
@@ -91,18 +93,15 @@ func (b *Broker) CreateTopic(name string, partitions int32, configs map[string]s
 	if err != nil {
 		return nil, err
 	}
-	b.mu.Lock()
-	t.Partitions = created
-	b.topics[name] = t
-	b.topicsByID[id] = t
-	if err := b.saveTopicsLocked(); err != nil {
-		delete(b.topics, name)
-		delete(b.topicsByID, id)
-		b.mu.Unlock()
+	err = b.commitTopics(func(l map[string]topicJSON) { l[name] = topicEntry(t, len(created), configs) }, func() {
+		t.Partitions = created
+		b.topics[name] = t
+		b.topicsByID[id] = t
+	})
+	if err != nil {
 		b.deletePartitions(created)
 		return nil, err
 	}
-	b.mu.Unlock()
 	b.metrics.Partitions.Add(float64(partitions))
 	b.logger.Info("created topic", zap.String("topic", name), zap.Int32("partitions", partitions))
 	return t, nil
@@ -136,17 +135,20 @@ func (b *Broker) AddPartitions(name string, count int32, validateOnly bool) erro
 		return err
 	}
 	// Until topics.json lists them, the new partitions would not survive
-	// a restart (their records would be lost): no one may see them (b.mu
-	// is held) before it does.
-	b.mu.Lock()
-	t.Partitions = append(old[:have:have], added...)
-	if err := b.saveTopicsLocked(); err != nil {
-		t.Partitions = old
-		b.mu.Unlock()
+	// a restart (their records would be lost): no one sees them before it
+	// does (commitTopics).
+	grow := func(l map[string]topicJSON) {
+		e := l[name]
+		e.Partitions = int(count)
+		l[name] = e
+	}
+	err = b.commitTopics(grow, func() {
+		t.Partitions = append(old[:have:have], added...)
+	})
+	if err != nil {
 		b.deletePartitions(added)
 		return err
 	}
-	b.mu.Unlock()
 	b.metrics.Partitions.Add(float64(count - have))
 	return nil
 }
