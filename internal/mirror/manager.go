@@ -101,7 +101,8 @@ type Manager struct {
 	logger  *zap.Logger
 	metrics *metrics
 
-	mu      sync.Mutex // guards doc and mirrors; never held across network I/O
+	mu      sync.Mutex // guards store, doc and mirrors; never held across network I/O
+	store   *store     // the persisted state (statelog.go)
 	doc     *doc
 	mirrors map[string]*runtime
 	closed  bool
@@ -172,15 +173,15 @@ func Open(local Local, dataDir string, opts Options) (*Manager, error) {
 	if opts.OffsetSyncInterval <= 0 {
 		opts.OffsetSyncInterval = 10 * time.Second
 	}
-	d, err := loadDoc(opts.FS, dataDir)
+	st, d, notes, err := openStore(opts.FS, dataDir)
 	if err != nil {
 		return nil, err
 	}
-	if err := loadSourceConfigs(opts.FS, dataDir, d); err != nil {
-		return nil, err
-	}
 	m := &Manager{local: local, dataDir: dataDir, opts: opts, logger: opts.Logger.Named("mirror"),
-		doc: d, mirrors: map[string]*runtime{}}
+		store: st, doc: d, mirrors: map[string]*runtime{}}
+	for _, n := range notes {
+		m.logger.Warn(n)
+	}
 	m.metrics = newMetrics(m, opts.Registry)
 	for _, spec := range d.Mirrors {
 		if err := m.resume(spec); err != nil {
@@ -194,7 +195,7 @@ func Open(local Local, dataDir string, opts Options) (*Manager, error) {
 func (m *Manager) resume(spec *mirrorSpec) error {
 	rt, err := m.newRuntime(spec)
 	if err != nil {
-		return fmt.Errorf("mirror %s in %s: %w", spec.Name, mirrorsFile, err)
+		return fmt.Errorf("mirror %s in %s: %w", spec.Name, mirrorStateFile, err)
 	}
 	m.mu.Lock()
 	m.mirrors[spec.Name] = rt
@@ -204,7 +205,7 @@ func (m *Manager) resume(spec *mirrorSpec) error {
 		parts := m.local.Partitions(topic)
 		for idx, rec := range ts.Partitions {
 			if int(idx) >= len(parts) {
-				return fmt.Errorf("mirror %s: %s-%d in %s but not on disk", spec.Name, topic, idx, mirrorsFile)
+				return fmt.Errorf("mirror %s: %s-%d in %s but not on disk", spec.Name, topic, idx, mirrorStateFile)
 			}
 			p := parts[idx]
 			switch {
@@ -306,12 +307,21 @@ func (m *Manager) sourceConfig(spec *mirrorSpec) sourceConfig {
 	return cfg
 }
 
-// saveLocked persists the document; m.mu held.
-func (m *Manager) saveLocked() error { return saveDoc(m.opts.FS, m.dataDir, m.doc) }
+// saveLocked persists the document, fsynced before it returns; m.mu held.
+func (m *Manager) saveLocked() error {
+	if m.store == nil {
+		return errStopped
+	}
+	return m.store.saveDoc(m.doc)
+}
 
-// saveSourceConfigsLocked persists the mirrors' source settings; m.mu held.
+// saveSourceConfigsLocked persists the mirrors' source settings, fsynced
+// before it returns; m.mu held.
 func (m *Manager) saveSourceConfigsLocked() error {
-	return saveSourceConfigs(m.opts.FS, m.dataDir, m.doc)
+	if m.store == nil {
+		return errStopped
+	}
+	return m.store.saveSources(m.doc)
 }
 
 // CreateOptions are a mirror's optional settings.
@@ -379,7 +389,7 @@ func (m *Manager) CreateWith(name string, sources []string, co CreateOptions) er
 		return fmt.Errorf("%w: %s", ErrExists, name)
 	}
 	m.doc.Mirrors = append(m.doc.Mirrors, spec)
-	// The settings first: a mirror in mirrors.json always has them.
+	// The settings first: a mirror in the state always has them.
 	if err := m.saveSourceConfigsLocked(); err != nil {
 		m.doc.Mirrors = m.doc.Mirrors[:len(m.doc.Mirrors)-1]
 		return err
@@ -601,6 +611,13 @@ func (m *Manager) Close() {
 	m.stops.Wait()
 	for _, rt := range rts {
 		m.shutdownRuntime(rt)
+	}
+	m.mu.Lock()
+	st := m.store
+	m.store = nil
+	m.mu.Unlock()
+	if err := st.close(); err != nil {
+		m.logger.Warn("closing the mirror state", zap.Error(err))
 	}
 }
 

@@ -143,13 +143,14 @@ func TestOldGroupListsMigrate(t *testing.T) {
 	dir := t.TempDir()
 	old := `{"version":1,"mirrors":[{"name":"m","source":["h:1"],"groups_include":["app-.*","b{1,2}"],` +
 		`"groups_exclude":["app-tmp"],"topics":{}}]}`
-	if err := os.WriteFile(filepath.Join(dir, mirrorsFile), []byte(old), 0o644); err != nil {
+	if err := os.WriteFile(filepath.Join(dir, legacyMirrorsFile), []byte(old), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	d, err := loadDoc(vfs.Default, dir)
+	st, d, _, err := openStore(vfs.Default, dir)
 	if err != nil {
 		t.Fatal(err)
 	}
+	defer st.close()
 	spec := d.Mirrors[0]
 	s, err := ResolveSettings(spec.Config)
 	if err != nil {
@@ -160,10 +161,10 @@ func TestOldGroupListsMigrate(t *testing.T) {
 			t.Errorf("GroupSelected(%q) != %v (config %v)", g, want, spec.Config)
 		}
 	}
-	if err := saveDoc(vfs.Default, dir, d); err != nil {
+	if err := st.saveDoc(d); err != nil {
 		t.Fatal(err)
 	}
-	raw, _ := os.ReadFile(filepath.Join(dir, mirrorsFile))
+	raw, _ := os.ReadFile(filepath.Join(dir, mirrorStateFile))
 	if strings.Contains(string(raw), "groups_include") || !strings.Contains(string(raw), SettingGroupsInclude) {
 		t.Fatalf("rewritten: %s", raw)
 	}

@@ -2,17 +2,12 @@ package mirror
 
 import (
 	"encoding/json"
-	"errors"
 	"fmt"
-	"os"
-	"path/filepath"
 	"sort"
-
-	"github.com/minibroker/minibroker/internal/vfs"
 )
 
 // State is a mirrored partition's place in the lifecycle. The strings are
-// persisted in mirrors.json: never rename them.
+// persisted in the state document: never rename them.
 type State string
 
 const (
@@ -34,9 +29,9 @@ func (s State) active() bool {
 // a partition in this state.
 func (s State) syncsOffsets() bool { return s == Mirroring || s == Paused }
 
-// mirrorsFile is every mirror's definition and per-partition state, JSON,
-// rewritten atomically (temp file, fsync, rename, dir fsync) on every state
-// change:
+// The state document is every mirror's definition and per-partition
+// state, JSON, saved as one record of mirror-state.log (statelog.go) on
+// every state change (before the upgrade, the whole file mirrors.json):
 //
 //	{"version":1,"mirrors":[{"name":…,"source":[…],"client_id":…,
 //	  "source_cluster_id":…,"config":{"mirror.topics.include":"orders.*"},
@@ -45,10 +40,7 @@ func (s State) syncsOffsets() bool { return s == Mirroring || s == Paused }
 //	  "barrier_offset":-1,"reason":""}}}}}]}
 //
 // Fetch progress is not here: the local log end is the resume point.
-const (
-	mirrorsFile    = "mirrors.json"
-	mirrorsVersion = 1
-)
+const mirrorsVersion = 1
 
 type doc struct {
 	Version int           `json:"version"`
@@ -67,14 +59,14 @@ type mirrorSpec struct {
 	// starts every source topic mirror.topics.include/exclude select.
 	AutoTopics bool `json:"auto_topics,omitempty"`
 	// GroupsInclude and GroupsExclude are how mirrors.json kept the group
-	// filter before the settings: read, moved into Config by loadDoc,
+	// filter before the settings: read, moved into Config by decodeDoc,
 	// never written again.
 	GroupsInclude []string              `json:"groups_include,omitempty"`
 	GroupsExclude []string              `json:"groups_exclude,omitempty"`
 	Topics        map[string]*topicSpec `json:"topics"`
 	// SourceConfig is the source client's security settings (Kafka's
-	// names). It holds secrets, so it is not in mirrors.json but in the
-	// owner-only sourceConfigsFile.
+	// names). It holds secrets, so it is not in the state document but in
+	// the owner-only mirror-sources.log (secrets.go).
 	SourceConfig map[string]string `json:"-"`
 	// SyncedACLs are the ACLs the mirror copied from the source and still
 	// follows (aclsync.go).
@@ -135,20 +127,14 @@ type truncateApproval struct {
 	LocalLogEnd int64 `json:"local_log_end_offset"`
 }
 
-func loadDoc(fs vfs.FS, dir string) (*doc, error) {
-	raw, err := vfs.ReadFile(fs, filepath.Join(dir, mirrorsFile))
-	if errors.Is(err, os.ErrNotExist) {
-		return &doc{Version: mirrorsVersion}, nil
-	}
-	if err != nil {
-		return nil, fmt.Errorf("mirror: read %s: %w", mirrorsFile, err)
-	}
+// decodeDoc parses a state document read from file.
+func decodeDoc(raw []byte, file string) (*doc, error) {
 	var d doc
 	if err := json.Unmarshal(raw, &d); err != nil {
-		return nil, fmt.Errorf("mirror: parse %s: %w", mirrorsFile, err)
+		return nil, fmt.Errorf("mirror: parse %s: %w", file, err)
 	}
 	if d.Version != mirrorsVersion {
-		return nil, fmt.Errorf("mirror: %s version %d, want %d", mirrorsFile, d.Version, mirrorsVersion)
+		return nil, fmt.Errorf("mirror: %s version %d, want %d", file, d.Version, mirrorsVersion)
 	}
 	for _, m := range d.Mirrors {
 		if m.Topics == nil {
@@ -159,16 +145,10 @@ func loadDoc(fs vfs.FS, dir string) (*doc, error) {
 	return &d, nil
 }
 
-func saveDoc(fs vfs.FS, dir string, d *doc) error {
+// encodeDoc is d as saved (mirrors sorted by name).
+func encodeDoc(d *doc) ([]byte, error) {
 	sort.Slice(d.Mirrors, func(i, j int) bool { return d.Mirrors[i].Name < d.Mirrors[j].Name })
-	raw, err := json.MarshalIndent(d, "", "  ")
-	if err != nil {
-		return err
-	}
-	if err := vfs.WriteFileAtomic(fs, dir, filepath.Join(dir, mirrorsFile), raw); err != nil {
-		return fmt.Errorf("mirror: save %s: %w", mirrorsFile, err)
-	}
-	return nil
+	return json.Marshal(d)
 }
 
 // migrateGroupLists moves the group filter of a mirror saved before the

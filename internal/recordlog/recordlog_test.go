@@ -510,3 +510,40 @@ func FuzzScan(f *testing.F) {
 		}
 	})
 }
+
+// A Private log's file is owner-only (0600) after its creation and after
+// a rewrite, even when a stale temp file with a wider mode is left over;
+// without Private it is 0644 (the control).
+func TestPrivateMode(t *testing.T) {
+	for _, private := range []bool{true, false} {
+		t.Run(fmt.Sprint("private=", private), func(t *testing.T) {
+			dir := t.TempDir()
+			o := Options{FS: vfs.Default, Dir: dir, Name: "secret.log", Format: testFormat, WriteThrough: true, Private: private}
+			path := filepath.Join(dir, "secret.log")
+			want := os.FileMode(0o644)
+			if private {
+				want = 0o600
+			}
+			mode := func() os.FileMode {
+				fi, err := os.Stat(path)
+				if err != nil {
+					t.Fatal(err)
+				}
+				return fi.Mode().Perm()
+			}
+			w, _, _ := open(t, o)
+			tk, err := w.Append(body(0))
+			must(t, err)
+			must(t, w.Wait(tk))
+			if m := mode(); m != want {
+				t.Fatalf("after creation: mode %v, want %v", m, want)
+			}
+			must(t, os.WriteFile(path+".tmp", []byte("stale"), 0o644))
+			must(t, w.Rewrite(AppendFrame(nil, body(1)), 1))
+			if m := mode(); m != want {
+				t.Fatalf("after rewrite over a stale 0644 temp file: mode %v, want %v", m, want)
+			}
+			must(t, w.Close(false))
+		})
+	}
+}

@@ -25,6 +25,11 @@ type Options struct {
 	// everything queued with one write and one fsync, so the caller's
 	// lock is never held across a write.
 	WriteThrough bool
+	// Private makes the file owner-only (mode 0600), for secrets: its
+	// creation and every rewrite go through a temp file made afresh with
+	// that mode (vfs.WriteFileAtomicPrivate), so a stale temp file with a
+	// wider mode is never reused.
+	Private bool
 
 	// skipSync is set only by this package's negative-control tests: Wait
 	// then counts records durable without an fsync.
@@ -237,11 +242,20 @@ func (w *Writer) sync(f vfs.File) error {
 // is left behind when it fails.
 func (w *Writer) create(frames []byte) (vfs.File, error) {
 	data := append(w.o.Format.AppendHeader(make([]byte, 0, HeaderLen+len(frames))), frames...)
-	if err := vfs.WriteFileAtomic(w.o.FS, w.o.Dir, w.path, data); err != nil {
+	if err := w.writeAtomic(data); err != nil {
 		_ = w.o.FS.Remove(w.path + ".tmp")
 		return nil, fmt.Errorf("create %s: %w", w.path, err)
 	}
 	return w.o.FS.OpenFile(w.path, os.O_RDWR|os.O_APPEND, 0o644)
+}
+
+// writeAtomic replaces the file with data: temp file, fsync, rename,
+// directory fsync (owner-only with Private).
+func (w *Writer) writeAtomic(data []byte) error {
+	if w.o.Private {
+		return vfs.WriteFileAtomicPrivate(w.o.FS, w.o.Dir, w.path, data)
+	}
+	return vfs.WriteFileAtomic(w.o.FS, w.o.Dir, w.path, data)
 }
 
 // Flush makes everything appended so far durable.
@@ -271,7 +285,7 @@ func (w *Writer) Rewrite(frames []byte, n int) error {
 		return ErrClosed
 	}
 	data := append(w.o.Format.AppendHeader(make([]byte, 0, HeaderLen+len(frames))), frames...)
-	err := vfs.WriteFileAtomic(w.o.FS, w.o.Dir, w.path, data)
+	err := w.writeAtomic(data)
 	if err != nil {
 		_ = w.o.FS.Remove(w.path + ".tmp")
 		err = fmt.Errorf("rewrite %s: %w", w.path, err)

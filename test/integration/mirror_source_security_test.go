@@ -24,7 +24,7 @@ import (
 // the settings go through the admin API by Kafka's client names, the
 // mirror is byte-identical, fails over with its barrier, and the password
 // shows nowhere: not in describe, list or the admin API's JSON, not in
-// mirrors.json, not in the broker's debug log; the settings file is 0600.
+// mirror-state.log, not in the broker's debug log; the settings file is 0600.
 func TestMirrorSourceSASLSSL(t *testing.T) {
 	t.Parallel()
 	pki := newSrcPKI(t, "src")
@@ -62,17 +62,20 @@ func TestMirrorSourceSASLSSL(t *testing.T) {
 
 	_, described := adminCall(t, "GET", base+"/secure", nil)
 	_, listed := adminCall(t, "GET", base, nil)
-	stateFile, _ := os.ReadFile(filepath.Join(b.DataDir(), "mirrors.json"))
+	stateFile, _ := os.ReadFile(filepath.Join(b.DataDir(), "mirror-state.log"))
+	if !strings.Contains(string(stateFile), `"name":"secure"`) {
+		t.Fatal("mirror-state.log does not hold the mirror")
+	}
 	if !strings.Contains(string(described), `"sasl.jaas.config":"[hidden]"`) {
 		t.Fatalf("describe JSON: %s", described)
 	}
-	fi, err := os.Stat(filepath.Join(b.DataDir(), "mirror-sources.json"))
+	fi, err := os.Stat(filepath.Join(b.DataDir(), "mirror-sources.log"))
 	if err != nil || fi.Mode().Perm() != 0o600 {
-		t.Fatalf("mirror-sources.json: %v %v, want mode 0600", fi.Mode(), err)
+		t.Fatalf("mirror-sources.log: %v %v, want mode 0600", fi.Mode(), err)
 	}
-	secrets, _ := os.ReadFile(filepath.Join(b.DataDir(), "mirror-sources.json"))
+	secrets, _ := os.ReadFile(filepath.Join(b.DataDir(), "mirror-sources.log"))
 	if !strings.Contains(string(secrets), srcMirrorPass) {
-		t.Fatal("mirror-sources.json does not hold the settings")
+		t.Fatal("mirror-sources.log does not hold the settings")
 	}
 
 	// Failover: the barrier ends every partition and names the source.
@@ -91,14 +94,14 @@ func TestMirrorSourceSASLSSL(t *testing.T) {
 	}
 	_, stopped := adminCall(t, "GET", base+"/secure", nil)
 	assertNoSecret(t, srcMirrorPass, map[string]string{"describe JSON": string(described), "list JSON": string(listed),
-		"describe after stop": string(stopped), "mirrors.json": string(stateFile), "broker log": logs.String()})
+		"describe after stop": string(stopped), "mirror-state.log": string(stateFile), "broker log": logs.String()})
 
 	// Deleting the mirror deletes its secrets.
 	if code, raw := adminCall(t, "DELETE", base+"/secure", nil); code != http.StatusOK {
 		t.Fatalf("delete: %d %s", code, raw)
 	}
-	secrets, _ = os.ReadFile(filepath.Join(b.DataDir(), "mirror-sources.json"))
-	assertNoSecret(t, srcMirrorPass, map[string]string{"mirror-sources.json after delete": string(secrets)})
+	secrets, _ = os.ReadFile(filepath.Join(b.DataDir(), "mirror-sources.log"))
+	assertNoSecret(t, srcMirrorPass, map[string]string{"mirror-sources.log after delete": string(secrets)})
 }
 
 // TestMirrorSourceRotatedPasswordRecovers: the source rotates the
