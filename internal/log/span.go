@@ -68,6 +68,10 @@ type testSeams struct {
 	spanSkipsVerification bool
 	// spanDrainTimeout replaces spanDrainTimeout (0: the constant).
 	spanDrainTimeout time.Duration
+	// spanSharesDescriptor gives spans the segment's own file instead
+	// of a duplicate, which a segment closed under a span turns into a
+	// failed (or, once the number is reused, wrong) send.
+	spanSharesDescriptor bool
 	// storageFailuresFatal takes the log offline on every storage
 	// failure, retryable ones included (retry.go), as before they were
 	// told apart.
@@ -113,7 +117,8 @@ func (l *Log) waitSpans(offset int64) error {
 // found (File nil: the batches were read into the buffer as usual).
 type spanRead struct {
 	min              int
-	skipVerification bool // a negative-control test seam (testSeams)
+	skipVerification bool // negative-control test seams (testSeams)
+	shareDescriptor  bool
 	out              Span
 }
 
@@ -138,7 +143,8 @@ const (
 // be nil; see ReadInto) and the Span is empty. Either way the batches are
 // those ReadInto would return.
 func (l *Log) ReadSpan(get func(n int) []byte, offset, maxOffset int64, maxBytes int, minOneBatch bool, minSpan int) ([]byte, Span, error) {
-	sr := &spanRead{min: max(minSpan, 1), skipVerification: l.opts.seams.spanSkipsVerification}
+	sr := &spanRead{min: max(minSpan, 1), skipVerification: l.opts.seams.spanSkipsVerification,
+		shareDescriptor: l.opts.seams.spanSharesDescriptor}
 	out, err := l.read(nil, growInto(get), offset, maxOffset, maxBytes, minOneBatch, sr)
 	return out, sr.out, err
 }
@@ -185,7 +191,7 @@ func (r *spanRead) of(v segmentView, first batch.Header, pos, maxOffset int64, m
 	if n < int64(r.min) {
 		return false
 	}
-	f, ok := dupFile(v.seg.log)
+	f, ok := dupFile(v.seg.log, r.shareDescriptor)
 	if !ok {
 		return false
 	}

@@ -10,9 +10,10 @@ import (
 // dupFile duplicates f's descriptor (close-on-exec) for a Span, while
 // f's own Control keeps it from being closed meanwhile. Files that are not
 // *os.File (the fault-injecting test file system) are not duplicated.
-func dupFile(f vfs.File) (*os.File, bool) {
+// share (testSeams.spanSharesDescriptor, tests only) hands out f itself.
+func dupFile(f vfs.File, share bool) (*os.File, bool) {
 	osf, ok := f.(*os.File)
-	if !ok || spanSharesDescriptor {
+	if !ok || share {
 		return osf, ok && osf != nil
 	}
 	rc, err := osf.SyscallConn()
@@ -28,8 +29,3 @@ func dupFile(f vfs.File) (*os.File, bool) {
 	}
 	return os.NewFile(nfd, osf.Name()), true
 }
-
-// spanSharesDescriptor is a test seam: spans get the segment's own file
-// instead of a duplicate, which a segment closed under a span turns into
-// a failed (or, once the number is reused, wrong) send.
-var spanSharesDescriptor = false

@@ -10,6 +10,4 @@ import (
 
 // dupFile: spans are a Linux feature (sendfile(2)); elsewhere every read
 // copies.
-func dupFile(vfs.File) (*os.File, bool) { return nil, false }
-
-var spanSharesDescriptor = false
+func dupFile(vfs.File, bool) (*os.File, bool) { return nil, false }

@@ -54,6 +54,17 @@ type SASLServer struct {
 	Plain      PlainUsers
 	Scram      *ScramStore
 	scramOn    map[string]bool // the SCRAM mechanisms enabled
+
+	// seams are set only by this package's negative-control tests.
+	seams saslSeams
+}
+
+// saslSeams are test-only switches; the zero value is production's.
+type saslSeams struct {
+	// refuseLibrdkafkaNonce turns off finalLibrdkafka, the allowance for
+	// librdkafka's client-final nonce, to show librdkafka 2.0's SCRAM
+	// failing without it.
+	refuseLibrdkafkaNonce bool
 }
 
 // NewSASLServer checks mechanisms and prepares the SCRAM servers.
@@ -77,7 +88,7 @@ func (s *SASLServer) Start(mechanism string) (protocol.SASLConversation, error) 
 		return &plainConversation{users: s.Plain}, nil
 	}
 	if s.scramOn[mechanism] {
-		return newScramConversation(mechanism, s.Scram)
+		return newScramConversation(mechanism, s.Scram, s.seams)
 	}
 	return nil, fmt.Errorf("mechanism %s", mechanism)
 }

@@ -22,15 +22,14 @@ type scramConversation struct {
 	found     bool
 
 	c1, s1 string // client-first and server-first messages, once exchanged
+
+	// refuseLibrdkafkaNonce turns finalLibrdkafka off (saslSeams).
+	refuseLibrdkafkaNonce bool
 }
 
-// acceptLibrdkafkaNonce enables finalLibrdkafka; a test turns it off to
-// show librdkafka 2.0's SCRAM failing without it.
-var acceptLibrdkafkaNonce = true
-
-func newScramConversation(mechanism string, store *ScramStore) (*scramConversation, error) {
+func newScramConversation(mechanism string, store *ScramStore, seams saslSeams) (*scramConversation, error) {
 	_, gen, _ := scramHash(mechanism)
-	s := &scramConversation{mechanism: mechanism}
+	s := &scramConversation{mechanism: mechanism, refuseLibrdkafkaNonce: seams.refuseLibrdkafkaNonce}
 	// One server per conversation, so the credential its first step looks
 	// up is the one finalLibrdkafka verifies against.
 	srv, err := gen.NewServer(func(user string) (scram.StoredCredentials, error) {
@@ -53,7 +52,7 @@ func newScramConversation(mechanism string, store *ScramStore) (*scramConversati
 }
 
 func (s *scramConversation) Step(msg []byte) ([]byte, bool, error) {
-	if s.s1 != "" && acceptLibrdkafkaNonce {
+	if s.s1 != "" && !s.refuseLibrdkafkaNonce {
 		if reply, ok, err := s.finalLibrdkafka(string(msg)); ok {
 			return reply, err == nil, err
 		}
