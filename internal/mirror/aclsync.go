@@ -17,7 +17,7 @@ import (
 // ACL sync: the source's ACLs on the mirror's topics are copied to the
 // local authorizer at mirror start and on every metadata refresh, those
 // that mirror.acl.include selects, when the source allows DescribeAcls
-// (DESCRIBE on its cluster). What is copied is remembered (mirrors.json,
+// (DESCRIBE on its cluster). What is copied is remembered (the state,
 // synced_acls), so an ACL deleted at the source, or no longer selected,
 // is deleted here too; ACLs created locally are never touched.
 //
@@ -57,7 +57,7 @@ type ACLSyncStatus struct {
 	Error string `json:"error,omitempty"`
 }
 
-// syncedACL is an ACL the mirror copied (mirrors.json).
+// syncedACL is an ACL the mirror copied (kept in the state).
 type syncedACL struct {
 	Topic      string `json:"topic"`
 	Principal  string `json:"principal"`

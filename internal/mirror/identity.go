@@ -37,7 +37,7 @@ func isIdentityError(err error) bool {
 	return errors.As(err, &ie)
 }
 
-// topicIDString is how mirrors.json records a topic id: lower-case hex,
+// topicIDString is how the state records a topic id: lower-case hex,
 // empty for the zero id (a source without topic ids).
 func topicIDString(id [16]byte) string {
 	if id == ([16]byte{}) {

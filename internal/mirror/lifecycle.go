@@ -9,7 +9,7 @@ import (
 // state + event → next state, or an error naming the refused transition.
 // No goroutines, no I/O, no clock (as coordinator/group_core.go and raft's
 // RawNode): the Manager, its fetchers and STOPPING change a partition's
-// state only through transition, and persist the result in mirrors.json.
+// state only through transition, and persist the result in the state log.
 //
 //	   start (no record, STOPPED, FAILED)
 //	            │

@@ -12,8 +12,8 @@ import (
 	"github.com/minibroker/minibroker/internal/vfs"
 )
 
-// Every setting's default parses, none is a secret (mirrors.json is not
-// private: a secret would belong in mirror-sources.json), and the
+// Every setting's default parses, none is a secret (mirror-state.log is
+// not private: a secret would belong in mirror-sources.log), and the
 // defaults are KIP-1279's where the table says nothing else.
 func TestSettingsTable(t *testing.T) {
 	s, err := ResolveSettings(nil)
@@ -22,7 +22,7 @@ func TestSettingsTable(t *testing.T) {
 	}
 	for _, d := range SettingsTable() {
 		if d.Secret {
-			t.Errorf("%s is secret but would be kept in mirrors.json", d.Name)
+			t.Errorf("%s is secret but would be kept in mirror-state.log", d.Name)
 		}
 		if !strings.HasPrefix(d.Name, "mirror.") {
 			t.Errorf("%s: not a mirror.* name", d.Name)
@@ -137,8 +137,8 @@ func TestAlterSettings(t *testing.T) {
 }
 
 // A mirrors.json written before the settings (groups_include and
-// groups_exclude lists) is read into mirror.groups.include/exclude, and
-// written back without the old fields.
+// groups_exclude lists) is read into mirror.groups.include/exclude, moved
+// into mirror-state.log, and written back without the old fields.
 func TestOldGroupListsMigrate(t *testing.T) {
 	dir := t.TempDir()
 	old := `{"version":1,"mirrors":[{"name":"m","source":["h:1"],"groups_include":["app-.*","b{1,2}"],` +

@@ -1,5 +1,6 @@
 // Package recordlog is the durable record log the coordinators keep their
-// state in (the transaction log and the group log), in the spirit of
+// state in (the transaction log and the group log), and the mirrors
+// theirs (internal/mirror/statelog.go), in the spirit of
 // pebble's record package and etcd's wal: one append-only file of framed
 // records behind a magic/version header, made durable by group commit (one
 // fsync shared by every record appended before it), cut at a torn tail
@@ -8,7 +9,8 @@
 //
 // File:
 //
-//	0  4  magic (4 ASCII bytes naming the log, e.g. "MBTX", "MBGL")
+//	0  4  magic (4 ASCII bytes naming the log, e.g. "MBTX", "MBGL",
+//	      "MBMS", "MBMC")
 //	4  2  version (uint16, big endian; owned by the log's user)
 //	6  2  reserved (0)
 //	8  …  frames, back to back
