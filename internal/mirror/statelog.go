@@ -144,6 +144,11 @@ func removeDurably(fs vfs.FS, dir, path string) error {
 
 // save makes doc the log's document, durably, before it returns.
 func (l *docLog) save(doc []byte) error {
+	if 1+len(doc) > l.o.Format.MaxRecord {
+		// A longer record would be read back as damage and cut off with
+		// everything after it: refuse it, keeping the last state.
+		return fmt.Errorf("mirror: save %s: the state is %d bytes, over the %d a record holds", l.o.Name, len(doc), l.o.Format.MaxRecord-1)
+	}
 	frame := recordlog.AppendFrameFunc(make([]byte, 0, recordlog.FrameHeaderLen+1+len(doc)), func(b []byte) []byte {
 		return append(append(b, docRecordType), doc...)
 	})

@@ -339,3 +339,31 @@ func TestMirrorStateUpgradeCrashNegativeControl(t *testing.T) {
 	}
 	t.Logf("removing the JSON before the log is written:\n%s", strings.Join(bad, "\n"))
 }
+
+// A document longer than a record holds is refused, not written: read
+// back, it would be damage, and the log cut there would lose every later
+// save with it.
+func TestMirrorStateTooLarge(t *testing.T) {
+	saved := mirrorStateFormat
+	t.Cleanup(func() { mirrorStateFormat = saved })
+	mirrorStateFormat.MaxRecord = 400 // the golden state is 301 bytes
+	mem := memDir(t)
+	st, d, _, err := openStore(mem, "/d")
+	must(t, err)
+	d.Mirrors = goldenDoc().Mirrors
+	rec := d.Mirrors[0].Topics["orders"].Partitions[0]
+	must(t, st.saveDoc(d))
+	rec.LastMirroredOffset, rec.Reason = 8, strings.Repeat("x", 200)
+	if err := st.saveDoc(d); err == nil || !strings.Contains(err.Error(), "over the 399 a record holds") {
+		t.Errorf("saving an oversized state: %v", err)
+	}
+	rec.LastMirroredOffset, rec.Reason = 9, ""
+	must(t, st.saveDoc(d))
+	must(t, st.close())
+	st, d, _, err = openStore(mem, "/d")
+	must(t, err)
+	defer st.close()
+	if got := offsetOf(d); got != 9 {
+		t.Fatalf("after a refused save and a saved one: offset %d, want 9", got)
+	}
+}
