@@ -80,6 +80,7 @@ var errorTable = []struct {
 	{coordinator.ErrGroupMaxSize, kerr.GroupMaxSizeReached},
 	{coordinator.ErrGroupHasMembers, kerr.UnknownMemberID},
 	{coordinator.ErrInvalidRequest, kerr.InvalidRequest},
+	{coordinator.ErrRecordTooLarge, kerr.UnknownServerError}, // Kafka's mapping of MESSAGE_TOO_LARGE from a coordinator log append
 }
 
 // errorCode maps an internal error to a Kafka error code.

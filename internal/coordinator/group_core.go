@@ -36,13 +36,21 @@ type groupCore struct {
 
 	replies []Reply
 	records []record
+
+	// maxRecord is the longest group log record body (the log's
+	// Format.MaxRecord); a group whose state record would be longer is
+	// not stored (checkGroupRecord).
+	maxRecord int
+	// skipRecordBound is set only by this package's negative-control
+	// tests: group records are then stored whatever their length.
+	skipRecordBound bool
 }
 
 func newGroupCore(cfg GroupConfig, newMemberID func(clientID string) string) *groupCore {
 	if cfg.MaxMetadataSize == 0 {
 		cfg.MaxMetadataSize = 4096
 	}
-	return &groupCore{cfg: cfg, groups: map[string]*group{}, newMemberID: newMemberID}
+	return &groupCore{cfg: cfg, groups: map[string]*group{}, newMemberID: newMemberID, maxRecord: groupLogFormat.MaxRecord}
 }
 
 // JoinRequest is a JoinGroup in the coordinator's terms.
@@ -307,7 +315,22 @@ func (c *groupCore) replaceStaticMember(now time.Time, g *group, old *member, ne
 			c.maybePrepareRebalance(now, g)
 			return
 		}
-		c.storeGroup(now, g)
+		if err := c.storeGroup(now, g); err != nil {
+			// As Kafka does when the record cannot be stored: undo the
+			// replacement (the old member id stays, already told it is
+			// fenced) and answer this JoinGroup with the error.
+			delete(g.members, newID)
+			g.members[old.id] = old
+			g.static[old.instanceID] = old.id
+			if g.pendingSync[newID] {
+				delete(g.pendingSync, newID)
+				g.pendingSync[old.id] = true
+			}
+			g.leader = oldLeader
+			old.joinWaiter, old.syncWaiter = 0, 0
+			c.replyJoin(w, joinError(req.MemberID, err))
+			return
+		}
 		if req.SupportsSkipAssignment {
 			c.replyJoin(w, c.joinResult(g, m, m.id == g.leader))
 		} else {
@@ -370,7 +393,9 @@ func (c *groupCore) tryCompleteJoin(now time.Time, g *group, force bool) {
 		g.rebalanceDeadline = time.Time{}
 		g.transition(StateEmpty, now)
 		c.rebalances++
-		c.storeGroup(now, g)
+		// No members: the record holds two names of at most 32767 bytes,
+		// far below the group log's bound.
+		_ = c.storeGroup(now, g)
 		return
 	}
 	if l := g.members[g.leader]; l == nil || !l.awaitingJoin {
@@ -472,8 +497,24 @@ func (c *groupCore) Sync(now time.Time, req SyncRequest, w Waiter) {
 		for _, o := range g.members {
 			o.assignment = req.Assignments[o.id]
 		}
+		if err := c.checkGroupRecord(g); err != nil {
+			// The group's state is too long to store: as Kafka does when
+			// its storeGroup fails (resetAndPropagateAssignmentWithError,
+			// then maybePrepareRebalanceOrCompleteJoin), every member
+			// waiting in SyncGroup gets the error (UNKNOWN_SERVER_ERROR),
+			// no assignment is kept and the group rebalances: the
+			// members rejoin.
+			for _, o := range g.sortedMembers() {
+				o.assignment = nil
+				c.replySync(o.syncWaiter, &SyncResult{Err: err})
+				o.syncWaiter = 0
+			}
+			c.prepareRebalance(now, g)
+			c.tryCompleteJoin(now, g, false)
+			return
+		}
 		g.transition(StateStable, now)
-		c.storeGroup(now, g)
+		_ = c.storeGroup(now, g) // checked above: its length does not depend on the state
 		for _, o := range g.sortedMembers() {
 			c.replySync(o.syncWaiter, c.syncResult(g, o))
 			o.syncWaiter = 0

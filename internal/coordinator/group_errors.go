@@ -23,6 +23,13 @@ var (
 	// ErrInvalidRequest: a name too long to persist (over 32767 bytes, the
 	// group log's string limit, as in Kafka's __consumer_offsets).
 	ErrInvalidRequest = errors.New("coordinator: invalid request")
+	// ErrRecordTooLarge: a record is longer than its log holds: a group's
+	// state record (every member's subscription and assignment) over the
+	// group log's 64 MiB, a transaction's state over the transaction
+	// log's 16 MiB. Kafka answers UNKNOWN_SERVER_ERROR when a coordinator
+	// record is too large to append (MESSAGE_TOO_LARGE,
+	// RECORD_LIST_TOO_LARGE); so does the broker's error table.
+	ErrRecordTooLarge = errors.New("coordinator: record too large for its log")
 	// ErrGroupHasMembers: an admin commit to a group with members (Kafka
 	// answers UNKNOWN_MEMBER_ID to a simple commit on such a group).
 	ErrGroupHasMembers = errors.New("coordinator: group has active members")

@@ -1,6 +1,7 @@
 package coordinator
 
 import (
+	"fmt"
 	"sort"
 	"time"
 )
@@ -320,9 +321,8 @@ func (c *groupCore) ExpireOffsets(now time.Time) {
 	}
 }
 
-// storeGroup persists g's membership (at the end of a rebalance and when
-// it becomes Empty), as Kafka writes a group metadata record.
-func (c *groupCore) storeGroup(now time.Time, g *group) {
+// groupMeta is g's membership as a group metadata record holds it.
+func groupMeta(g *group) *groupMetadata {
 	meta := &groupMetadata{
 		state: g.state, protocolType: g.protocolType, protocol: g.protocol, leader: g.leader,
 		generation: g.generation, stateSince: g.stateSince.UnixMilli(),
@@ -334,7 +334,34 @@ func (c *groupCore) storeGroup(now time.Time, g *group) {
 			subscription: m.metadataFor(g.protocol), assignment: m.assignment,
 		})
 	}
-	c.emit(record{typ: recGroupMetadata, group: g.id, meta: meta})
+	return meta
+}
+
+// checkGroupRecord refuses (ErrRecordTooLarge) g's membership record when
+// its body would be longer than the group log holds: written, it would be
+// read back as damage, and with the log's resync, frames inside a
+// member's metadata would be read as records of their own.
+func (c *groupCore) checkGroupRecord(g *group) error {
+	if c.skipRecordBound {
+		return nil
+	}
+	if n := groupRecordSize(g.id, groupMeta(g)); n > c.maxRecord {
+		return fmt.Errorf("%w: group %q's state is %d bytes, over the %d a group log record holds", ErrRecordTooLarge, g.id, n, c.maxRecord)
+	}
+	return nil
+}
+
+// storeGroup persists g's membership (at the end of a rebalance and when
+// it becomes Empty), as Kafka writes a group metadata record. A record
+// too long for the group log is neither applied nor queued: the error is
+// the caller's to answer (Kafka's storeGroup callback gets
+// MESSAGE_TOO_LARGE and the request UNKNOWN_SERVER_ERROR).
+func (c *groupCore) storeGroup(now time.Time, g *group) error {
+	if err := c.checkGroupRecord(g); err != nil {
+		return err
+	}
+	c.emit(record{typ: recGroupMetadata, group: g.id, meta: groupMeta(g)})
+	return nil
 }
 
 // emit applies r and queues it to be persisted.

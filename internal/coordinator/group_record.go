@@ -184,6 +184,17 @@ func appendPayload(dst []byte, r *record) []byte {
 	return dst
 }
 
+// groupRecordSize is the length of a group metadata record's frame body
+// (type and payload), as appendPayload writes it.
+func groupRecordSize(group string, m *groupMetadata) int {
+	n := 1 + 2 + len(group) + 1 + 2 + len(m.protocolType) + 2 + len(m.protocol) + 2 + len(m.leader) + 4 + 8 + 4
+	for _, mm := range m.members {
+		n += 2 + len(mm.id) + 2 + len(mm.instanceID) + 2 + len(mm.clientID) + 2 + len(mm.clientHost) + 4 + 4 +
+			4 + len(mm.subscription) + 4 + len(mm.assignment)
+	}
+	return n
+}
+
 // decodeRecord decodes one frame body (type + payload).
 func decodeRecord(body []byte) (record, error) {
 	if len(body) == 0 {

@@ -28,9 +28,9 @@ type groupStore struct {
 // does (as Kafka creates __consumer_offsets on the first group request), so
 // a broker that never sees a group writes nothing here and its start-up
 // saves a file and two fsyncs.
-func openGroupStore(fs vfs.FS, dir string, core *groupCore, now time.Time, logger *zap.Logger) (*groupStore, error) {
+func openGroupStore(fs vfs.FS, dir string, core *groupCore, now time.Time, logger *zap.Logger, format recordlog.Format) (*groupStore, error) {
 	core.replaying, core.replayNow = true, now
-	w, rec, err := recordlog.Open(recordlog.Options{FS: fs, Dir: dir, Name: groupLogFile, Format: groupLogFormat, Scan: groupLogScan},
+	w, rec, err := recordlog.Open(recordlog.Options{FS: fs, Dir: dir, Name: groupLogFile, Format: format, Scan: groupLogScan},
 		func(_ int, body []byte) error {
 			r, err := decodeRecord(body)
 			if err == nil {
@@ -58,22 +58,27 @@ func openGroupStore(fs vfs.FS, dir string, core *groupCore, now time.Time, logge
 }
 
 // append queues records; the returned ticket is durable once wait(ticket)
-// returns nil. 0 means nothing was queued.
-func (s *groupStore) append(recs []record) uint64 {
+// returns nil. 0 means nothing was queued. A record longer than the log
+// holds is refused (ErrRecordTooLarge): nothing of recs is queued, there
+// is nothing to wait for, and the log stays usable.
+func (s *groupStore) append(recs []record) (uint64, error) {
 	if len(recs) == 0 {
-		return 0
+		return 0, nil
 	}
 	var frames []byte
 	for i := range recs {
 		frames = appendFrame(frames, &recs[i])
 	}
-	// A queued append fails only on a closed or broken log; wait reports
-	// that.
 	t, err := s.w.AppendFrames(frames, len(recs))
-	if err != nil {
-		return ^uint64(0)
+	switch {
+	case errors.Is(err, recordlog.ErrTooLarge):
+		return 0, fmt.Errorf("%w: %v", ErrRecordTooLarge, err)
+	case err != nil:
+		// A closed or broken log: wait reports that (its error is
+		// sticky, so the wait does not block).
+		return ^uint64(0), nil
 	}
-	return t
+	return t, nil
 }
 
 // wait makes everything up to ticket durable, sharing the fsync with

@@ -9,6 +9,7 @@ import (
 
 	"go.uber.org/zap"
 
+	"github.com/minibroker/minibroker/internal/recordlog"
 	"github.com/minibroker/minibroker/internal/vfs"
 )
 
@@ -28,6 +29,23 @@ type GroupsOptions struct {
 	// CompactBytes: rewrite the group log once it has grown by this much
 	// and doubled (default 4 MiB).
 	CompactBytes int64
+
+	// seams are set only by this package's tests.
+	seams groupSeams
+}
+
+// groupSeams are test-only settings (zero value: production).
+type groupSeams struct {
+	// maxRecord lowers the group log's record bound (0: groupLogFormat's
+	// 64 MiB), so a test can exceed it with a small request.
+	maxRecord int
+	// skipCoreBound: the core stores a group record of any length (its
+	// check removed), so only the group log's writer can refuse it.
+	skipCoreBound bool
+	// skipWriteBound: the log is written with a 1 GiB bound (read back,
+	// the next open uses the real one). With skipCoreBound too, this is
+	// the code before the bound: an oversized record reaches the file.
+	skipWriteBound bool
 }
 
 // Groups is the group coordinator: the deterministic core (groupCore)
@@ -76,8 +94,14 @@ func OpenGroups(opts GroupsOptions) (*Groups, error) {
 		stop: make(chan struct{}), done: make(chan struct{}),
 	}
 	g.core = newGroupCore(opts.Config, newMemberID)
+	format := opts.seams.logFormat()
+	g.core.maxRecord = format.MaxRecord
+	g.core.skipRecordBound = opts.seams.skipCoreBound
+	if opts.seams.skipWriteBound {
+		format.MaxRecord = 1 << 30
+	}
 	start := time.Now()
-	store, err := openGroupStore(opts.FS, opts.Dir, g.core, start, g.logger)
+	store, err := openGroupStore(opts.FS, opts.Dir, g.core, start, g.logger, format)
 	if err != nil {
 		return nil, err
 	}
@@ -86,6 +110,15 @@ func OpenGroups(opts GroupsOptions) (*Groups, error) {
 	g.updateMetricsLocked()
 	go g.loop()
 	return g, nil
+}
+
+// logFormat is the group log's format, with the test's record bound.
+func (s groupSeams) logFormat() recordlog.Format {
+	f := groupLogFormat
+	if s.maxRecord > 0 {
+		f.MaxRecord = s.maxRecord
+	}
+	return f
 }
 
 // newMemberID is Kafka's: the client id (or group instance id), a dash
@@ -101,13 +134,15 @@ func newMemberID(prefix string) string {
 // replies to deliver once they are.
 type batch struct {
 	ticket  uint64
-	deliver []func()
+	err     error // the group log refused the records: nothing was queued
+	deliver []func(err error)
 }
 
 // collectLocked takes what the core produced in the call just made: the
 // records are queued for the group log, the replies matched to waiters.
 func (g *Groups) collectLocked() batch {
-	b := batch{ticket: g.store.append(g.core.takeRecords())}
+	var b batch
+	b.ticket, b.err = g.store.append(g.core.takeRecords())
 	for _, r := range g.core.takeReplies() {
 		ch := g.waiters[r.Waiter]
 		if ch == nil {
@@ -115,19 +150,44 @@ func (g *Groups) collectLocked() batch {
 		}
 		delete(g.waiters, r.Waiter)
 		r := r
-		b.deliver = append(b.deliver, func() { ch <- r })
+		b.deliver = append(b.deliver, func(refused error) {
+			if refused != nil {
+				r = refusedReply(r, refused)
+			}
+			ch <- r
+		})
 	}
 	return b
 }
 
-// finish makes b durable, then delivers its replies.
+// refusedReply answers r's request with err instead: its records were
+// refused by the group log.
+func refusedReply(r Reply, err error) Reply {
+	if r.Join != nil {
+		r.Join = joinError(r.Join.MemberID, err)
+	}
+	if r.Sync != nil {
+		r.Sync = &SyncResult{Err: err}
+	}
+	return r
+}
+
+// finish makes b durable, then delivers its replies. Records the group
+// log refused (longer than it holds) were never queued: nothing waits
+// for them, and the replies are that error. The core checks what it
+// stores (checkGroupRecord), so a refusal here is a bug behind that
+// check; the core has then applied what the log does not hold, until the
+// next start.
 func (g *Groups) finish(b batch) error {
-	err := g.store.wait(b.ticket)
-	if err != nil {
+	var err, refused error
+	if b.err != nil {
+		err, refused = b.err, b.err
+		g.logger.Error("group log refused records; the coordinator's memory holds what the log does not until the next start", zap.Error(err))
+	} else if err = g.store.wait(b.ticket); err != nil {
 		g.logger.Error("group log write failed", zap.Error(err))
 	}
 	for _, d := range b.deliver {
-		d()
+		d(refused)
 	}
 	return err
 }

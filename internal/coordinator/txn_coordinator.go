@@ -9,6 +9,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"go.uber.org/zap"
 
+	"github.com/minibroker/minibroker/internal/recordlog"
 	"github.com/minibroker/minibroker/internal/vfs"
 )
 
@@ -147,6 +148,11 @@ func (t *Transactions) persistLocked(md TxnMetadata) error {
 		return errors.New("coordinator closed")
 	}
 	_, err := t.log.append(encodeTxnState(md))
+	if errors.Is(err, recordlog.ErrTooLarge) {
+		// Refused, nothing written, the log still usable; the state is
+		// not installed (TxnMachine.apply).
+		return fmt.Errorf("%w: %v", ErrRecordTooLarge, err)
+	}
 	return err
 }
 

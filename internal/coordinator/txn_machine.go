@@ -1,6 +1,7 @@
 package coordinator
 
 import (
+	"errors"
 	"fmt"
 	"slices"
 	"sort"
@@ -75,6 +76,11 @@ func (m *TxnMachine) Load(md TxnMetadata) {
 // apply persists next, then installs it.
 func (m *TxnMachine) apply(next TxnMetadata) error {
 	if err := m.persist(next); err != nil {
+		if errors.Is(err, ErrRecordTooLarge) {
+			// Kafka: MESSAGE_TOO_LARGE from the append is answered
+			// UNKNOWN_SERVER_ERROR, not a retriable error.
+			return err
+		}
 		return fmt.Errorf("%w: %v", ErrTxnLogUnavailable, err)
 	}
 	m.Load(next)

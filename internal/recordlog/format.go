@@ -56,6 +56,12 @@ var crcTable = crc32.MakeTable(crc32.Castagnoli)
 // (a foreign file, or a newer version). It is never silently replaced.
 var ErrBadHeader = errors.New("recordlog: bad header")
 
+// ErrTooLarge is returned by a Writer asked to write a frame whose body
+// is longer than Format.MaxRecord: read back it would be damage (and with
+// Resync, frames inside its body could be read as the log's own), so it
+// is refused, nothing of the call is written and the log stays usable.
+var ErrTooLarge = errors.New("recordlog: record too large")
+
 // ErrClosed is returned by a Writer that was closed.
 var ErrClosed = errors.New("recordlog: closed")
 
@@ -112,6 +118,19 @@ func AppendFrameFunc(dst []byte, body func([]byte) []byte) []byte {
 	binary.BigEndian.PutUint32(dst[start:], uint32(len(b)))
 	binary.BigEndian.PutUint32(dst[start+4:], crc32.Checksum(b, crcTable))
 	return dst
+}
+
+// checkFrames refuses frames (built with AppendFrame or AppendFrameFunc)
+// holding a body longer than MaxRecord.
+func (f Format) checkFrames(frames []byte) error {
+	for i, pos := 0, 0; pos+FrameHeaderLen <= len(frames); i++ {
+		size := binary.BigEndian.Uint32(frames[pos:])
+		if int64(size) > int64(f.MaxRecord) {
+			return fmt.Errorf("%w: frame %d holds %d bytes, over the %d a record holds", ErrTooLarge, i, size, f.MaxRecord)
+		}
+		pos += FrameHeaderLen + int(size)
+	}
+	return nil
 }
 
 // ReadFrame reads the frame at the start of b. ok is false unless it is

@@ -8,6 +8,7 @@ import (
 	"math/rand/v2"
 	"os"
 	"path/filepath"
+	"strings"
 	"sync"
 	"testing"
 
@@ -544,6 +545,67 @@ func TestPrivateMode(t *testing.T) {
 				t.Fatalf("after rewrite over a stale 0644 temp file: mode %v, want %v", m, want)
 			}
 			must(t, w.Close(false))
+		})
+	}
+}
+
+// runTooLarge appends records around refused ones (a body over MaxRecord,
+// through Append, AppendFrames and Rewrite), reopens, and returns what is
+// wrong ("" if nothing).
+func runTooLarge(t *testing.T, writeThrough, skipBound bool) string {
+	fs := memFS(t)
+	o := testOptions(fs)
+	o.Format.MaxRecord = 64
+	o.WriteThrough, o.skipRecordBound = writeThrough, skipBound
+	w, _, _ := open(t, o)
+	var msgs []string
+	appendWait := func(bodies ...[]byte) error {
+		tk, err := w.Append(bodies...)
+		if err == nil {
+			err = w.Wait(tk)
+		}
+		return err
+	}
+	must(t, appendWait(body(0)))
+	big := bytes.Repeat([]byte("x"), 65)
+	if err := appendWait(body(1), big); !errors.Is(err, ErrTooLarge) {
+		msgs = append(msgs, fmt.Sprintf("Append of a %d-byte body: %v, want ErrTooLarge", len(big), err))
+	}
+	if _, err := w.AppendFrames(AppendFrame(nil, big), 1); !errors.Is(err, ErrTooLarge) {
+		msgs = append(msgs, fmt.Sprintf("AppendFrames of a %d-byte body: %v", len(big), err))
+	}
+	if err := w.Err(); err != nil {
+		msgs = append(msgs, fmt.Sprintf("sticky error after a refusal: %v", err))
+	}
+	must(t, appendWait(body(2)))
+	if err := w.Rewrite(AppendFrame(AppendFrame(nil, body(0)), big), 2); !errors.Is(err, ErrTooLarge) {
+		msgs = append(msgs, fmt.Sprintf("Rewrite with a %d-byte body: %v", len(big), err))
+	}
+	must(t, appendWait(body(3)))
+	must(t, w.Close(false))
+	_, rec, got := open(t, o)
+	if want := "[record-000 record-002 record-003]"; fmt.Sprintf("%s", got) != want {
+		msgs = append(msgs, fmt.Sprintf("reopened: %d records %q, want %s (file %d bytes, valid to %d)", len(got), got, want, rec.Size, rec.End))
+	}
+	return strings.Join(msgs, "; ")
+}
+
+// TestTooLarge: a frame longer than MaxRecord is refused with ErrTooLarge,
+// nothing of the call is written, the log stays usable, and reopening
+// reads every record written before and after. The negative control
+// writes the long frame: reopening then stops at it (a torn tail) and
+// loses every record after it.
+func TestTooLarge(t *testing.T) {
+	for _, wt := range []bool{false, true} {
+		t.Run(fmt.Sprint("writeThrough=", wt), func(t *testing.T) {
+			if msg := runTooLarge(t, wt, false); msg != "" {
+				t.Fatal(msg)
+			}
+			msg := runTooLarge(t, wt, true)
+			t.Logf("negative control (no bound on writes): %s", msg)
+			if msg == "" {
+				t.Fatal("passes without the bound: it proves nothing")
+			}
 		})
 	}
 }

@@ -34,6 +34,10 @@ type Options struct {
 	// skipSync is set only by this package's negative-control tests: Wait
 	// then counts records durable without an fsync.
 	skipSync bool
+	// skipRecordBound is set only by this package's negative-control
+	// tests: Append, AppendFrames and Rewrite then write a frame longer
+	// than Format.MaxRecord.
+	skipRecordBound bool
 	// skipTruncate is set only by this package's negative-control tests:
 	// Open then leaves a torn tail in the file.
 	skipTruncate bool
@@ -129,7 +133,9 @@ func Open(o Options, fn func(off int, body []byte) error) (*Writer, Recovered, e
 
 // Append adds one frame per body and returns a ticket that is durable
 // once Wait(ticket) returns nil. With WriteThrough an error means nothing
-// was appended; without, Append fails only on a closed or broken log.
+// was appended; without, Append fails only on a closed or broken log, or
+// with ErrTooLarge: a body is longer than Format.MaxRecord, nothing was
+// appended and the log is still usable (the error is not sticky).
 func (w *Writer) Append(bodies ...[]byte) (uint64, error) {
 	var frames []byte
 	for _, b := range bodies {
@@ -141,6 +147,9 @@ func (w *Writer) Append(bodies ...[]byte) (uint64, error) {
 // AppendFrames is Append for n frames already built with AppendFrame or
 // AppendFrameFunc.
 func (w *Writer) AppendFrames(frames []byte, n int) (uint64, error) {
+	if err := w.checkFrames(frames); err != nil {
+		return 0, err
+	}
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	switch {
@@ -230,6 +239,17 @@ func (w *Writer) Wait(ticket uint64) error {
 	return nil
 }
 
+// checkFrames refuses a frame longer than a record may be (ErrTooLarge).
+func (w *Writer) checkFrames(frames []byte) error {
+	if w.o.skipRecordBound {
+		return nil
+	}
+	if err := w.o.Format.checkFrames(frames); err != nil {
+		return fmt.Errorf("append to %s: %w", w.path, err)
+	}
+	return nil
+}
+
 func (w *Writer) sync(f vfs.File) error {
 	if w.o.skipSync {
 		return nil
@@ -271,8 +291,12 @@ func (w *Writer) Flush() error {
 // queued frames are dropped and every ticket becomes durable with the new
 // file (temp file, fsync, rename, directory fsync). If that fails the log
 // goes on appending to whichever complete file is at the path (the old
-// one, or the new one when only the directory fsync failed).
+// one, or the new one when only the directory fsync failed). A frame
+// longer than Format.MaxRecord fails it with ErrTooLarge, nothing written.
 func (w *Writer) Rewrite(frames []byte, n int) error {
+	if err := w.checkFrames(frames); err != nil {
+		return err
+	}
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	for w.syncing {
