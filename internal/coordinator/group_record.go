@@ -23,7 +23,8 @@ import (
 //
 // then frames, back to back:
 //
-//	0  4  length L of type+payload (uint32, big endian; at most 64 MiB)
+//	0  4  length L of type+payload (uint32, big endian; at most 64 MiB: a
+//	      longer record is never written, see checkGroupRecord)
 //	4  4  CRC-32C (Castagnoli) of type+payload
 //	8  1  record type
 //	9  L-1 payload

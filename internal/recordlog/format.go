@@ -17,7 +17,8 @@
 //
 // Frame:
 //
-//	0  4  body length N (uint32, big endian; 1 ≤ N ≤ Format.MaxRecord)
+//	0  4  body length N (uint32, big endian; 1 ≤ N ≤ Format.MaxRecord;
+//	      a Writer refuses a longer body with ErrTooLarge)
 //	4  4  CRC-32C (Castagnoli) of the body
 //	8  N  body (its first byte is, by convention, the user's record type)
 //
