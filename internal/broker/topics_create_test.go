@@ -7,7 +7,6 @@ import (
 	"sort"
 	"strconv"
 	"strings"
-	"sync/atomic"
 	"testing"
 	"time"
 
@@ -175,45 +174,15 @@ func TestCreateDoesNotStallProduce(t *testing.T) {
 			}
 			b, cl := startServing(t, t.TempDir(), nil)
 			b.createUnderRegistryLock = underLock
-			createTopics(t, cl, false, map[string]int32{"busy": 1})
-			ctx := context.Background()
-			produce := func() time.Duration {
-				start := time.Now()
-				if err := cl.ProduceSync(ctx, &kgo.Record{Topic: "busy", Value: []byte("x")}).FirstErr(); err != nil {
-					t.Error(err)
-				}
-				return time.Since(start)
-			}
-			produce() // warm
-			var creating atomic.Bool
-			creating.Store(true)
-			var took time.Duration
-			done := make(chan struct{})
-			go func() {
-				defer close(done)
-				start := time.Now()
-				admin, err := kgo.NewClient(kgo.SeedBrokers(b.Addr()))
-				if err != nil {
-					t.Error(err)
-					return
-				}
-				defer admin.Close()
+			lat, took := produceLatenciesWhile(t, b, cl, func(admin *kgo.Client) {
 				got := createTopics(t, admin, false, map[string]int32{"many": parts})
-				took = time.Since(start)
-				creating.Store(false)
 				if got["many"].ErrorCode != 0 {
 					t.Errorf("create: %v", kerr.ErrorForCode(got["many"].ErrorCode))
 				}
-			}()
-			var lat []time.Duration
-			for creating.Load() {
-				lat = append(lat, produce())
-			}
-			<-done
+			})
 			if len(lat) == 0 {
 				t.Fatal("no produce during the creation")
 			}
-			sort.Slice(lat, func(i, j int) bool { return lat[i] < lat[j] })
 			p99, worst := lat[len(lat)*99/100], lat[len(lat)-1]
 			t.Logf("%s: created %d partitions in %v; %d produces during it: p50 %v p99 %v max %v",
 				name, parts, took.Round(time.Millisecond), len(lat), lat[len(lat)/2], p99, worst)

@@ -76,39 +76,14 @@ func TestCreateManyTopicsDoesNotStallProduce(t *testing.T) {
 			}
 			t.Cleanup(func() { cl.Close(); b.Close(context.Background()) })
 			b.createUnderRegistryLock = underLock
-			if got := createTopics(t, cl, false, map[string]int32{"busy": 1}); got["busy"].ErrorCode != 0 {
-				t.Fatalf("create busy: %v", kerr.ErrorForCode(got["busy"].ErrorCode))
-			}
-			ctx := context.Background()
-			produce := func() time.Duration {
-				start := time.Now()
-				if err := cl.ProduceSync(ctx, &kgo.Record{Topic: "busy", Value: []byte("x")}).FirstErr(); err != nil {
-					t.Error(err)
-				}
-				return time.Since(start)
-			}
-			produce() // warm
-			var creating atomic.Bool
-			creating.Store(true)
-			var took time.Duration
-			done := make(chan struct{})
-			go func() {
-				defer close(done)
-				defer creating.Store(false)
-				admin, err := kgo.NewClient(kgo.SeedBrokers(b.Addr()))
-				if err != nil {
-					t.Error(err)
-					return
-				}
-				defer admin.Close()
-				start := time.Now()
+			lat, took := produceLatenciesWhile(t, b, cl, func(admin *kgo.Client) {
 				for i := range topics {
 					req := kmsg.NewPtrCreateTopicsRequest()
 					req.TimeoutMillis = 60000
 					rt := kmsg.NewCreateTopicsRequestTopic()
 					rt.Topic, rt.NumPartitions, rt.ReplicationFactor = fmt.Sprintf("t%03d", i), 1, 1
 					req.Topics = append(req.Topics, rt)
-					resp, err := req.RequestWith(ctx, admin)
+					resp, err := req.RequestWith(context.Background(), admin)
 					if err != nil {
 						t.Error(err)
 						return
@@ -118,13 +93,7 @@ func TestCreateManyTopicsDoesNotStallProduce(t *testing.T) {
 						return
 					}
 				}
-				took = time.Since(start)
-			}()
-			var lat []time.Duration
-			for creating.Load() {
-				lat = append(lat, produce())
-			}
-			<-done
+			})
 			if t.Failed() {
 				return
 			}
@@ -134,7 +103,6 @@ func TestCreateManyTopicsDoesNotStallProduce(t *testing.T) {
 			if len(lat) < 100 {
 				t.Fatalf("%d produces during the creation: too few for a p99", len(lat))
 			}
-			sort.Slice(lat, func(i, j int) bool { return lat[i] < lat[j] })
 			p99 := lat[len(lat)*99/100]
 			t.Logf("%s: created %d topics in %v (topics.json fsync +%v); %d produces during it: p50 %v p99 %v max %v",
 				name, topics, took.Round(time.Millisecond), delay, len(lat), lat[len(lat)/2], p99, lat[len(lat)-1])
@@ -149,4 +117,47 @@ func TestCreateManyTopicsDoesNotStallProduce(t *testing.T) {
 			}
 		})
 	}
+}
+
+// produceLatenciesWhile creates topic "busy" on b, then produces to it
+// one record at a time through cl while change runs on an admin client
+// of its own, and returns the produce latencies seen meanwhile, sorted,
+// and how long change took.
+func produceLatenciesWhile(t *testing.T, b *Broker, cl *kgo.Client, change func(admin *kgo.Client)) ([]time.Duration, time.Duration) {
+	t.Helper()
+	if got := createTopics(t, cl, false, map[string]int32{"busy": 1}); got["busy"].ErrorCode != 0 {
+		t.Fatalf("create busy: %v", kerr.ErrorForCode(got["busy"].ErrorCode))
+	}
+	produce := func() time.Duration {
+		start := time.Now()
+		if err := cl.ProduceSync(context.Background(), &kgo.Record{Topic: "busy", Value: []byte("x")}).FirstErr(); err != nil {
+			t.Error(err)
+		}
+		return time.Since(start)
+	}
+	produce() // warm
+	var changing atomic.Bool
+	changing.Store(true)
+	var took time.Duration
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		defer changing.Store(false)
+		admin, err := kgo.NewClient(kgo.SeedBrokers(b.Addr()))
+		if err != nil {
+			t.Error(err)
+			return
+		}
+		defer admin.Close()
+		start := time.Now()
+		change(admin)
+		took = time.Since(start)
+	}()
+	var lat []time.Duration
+	for changing.Load() {
+		lat = append(lat, produce())
+	}
+	<-done
+	sort.Slice(lat, func(i, j int) bool { return lat[i] < lat[j] })
+	return lat, took
 }
