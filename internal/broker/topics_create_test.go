@@ -30,7 +30,14 @@ func startServing(t *testing.T, dir string, logger *zap.Logger, sets ...string) 
 			t.Fatal(err)
 		}
 	}
-	b, err := New(Options{Config: cfg, Logger: logger})
+	return serveWith(t, Options{Config: cfg, Logger: logger})
+}
+
+// serveWith starts a broker with opts and a kgo client for it; both end
+// with the test.
+func serveWith(t *testing.T, opts Options) (*Broker, *kgo.Client) {
+	t.Helper()
+	b, err := New(opts)
 	if err != nil {
 		t.Fatal(err)
 	}

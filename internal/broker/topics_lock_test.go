@@ -65,16 +65,7 @@ func TestCreateManyTopicsDoesNotStallProduce(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			cfg := config.Default()
 			cfg.DataDir, cfg.Listen, cfg.HTTPListen = t.TempDir(), "127.0.0.1:0", ""
-			b, err := New(Options{Config: cfg, FS: slowTopicsFS{vfs.Default, delay}})
-			if err != nil {
-				t.Fatal(err)
-			}
-			b.Serve()
-			cl, err := kgo.NewClient(kgo.SeedBrokers(b.Addr()), kgo.RequestRetries(0))
-			if err != nil {
-				t.Fatal(err)
-			}
-			t.Cleanup(func() { cl.Close(); b.Close(context.Background()) })
+			b, cl := serveWith(t, Options{Config: cfg, FS: slowTopicsFS{vfs.Default, delay}})
 			b.createUnderRegistryLock = underLock
 			lat, took := produceLatenciesWhile(t, b, cl, func(admin *kgo.Client) {
 				for i := range topics {
