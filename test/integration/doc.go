@@ -4,8 +4,9 @@
 // confluent-kafka-go, kcat), with real TLS and real files.
 //
 // A helper used by more than one file lives in a helpers file:
-// helpers_test.go (clients, the built binary, raw connections, mirrored
-// clusters and their test-only hooks), helpers_mirror_test.go (secured
+// helpers_test.go (clients, the built binary, mirrored clusters and
+// their test-only hooks), helpers_raw_test.go (bare TCP connections
+// speaking frames by hand), helpers_mirror_test.go (secured
 // mirror sources, mirror admin calls and waits, mirrored transactions,
 // topic filters), helpers_security_test.go (ACL and SASL brokers and
 // clients), helpers_produce_test.go (raw producers, transactional
