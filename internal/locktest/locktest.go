@@ -12,11 +12,16 @@ import (
 // lock left held).
 func Within(t testing.TB, what string, fn func()) {
 	t.Helper()
+	within(t, what, fn, 10*time.Second)
+}
+
+func within(t testing.TB, what string, fn func(), limit time.Duration) {
+	t.Helper()
 	done := make(chan struct{})
 	go func() { defer close(done); fn() }()
 	select {
 	case <-done:
-	case <-time.After(10 * time.Second):
+	case <-time.After(limit):
 		t.Fatalf("%s did not return: a lock was left held", what)
 	}
 }
