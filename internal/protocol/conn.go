@@ -61,6 +61,13 @@ type conn struct {
 	// sendsFiles: responses may send record sets from files (a TCP
 	// connection on Linux; see Request.SendsFiles).
 	sendsFiles bool
+
+	// softwareName and softwareVersion are what the client said it is
+	// in its last ApiVersions v3+ request; loggedUnsupported: the INFO
+	// line for an unsupported request was written. The reader goroutine
+	// alone uses them (decode).
+	softwareName, softwareVersion string
+	loggedUnsupported             bool
 }
 
 type inflight struct {
@@ -315,7 +322,15 @@ func isClosed(err error) bool {
 func (c *conn) decode(frame []byte) (*inflight, error) {
 	req, resp, err := decodeRequest(frame, c.s.handler)
 	if err != nil {
+		var unsupported *unsupportedError
+		if errors.As(err, &unsupported) && !c.loggedUnsupported {
+			c.loggedUnsupported = true
+			c.logUnsupported(unsupported)
+		}
 		return nil, err
+	}
+	if av, ok := req.Body.(*kmsg.ApiVersionsRequest); ok && av.Version >= 3 {
+		c.softwareName, c.softwareVersion = av.ClientSoftwareName, av.ClientSoftwareVersion
 	}
 	req.Remote = c.raw.RemoteAddr()
 	req.Session = c.session
@@ -324,6 +339,22 @@ func (c *conn) decode(frame []byte) (*inflight, error) {
 }
 
 const apiVersionsKey = 18
+
+// logUnsupported says at INFO that a request for an API or version the
+// broker does not serve closes the connection (Kafka closes it too, with
+// no answer the client can read), naming who sent it, so an operator can
+// tell which application is too old or too new.
+func (c *conn) logUnsupported(e *unsupportedError) {
+	name := kmsg.NameForKey(e.key)
+	if name == "" {
+		name = "unknown"
+	}
+	c.s.logger.Info("unsupported request: closing the connection",
+		zap.Int16("api_key", e.key), zap.String("api", name), zap.Int16("api_version", e.version),
+		zap.String("client_id", e.clientID),
+		zap.String("client_software_name", c.softwareName), zap.String("client_software_version", c.softwareVersion),
+		zap.String("peer", c.raw.RemoteAddr().String()), zap.String("listener", c.listener.Name))
+}
 
 func unsupportedApiVersions(h Handler) kmsg.Response {
 	resp := kmsg.NewPtrApiVersionsResponse()

@@ -26,6 +26,18 @@ import (
 // except ApiVersions above its range, which is answered (second result)
 // with UNSUPPORTED_VERSION in a v0 body as Kafka does, so clients can learn
 // what is supported.
+// unsupportedError is a request for an API or a version the handler does
+// not serve: the connection closes, as in Kafka, and the server says so
+// at INFO once per connection (conn.decode).
+type unsupportedError struct {
+	key, version int16
+	clientID     string
+}
+
+func (e *unsupportedError) Error() string {
+	return fmt.Sprintf("unsupported api key %d version %d", e.key, e.version)
+}
+
 func decodeRequest(frame []byte, h Handler) (*Request, kmsg.Response, error) {
 	r := kbin.Reader{Src: frame}
 	key := r.Int16()
@@ -44,7 +56,7 @@ func decodeRequest(frame []byte, h Handler) (*Request, kmsg.Response, error) {
 		return req, unsupportedApiVersions(h), nil
 	}
 	if !ok || version < minV || version > maxV {
-		return nil, nil, fmt.Errorf("unsupported api key %d version %d", key, version)
+		return nil, nil, &unsupportedError{key: key, version: version, clientID: req.ClientID}
 	}
 	body := kmsg.RequestForKey(key)
 	if body == nil {
