@@ -5,7 +5,13 @@ package broker
 // One broker (this node) leads every partition, with itself as the only
 // replica and ISR member. Topic IDs are returned from v10. Unknown topics
 // are created when the request allows it (v4+, always for v0–v3) and
-// auto.create.topics.enable is on, as Kafka does. A request by topic ID
+// auto.create.topics.enable is on, as Kafka does; as KRaft Kafka
+// (AutoTopicCreationManager), the answer names such a topic
+// UNKNOWN_TOPIC_OR_PARTITION without partitions, and the next Metadata
+// finds it (kgo, sarama, librdkafka and kafka-go retry). Names Kafka
+// reserves (__consumer_offsets, __transaction_state, …;
+// reserved_topics.go) are never created: UNKNOWN_TOPIC_OR_PARTITION,
+// is_internal as in Kafka. A request by topic ID
 // for an unknown ID answers UNKNOWN_TOPIC_ID. v13's top-level ErrorCode
 // (KIP-1102: REBOOTSTRAP_REQUIRED) is always NONE: one broker never asks
 // a client to rebootstrap.
@@ -72,22 +78,24 @@ func (b *Broker) handleMetadata(_ context.Context, r *protocol.Request) kmsg.Res
 					resp.Topics = append(resp.Topics, mt)
 					continue
 				}
+				// A created topic is not in this answer: as KRaft Kafka's
+				// AutoTopicCreationManager, the name is answered
+				// UNKNOWN_TOPIC_OR_PARTITION and the client's next
+				// Metadata (clients retry it) finds the topic.
 				err := validTopicName(*rt.Topic)
 				if err == nil && allowCreate {
-					t, err = b.autoCreate(*rt.Topic)
-					ok = err == nil
+					_, err = b.autoCreate(*rt.Topic)
 				}
-				if !ok {
-					mt := kmsg.NewMetadataResponseTopic()
-					mt.Topic = rt.Topic
-					mt.ErrorCode = kerr.UnknownTopicOrPartition.Code
-					if errCode := errorCode(err); err != nil && errCode == kerr.InvalidTopicException.Code {
-						mt.ErrorCode = errCode
-					}
-					// Kafka reports a missing topic's operations too.
-					resp.Topics = append(resp.Topics, b.metadataTopicOps(r, req, mt))
-					continue
+				mt := kmsg.NewMetadataResponseTopic()
+				mt.Topic = rt.Topic
+				mt.ErrorCode = kerr.UnknownTopicOrPartition.Code
+				_, mt.IsInternal = reservedTopic(*rt.Topic)
+				if errCode := errorCode(err); err != nil && errCode == kerr.InvalidTopicException.Code {
+					mt.ErrorCode = errCode
 				}
+				// Kafka reports a missing topic's operations too.
+				resp.Topics = append(resp.Topics, b.metadataTopicOps(r, req, mt))
+				continue
 			}
 		case rt.TopicID != [16]byte{}:
 			t, ok = b.topicByID(rt.TopicID)
@@ -148,6 +156,7 @@ func (b *Broker) topicMetadata(t *Topic) kmsg.MetadataResponseTopic {
 	name := t.Name
 	mt.Topic = &name
 	mt.TopicID = t.ID
+	_, mt.IsInternal = reservedTopic(name) // a leftover of an older minibroker
 	for _, p := range b.partitions(t) {
 		mp := kmsg.NewMetadataResponseTopicPartition()
 		mp.Partition = p.Index

@@ -62,7 +62,8 @@ func describeGroupOps(e *authzEnv, user string, v int16, group string) string {
 //     DescribeCluster; not asked for, every field is the "omitted" value;
 //   - a topic she may DESCRIBE but not CREATE is not auto-created:
 //     TOPIC_AUTHORIZATION_FAILED (it was UNKNOWN_TOPIC_OR_PARTITION);
-//     with CREATE it is created and reports its operations;
+//     with CREATE it is created (answered UNKNOWN_TOPIC_OR_PARTITION, as
+//     KRaft Kafka answers an auto-created topic) and reports its operations;
 //   - DescribeGroups reports READ|DESCRIBE for g-a; bob, denied, gets
 //     GROUP_AUTHORIZATION_FAILED with the "omitted" value (he got his
 //     computed bits before), as does a missing group under v6.
@@ -93,7 +94,7 @@ func TestAuthorizedOperations(t *testing.T) {
 		e.setACLs("alice", topicACL("t", read), groupsACL("g-", read), clusterACL(kmsg.ACLOperationIdempotentWrite, desc),
 			grant{kmsg.ACLResourceTypeTopic, "new-", true, []kmsg.ACLOperation{desc, kmsg.ACLOperationCreate}})
 		clusterOps := opBits(desc, kmsg.ACLOperationIdempotentWrite)
-		want = fmt.Sprintf("t:0/%d new-2:0/%d cluster %d", tOps, opBits(desc, kmsg.ACLOperationCreate), clusterOps)
+		want = fmt.Sprintf("t:0/%d new-2:3/%d cluster %d", tOps, opBits(desc, kmsg.ACLOperationCreate), clusterOps)
 		if got := metadataOps(e, "alice", true, "t", "new-2"); got != want {
 			t.Errorf("Metadata with DESCRIBE on the cluster and CREATE on new-*: %s, want %s", got, want)
 		}

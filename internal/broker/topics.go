@@ -323,9 +323,10 @@ func (b *Broker) DeleteTopic(name string) error {
 // autoCreateEnabled is auto.create.topics.enable.
 func (b *Broker) autoCreateEnabled() bool { return b.cfg.Bool("auto.create.topics.enable") }
 
-// autoCreate creates name with defaults when auto.create.topics.enable.
+// autoCreate creates name with defaults when auto.create.topics.enable;
+// a reserved name (reserved_topics.go) is never created.
 func (b *Broker) autoCreate(name string) (*Topic, error) {
-	if !b.autoCreateEnabled() {
+	if reserved, _ := reservedTopic(name); reserved || !b.autoCreateEnabled() {
 		return nil, fmt.Errorf("%w: %s", errUnknownTopic, name)
 	}
 	t, err := b.CreateTopic(name, -1, nil, [16]byte{}, false)

@@ -56,6 +56,9 @@ func (b *Broker) CreateTopic(name string, partitions int32, configs map[string]s
 	if err := validTopicName(name); err != nil {
 		return nil, err
 	}
+	if reserved, _ := reservedTopic(name); reserved {
+		return nil, reservedTopicError{name}
+	}
 	if partitions == -1 {
 		partitions = b.cfg.Int32("num.partitions")
 	}

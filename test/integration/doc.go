@@ -169,7 +169,11 @@
 //   - Deleting a topic deletes its committed offsets:
 //     TestDeletedTopicTakesItsOffsets; with auto-creation off an unknown
 //     topic is UNKNOWN_TOPIC_OR_PARTITION and none appears:
-//     TestAutoCreateDisabled.
+//     TestAutoCreateDisabled. Auto-creation from Metadata answers as KRaft
+//     Kafka (UNKNOWN_TOPIC_OR_PARTITION first, the partitions next time)
+//     and clients retry: TestAutoCreateAnswersAsKRaft. Names Kafka
+//     reserves (__consumer_offsets, …) are never plain topics:
+//     TestReservedTopicNames.
 //
 // # Bad input and limits
 //

@@ -290,7 +290,8 @@ func TestKafkaGoConn(t *testing.T) {
 	// DeleteTopics: conn-b (holding one record) goes away. kafka-go's
 	// ReadPartitions asks Metadata v6 with AllowAutoTopicCreation, so
 	// naming it again creates a fresh, empty conn-b with num.partitions (1)
-	// and a new topic ID, as Kafka does.
+	// and a new topic ID, as Kafka does; as KRaft Kafka, that first answer
+	// is UNKNOWN_TOPIC_OR_PARTITION and the next one has the partition.
 	before, _ := c.Broker().Topic("conn-b")
 	if _, err := client.Produce(ctx, &kafka.ProduceRequest{
 		Topic: "conn-b", RequiredAcks: kafka.RequireAll, Records: kafka.NewRecordReader(kafka.Record{Value: kafka.NewBytes([]byte("x"))}),
@@ -302,6 +303,9 @@ func TestKafkaGoConn(t *testing.T) {
 	}
 	if _, ok := c.Broker().Topic("conn-b"); ok {
 		t.Fatal("conn-b still exists after DeleteTopics")
+	}
+	if parts, err = conn.ReadPartitions("conn-b"); !errors.Is(err, kafka.UnknownTopicOrPartition) {
+		t.Fatalf("first ReadPartitions(conn-b) after delete: %v, %v; want UNKNOWN_TOPIC_OR_PARTITION", parts, err)
 	}
 	parts, err = conn.ReadPartitions("conn-b")
 	if err != nil || len(parts) != 1 || parts[0].ID != 0 {
