@@ -18,7 +18,7 @@ run: build
 	./$(BIN) serve
 
 ## deps: what the tests need, installed when missing: kcat (client tests), promtool (Debian's prometheus
-## package: the alert rules' tests)
+## package: the alert rules' tests), kafka-python (Debian's python3-kafka, run with /usr/bin/python3)
 deps:
 	@command -v kcat >/dev/null 2>&1 || { \
 	  echo "installing kcat"; \
@@ -28,6 +28,10 @@ deps:
 	  echo "installing promtool (package prometheus)"; \
 	  if [ "$$(id -u)" = 0 ]; then apt-get update -qq && apt-get install -y -qq --no-install-recommends prometheus; \
 	  else sudo apt-get update -qq && sudo apt-get install -y -qq --no-install-recommends prometheus; fi; }
+	@/usr/bin/python3 -c 'import kafka' >/dev/null 2>&1 || { \
+	  echo "installing kafka-python (package python3-kafka)"; \
+	  if [ "$$(id -u)" = 0 ]; then apt-get update -qq && apt-get install -y -qq --no-install-recommends python3-kafka; \
+	  else sudo apt-get update -qq && sudo apt-get install -y -qq --no-install-recommends python3-kafka; fi; }
 
 vet:
 	$(GO) vet ./...

@@ -87,7 +87,10 @@ func (b *Broker) Handle(ctx context.Context, req *protocol.Request) kmsg.Respons
 		resp = b.handlers[req.Key].fn(ctx, req)
 	}
 	if after != nil && resp != nil {
-		after(resp)
+		resp = after(resp)
+		if _, ok := resp.(noResponse); ok {
+			return nil
+		}
 	}
 	return resp
 }

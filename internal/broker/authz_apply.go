@@ -1,11 +1,12 @@
 package broker
 
-// The checks of authz_table.go that need more than one field: requests
-// with denied entries, and the APIs with their own rules.
+// The checks of authz_table.go that need more than one field, and the
+// APIs with their own rules. Each reads its request through kmsg's type
+// (rule[R] in authz_table.go has checked it; the assertions here are
+// checked again and fail closed all the same).
 
 import (
 	"maps"
-	"reflect"
 	"slices"
 
 	"github.com/twmb/franz-go/pkg/kerr"
@@ -15,94 +16,6 @@ import (
 	"github.com/minibroker/minibroker/internal/protocol"
 )
 
-// stripDenied removes from req's slice field the entries code refuses
-// (a non-zero Kafka code) and answers them in the response's respField
-// with that code, as Kafka answers denied topics beside served ones. key
-// names the response entry's field for an entry that is a bare string
-// (a group id); "" for entries that are structs (their identity fields
-// are copied, errorResponse). When every entry is refused the handler
-// is not called.
-func (b *Broker) stripDenied(req *protocol.Request, field, respField, key string, code func(reflect.Value) int16) (kmsg.Response, func(kmsg.Response)) {
-	body := reflect.ValueOf(req.Body).Elem()
-	f := body.FieldByName(field)
-	if !f.IsValid() || f.Kind() != reflect.Slice || f.Len() == 0 {
-		return nil, nil
-	}
-	kept := reflect.MakeSlice(f.Type(), 0, f.Len())
-	denied := map[int16]reflect.Value{}
-	var codes []int16
-	for i := range f.Len() {
-		e := f.Index(i)
-		c := code(e)
-		if c == 0 {
-			kept = reflect.Append(kept, e)
-			continue
-		}
-		d, ok := denied[c]
-		if !ok {
-			d = reflect.MakeSlice(f.Type(), 0, 1)
-			codes = append(codes, c)
-		}
-		denied[c] = reflect.Append(d, e)
-	}
-	if len(codes) == 0 {
-		return nil, nil
-	}
-	var extra []reflect.Value // slices of response entries
-	respType := reflect.ValueOf(req.Body.ResponseKind()).Elem().FieldByName(respField)
-	if key != "" && respType.IsValid() && respType.Kind() == reflect.Slice {
-		// Bare names (group or transactional ids): one response entry
-		// each, keyed by key, with the code.
-		for _, c := range codes {
-			d := denied[c]
-			entries := reflect.MakeSlice(respType.Type(), d.Len(), d.Len())
-			for j := range d.Len() {
-				e := entries.Index(j)
-				if def, ok := e.Addr().Interface().(interface{ Default() }); ok {
-					def.Default()
-				}
-				setScalar(e, key, d.Index(j))
-				if ec := e.FieldByName("ErrorCode"); ec.IsValid() {
-					ec.SetInt(int64(c))
-				}
-			}
-			extra = append(extra, entries)
-		}
-		codes = nil
-	}
-	for _, c := range codes {
-		sub := reflect.New(body.Type())
-		sub.Elem().Set(body)
-		sub.Elem().FieldByName(field).Set(denied[c])
-		er := errorResponse(sub.Interface().(kmsg.Request), c)
-		entries := reflect.ValueOf(er).Elem().FieldByName(respField)
-		if !entries.IsValid() {
-			continue
-		}
-		extra = append(extra, entries)
-	}
-	appendTo := func(resp kmsg.Response) {
-		rf := reflect.ValueOf(resp).Elem().FieldByName(respField)
-		if !rf.IsValid() {
-			return
-		}
-		for _, x := range extra {
-			rf.Set(reflect.AppendSlice(rf, x))
-		}
-	}
-	if kept.Len() == 0 {
-		if p, ok := req.Body.(*kmsg.ProduceRequest); ok && p.Acks == 0 {
-			return noResponse{}, nil
-		}
-		resp := req.Body.ResponseKind()
-		resp.SetVersion(req.Version)
-		appendTo(resp)
-		return resp, nil
-	}
-	f.Set(kept)
-	return nil, appendTo
-}
-
 // noResponse marks a denial that gets no answer (Produce with acks=0;
 // Kafka drops the records and, for acks=0, answers nothing).
 type noResponse struct{ kmsg.Response }
@@ -111,8 +24,11 @@ type noResponse struct{ kmsg.Response }
 // transactional id (none: TRANSACTIONAL_ID_AUTHORIZATION_FAILED), as
 // Kafka decides it from the batches, not from the id's presence; WRITE on
 // each topic.
-func applyProduce(b *Broker, req *protocol.Request) (kmsg.Response, func(kmsg.Response)) {
-	r := req.Body.(*kmsg.ProduceRequest)
+func applyProduce(b *Broker, req *protocol.Request) (kmsg.Response, afterFn) {
+	r, ok := req.Body.(*kmsg.ProduceRequest)
+	if !ok {
+		return b.unreadable(req, "not a Produce request")
+	}
 	if hasTransactionalRecords(r) && (r.TransactionID == nil || !b.authorizedTxnID(req, *r.TransactionID, aclWrite)) {
 		if r.Acks == 0 {
 			return noResponse{}, nil
@@ -122,10 +38,12 @@ func applyProduce(b *Broker, req *protocol.Request) (kmsg.Response, func(kmsg.Re
 	// minibroker auto-creates on Produce (Kafka only on Metadata): an
 	// unknown topic also needs CREATE, else UNKNOWN_TOPIC_OR_PARTITION
 	// and nothing is created.
-	return b.stripDenied(req, "Topics", "Topics", "", func(e reflect.Value) int16 {
-		name, ok := topicOf(e, b.topicName)
+	list := func(r *kmsg.ProduceRequest) *[]kmsg.ProduceRequestTopic { return &r.Topics }
+	resp := func(r *kmsg.ProduceResponse) *[]kmsg.ProduceResponseTopic { return &r.Topics }
+	return entriesRule(list, func(b *Broker, req *protocol.Request, t kmsg.ProduceRequestTopic) int16 {
+		name, known := b.entryTopic(t.Topic, t.TopicID)
 		switch {
-		case !ok || name == "":
+		case !known:
 			return 0
 		case !b.authorizedTopic(req, name, aclWrite):
 			return codeTopic
@@ -134,7 +52,7 @@ func applyProduce(b *Broker, req *protocol.Request) (kmsg.Response, func(kmsg.Re
 			return kerr.UnknownTopicOrPartition.Code
 		}
 		return 0
-	})
+	}, viaErrorResponse(list, resp), resp)(b, req)
 }
 
 // hasTransactionalRecords reports whether a batch of the request is
@@ -158,8 +76,11 @@ func hasTransactionalRecords(r *kmsg.ProduceRequest) bool {
 	return false
 }
 
-func applyFetch(b *Broker, req *protocol.Request) (kmsg.Response, func(kmsg.Response)) {
-	r := req.Body.(*kmsg.FetchRequest)
+func applyFetch(b *Broker, req *protocol.Request) (kmsg.Response, afterFn) {
+	r, ok := req.Body.(*kmsg.FetchRequest)
+	if !ok {
+		return b.unreadable(req, "not a Fetch request")
+	}
 	replica := r.ReplicaID
 	if r.Version >= 15 {
 		replica = r.ReplicaState.ID
@@ -167,27 +88,26 @@ func applyFetch(b *Broker, req *protocol.Request) (kmsg.Response, func(kmsg.Resp
 	if replica >= 0 {
 		return clusterRule(aclClusterAction)(b, req)
 	}
-	return topicsRule("Topics", "Topics", aclRead)(b, req)
+	return fetchTopics(aclRead)(b, req)
 }
 
 // applyCreateTopics: CREATE on the cluster or each topic; a created
 // topic's configs (v5+) are shown only to a principal that may
 // DESCRIBE_CONFIGS it, else TopicConfigErrorCode is
 // TOPIC_AUTHORIZATION_FAILED (Kafka).
-func applyCreateTopics(b *Broker, req *protocol.Request) (kmsg.Response, func(kmsg.Response)) {
-	hideConfigs := func(resp kmsg.Response) {
-		out := resp.(*kmsg.CreateTopicsResponse)
+func applyCreateTopics(b *Broker, req *protocol.Request) (kmsg.Response, afterFn) {
+	hideConfigs := filterResponse(b, req, func(out *kmsg.CreateTopicsResponse) {
 		for i := range out.Topics {
 			t := &out.Topics[i]
 			if t.ErrorCode == 0 && !b.authorizedTopic(req, t.Topic, aclDescribeConfigs) {
 				t.Configs, t.ConfigErrorCode = nil, codeTopic
 			}
 		}
-	}
+	})
 	if b.authorizedCluster(req, aclCreate) {
 		return nil, hideConfigs
 	}
-	return chain(topicsRule("Topics", "Topics", aclCreate), func(*Broker, *protocol.Request) (kmsg.Response, func(kmsg.Response)) {
+	return chain(createTopicsTopics(aclCreate), func(*Broker, *protocol.Request) (kmsg.Response, afterFn) {
 		return nil, hideConfigs
 	})(b, req)
 }
@@ -197,10 +117,16 @@ func (b *Broker) mayCreateTopic(req *protocol.Request, topic string) bool {
 	return b.authorizedCluster(req, aclCreate) || b.authorizedTopic(req, topic, aclCreate)
 }
 
-func applyInitProducerID(b *Broker, req *protocol.Request) (kmsg.Response, func(kmsg.Response)) {
-	r := req.Body.(*kmsg.InitProducerIDRequest)
+func applyInitProducerID(b *Broker, req *protocol.Request) (kmsg.Response, afterFn) {
+	r, ok := req.Body.(*kmsg.InitProducerIDRequest)
+	if !ok {
+		return b.unreadable(req, "not an InitProducerId request")
+	}
 	if r.TransactionalID != nil && *r.TransactionalID != "" {
-		return txnRule(aclWrite)(b, req)
+		if !b.authorizedTxnID(req, *r.TransactionalID, aclWrite) {
+			return errorResponse(r, codeTxnID), nil
+		}
+		return nil, nil
 	}
 	if b.authorizedCluster(req, aclIdempotentWrite) || b.authz.AuthorizeAny(principal(req), aclHost(req), kmsg.ACLResourceTypeTopic, aclWrite) {
 		return nil, nil
@@ -208,11 +134,20 @@ func applyInitProducerID(b *Broker, req *protocol.Request) (kmsg.Response, func(
 	return errorResponse(r, codeCluster), nil
 }
 
-func applyFindCoordinator(b *Broker, req *protocol.Request) (kmsg.Response, func(kmsg.Response)) {
-	r := req.Body.(*kmsg.FindCoordinatorRequest)
+func applyFindCoordinator(b *Broker, req *protocol.Request) (kmsg.Response, afterFn) {
+	r, ok := req.Body.(*kmsg.FindCoordinatorRequest)
+	if !ok {
+		return b.unreadable(req, "not a FindCoordinator request")
+	}
 	rt, code := kmsg.ACLResourceTypeGroup, codeGroup
-	if r.CoordinatorType == 1 {
+	switch r.CoordinatorType {
+	case 0:
+	case 1:
 		rt, code = kmsg.ACLResourceTypeTransactionalId, codeTxnID
+	default:
+		// Not a key type the rule knows (Kafka 4's share groups are 2):
+		// refused, never served unchecked.
+		return b.unreadable(req, "unknown coordinator type")
 	}
 	if r.Version < 4 {
 		if !b.authorized(req, rt, r.CoordinatorKey, aclDescribe) {
@@ -220,7 +155,7 @@ func applyFindCoordinator(b *Broker, req *protocol.Request) (kmsg.Response, func
 		}
 		return nil, nil
 	}
-	return groupsRule("CoordinatorKeys", "Coordinators", "Key", rt, aclDescribe, code)(b, req)
+	return findCoordinatorKeys(rt, code)(b, req)
 }
 
 // applyOffsetFetch: DESCRIBE on the group, DESCRIBE on each topic, as
@@ -230,8 +165,11 @@ func applyFindCoordinator(b *Broker, req *protocol.Request) (kmsg.Response, func
 // topic the principal may not DESCRIBE is not read: its partitions answer
 // offset -1, leader epoch -1, metadata "" and TOPIC_AUTHORIZATION_FAILED.
 // A fetch of every partition (no topics named) leaves such topics out.
-func applyOffsetFetch(b *Broker, req *protocol.Request) (kmsg.Response, func(kmsg.Response)) {
-	r := req.Body.(*kmsg.OffsetFetchRequest)
+func applyOffsetFetch(b *Broker, req *protocol.Request) (kmsg.Response, afterFn) {
+	r, ok := req.Body.(*kmsg.OffsetFetchRequest)
+	if !ok {
+		return b.unreadable(req, "not an OffsetFetch request")
+	}
 	if r.Version < 8 {
 		if !b.authorizedGroup(req, r.Group, aclDescribe) {
 			if r.Version < 2 {
@@ -249,18 +187,16 @@ func applyOffsetFetch(b *Broker, req *protocol.Request) (kmsg.Response, func(kms
 			return resp, nil
 		}
 		if r.Topics == nil {
-			return nil, func(resp kmsg.Response) {
-				out := resp.(*kmsg.OffsetFetchResponse)
+			return nil, filterResponse(b, req, func(out *kmsg.OffsetFetchResponse) {
 				out.Topics = keepTopics(b, req, out.Topics, func(t kmsg.OffsetFetchResponseTopic) string { return t.Topic })
-			}
+			})
 		}
 		var denied []kmsg.OffsetFetchRequestTopic
 		r.Topics, denied = splitTopics(b, req, r.Topics, func(t kmsg.OffsetFetchRequestTopic) string { return t.Topic })
 		if len(denied) == 0 {
 			return nil, nil
 		}
-		return nil, func(resp kmsg.Response) {
-			out := resp.(*kmsg.OffsetFetchResponse)
+		return nil, filterResponse(b, req, func(out *kmsg.OffsetFetchResponse) {
 			if out.ErrorCode != 0 {
 				return
 			}
@@ -274,7 +210,7 @@ func applyOffsetFetch(b *Broker, req *protocol.Request) (kmsg.Response, func(kms
 				}
 				out.Topics = append(out.Topics, rt)
 			}
-		}
+		})
 	}
 	denied := map[string][]kmsg.OffsetFetchRequestGroupTopic{}
 	for i := range r.Groups {
@@ -284,8 +220,7 @@ func applyOffsetFetch(b *Broker, req *protocol.Request) (kmsg.Response, func(kms
 		}
 		g.Topics, denied[g.Group] = splitTopics(b, req, g.Topics, func(t kmsg.OffsetFetchRequestGroupTopic) string { return t.Topic })
 	}
-	return nil, func(resp kmsg.Response) {
-		out := resp.(*kmsg.OffsetFetchResponse)
+	return nil, filterResponse(b, req, func(out *kmsg.OffsetFetchResponse) {
 		for i := range out.Groups {
 			g := &out.Groups[i]
 			switch {
@@ -306,7 +241,7 @@ func applyOffsetFetch(b *Broker, req *protocol.Request) (kmsg.Response, func(kms
 				}
 			}
 		}
-	}
+	})
 }
 
 // splitTopics splits topics into those the principal may DESCRIBE and
@@ -332,19 +267,22 @@ func keepTopics[T any](b *Broker, req *protocol.Request, topics []T, name func(T
 // applyOffsetForLeaderEpoch: CLUSTER_ACTION on the cluster answers every
 // topic; otherwise each topic needs DESCRIBE (KafkaApis; the request's
 // replica id plays no part).
-func applyOffsetForLeaderEpoch(b *Broker, req *protocol.Request) (kmsg.Response, func(kmsg.Response)) {
+func applyOffsetForLeaderEpoch(b *Broker, req *protocol.Request) (kmsg.Response, afterFn) {
 	if b.authorizedCluster(req, aclClusterAction) {
 		return nil, nil
 	}
-	return topicsRule("Topics", "Topics", aclDescribe)(b, req)
+	return offsetForLeaderEpochTopics(aclDescribe)(b, req)
 }
 
 // applyAddPartitionsToTxn: WRITE on each topic, all or nothing as Kafka:
 // when one is denied, nothing is added; denied topics answer
 // TOPIC_AUTHORIZATION_FAILED, unknown partitions
 // UNKNOWN_TOPIC_OR_PARTITION, the others OPERATION_NOT_ATTEMPTED.
-func applyAddPartitionsToTxn(b *Broker, req *protocol.Request) (kmsg.Response, func(kmsg.Response)) {
-	r := req.Body.(*kmsg.AddPartitionsToTxnRequest)
+func applyAddPartitionsToTxn(b *Broker, req *protocol.Request) (kmsg.Response, afterFn) {
+	r, ok := req.Body.(*kmsg.AddPartitionsToTxnRequest)
+	if !ok || r.Version > 3 {
+		return b.unreadable(req, "not an AddPartitionsToTxn request of v0–v3")
+	}
 	refused := false
 	for _, t := range r.Topics {
 		if !b.authorizedTopic(req, t.Topic, aclWrite) {
@@ -383,11 +321,14 @@ var clusterDenied = kmsg.StringPtr(kerr.ClusterAuthorizationFailed.Description)
 // DescribeUserScramCredentialsRequest.getErrorResponse: the top-level code
 // and one result per user asked for, with the code (and, as Kafka, no
 // user name).
-func applyDescribeUserSCRAM(b *Broker, req *protocol.Request) (kmsg.Response, func(kmsg.Response)) {
+func applyDescribeUserSCRAM(b *Broker, req *protocol.Request) (kmsg.Response, afterFn) {
+	r, ok := req.Body.(*kmsg.DescribeUserSCRAMCredentialsRequest)
+	if !ok {
+		return b.unreadable(req, "not a DescribeUserScramCredentials request")
+	}
 	if b.authorizedCluster(req, aclDescribe) {
 		return nil, nil
 	}
-	r := req.Body.(*kmsg.DescribeUserSCRAMCredentialsRequest)
 	resp := r.ResponseKind().(*kmsg.DescribeUserSCRAMCredentialsResponse)
 	resp.SetVersion(r.Version)
 	resp.ErrorCode, resp.ErrorMessage = codeCluster, clusterDenied
@@ -402,11 +343,14 @@ func applyDescribeUserSCRAM(b *Broker, req *protocol.Request) (kmsg.Response, fu
 // applyAlterUserSCRAM: ALTER on the cluster. Denied: one result per user
 // named (deletions and upsertions, each once, sorted) with the code, as
 // Kafka's getErrorResponse; nothing is changed.
-func applyAlterUserSCRAM(b *Broker, req *protocol.Request) (kmsg.Response, func(kmsg.Response)) {
+func applyAlterUserSCRAM(b *Broker, req *protocol.Request) (kmsg.Response, afterFn) {
+	r, ok := req.Body.(*kmsg.AlterUserSCRAMCredentialsRequest)
+	if !ok {
+		return b.unreadable(req, "not an AlterUserScramCredentials request")
+	}
 	if b.authorizedCluster(req, aclAlter) {
 		return nil, nil
 	}
-	r := req.Body.(*kmsg.AlterUserSCRAMCredentialsRequest)
 	users := map[string]bool{}
 	for _, d := range r.Deletions {
 		users[d.Name] = true
@@ -426,22 +370,20 @@ func applyAlterUserSCRAM(b *Broker, req *protocol.Request) (kmsg.Response, func(
 
 // applyDescribeTransactions leaves out of each described transaction the
 // topics the principal may not DESCRIBE (Kafka).
-func applyDescribeTransactions(b *Broker, req *protocol.Request) (kmsg.Response, func(kmsg.Response)) {
-	return nil, func(resp kmsg.Response) {
-		out := resp.(*kmsg.DescribeTransactionsResponse)
+func applyDescribeTransactions(b *Broker, req *protocol.Request) (kmsg.Response, afterFn) {
+	return nil, filterResponse(b, req, func(out *kmsg.DescribeTransactionsResponse) {
 		for i := range out.TransactionStates {
 			s := &out.TransactionStates[i]
 			s.Topics = keepTopics(b, req, s.Topics, func(t kmsg.DescribeTransactionsResponseTransactionStateTopic) string { return t.Topic })
 		}
-	}
+	})
 }
 
-func applyListGroups(b *Broker, req *protocol.Request) (kmsg.Response, func(kmsg.Response)) {
+func applyListGroups(b *Broker, req *protocol.Request) (kmsg.Response, afterFn) {
 	if b.authorizedCluster(req, aclDescribe) {
 		return nil, nil
 	}
-	return nil, func(resp kmsg.Response) {
-		out := resp.(*kmsg.ListGroupsResponse)
+	return nil, filterResponse(b, req, func(out *kmsg.ListGroupsResponse) {
 		kept := out.Groups[:0]
 		for _, g := range out.Groups {
 			if b.authorizedGroup(req, g.Group, aclDescribe) {
@@ -449,12 +391,11 @@ func applyListGroups(b *Broker, req *protocol.Request) (kmsg.Response, func(kmsg
 			}
 		}
 		out.Groups = kept
-	}
+	})
 }
 
-func applyListTransactions(b *Broker, req *protocol.Request) (kmsg.Response, func(kmsg.Response)) {
-	return nil, func(resp kmsg.Response) {
-		out := resp.(*kmsg.ListTransactionsResponse)
+func applyListTransactions(b *Broker, req *protocol.Request) (kmsg.Response, afterFn) {
+	return nil, filterResponse(b, req, func(out *kmsg.ListTransactionsResponse) {
 		kept := out.TransactionStates[:0]
 		for _, s := range out.TransactionStates {
 			if b.authorizedTxnID(req, s.TransactionalID, aclDescribe) {
@@ -462,5 +403,37 @@ func applyListTransactions(b *Broker, req *protocol.Request) (kmsg.Response, fun
 			}
 		}
 		out.TransactionStates = kept
+	})
+}
+
+// applyLeaveGroup: READ on the group; denied, the top-level code alone
+// (Kafka), not one per member.
+func applyLeaveGroup(b *Broker, req *protocol.Request) (kmsg.Response, afterFn) {
+	r, ok := req.Body.(*kmsg.LeaveGroupRequest)
+	if !ok {
+		return b.unreadable(req, "not a LeaveGroup request")
 	}
+	if b.authorizedGroup(req, r.Group, aclRead) {
+		return nil, nil
+	}
+	resp := kmsg.NewPtrLeaveGroupResponse()
+	resp.SetVersion(r.Version)
+	resp.ErrorCode = codeGroup
+	return resp, nil
+}
+
+// applyOffsetDeleteGroup: DELETE on the group; denied, the top-level
+// code alone (Kafka).
+func applyOffsetDeleteGroup(b *Broker, req *protocol.Request) (kmsg.Response, afterFn) {
+	r, ok := req.Body.(*kmsg.OffsetDeleteRequest)
+	if !ok {
+		return b.unreadable(req, "not an OffsetDelete request")
+	}
+	if b.authorizedGroup(req, r.Group, aclDelete) {
+		return nil, nil
+	}
+	resp := kmsg.NewPtrOffsetDeleteResponse()
+	resp.SetVersion(r.Version)
+	resp.ErrorCode = codeGroup
+	return resp, nil
 }

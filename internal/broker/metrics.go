@@ -13,6 +13,9 @@ type Metrics struct {
 	BytesInTopic  *prometheus.CounterVec
 	BytesOutTopic *prometheus.CounterVec
 	HTTPRejected  prometheus.Counter
+	// AuthzUnreadable counts requests an authorization rule could not
+	// read and so denied (fail closed), by API: a bug, never expected.
+	AuthzUnreadable *prometheus.CounterVec
 }
 
 func newMetrics(b *Broker, reg prometheus.Registerer) *Metrics {
@@ -26,8 +29,10 @@ func newMetrics(b *Broker, reg prometheus.Registerer) *Metrics {
 			Help: "Record bytes returned by Fetch, by topic."}, []string{"topic"}),
 		HTTPRejected: prometheus.NewCounter(prometheus.CounterOpts{Name: "minibroker_http_connections_rejected_total",
 			Help: "HTTP connections closed at accept because the HTTP connection cap was reached."}),
+		AuthzUnreadable: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "minibroker_authz_rule_unreadable_total",
+			Help: "Requests denied because their authorization rule could not read them (fail closed; a bug), by API."}, []string{"api"}),
 	}
-	reg.MustRegister(m.Partitions, m.ProduceErrors, m.BytesInTopic, m.BytesOutTopic, m.HTTPRejected, &offsetsCollector{b: b}, &storageCollector{b: b})
+	reg.MustRegister(m.Partitions, m.ProduceErrors, m.BytesInTopic, m.BytesOutTopic, m.HTTPRejected, m.AuthzUnreadable, &offsetsCollector{b: b}, &storageCollector{b: b})
 	return m
 }
 

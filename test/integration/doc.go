@@ -222,7 +222,15 @@
 //     APIs answer SECURITY_DISABLED: TestACLAPIsWithoutAuthorizer; a
 //     mirrored topic's reads follow its ACLs while the group sync acts as
 //     the broker: TestACLsOnMirror; ACLs synced from the source, only the
-//     selected principals' on mirrored topics: TestMirrorACLSync. The per-API rules against Kafka's, sent as raw
+//     selected principals' on mirrored topics: TestMirrorACLSync.
+//     Deleting a topic under ACLs with the clients that send DeleteTopics
+//     v1–v5 (a list of names, once read as structs, a panic and a closed
+//     connection): TestKafkaPythonDeleteTopicsUnderACLs,
+//     TestSaramaDeleteTopicsUnderACLs (DELETE allowed: deleted; denied:
+//     TOPIC_AUTHORIZATION_FAILED, kept). The rules fail closed: a body a
+//     rule cannot read is denied and counted (internal/broker,
+//     TestAuthzRulesFailClosed, TestAuthzFieldRulesFailClosed). The
+//     per-API rules against Kafka's, sent as raw
 //     kmsg so no client step answers for the broker, each with its
 //     authz_table.go rule switched off as the negative control, are unit
 //     tests with real SASL brokers (internal/broker,
