@@ -12,6 +12,10 @@ package broker
 // or "": the Kafka-named settings, read-only (minibroker changes no broker
 // setting at run time), STATIC_BROKER_CONFIG when set, DEFAULT_CONFIG
 // otherwise; a PASSWORD's value is null and marked sensitive, as Kafka.
+// GROUP (32) and CLIENT_METRICS (16): every config of Kafka 4's group
+// configs or of a client-metrics subscription, GROUP_CONFIG or
+// CLIENT_METRICS_CONFIG when set, DEFAULT_CONFIG otherwise
+// (resource_configs.go); an empty name is INVALID_REQUEST.
 // Other resource types answer INVALID_REQUEST.
 
 import (
@@ -61,6 +65,13 @@ func (b *Broker) handleDescribeConfigs(_ context.Context, r *protocol.Request) k
 					sr.Configs = append(sr.Configs, b.brokerConfigEntry(s, req.Version))
 				}
 			}
+		case kmsg.ConfigResourceTypeGroupConfig, kmsg.ConfigResourceTypeClientMetrics:
+			cfgs, err := b.describeResource(rr, req.Version)
+			if err != nil {
+				sr.ErrorCode, sr.ErrorMessage = errorCode(err), errorMessage(err)
+				break
+			}
+			sr.Configs = cfgs
 		default:
 			sr.ErrorCode = kerr.InvalidRequest.Code
 		}

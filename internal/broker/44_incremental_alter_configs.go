@@ -16,6 +16,14 @@ package broker
 // APPEND/SUBTRACT on a non-list: INVALID_CONFIG naming the key; an unknown
 // topic: UNKNOWN_TOPIC_OR_PARTITION.
 //
+// GROUP (32) and CLIENT_METRICS (16) resources: SET and DELETE, APPEND
+// and SUBTRACT on a client-metrics list; the result checked as Kafka's
+// GroupConfig (known names, each INT within the group coordinator's
+// bounds, a session timeout above its heartbeat interval: INVALID_CONFIG)
+// and ClientMetricsConfigs (unknown name or interval.ms outside
+// 100–3600000: INVALID_REQUEST; a bad match pattern: INVALID_CONFIG)
+// validate them, then stored durably (resource_configs.go).
+//
 // Deviations: broker settings are static (INVALID_REQUEST, see
 // alter_configs.go), and BROKER_LOGGER is not served (INVALID_REQUEST).
 
@@ -68,7 +76,11 @@ func (b *Broker) incrementalAlterResource(rr kmsg.IncrementalAlterConfigsRequest
 	if len(nulls) > 0 {
 		return fmt.Errorf("%w: null value not supported for: %s", errInvalidRequest, strings.Join(nulls, ", "))
 	}
-	if rr.ResourceType != kmsg.ConfigResourceTypeTopic {
+	switch rr.ResourceType {
+	case kmsg.ConfigResourceTypeGroupConfig, kmsg.ConfigResourceTypeClientMetrics:
+		return b.resourceConfigs.alter(rr.ResourceType, rr.ResourceName, rr.Configs, validateOnly)
+	case kmsg.ConfigResourceTypeTopic:
+	default:
 		return b.checkNonTopicResource(rr.ResourceType, rr.ResourceName)
 	}
 	return b.updateTopicConfigs(rr.ResourceName, func(cfgs map[string]string) (map[string]string, error) {

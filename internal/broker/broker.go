@@ -87,6 +87,9 @@ type Broker struct {
 	httpAuth  *adminAuth // the HTTP listener's security (httpauth.go)
 	handlers  map[int16]api
 	admin     map[string]http.Handler
+	telemetry telemetryClients // GetTelemetrySubscriptions / PushTelemetry (telemetry.go)
+	// resourceConfigs: GROUP and CLIENT_METRICS configs (resource_configs.go).
+	resourceConfigs resourceConfigs
 
 	// adminMu serializes changes to the registry (create, grow, delete
 	// a topic, alter its configs) and so every write of topics.json, as
@@ -227,6 +230,9 @@ func newBroker(opts Options, seams func(*Broker)) (*Broker, error) {
 		zap.Int("recovery_threads", b.recoveryThreads()), zap.Duration("took", time.Since(start)))
 
 	if b.scram, err = security.OpenScramStore(b.fs, b.dataDir); err != nil {
+		return nil, err
+	}
+	if err := b.resourceConfigs.open(b.fs, b.dataDir); err != nil {
 		return nil, err
 	}
 	if err := b.openListeners(); err != nil {
@@ -392,6 +398,9 @@ func (b *Broker) HTTPAddr() string {
 
 // ClusterID is the cluster id stored in meta.properties.
 func (b *Broker) ClusterID() string { return b.clusterID }
+
+// NodeID is this node's id (node.id), the only replica of every partition.
+func (b *Broker) NodeID() int32 { return b.nodeID }
 
 // DataDir is the broker's data directory.
 func (b *Broker) DataDir() string { return b.dataDir }

@@ -244,6 +244,19 @@
 //     dashboard and alerts query exists: TestDashboardMetricsExist
 //     (negative control in it).
 //
+// # Admin APIs with one-node answers (docs/ONE_NODE_APIS.md)
+//
+//   - Kafka's one-node answers, each test seen failing before the API was
+//     served (the client refused: "broker is too old"):
+//     TestElectLeadersOneNode (kadm), TestPartitionReassignmentsKadm,
+//     TestPartitionReassignmentsSarama, TestDescribeQuorumOneNode,
+//     TestAlterReplicaLogDirsOneDir, TestDescribeTopicPartitionsCursor,
+//     TestClientMetricsResources, TestTelemetryNoSubscriptions; group
+//     configs validated, stored and kept across a restart:
+//     TestGroupConfigsDescribeAlterPersist. Their ACLs, with the rule
+//     switched off as negative control, are a unit test
+//     (internal/broker, TestAdminAPIsAuthorization).
+//
 // # Fault injection (docs/FAULTS.md)
 //
 //   - A client's own error handling meets the faults: kgo retries a
