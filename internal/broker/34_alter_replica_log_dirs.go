@@ -1,6 +1,6 @@
 package broker
 
-// AlterReplicaLogDirs, v1–v2 (v0 too with broker.protocol.versions=3.9)
+// AlterReplicaLogDirs, v1–v2 (Kafka 4 removed v0, KIP-896)
 // (KIP-113), as Kafka's ReplicaManager.alterReplicaLogDirs answers it.
 //
 // minibroker has one log directory, the data dir. Per partition: a
