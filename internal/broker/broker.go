@@ -12,6 +12,7 @@ import (
 	"errors"
 	"fmt"
 	"github.com/minibroker/minibroker/internal/acl"
+	"maps"
 	"net"
 	"net/http"
 	"os"
@@ -145,6 +146,10 @@ func New(opts Options) (*Broker, error) {
 // anything (tests only).
 func newBroker(opts Options, seams func(*Broker)) (*Broker, error) {
 	cfg := opts.Config
+	cfg.Kafka = maps.Clone(cfg.Kafka) // the caller's map is not the broker's
+	if err := cfg.ApplyKafkaIdentity(); err != nil {
+		return nil, fmt.Errorf("refusing to start: %w", err)
+	}
 	if opts.Logger == nil {
 		opts.Logger = zap.NewNop()
 	}
@@ -167,6 +172,9 @@ func newBroker(opts Options, seams func(*Broker)) (*Broker, error) {
 		if err := cfg.Validate(); err != nil {
 			return nil, fmt.Errorf("refusing to start: %w", err)
 		}
+	}
+	if ignored := cfg.IgnoredSet(); len(ignored) > 0 {
+		b.logger.Info("Kafka settings accepted and ignored (they mean nothing on one node; docs/SETTINGS.md)", zap.Strings("settings", ignored))
 	}
 	b.metrics = newMetrics(b, opts.Registry)
 	b.psmMetrics = psm.NewMetrics(opts.Registry)

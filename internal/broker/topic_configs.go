@@ -74,8 +74,8 @@ func (b *Broker) topicValue(overrides map[string]string, name string) (string, c
 		return "", sourceDefault
 	}
 	if s.Name != "" {
-		if _, set := b.cfg.Kafka[s.Name]; set {
-			return b.cfg.String(s.Name), sourceStatic
+		if v, set := b.cfg.Value(s.Name); set {
+			return v, sourceStatic
 		}
 	}
 	return s.Default, sourceDefault

@@ -5,6 +5,7 @@
 package config
 
 import (
+	"errors"
 	"fmt"
 	"math"
 	"os"
@@ -134,9 +135,56 @@ func checkSetting(name, value string) error {
 	}
 	def, ok := Lookup(name)
 	if !ok {
-		return fmt.Errorf("unknown setting %q (minibroker accepts: %s)", name, strings.Join(Names(), ", "))
+		return &UnknownSettingError{Name: name}
 	}
 	return def.Validate(name, value)
+}
+
+// UnknownSettingError is a name neither Kafka's broker ConfigDef nor
+// minibroker defines.
+type UnknownSettingError struct{ Name string }
+
+func (e *UnknownSettingError) Error() string {
+	return fmt.Sprintf("unknown setting %q (not a Kafka broker setting nor a minibroker one; docs/SETTINGS.md lists them)", e.Name)
+}
+
+// SetLenient sets each of props as Set does, in name order, except that a
+// name no table knows is skipped and returned rather than refused: Kafka
+// itself only warns about unknown names in server.properties and in its
+// image's KAFKA_* variables, so files and environments written for Kafka
+// carry some (plug-in settings, KAFKA_JMX_PORT, …). A known name with a
+// bad value is an error.
+func (c *Config) SetLenient(props map[string]string) (unknown []string, err error) {
+	names := make([]string, 0, len(props))
+	for k := range props {
+		names = append(names, k)
+	}
+	sort.Strings(names)
+	for _, k := range names {
+		err := c.Set(k, props[k])
+		var u *UnknownSettingError
+		switch {
+		case errors.As(err, &u):
+			unknown = append(unknown, k)
+		case err != nil:
+			return unknown, err
+		}
+	}
+	return unknown, nil
+}
+
+// LoadProperties merges a Kafka server.properties file over c
+// (SetLenient's rules: unknown names are returned).
+func (c *Config) LoadProperties(path string) (unknown []string, err error) {
+	props, err := ReadPropertiesFile(path)
+	if err != nil {
+		return nil, fmt.Errorf("config: %w", err)
+	}
+	unknown, err = c.SetLenient(props)
+	if err != nil {
+		return unknown, fmt.Errorf("config: %s: %w", path, err)
+	}
+	return unknown, nil
 }
 
 // Validate checks the whole configuration as start-up does, whoever built
@@ -172,7 +220,7 @@ func (c *Config) SetPair(kv string) error {
 
 // String returns a setting's value, or its default.
 func (c *Config) String(name string) string {
-	if v, ok := c.Kafka[name]; ok {
+	if v, ok := c.Value(name); ok {
 		return v
 	}
 	def, ok := Lookup(name)
@@ -180,6 +228,46 @@ func (c *Config) String(name string) string {
 		panic("config: unknown setting " + name) // programming error, not input
 	}
 	return def.Default
+}
+
+// Value returns a setting's value and true when it is set, by its own
+// name or, as Kafka derives it, by a synonym in other units
+// (log.retention.hours for log.retention.ms, …).
+func (c *Config) Value(name string) (string, bool) {
+	if v, ok := c.Kafka[name]; ok {
+		return v, true
+	}
+	for _, syn := range unitSynonyms[name] {
+		v, ok := c.Kafka[syn.name]
+		if !ok {
+			continue
+		}
+		n, err := strconv.ParseInt(strings.TrimSpace(v), 10, 64)
+		if err != nil {
+			continue // Validate refuses it
+		}
+		if n < 0 {
+			return "-1", true // Kafka: a negative retention is unlimited
+		}
+		if n > math.MaxInt64/syn.scale {
+			return strconv.FormatInt(math.MaxInt64, 10), true
+		}
+		return strconv.FormatInt(n*syn.scale, 10), true
+	}
+	return "", false
+}
+
+// unitSynonyms are the settings Kafka derives from others in other units
+// when they are not set themselves, in Kafka's order of precedence
+// (KafkaConfig.logRetentionTimeMillis, logRollTimeMillis,
+// GroupCoordinatorConfig.offsetsRetentionMs).
+var unitSynonyms = map[string][]struct {
+	name  string
+	scale int64
+}{
+	"log.retention.ms":     {{"log.retention.minutes", 60_000}, {"log.retention.hours", 3_600_000}},
+	"log.roll.ms":          {{"log.roll.hours", 3_600_000}},
+	"offsets.retention.ms": {{"offsets.retention.minutes", 60_000}},
 }
 
 // Int64 returns a numeric setting.
@@ -220,5 +308,54 @@ func Settings() []Setting {
 			out = append(out, s)
 		}
 	}
+	return out
+}
+
+// ApplyKafkaIdentity takes the node id and the data directory from Kafka's
+// settings when they are set: node.id (or its older name broker.id; both
+// set, they must match, as Kafka requires) replaces NodeID, and log.dirs
+// (else log.dir) replaces DataDir. minibroker keeps one data directory, so
+// a log.dirs of more than one is refused. A node id of -1 (Kafka's
+// default) is "not set".
+func (c *Config) ApplyKafkaIdentity() error {
+	var ids []int64
+	for _, name := range []string{"node.id", "broker.id"} {
+		if v, ok := c.Kafka[name]; ok {
+			if n, err := strconv.ParseInt(strings.TrimSpace(v), 10, 32); err == nil && n != -1 {
+				ids = append(ids, n)
+			}
+		}
+	}
+	if len(ids) == 2 && ids[0] != ids[1] {
+		return fmt.Errorf("node.id %d and broker.id %d differ: set one, or both to the same id", ids[0], ids[1])
+	}
+	if len(ids) > 0 {
+		c.NodeID = int32(ids[0])
+	}
+	for _, name := range []string{"log.dirs", "log.dir"} {
+		v, ok := c.Kafka[name]
+		if !ok {
+			continue
+		}
+		dirs := SplitList(v)
+		if len(dirs) != 1 || dirs[0] == "" {
+			return fmt.Errorf("invalid value %q for configuration %s: minibroker keeps one data directory", v, name)
+		}
+		c.DataDir = dirs[0]
+		break
+	}
+	return nil
+}
+
+// IgnoredSet lists the settings set (in Kafka) that minibroker accepts and
+// ignores, sorted.
+func (c *Config) IgnoredSet() []string {
+	var out []string
+	for name := range c.Kafka {
+		if s, ok := Lookup(name); ok && s.Ignored {
+			out = append(out, name)
+		}
+	}
+	sort.Strings(out)
 	return out
 }

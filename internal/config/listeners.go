@@ -115,7 +115,9 @@ func checkProtocolMap(v string) error {
 // its entries, its protocol from listener.security.protocol.map (a name
 // not in the map is an error, as in Kafka) and its advertised address from
 // advertised.listeners (a listener left out of it advertises its bound
-// address: Kafka would leave it out of Metadata). Without `listeners`, the
+// address: Kafka would leave it out of Metadata); a listener named in
+// controller.listener.names (Kafka's KRaft controller listener) is not
+// opened. Without `listeners`, the
 // one PLAINTEXT listener of Listen / AdvertisedListener (the --listen and
 // --advertised-listener shorthand).
 func (c *Config) Listeners() ([]ListenerSpec, error) {
@@ -135,9 +137,16 @@ func (c *Config) Listeners() ([]ListenerSpec, error) {
 	if err != nil {
 		return nil, fmt.Errorf("advertised.listeners: %w", err)
 	}
+	controllers := map[string]bool{}
+	for _, n := range splitList(c.String("controller.listener.names")) {
+		controllers[strings.ToUpper(n)] = true
+	}
 	var out []ListenerSpec
 	ports := map[string]string{}
 	for _, l := range list {
+		if controllers[l[0]] {
+			continue // a KRaft controller listener: one node has no quorum to serve
+		}
 		proto, ok := protos[l[0]]
 		if !ok {
 			return nil, fmt.Errorf("listeners: listener %s is not in listener.security.protocol.map", l[0])

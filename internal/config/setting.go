@@ -20,7 +20,34 @@ const (
 	KindList     Kind = 5 // Kafka LIST: comma-separated strings
 	KindDouble   Kind = 6 // Kafka DOUBLE
 	KindPassword Kind = 7 // Kafka PASSWORD: a string never shown (DescribeConfigs answers null)
+	KindShort    Kind = 8 // Kafka SHORT: a 16-bit integer
+	KindClass    Kind = 9 // Kafka CLASS: a Java class name (kept as a string; minibroker loads no class)
 )
+
+// noMin is the Min of a numeric setting Kafka gives no lower bound.
+const noMin = math.MinInt64
+
+// Dynamic is how Kafka's DynamicBrokerConfig lets a broker setting change
+// at run time (its documentation's "update mode").
+type Dynamic int
+
+// Update modes.
+const (
+	ReadOnly           Dynamic = 0 // read-only: set at start-up only
+	DynamicPerBroker   Dynamic = 1 // per-broker: on one broker (resource name its id), not as the cluster default
+	DynamicClusterWide Dynamic = 2 // cluster-wide: on one broker or as the cluster default (resource name "")
+)
+
+// String is the update mode as Kafka's documentation names it.
+func (d Dynamic) String() string {
+	switch d {
+	case DynamicPerBroker:
+		return "per-broker"
+	case DynamicClusterWide:
+		return "cluster-wide"
+	}
+	return "read-only"
+}
 
 // String is Kafka's name of the type, as its errors and docs print it.
 func (k Kind) String() string {
@@ -39,6 +66,10 @@ func (k Kind) String() string {
 		return "DOUBLE"
 	case KindPassword:
 		return "PASSWORD"
+	case KindShort:
+		return "SHORT"
+	case KindClass:
+		return "CLASS"
 	}
 	return "UNKNOWN"
 }
@@ -63,6 +94,18 @@ type Setting struct {
 	Check func(string) error
 	// Listener: a listener may override it (listener.name.<name>.<setting>).
 	Listener bool
+	// Ignored: accepted and checked as Kafka checks it, not acted on (a
+	// Kafka setting that means nothing on one node); start-up logs the
+	// ones set, and docs/SETTINGS.md lists them all.
+	Ignored bool
+	// Dynamic is Kafka's update mode for a broker setting.
+	Dynamic Dynamic
+	// Internal: Kafka defines it with defineInternal (accepted, not in
+	// Kafka's documentation).
+	Internal bool
+	// From names the Kafka class whose ConfigDef defines the setting
+	// ("" for minibroker's own).
+	From string
 }
 
 // InvalidValueError is a value a setting's rule refuses. Its text names
@@ -90,10 +133,13 @@ func (s Setting) Validate(name, v string) error {
 // rule returns the rule v breaks, or "".
 func (s Setting) rule(v string) string {
 	switch s.Kind {
-	case KindInt, KindLong:
+	case KindInt, KindLong, KindShort:
 		bits, limit := 64, int64(math.MaxInt64)
-		if s.Kind == KindInt {
+		switch s.Kind {
+		case KindInt:
 			bits, limit = 32, math.MaxInt32
+		case KindShort:
+			bits, limit = 16, math.MaxInt16
 		}
 		n, err := strconv.ParseInt(v, 10, bits)
 		if err != nil {
@@ -114,13 +160,16 @@ func (s Setting) rule(v string) string {
 			return "not a number of type DOUBLE"
 		}
 		if f < float64(s.Min) || (s.Max != 0 && f > float64(s.Max)) {
+			if s.Max == 0 {
+				return fmt.Sprintf("value must be at least %d", s.Min)
+			}
 			return fmt.Sprintf("value must be between %d and %d", s.Min, s.Max)
 		}
 	case KindBool:
 		if !strings.EqualFold(v, "true") && !strings.EqualFold(v, "false") {
 			return "expected value to be either true or false"
 		}
-	case KindString:
+	case KindString, KindClass:
 		if len(s.OneOf) > 0 && !slices.Contains(s.OneOf, v) {
 			return "string must be one of: " + strings.Join(s.OneOf, ", ")
 		}
@@ -159,20 +208,16 @@ func (s Setting) Sensitive() bool { return s.Kind == KindPassword }
 
 // Lookup finds a broker setting by name.
 func Lookup(name string) (Setting, bool) {
-	for _, s := range settings {
-		if s.Name != "" && s.Name == name {
-			return s, true
-		}
+	if i, ok := byName[name]; ok {
+		return settings[i], true
 	}
 	return Setting{}, false
 }
 
 // LookupTopic finds a topic-level config by name.
 func LookupTopic(name string) (Setting, bool) {
-	for _, s := range settings {
-		if s.Topic != "" && s.Topic == name {
-			return s, true
-		}
+	if i, ok := byTopic[name]; ok {
+		return settings[i], true
 	}
 	return Setting{}, false
 }

@@ -25,7 +25,7 @@ import "math"
 var settings = []Setting{
 	{Name: "num.partitions", Kind: KindInt, Default: "1", Min: 1, Doc: "Partitions of an auto-created topic or a CreateTopics with -1."},
 	// Kafka: any INT. One node holds one replica, so nothing else is meaningful.
-	{Name: "default.replication.factor", Kind: KindInt, Default: "1", Min: 1, Max: 1, Doc: "Accepted for compatibility; one node keeps one replica."},
+	{Name: "default.replication.factor", Kind: KindInt, Default: "1", Min: 1, Max: 1, Ignored: true, Doc: "Accepted for compatibility; one node keeps one replica."},
 	{Name: "auto.create.topics.enable", Kind: KindBool, Default: "true", Doc: "Create a topic on Metadata or Produce for an unknown name."},
 	{Name: "delete.topic.enable", Kind: KindBool, Default: "true", Doc: "Allow DeleteTopics."},
 	// minibroker only (issue #26): not a Kafka setting.
@@ -77,20 +77,20 @@ var settings = []Setting{
 	// on, the others are not (one node, no compression rewrite, no
 	// tiered storage).
 	{Topic: "cleanup.policy", Kind: KindList, Default: "delete", OneOf: []string{"compact", "delete"}, Doc: "delete, compact, or both."},
-	{Topic: "min.insync.replicas", Kind: KindInt, Default: "1", Min: 1, Doc: "Accepted for compatibility; one node keeps one replica."},
-	{Topic: "compression.type", Kind: KindString, Default: "producer", OneOf: []string{"uncompressed", "zstd", "lz4", "snappy", "gzip", "producer"}, Doc: "Accepted; minibroker keeps the producer's compression."},
-	{Topic: "unclean.leader.election.enable", Kind: KindBool, Default: "false", Doc: "Accepted for compatibility."},
-	{Topic: "message.downconversion.enable", Kind: KindBool, Default: "true", Doc: "Accepted for compatibility."},
-	{Topic: "preallocate", Kind: KindBool, Default: "false", Doc: "Accepted; not acted on."},
-	{Topic: "min.compaction.lag.ms", Kind: KindLong, Default: "0", Min: 0, Doc: "Accepted; not acted on."},
-	{Topic: "max.compaction.lag.ms", Kind: KindLong, Default: maxLong, Min: 1, Doc: "Accepted; not acted on."},
-	{Topic: "delete.retention.ms", Kind: KindLong, Default: "86400000", Min: 0, Doc: "Accepted; not acted on."},
-	{Topic: "file.delete.delay.ms", Kind: KindLong, Default: "60000", Min: 0, Doc: "Accepted; minibroker deletes at once."},
-	{Topic: "min.cleanable.dirty.ratio", Kind: KindDouble, Default: "0.5", Min: 0, Max: 1, Doc: "Accepted; not acted on."},
-	{Topic: "message.timestamp.difference.max.ms", Kind: KindLong, Default: maxLong, Min: 0, Doc: "Deprecated by Kafka 3.6 for the before/after pair; accepted, not acted on."},
-	{Topic: "local.retention.ms", Kind: KindLong, Default: "-2", Min: -2, Doc: "Tiered storage; accepted, not acted on."},
-	{Topic: "local.retention.bytes", Kind: KindLong, Default: "-2", Min: -2, Doc: "Tiered storage; accepted, not acted on."},
-	{Topic: "remote.storage.enable", Kind: KindBool, Default: "false", Doc: "Tiered storage; accepted, not acted on."},
+	{Topic: "min.insync.replicas", Ignored: true, Kind: KindInt, Default: "1", Min: 1, Doc: "Accepted for compatibility; one node keeps one replica."},
+	{Topic: "compression.type", Ignored: true, Kind: KindString, Default: "producer", OneOf: []string{"uncompressed", "zstd", "lz4", "snappy", "gzip", "producer"}, Doc: "Accepted; minibroker keeps the producer's compression."},
+	{Topic: "unclean.leader.election.enable", Ignored: true, Kind: KindBool, Default: "false", Doc: "Accepted for compatibility."},
+	{Topic: "message.downconversion.enable", Ignored: true, Kind: KindBool, Default: "true", Doc: "Accepted for compatibility."},
+	{Topic: "preallocate", Ignored: true, Kind: KindBool, Default: "false", Doc: "Accepted; not acted on."},
+	{Topic: "min.compaction.lag.ms", Ignored: true, Kind: KindLong, Default: "0", Min: 0, Doc: "Accepted; not acted on."},
+	{Topic: "max.compaction.lag.ms", Ignored: true, Kind: KindLong, Default: maxLong, Min: 1, Doc: "Accepted; not acted on."},
+	{Topic: "delete.retention.ms", Ignored: true, Kind: KindLong, Default: "86400000", Min: 0, Doc: "Accepted; not acted on."},
+	{Topic: "file.delete.delay.ms", Ignored: true, Kind: KindLong, Default: "60000", Min: 0, Doc: "Accepted; minibroker deletes at once."},
+	{Topic: "min.cleanable.dirty.ratio", Ignored: true, Kind: KindDouble, Default: "0.5", Min: 0, Max: 1, Doc: "Accepted; not acted on."},
+	{Topic: "message.timestamp.difference.max.ms", Ignored: true, Kind: KindLong, Default: maxLong, Min: 0, Doc: "Deprecated by Kafka 3.6 for the before/after pair; accepted, not acted on."},
+	{Topic: "local.retention.ms", Ignored: true, Kind: KindLong, Default: "-2", Min: -2, Doc: "Tiered storage; accepted, not acted on."},
+	{Topic: "local.retention.bytes", Ignored: true, Kind: KindLong, Default: "-2", Min: -2, Doc: "Tiered storage; accepted, not acted on."},
+	{Topic: "remote.storage.enable", Ignored: true, Kind: KindBool, Default: "false", Doc: "Tiered storage; accepted, not acted on."},
 }
 
 func init() {
@@ -100,4 +100,7 @@ func init() {
 			listenerScoped[s.Name] = true
 		}
 	}
+	// Last of the package's init functions (file order): admin.go and
+	// authorizer.go have added their rows.
+	mergeKafkaSettings()
 }

@@ -189,6 +189,12 @@
 //   - Bad settings are refused at start (the binary exits having bound
 //     no port): TestBinaryRefusesBadSettings, TestListenersConfigErrors,
 //     TestBinaryClusterIDMismatch, TestBrokerNoConnectionsNeedsOverrides.
+//   - Every setting of Kafka's broker ConfigDef is accepted with Kafka's
+//     checks, so a Kafka server.properties starts the binary (node.id,
+//     log.dirs, log.retention.hours acted on; the rest logged as ignored):
+//     TestKafkaServerPropertiesFile; so does the environment of Kafka's
+//     compose example, by the official image's variable rules
+//     (serve --kafka-env): TestKafkaImageEnvironment.
 //
 // # Security
 //

@@ -287,7 +287,18 @@ func startBinary(t *testing.T, dataDir string, extra ...string) *brokerProc {
 	t.Helper()
 	args := append([]string{"serve", "--data-dir", dataDir, "--listen", "127.0.0.1:0",
 		"--http-listen", "127.0.0.1:0", "--log-format", "json"}, extra...)
+	return startBinaryWith(t, nil, args...)
+}
+
+// startBinaryWith runs the binary with exactly these arguments, env added
+// to the test's environment, and waits for its "serving" log line (the
+// command must log JSON).
+func startBinaryWith(t *testing.T, env []string, args ...string) *brokerProc {
+	t.Helper()
 	cmd := exec.Command(minibrokerBinary(t), args...)
+	if env != nil {
+		cmd.Env = append(os.Environ(), env...)
+	}
 	stderr, _ := cmd.StderrPipe()
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
