@@ -158,6 +158,14 @@
 //     it and fences a stale coordinator epoch:
 //     TestTxnAdminAbortWithWriteTxnMarkers.
 //
+// # Consumer groups
+//
+//   - Static members (group.instance.id) that close without LeaveGroup,
+//     librdkafka and kgo, stay until their session times out, then are
+//     removed and the group can be deleted:
+//     TestGroupsStaticMembersExpireAfterSession (negative control:
+//     static members exempted from session expiry, the test fails).
+//
 // # Fetch, offsets and topics
 //
 //   - Record sets are sent from the segment files (sendfile) only once
