@@ -6,7 +6,7 @@ PKGS_RACE := ./internal/... ./minibrokertest/...
 FUZZTIME ?= 5s
 VERSION := $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
 
-.PHONY: all build run test test-unit test-race test-integration fuzz-smoke deps tools vet fmt bench bench-micro soak compat clean docker demo demo-if-docker drill-docker
+.PHONY: ecosystem all build run test test-unit test-race test-integration fuzz-smoke deps tools vet fmt bench bench-micro soak compat clean docker demo demo-if-docker drill-docker
 
 all: build
 
@@ -51,6 +51,12 @@ test: deps fmt vet build
 compat: deps
 	MINIBROKER_UPDATE_COMPAT=1 $(GO) test -count=1 -run '^TestCompatMatrix$$' ./test/integration/
 	@git diff --stat -- README.md
+
+## ecosystem: the Kafka tools people use (kcat, kafka-python, Burrow, kafkactl, and the Go tools the Go module
+## proxy serves), installed as a fresh machine can and run as a user would against this build; prints the table
+## tool × command → result and rewrites it in docs/ECOSYSTEM.md. Not part of make test (a few minutes).
+ecosystem: build
+	$(GO) run ./test/ecosystem -broker $(BIN) -tools bin/tools -out docs/ECOSYSTEM.md
 
 ## bench: minibroker beside kfake on this machine (< 15 min), regenerates docs/PERFORMANCE.md.
 ## BENCH_STARTUP_MB sets the data held in the start-up-with-data measurement.
