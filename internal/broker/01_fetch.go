@@ -14,9 +14,12 @@ package broker
 // PartitionMaxBytes bound the response, except that the first batch of the first non-empty partition is
 // always returned whole (KIP-74). Topics are named by ID from v13.
 //
-// Fetch sessions (KIP-227) are declined: every response carries session id
-// 0, so clients send full fetches, which Kafka allows. A request naming a
-// session id answers FETCH_SESSION_ID_NOT_FOUND. The CurrentLeaderEpoch of
+// Fetch sessions (KIP-227, v7+) as Kafka serves them: full, incremental
+// and sessionless fetches (fetch_plan.go) over a bounded session cache
+// (fetch_session.go, max.incremental.fetch.session.cache.slots). READ on
+// each topic is checked here, for the partitions a session holds as for
+// the request's (fetchTopic), as Kafka checks it after building the
+// fetch context. The CurrentLeaderEpoch of
 // v9+ is checked (FENCED_LEADER_EPOCH / UNKNOWN_LEADER_EPOCH,
 // partition.CheckLeaderEpoch). v17 and v18
 // add only follower tagged fields (ReplicaDirectoryId, KIP-853; the
@@ -37,30 +40,49 @@ import (
 )
 
 func (b *Broker) handleFetch(ctx context.Context, r *protocol.Request) kmsg.Response {
+	return b.fetch(ctx, r, nil)
+}
+
+// fetch serves a Fetch; faults, if set, answers a partition's injected
+// error code (faults.go), 0 for none.
+func (b *Broker) fetch(ctx context.Context, r *protocol.Request, faults func(topic string, partition int32) int16) kmsg.Response {
 	req := r.Body.(*kmsg.FetchRequest)
 	resp := req.ResponseKind().(*kmsg.FetchResponse)
-	if req.Version >= 7 && req.SessionID != 0 {
-		resp.ErrorCode = kerr.FetchSessionIDNotFound.Code
+	plan := b.newFetchPlan(req, time.Now())
+	plan.faults = faults
+	if plan.errorCode != 0 {
+		resp.ErrorCode = plan.errorCode
 		return resp
 	}
+	b.readFetch(ctx, r, req, plan, resp)
+	b.finishFetchPlan(plan, resp, r.Release, time.Now())
+	return resp
+}
+
+// readFetch fills resp with the plan's partitions, waiting up to
+// MaxWaitMillis for MinBytes.
+func (b *Broker) readFetch(ctx context.Context, r *protocol.Request, req *kmsg.FetchRequest, plan *fetchPlan, resp *kmsg.FetchResponse) {
 	deadline := time.Now().Add(time.Duration(max(req.MaxWaitMillis, 0)) * time.Millisecond)
+	var waitOn []<-chan struct{}
 	for {
 		resp.Topics = resp.Topics[:0]
 		r.Release() // the buffers of a previous try
-		total, waitOn, hadError := b.fetchOnce(r, req, resp)
+		var total int
+		var hadError bool
+		total, waitOn, hadError = b.fetchOnce(r, req, plan, resp, waitOn[:0])
 		if total >= int(req.MinBytes) || hadError || req.MaxWaitMillis <= 0 || len(waitOn) == 0 {
-			return resp
+			return
 		}
 		wait := time.Until(deadline)
 		if wait <= 0 {
-			return resp
+			return
 		}
 		if !waitForAny(ctx, waitOn, wait) {
 			// Deadline or shutdown: answer with what there is now.
 			resp.Topics = resp.Topics[:0]
 			r.Release()
-			b.fetchOnce(r, req, resp)
-			return resp
+			b.fetchOnce(r, req, plan, resp, waitOn[:0])
+			return
 		}
 	}
 }
@@ -72,9 +94,13 @@ var noRecords = []byte{}
 // fetchOnce fills resp from the logs, reading the record bytes into
 // buffers from r.Buffer (released by the server once the response is
 // encoded). It returns the record bytes gathered, the partitions' change
-// channels (for a long poll), and whether any partition answered with an
-// error.
-func (b *Broker) fetchOnce(r *protocol.Request, req *kmsg.FetchRequest, resp *kmsg.FetchResponse) (int, []<-chan struct{}, bool) {
+// channels (for a long poll, appended to waitOn), and whether a
+// partition's read failed (answered at once, as Kafka's
+// ReplicaManager.fetchMessages; an unknown or unauthorized topic is not a
+// read and does not end the wait). An incremental fetch leaves out the
+// partitions with nothing new (planPartition.mustRespond).
+func (b *Broker) fetchOnce(r *protocol.Request, req *kmsg.FetchRequest, plan *fetchPlan, resp *kmsg.FetchResponse,
+	waitOn []<-chan struct{}) (int, []<-chan struct{}, bool) {
 	total := 0
 	maxBytes := int(req.MaxBytes)
 	if req.Version < 3 || maxBytes <= 0 {
@@ -84,46 +110,54 @@ func (b *Broker) fetchOnce(r *protocol.Request, req *kmsg.FetchRequest, resp *km
 	// connection holds for a client that does not read its responses.
 	maxBytes = min(maxBytes, int(b.cfg.Int32("fetch.max.bytes")))
 	committed := req.IsolationLevel == 1
-	var waitOn []<-chan struct{}
 	hadError := false
-	for _, rt := range req.Topics {
+	for ti := range plan.topics {
+		pt := &plan.topics[ti]
 		st := kmsg.NewFetchResponseTopic()
-		st.Topic, st.TopicID = rt.Topic, rt.TopicID
-		var (
-			t  *Topic
-			ok bool
-		)
-		if req.Version >= 13 {
-			t, ok = b.topicByID(rt.TopicID)
-		} else {
-			t, ok = b.Topic(rt.Topic)
-		}
+		st.Topic, st.TopicID = pt.name, pt.id
+		t, topicCode := b.fetchTopic(r, plan, pt)
 		var parts []*partition.Partition
-		if ok {
+		if topicCode == 0 {
 			parts = b.partitions(t)
 		}
-		for _, rp := range rt.Partitions {
+		var topicBytes int
+		for pi := range pt.parts {
+			pp := &pt.parts[pi]
+			rp := &pp.req
 			sp := kmsg.NewFetchResponseTopicPartition()
 			sp.Partition = rp.Partition
 			sp.HighWatermark, sp.LastStableOffset, sp.LogStartOffset = -1, -1, -1
+			n := 0
+			var faultCode int16
+			if plan.faults != nil && topicCode == 0 {
+				faultCode = plan.faults(pt.name, rp.Partition)
+			}
 			switch {
-			case !ok && req.Version >= 13:
-				sp.ErrorCode = kerr.UnknownTopicID.Code
-			case !ok || rp.Partition < 0 || int(rp.Partition) >= len(parts):
+			case topicCode != 0:
+				sp.ErrorCode = topicCode
+			case faultCode != 0:
+				sp.ErrorCode = faultCode
+				hadError = true
+			case rp.Partition < 0 || int(rp.Partition) >= len(parts):
 				sp.ErrorCode = kerr.UnknownTopicOrPartition.Code
 			default:
 				p := parts[rp.Partition]
 				waitOn = append(waitOn, p.Changed())
 				limit := min(int(rp.PartitionMaxBytes), maxBytes-total)
 				at := [2]int{len(resp.Topics), len(st.Partitions)}
-				n := b.fetchPartition(r, p, rp, &sp, at, limit, total == 0, committed)
+				n = b.fetchPartition(r, p, rp, &sp, at, limit, total == 0, committed)
 				total += n
-				if n > 0 {
-					b.metrics.BytesOutTopic.WithLabelValues(t.Name).Add(float64(n))
+				topicBytes += n
+				if sp.ErrorCode != 0 {
+					hadError = true
 				}
 			}
-			if sp.ErrorCode != 0 {
-				hadError = true
+			pp.hw, pp.logStart, pp.code, pp.records = sp.HighWatermark, sp.LogStartOffset, sp.ErrorCode, n > 0
+			pp.included = pp.mustRespond(plan.mode)
+			if !pp.included {
+				// Nothing read (a partition with records is always
+				// included), so no record set refers to its index.
+				continue
 			}
 			if sp.RecordBatches == nil {
 				// Records is a nullable field and kmsg writes nil as
@@ -134,9 +168,51 @@ func (b *Broker) fetchOnce(r *protocol.Request, req *kmsg.FetchRequest, resp *km
 			}
 			st.Partitions = append(st.Partitions, sp)
 		}
-		resp.Topics = append(resp.Topics, st)
+		if topicBytes > 0 {
+			b.metrics.BytesOutTopic.WithLabelValues(t.Name).Add(float64(topicBytes))
+		}
+		if len(st.Partitions) > 0 || plan.mode != planIncremental {
+			resp.Topics = append(resp.Topics, st)
+		}
 	}
 	return total, waitOn, hadError
+}
+
+// fetchTopic resolves a plan's topic and checks READ on it, in Kafka's
+// order (KafkaApis.handleFetchRequest): an ID not known when the
+// partition entered the plan answers UNKNOWN_TOPIC_ID; a denied topic
+// TOPIC_AUTHORIZATION_FAILED (a follower's fetch was authorized as a
+// whole, CLUSTER_ACTION, authz_apply.go); a topic that no longer exists
+// UNKNOWN_TOPIC_OR_PARTITION; in a session that uses topic IDs, a name
+// now held by another topic (deleted and re-created) INCONSISTENT_TOPIC_ID.
+func (b *Broker) fetchTopic(r *protocol.Request, plan *fetchPlan, pt *planTopic) (*Topic, int16) {
+	var (
+		t  *Topic
+		ok bool
+	)
+	if plan.usesTopicIDs {
+		t, ok = b.topicByID(pt.id)
+		if ok {
+			pt.name = t.Name
+		}
+	} else {
+		t, ok = b.Topic(pt.name)
+	}
+	switch {
+	case pt.name == "":
+		if plan.usesTopicIDs {
+			return nil, kerr.UnknownTopicID.Code
+		}
+		return nil, kerr.UnknownTopicOrPartition.Code
+	case !plan.privileged && !b.authorizedTopic(r, pt.name, aclRead):
+		return nil, codeTopic
+	case ok:
+		return t, 0
+	}
+	if _, exists := b.Topic(pt.name); exists && plan.usesTopicIDs {
+		return nil, kerr.InconsistentTopicID.Code
+	}
+	return nil, kerr.UnknownTopicOrPartition.Code
 }
 
 // fetchPartition reads one partition's share into sp, at index at (topic,
@@ -144,7 +220,7 @@ func (b *Broker) fetchOnce(r *protocol.Request, req *kmsg.FetchRequest, resp *km
 // set of protocol.SendFileMin bytes or more that the log can leave in the
 // segment file (log.ReadSpan) is sent from it with sendfile(2), Kafka's
 // zero-copy fetch.
-func (b *Broker) fetchPartition(r *protocol.Request, p *partition.Partition, rp kmsg.FetchRequestTopicPartition, sp *kmsg.FetchResponseTopicPartition,
+func (b *Broker) fetchPartition(r *protocol.Request, p *partition.Partition, rp *kmsg.FetchRequestTopicPartition, sp *kmsg.FetchResponseTopicPartition,
 	at [2]int, limit int, first, committed bool) int {
 	if err := p.CheckLeaderEpoch(rp.CurrentLeaderEpoch); err != nil {
 		sp.ErrorCode = errorCode(err)

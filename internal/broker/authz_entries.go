@@ -146,12 +146,6 @@ func listOffsetsTopics(op kmsg.ACLOperation) ruleFn {
 		func(r *kmsg.ListOffsetsResponse) *[]kmsg.ListOffsetsResponseTopic { return &r.Topics })
 }
 
-func fetchTopics(op kmsg.ACLOperation) ruleFn {
-	return topicEntries(op, func(r *kmsg.FetchRequest) *[]kmsg.FetchRequestTopic { return &r.Topics },
-		func(t kmsg.FetchRequestTopic) (string, [16]byte) { return t.Topic, t.TopicID },
-		func(r *kmsg.FetchResponse) *[]kmsg.FetchResponseTopic { return &r.Topics })
-}
-
 func offsetCommitTopics(op kmsg.ACLOperation) ruleFn {
 	return topicEntries(op, func(r *kmsg.OffsetCommitRequest) *[]kmsg.OffsetCommitRequestTopic { return &r.Topics },
 		func(t kmsg.OffsetCommitRequestTopic) (string, [16]byte) { return t.Topic, t.TopicID },

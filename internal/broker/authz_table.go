@@ -76,7 +76,7 @@ var (
 // rule is typed on that API's request (TestAuthzTableCoversEveryAPI).
 var authzTable = map[int16]authzRule{
 	0:  rule[*kmsg.ProduceRequest]("WRITE on each topic (TOPIC_AUTHORIZATION_FAILED per topic); transactional: WRITE on the transactional id", applyProduce),
-	1:  rule[*kmsg.FetchRequest]("READ on each topic; a replica fetch (replica id >= 0): CLUSTER_ACTION on the cluster", applyFetch),
+	1:  rule[*kmsg.FetchRequest]("READ on each topic, a fetch session's included, checked in the handler (fetchTopic); a replica fetch (replica id >= 0): CLUSTER_ACTION on the cluster", applyFetch),
 	2:  rule[*kmsg.ListOffsetsRequest]("DESCRIBE on each topic", listOffsetsTopics(aclDescribe)),
 	3:  inHandler("in the handler: topics the principal may not DESCRIBE are left out of a list-all and TOPIC_AUTHORIZATION_FAILED when named; auto-creation needs CREATE on the cluster or the topic; KIP-430 authorized_operations"),
 	8:  rule[*kmsg.OffsetCommitRequest]("READ on the group (GROUP_AUTHORIZATION_FAILED), READ on each topic", groupRule(aclRead), offsetCommitTopics(aclRead)),

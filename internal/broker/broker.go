@@ -5,6 +5,7 @@
 package broker
 
 import (
+	"cmp"
 	"context"
 	"crypto/rand"
 	"crypto/tls"
@@ -79,6 +80,8 @@ type Broker struct {
 	lock       *os.File        // data-dir lock
 	scram      *security.ScramStore
 	authz      *acl.Authorizer // nil: authorizer.class.name unset, everything allowed
+	// fetchSessions is the fetch session cache (KIP-227, fetch_session.go).
+	fetchSessions *fetchSessionCache
 
 	server    *protocol.Server
 	listeners []*boundListener // the Kafka listeners (listeners.go)
@@ -134,6 +137,11 @@ type Broker struct {
 	// API without its authzTable rule (authz_table.go); the checks inside
 	// handlers (Metadata, DescribeGroups, …) still apply.
 	skipAuthzRule func(key int16) bool
+	// fetchSessionEviction replaces the fetch session cache's minimum
+	// eviction age (Kafka's constant 120 s), fetchSessionMaxPartitions
+	// its bound on cached partitions (fetch_session.go); 0: the defaults.
+	fetchSessionEviction      time.Duration
+	fetchSessionMaxPartitions int
 }
 
 // New opens the data directory (creating meta.properties on first start),
@@ -177,6 +185,8 @@ func newBroker(opts Options, seams func(*Broker)) (*Broker, error) {
 		b.logger.Info("Kafka settings accepted and ignored (they mean nothing on one node; docs/SETTINGS.md)", zap.Strings("settings", ignored))
 	}
 	b.metrics = newMetrics(b, opts.Registry)
+	b.fetchSessions = newFetchSessionCache(func() int { return int(b.cfg.Int32("max.incremental.fetch.session.cache.slots")) },
+		cmp.Or(b.fetchSessionEviction, defaultFetchSessionEviction), cmp.Or(b.fetchSessionMaxPartitions, maxFetchSessionPartitions), opts.Registry)
 	b.psmMetrics = psm.NewMetrics(opts.Registry)
 	b.handlers = b.apis()
 

@@ -15,10 +15,10 @@ package broker
 //     not served.
 //   - error without a topic: the whole request is answered with the code
 //     (every entry it names, or the response's own error), and not served.
-//   - error with a topic (and partition), and storage: for Produce and
-//     Fetch, the matching partitions are taken out of the request and
-//     answered with the code (nothing appended, nothing read), the rest is
-//     served. For other APIs the request is served and the matching
+//   - error with a topic (and partition), and storage: for Produce the
+//     matching partitions are taken out of the request and answered with
+//     the code (nothing appended), for Fetch answered with the code and
+//     not read (a fetch session keeps them); the rest is served. For other APIs the request is served and the matching
 //     entries' error code replaced in the answer: a client sees an error
 //     for an action that was carried out, as after a lost answer.
 
@@ -56,7 +56,7 @@ func (b *Broker) openFaults(given *fault.Registry) {
 // handleWithFaults serves a request while faults are set.
 func (b *Broker) handleWithFaults(ctx context.Context, req *protocol.Request) kmsg.Response {
 	fired := b.faults.Match(fault.Request{APIKey: req.Key, Names: func(topic string, partition int32) bool {
-		return requestNames(req.Body, topic, partition, b.topicName)
+		return requestNames(req.Body, topic, partition, b.topicName) || b.fetchSessionNames(req.Body, topic, partition)
 	}})
 	if len(fired) == 0 {
 		return b.handlers[req.Key].fn(ctx, req)
@@ -191,58 +191,11 @@ func (b *Broker) produceWithFaults(ctx context.Context, r *protocol.Request, fau
 	return resp
 }
 
-// fetchWithFaults answers the faulted partitions with their codes and no
-// records, and fetches the others.
+// fetchWithFaults answers the faulted partitions with their codes, not
+// read, and fetches the others. They stay in the request's fetch session
+// (a session holds what the client sent, as Kafka's, whatever the read
+// answered), and the response comes at once, as Kafka answers a read
+// error (ReplicaManager.fetchMessages).
 func (b *Broker) fetchWithFaults(ctx context.Context, r *protocol.Request, faults []fault.Fired) kmsg.Response {
-	req := r.Body.(*kmsg.FetchRequest)
-	type failed struct {
-		topic     string
-		id        [16]byte
-		partition int32
-		code      int16
-	}
-	var fails []failed
-	kept := req.Topics[:0]
-	for _, rt := range req.Topics {
-		name := rt.Topic
-		if name == "" {
-			name = b.topicName(rt.TopicID)
-		}
-		parts := rt.Partitions[:0]
-		for _, rp := range rt.Partitions {
-			if code := faultCode(faults, name, rp.Partition); code != 0 {
-				fails = append(fails, failed{rt.Topic, rt.TopicID, rp.Partition, code})
-				continue
-			}
-			parts = append(parts, rp)
-		}
-		if len(parts) > 0 {
-			rt.Partitions = parts
-			kept = append(kept, rt)
-		}
-	}
-	req.Topics = kept
-	if len(fails) > 0 {
-		// Kafka answers at once when a partition has an error
-		// (ReplicaManager.fetchMessages): no long poll on the others.
-		req.MaxWaitMillis = 0
-	}
-	var resp *kmsg.FetchResponse
-	if len(req.Topics) > 0 {
-		resp, _ = b.handleFetch(ctx, r).(*kmsg.FetchResponse)
-	}
-	if resp == nil {
-		resp = req.ResponseKind().(*kmsg.FetchResponse)
-	}
-	for _, f := range fails {
-		st := kmsg.NewFetchResponseTopic()
-		st.Topic, st.TopicID = f.topic, f.id
-		sp := kmsg.NewFetchResponseTopicPartition()
-		sp.Partition, sp.ErrorCode = f.partition, f.code
-		st.Partitions = append(st.Partitions, sp)
-		// Appended after the served topics: the indexes of record sets
-		// sent from files (AddFileRecords) stay valid.
-		resp.Topics = append(resp.Topics, st)
-	}
-	return resp
+	return b.fetch(ctx, r, func(topic string, partition int32) int16 { return faultCode(faults, topic, partition) })
 }

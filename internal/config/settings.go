@@ -60,6 +60,7 @@ var settings = []Setting{
 	{Name: "queued.max.requests", Kind: KindInt, Default: "500", Min: 1, Doc: "Decoded requests waiting to be processed, across connections."},
 	{Name: "max.broker.partitions", Kind: KindInt, Default: "100000", Min: 1, Doc: "Partitions this broker may hold; a CreateTopics or CreatePartitions past it is refused with POLICY_VIOLATION (KIP-578's name; Kafka has no such limit)."},
 	{Name: "queued.max.request.bytes", Kind: KindLong, Default: "268435456", Min: -1, Doc: "Bytes of request frames read (in part or in full) and not yet handled, across connections; past it, no socket is read until memory is freed. At least 1.5 × socket.request.max.bytes + 2 MiB, or -1: unbounded (Kafka's default; minibroker bounds it by default)."},
+	{Name: "max.incremental.fetch.session.cache.slots", Kind: KindInt, Default: "1000", Min: 0, Doc: "Incremental fetch sessions (KIP-227) the broker keeps at most; 0: none, every fetch is a full one. Kafka's eviction rules make room for new sessions (docs/FETCH_SESSIONS.md)."},
 	{Name: "fetch.max.bytes", Kind: KindInt, Default: "57671680", Min: 1024, Doc: "Largest Fetch response; a request's MaxBytes above it is lowered to it."},
 	{Name: "producer.id.expiration.ms", Kind: KindInt, Default: "86400000", Min: 1, Doc: "Forget an idle producer's state after this long."},
 	{Name: "producer.id.expiration.check.interval.ms", Kind: KindInt, Default: "600000", Min: 1, Doc: "How often idle producers are expired."},

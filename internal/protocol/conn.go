@@ -79,6 +79,8 @@ type inflight struct {
 	// reserved is what the request holds in the connection's budget: its
 	// frame until handled, then its response until written.
 	reserved int64
+	// frameBytes is the request's frame size with its size field.
+	frameBytes int64
 	// frame is a pooled Produce frame, returned to the pool once the
 	// request is handled (see readFrame).
 	frame []byte
@@ -242,6 +244,7 @@ func (c *conn) read() {
 			return
 		}
 		in.reserved = int64(size)
+		in.frameBytes = int64(size) + 4
 		in.memory = memory
 		if pooled {
 			in.frame = frame
@@ -455,6 +458,7 @@ func (c *conn) write() {
 		}
 		api := c.s.metrics.forAPI(in.req.Key)
 		api.requests.Inc()
+		api.bytes.Add(float64(in.frameBytes))
 		api.latency.Observe(time.Since(in.start).Seconds())
 		if in.noReply {
 			in.req.Release() // a handler that panicked may have taken buffers or files

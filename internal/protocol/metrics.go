@@ -8,7 +8,10 @@ import (
 
 // Metrics are the front end's Prometheus series.
 type Metrics struct {
-	Requests          *prometheus.CounterVec
+	Requests *prometheus.CounterVec
+	// RequestBytes are the request frames' bytes, by API (Kafka's
+	// RequestMetrics RequestBytes): over Requests, the mean request size.
+	RequestBytes      *prometheus.CounterVec
 	Latency           *prometheus.HistogramVec
 	BytesIn, BytesOut prometheus.Counter
 	// BytesSentFromFiles counts the part of BytesOut sent from segment
@@ -36,6 +39,7 @@ type Metrics struct {
 
 type apiSeries struct {
 	requests prometheus.Counter
+	bytes    prometheus.Counter
 	latency  prometheus.Observer
 }
 
@@ -44,7 +48,7 @@ func (m *Metrics) forAPI(key int16) *apiSeries {
 		return s.(*apiSeries)
 	}
 	name := apiName(key)
-	s, _ := m.byKey.LoadOrStore(key, &apiSeries{requests: m.Requests.WithLabelValues(name), latency: m.Latency.WithLabelValues(name)})
+	s, _ := m.byKey.LoadOrStore(key, &apiSeries{requests: m.Requests.WithLabelValues(name), bytes: m.RequestBytes.WithLabelValues(name), latency: m.Latency.WithLabelValues(name)})
 	return s.(*apiSeries)
 }
 
@@ -54,6 +58,8 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 	m := &Metrics{
 		Requests: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "minibroker_requests_total", Help: "Requests handled, by API."}, []string{"api"}),
+		RequestBytes: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "minibroker_request_bytes_total", Help: "Bytes of the request frames handled (size field included), by API."}, []string{"api"}),
 		Latency: prometheus.NewHistogramVec(prometheus.HistogramOpts{
 			Name: "minibroker_request_duration_seconds", Help: "Time from a request's decode to its response, by API.",
 			Buckets: prometheus.ExponentialBuckets(0.0001, 4, 10)}, []string{"api"}),
@@ -76,7 +82,7 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 	}
 	m.security = newSecurityMetrics(reg)
 	if reg != nil {
-		reg.MustRegister(m.Requests, m.Latency, m.BytesIn, m.BytesOut, m.BytesSentFromFiles, m.Connections, m.ConnectionsTotal,
+		reg.MustRegister(m.Requests, m.RequestBytes, m.Latency, m.BytesIn, m.BytesOut, m.BytesSentFromFiles, m.Connections, m.ConnectionsTotal,
 			m.ConnectionsRejected, m.ConnectionsClosedOnError, m.Panics, m.RequestQueue, m.RequestMemory, m.RequestMemoryLimit)
 	}
 	return m

@@ -174,6 +174,20 @@
 //     null one, at every version: TestFetchEmptyRecordsNotNull.
 //   - After DeleteRecords an offset below the log start is
 //     OFFSET_OUT_OF_RANGE to every client: TestOffsetOutOfRangeAfterDeleteRecords.
+//   - Fetch sessions (KIP-227) as Kafka's FetchManager serves them: a
+//     sessionless fetch (epoch -1, any session id) gets its records:
+//     TestFetchSessionless; full and incremental fetches, forgotten
+//     partitions, unchanged partitions left out, INVALID_FETCH_SESSION_EPOCH,
+//     FETCH_SESSION_ID_NOT_FOUND and FETCH_SESSION_TOPIC_ID_ERROR at
+//     versions naming topics and IDs: TestFetchSessionIncremental; kgo
+//     consuming 1,000 partitions through a session sends a fraction of a
+//     full fetch's request bytes (negative control in the same test: the
+//     cache size 0); Kafka's eviction rules, the bound on cached
+//     partitions (with its negative control), duplicate epochs and many
+//     consumers at once under -race: (internal/broker,
+//     TestFetchSessionEviction, TestFetchSessionPartitionBound,
+//     TestFetchSessionDuplicateEpoch, TestFetchSessionsConcurrentConsumers),
+//     TestFetchSessionsKgo1000Partitions.
 //   - Deleting a topic deletes its committed offsets:
 //     TestDeletedTopicTakesItsOffsets; with auto-creation off an unknown
 //     topic is UNKNOWN_TOPIC_OR_PARTITION and none appears:
