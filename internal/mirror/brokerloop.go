@@ -31,13 +31,23 @@ import (
 // and the local log ends exactly where the fetch started. Anything else
 // (an append that failed, a truncation, a member removed and added again)
 // drops the answer and the member fetches again from its log end.
+//
+// Locks: mu guards the membership and the next offsets and is never held
+// across an append. An append holds its member's own lock (member.mu), and
+// remove and evict take that lock after taking the member out of the map:
+// when they return, no append for it is running and none will start. So
+// an append that waits for an fsync (flush.messages=1) holds up only its
+// own partition's removal, not the fetching goroutine's snapshot and
+// advance nor the other partitions' pauses (before, mu was held across
+// the append, and the next fetch of every partition of the source broker
+// waited for the fsync).
 type brokerLoop struct {
 	src      *source
 	leader   int32
 	maxBytes int32
 	partMax  int32
 
-	mu      sync.Mutex // guards members; held while appending for a member
+	mu      sync.Mutex // guards members and their next offsets; never held across an append
 	members map[tp]*member
 	wake    chan struct{}
 	applyq  chan fetched
@@ -50,10 +60,28 @@ type brokerLoop struct {
 // member is one membership of a fetcher in a loop.
 type member struct {
 	f *fetcher
+	// topicID is the source topic's id the fetcher resolved before it
+	// joined (zero: fetched by name). Set at add and never changed, so the
+	// loop's goroutines read it without a lock (the fetcher kept it in a
+	// field of its own that it rewrote while the loop read it: a data
+	// race).
+	topicID [16]byte
 	// next is the offset the next fetch asks for: the local log end at
 	// add, then past what fetches answered (appended or queued). Guarded
 	// by brokerLoop.mu.
 	next int64
+	// mu is held across an append for this member; gone is set under it
+	// once the member left the loop, and no append starts after that.
+	mu   sync.Mutex
+	gone bool
+}
+
+// leave marks m gone, after waiting for an append for it in progress.
+// Called after m was taken out of the loop's map, with no lock held.
+func (m *member) leave() {
+	m.mu.Lock()
+	m.gone = true
+	m.mu.Unlock()
 }
 
 // fetched is one fetch's answer on its way to the appender, with the
@@ -85,10 +113,14 @@ func newBrokerLoop(src *source, leader int32, maxBytes int32) *brokerLoop {
 	return l
 }
 
-func (l *brokerLoop) add(f *fetcher) {
+func (l *brokerLoop) add(f *fetcher, topicID [16]byte) {
 	l.mu.Lock()
-	l.members[f.k] = &member{f: f, next: f.p.Offsets().LogEnd}
+	old := l.members[f.k]
+	l.members[f.k] = &member{f: f, topicID: topicID, next: f.p.Offsets().LogEnd}
 	l.mu.Unlock()
+	if old != nil {
+		old.leave()
+	}
 	select {
 	case l.wake <- struct{}{}:
 	default:
@@ -99,10 +131,16 @@ func (l *brokerLoop) add(f *fetcher) {
 // appending for f and never will again (STOPPING relies on this).
 func (l *brokerLoop) remove(f *fetcher) {
 	l.mu.Lock()
-	if m := l.members[f.k]; m != nil && m.f == f {
+	m := l.members[f.k]
+	if m != nil && m.f == f {
 		delete(l.members, f.k)
+	} else {
+		m = nil
 	}
 	l.mu.Unlock()
+	if m != nil {
+		m.leave()
+	}
 }
 
 func (l *brokerLoop) close() {
@@ -195,7 +233,7 @@ func (l *brokerLoop) fetch(parts []loopPart, wait time.Duration) (*kmsg.FetchRes
 		i, ok := byTopic[f.k.topic]
 		if !ok {
 			rt := kmsg.NewFetchRequestTopic()
-			rt.Topic, rt.TopicID = f.k.topic, f.topicID
+			rt.Topic, rt.TopicID = f.k.topic, p.m.topicID
 			req.Topics = append(req.Topics, rt)
 			i = len(req.Topics) - 1
 			byTopic[f.k.topic] = i
@@ -230,7 +268,7 @@ func (l *brokerLoop) checkByName(parts []loopPart, resp *kmsg.FetchResponse) (ma
 	}
 	withID := map[string]bool{}
 	for _, p := range parts {
-		if p.m.f.topicID != ([16]byte{}) {
+		if p.m.topicID != ([16]byte{}) {
 			withID[p.m.f.k.topic] = true
 		}
 	}
@@ -260,7 +298,7 @@ func each(parts []loopPart, resp *kmsg.FetchResponse, fn func(loopPart, *kmsg.Fe
 	names := map[[16]byte]string{} // Fetch v13+ answers by topic id only
 	for _, p := range parts {
 		asked[p.m.f.k] = p
-		names[p.m.f.topicID] = p.m.f.k.topic
+		names[p.m.topicID] = p.m.f.k.topic
 	}
 	for _, t := range resp.Topics {
 		topic := t.Topic
@@ -326,24 +364,30 @@ func (l *brokerLoop) dispatch(parts []loopPart, resp *kmsg.FetchResponse, change
 		}
 		res := fetchResult{Records: rp.RecordBatches, HighWatermark: rp.HighWatermark,
 			LastStable: rp.LastStableOffset, LogStart: rp.LogStartOffset}
-		l.mu.Lock()
-		if l.members[p.m.f.k] != p.m { // removed while fetching: drop
-			l.mu.Unlock()
+		p.m.mu.Lock()
+		if p.m.gone { // removed while fetching: drop
+			p.m.mu.Unlock()
 			return
 		}
 		if end := p.m.f.p.Offsets().LogEnd; end != p.offset {
 			// The log does not end where this fetch started (an earlier
 			// answer was not appended whole): drop it, and fetch again
 			// from the log end.
-			p.m.next = end
+			p.m.mu.Unlock()
+			l.mu.Lock()
+			if l.members[p.m.f.k] == p.m {
+				p.m.next = end
+			}
 			l.mu.Unlock()
 			return
 		}
 		err := p.m.f.apply(res)
-		l.mu.Unlock()
+		p.m.mu.Unlock()
 		if err != nil {
 			l.evict(p.m, err)
+			return
 		}
+		p.m.f.appended()
 	})
 	for _, p := range missing {
 		l.evict(p.m, fmt.Errorf("source fetch response lacks %s-%d", p.m.f.k.topic, p.m.f.k.partition))
@@ -359,6 +403,7 @@ func (l *brokerLoop) evict(m *member, err error) {
 	}
 	l.mu.Unlock()
 	if isMember {
+		m.leave()
 		m.f.evicted(err)
 	}
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -32,7 +33,6 @@ type fetcher struct {
 	// evictions carries the error that took the partition out of its
 	// broker loop.
 	evictions chan error
-	topicID   [16]byte // the source topic's id, for Fetch v13+
 	// retried: started by a retry (retry.go); the first fetch that
 	// succeeds ends the partition's failure streak.
 	retried atomic.Bool
@@ -62,6 +62,14 @@ func (m *Manager) startFetcher(rt *runtime, topic string, idx int32, p *partitio
 
 func (m *Manager) startFetcherLocked(rt *runtime, topic string, idx int32, p *partition.Partition, paused bool) {
 	k := tp{topic, idx}
+	rt.closing = slices.DeleteFunc(rt.closing, func(f *fetcher) bool { // those that have exited
+		select {
+		case <-f.done:
+			return true
+		default:
+			return false
+		}
+	})
 	if f := rt.fetchers[k]; f != nil {
 		select {
 		case <-f.done: // it failed and exited: a new one takes its place
@@ -105,16 +113,17 @@ func (f *fetcher) setPaused(p bool) {
 	}
 }
 
-// join adds f to loop unless f is paused. It and setPaused hold pmu, so
-// a pause that comes after the fetcher last looked is not missed.
-func (f *fetcher) join(loop *brokerLoop) bool {
+// join adds f to loop unless f is paused, fetching the source topic by
+// topicID (Fetch v13+; zero: by name). It and setPaused hold pmu, so a
+// pause that comes after the fetcher last looked is not missed.
+func (f *fetcher) join(loop *brokerLoop, topicID [16]byte) bool {
 	f.pmu.Lock()
 	defer f.pmu.Unlock()
 	if f.pause {
 		return false
 	}
 	f.loop = loop
-	loop.add(f)
+	loop.add(f, topicID)
 	return true
 }
 
@@ -154,29 +163,44 @@ func (f *fetcher) recordErr(err error) {
 }
 
 func (f *fetcher) run() {
-	defer close(f.done)
+	defer func() {
+		if h := f.m.knobs.beforeFetcherExit; h != nil {
+			h(f.k.topic, f.k.partition)
+		}
+		close(f.done)
+	}()
 	log := f.logger()
 	backoff := 100 * time.Millisecond
 	fail := func(err error) bool {
 		f.recordErr(err)
+		var perr error
 		switch {
 		case isIdentityError(err):
 			// Another cluster, or a recreated topic: never retried.
-			f.m.failIdentity(f.rt, f.k.topic, err)
-			return false
+			perr = f.m.failIdentity(f.rt, f.k.topic, err)
 		case isTruncateRefused(err):
-			f.m.fail(f.rt, f.k, err)
-			return false
+			perr = f.m.fail(f.rt, f.k, err)
 		case isRetriableFailure(err):
-			f.m.failRetriable(f.rt, f.k, err)
-			return false
+			perr = f.m.failRetriable(f.rt, f.k, err)
 		case isSecurityFailure(err):
 			// Retrying with the same credentials cannot succeed:
 			// FAILED until the source config is changed.
-			f.m.fail(f.rt, f.k, fmt.Errorf("source refused the mirror's security settings: %w", err))
-			return false
+			perr = f.m.fail(f.rt, f.k, fmt.Errorf("source refused the mirror's security settings: %w", err))
+		default:
+			log.Warn("mirror fetch failed; backing off", zap.Error(err), zap.Duration("backoff", backoff))
+			ok := f.sleep(backoff)
+			backoff = min(backoff*2, 5*time.Second)
+			return ok
 		}
-		log.Warn("mirror fetch failed; backing off", zap.Error(err), zap.Duration("backoff", backoff))
+		if perr == nil {
+			return false // FAILED (or STOPPING, which closes this fetcher)
+		}
+		// FAILED could not be persisted, so the partition keeps its
+		// state, and this fetcher: it backs off and meets the failure
+		// again (before, the error was dropped and the fetcher left a
+		// partition recorded as fed by a fetcher with none).
+		log.Error("persisting FAILED failed; retrying", zap.Error(perr), zap.NamedError("failure", err),
+			zap.Duration("backoff", backoff))
 		ok := f.sleep(backoff)
 		backoff = min(backoff*2, 5*time.Second)
 		return ok
@@ -185,9 +209,13 @@ func (f *fetcher) run() {
 	if errors.Is(err, errStopped) {
 		return // shut down, not failed: the state stays for the next start
 	}
-	if err != nil {
-		f.m.fail(f.rt, f.k, err) // the source config cannot make a client
-		return
+	for err != nil { // the source config cannot make a client
+		if perr := f.m.fail(f.rt, f.k, err); perr == nil {
+			return
+		} else if log.Error("persisting FAILED failed; retrying", zap.Error(perr)); !f.sleep(backoff) {
+			return
+		}
+		backoff = min(backoff*2, 5*time.Second)
 	}
 	// PREPARING: align the local log with the source before fetching.
 	for f.state() == Preparing {
@@ -207,7 +235,14 @@ func (f *fetcher) run() {
 				r.State, r.AllowTruncate = next, nil
 			}
 		}); err != nil {
+			// Still PREPARING (the record is put back): prepare again
+			// after the backoff.
 			log.Error("persisting MIRRORING failed", zap.Error(err))
+			if !f.sleep(backoff) {
+				return
+			}
+			backoff = min(backoff*2, 5*time.Second)
+			continue
 		}
 		backoff = 100 * time.Millisecond
 	}
@@ -238,14 +273,13 @@ func (f *fetcher) run() {
 			}
 			continue
 		}
-		f.topicID = info.ID
 		select {
 		case <-f.evictions: // stale
 		default:
 		}
 		loop := src.loop(leader, f.m.opts.FetchMaxBytes)
 		joined := time.Now()
-		if !f.join(loop) {
+		if !f.join(loop, info.ID) {
 			continue // paused since the check above
 		}
 		select {
@@ -282,6 +316,9 @@ func (f *fetcher) apply(res fetchResult) error {
 	f.sourceHW.Store(res.HighWatermark)
 	f.sourceSeenAt.Store(time.Now().UnixMilli())
 	if len(res.Records) > 0 {
+		if h := f.m.knobs.appendGate; h != nil {
+			h(f.k.topic, f.k.partition)
+		}
 		n, err := f.p.AppendAsMirror(res.Records)
 		if err != nil {
 			return &localAppendError{err}
@@ -305,7 +342,6 @@ func (f *fetcher) apply(res fetchResult) error {
 		f.lsoWaitAt.Store(res.LastStable)
 		f.lsoWaitSince.Store(now)
 	}
-	f.fetchSucceeded()
 	return nil
 }
 
@@ -341,10 +377,12 @@ func (f *fetcher) state() State {
 // Failures from the source's settings (a client that cannot be made,
 // credentials or certificates refused) restart when they change; a
 // refused truncation does not. Identity failures go through failIdentity.
-func (m *Manager) fail(rt *runtime, k tp, err error) {
+// It answers the error of persisting FAILED (nil when the transition is
+// refused): the record is then as before.
+func (m *Manager) fail(rt *runtime, k tp, err error) error {
 	m.logger.Error("mirror partition failed", zap.String("mirror", rt.spec.Name), zap.String("topic", k.topic),
 		zap.Int32("partition", k.partition), zap.Error(err))
-	m.setRecord(rt, k, func(r *partitionRecord) {
+	return m.setRecord(rt, k, func(r *partitionRecord) {
 		// Refused in STOPPING (the failover goes on), and once stopped or failed.
 		if next, terr := transition(r.State, EvFail); terr == nil {
 			r.State, r.Reason = next, err.Error()

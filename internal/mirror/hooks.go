@@ -74,3 +74,17 @@ func (NoTestHooks) AfterLocalTopicCreate(string) error           { return nil }
 func (NoTestHooks) SkipPendingTopics() bool                      { return false }
 func (NoTestHooks) BeforeConfigSync(string) error                { return nil }
 func (NoTestHooks) TakeOverLocalTopics() bool                    { return false }
+
+// knobs are the package's unexported test seams (pebble's Options.private
+// style), set only by this package's tests (export_test.go), never by a
+// user: TestHooks above predates them and stays for the tests outside the
+// package that use it.
+type knobs struct {
+	// beforeFetcherExit is called by a fetcher's goroutine as it exits,
+	// before it says it is done: a test holds it there to see who waits.
+	beforeFetcherExit func(topic string, partition int32)
+	// appendGate, when set, is called by the broker loop's appender before
+	// it appends for a partition: a test holds one partition's append there
+	// (as an fsync that takes long would) to see what waits for it.
+	appendGate func(topic string, partition int32)
+}

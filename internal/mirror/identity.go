@@ -90,45 +90,54 @@ func (m *Manager) checkIdentityLocked(rt *runtime, topic string, info topicInfo)
 
 // failIdentity fails what an identity error covers: the topic's
 // partitions, or every partition of the mirror when the cluster id
-// differs. Their fetchers are closed (in the background: the caller may be
-// one of them).
-func (m *Manager) failIdentity(rt *runtime, topic string, err error) {
+// differs, and answers the error of persisting it (nothing changes then).
+// Their fetchers are told to stop, without waiting (the caller may be one
+// of them), and kept in rt.closing, which STOPPING and shutdownRuntime
+// wait for (before, each was closed by a goroutine nothing waited for:
+// Manager.Close could return with them running).
+func (m *Manager) failIdentity(rt *runtime, topic string, err error) error {
 	var ie *identityError
 	if !errors.As(err, &ie) {
-		return
+		return nil
 	}
 	m.mu.Lock()
-	var closing []*fetcher
-	failed := 0
+	var ks []tp
 	for t, ts := range rt.spec.Topics {
 		if !ie.wholeMirror && t != topic {
 			continue
 		}
-		for idx, rec := range ts.Partitions {
-			next, terr := transition(rec.State, EvFail)
-			if terr != nil {
-				continue // STOPPING goes on; STOPPED and FAILED stay
-			}
-			rec.State, rec.Reason = next, err.Error()
-			rec.SecurityFailure, rec.Retriable = false, false
-			failed++
-			k := tp{t, idx}
-			if f := rt.fetchers[k]; f != nil {
-				closing = append(closing, f)
-				delete(rt.fetchers, k)
-			}
+		for idx := range ts.Partitions {
+			ks = append(ks, tp{t, idx})
 		}
 	}
-	serr := m.saveLocked()
+	snap := snapshotLocked(rt, ks)
+	var failed []tp
+	for _, k := range ks {
+		rec := rt.spec.Topics[k.topic].Partitions[k.partition]
+		next, terr := transition(rec.State, EvFail)
+		if terr != nil {
+			continue // STOPPING goes on; STOPPED and FAILED stay
+		}
+		rec.State, rec.Reason = next, err.Error()
+		rec.SecurityFailure, rec.Retriable = false, false
+		failed = append(failed, k)
+	}
+	if serr := m.saveOrRestoreLocked(snap); serr != nil {
+		m.mu.Unlock()
+		m.logger.Error("persisting FAILED", zap.String("mirror", rt.spec.Name), zap.Error(serr))
+		return serr
+	}
+	for _, k := range failed {
+		if f := rt.fetchers[k]; f != nil {
+			f.stop()
+			rt.closing = append(rt.closing, f)
+			delete(rt.fetchers, k)
+		}
+	}
 	m.mu.Unlock()
 	m.logger.Error("mirror source identity changed; partitions FAILED", zap.String("mirror", rt.spec.Name),
-		zap.String("topic", topic), zap.Int("partitions", failed), zap.Error(err))
-	if serr != nil {
-		m.logger.Error("persisting FAILED", zap.String("mirror", rt.spec.Name), zap.Error(serr))
-	}
-	for _, f := range closing {
-		go f.close()
-	}
+		zap.String("topic", topic), zap.Int("partitions", len(failed)), zap.Error(err))
+	return nil
 }
 
 // verifyTopicIDs asks the source for the ids of topics that a fetch read

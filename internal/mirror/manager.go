@@ -115,6 +115,8 @@ type Manager struct {
 	// background (BeginStop), which Close waits for.
 	stopMu sync.Mutex
 	stops  sync.WaitGroup
+
+	knobs knobs // test seams (hooks.go); zero in production
 }
 
 // runtime is a mirror's live part.
@@ -129,6 +131,11 @@ type runtime struct {
 	cfg      atomic.Pointer[Settings]
 	src      *source
 	fetchers map[tp]*fetcher
+	// closing are fetchers told to stop without being waited for (by
+	// failIdentity, which one of them may have called): STOPPING waits
+	// for those of its partitions, shutdownRuntime for all. Guarded by
+	// Manager.mu.
+	closing []*fetcher
 	// groupSyncedAt is when each group's offsets were last synced
 	// (unix ms), guarded by Manager.mu; shown by Plan.
 	groupSyncedAt map[string]int64
@@ -567,6 +574,8 @@ func (m *Manager) setPaused(name string, topics []string, paused bool) error {
 	}
 	m.mu.Lock()
 	defer m.mu.Unlock()
+	snap := snapshotLocked(rt, tps)
+	var changed []tp
 	for _, k := range tps {
 		rec := rt.spec.Topics[k.topic].Partitions[k.partition]
 		next, err := transition(rec.State, ev)
@@ -576,20 +585,82 @@ func (m *Manager) setPaused(name string, topics []string, paused bool) error {
 		// A pause or resume in PREPARING stays there: the fetcher
 		// remembers it and applies it once prepared.
 		rec.State = next
+		changed = append(changed, k)
+	}
+	// Persisted before the fetchers act on it.
+	if err := m.saveOrRestoreLocked(snap); err != nil {
+		return err
+	}
+	for _, k := range changed {
 		if f := rt.fetchers[k]; f != nil {
 			f.setPaused(paused)
 		}
 	}
-	return m.saveLocked()
+	return nil
 }
 
-// setRecord updates one partition's persisted record.
+// setRecord updates one partition's persisted record: the change is kept
+// in memory only once it is saved (a failed save puts the record back and
+// answers the error).
 func (m *Manager) setRecord(rt *runtime, k tp, update func(*partitionRecord)) error {
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	rec := rt.spec.Topics[k.topic].Partitions[k.partition]
-	update(rec)
-	return m.saveLocked()
+	snap := snapshotLocked(rt, []tp{k})
+	update(rt.spec.Topics[k.topic].Partitions[k.partition])
+	return m.saveOrRestoreLocked(snap)
+}
+
+// recordSnapshot is partition records as they were before a change, to
+// put back when the change cannot be saved: what a partition's record says
+// in memory is what the state log says (the state changes only once
+// persisted; before, a failed save left the change in memory, where
+// describe, stop and the fetchers acted on a state a restart would not
+// find).
+type recordSnapshot struct {
+	recs []*partitionRecord
+	was  []partitionRecord
+	spec *mirrorSpec
+	auto bool
+}
+
+// snapshotLocked copies the records of ks (and the mirror's AutoTopics);
+// m.mu held. A record's pointer fields are replaced, never changed in
+// place, so a shallow copy is the record.
+func snapshotLocked(rt *runtime, ks []tp) recordSnapshot {
+	s := recordSnapshot{spec: rt.spec, auto: rt.spec.AutoTopics}
+	for _, k := range ks {
+		if ts := rt.spec.Topics[k.topic]; ts != nil {
+			if r := ts.Partitions[k.partition]; r != nil {
+				s.recs = append(s.recs, r)
+				s.was = append(s.was, *r)
+			}
+		}
+	}
+	return s
+}
+
+func (s recordSnapshot) restore() {
+	for i, r := range s.recs {
+		*r = s.was[i]
+	}
+	s.spec.AutoTopics = s.auto
+}
+
+// saveOrRestoreLocked saves the document; when the save fails it puts
+// the snapshot back and answers the error. m.mu held. A save that failed
+// on a write or fsync may have left its record in the file: the state as
+// restored is saved again at once (a fault that passed), else by the next
+// save or Close; a crash before either may find the refused change, as a
+// request answered with an error may or may not have been applied.
+func (m *Manager) saveOrRestoreLocked(s recordSnapshot) error {
+	err := m.saveLocked()
+	if err != nil {
+		s.restore()
+		if m.store != nil && m.store.stateUnknown() {
+			_ = m.saveLocked()
+		}
+	}
+	return err
 }
 
 // Close stops every fetcher and refresher and waits for them. Mirror
@@ -613,6 +684,12 @@ func (m *Manager) Close() {
 		m.shutdownRuntime(rt)
 	}
 	m.mu.Lock()
+	if m.store.stateUnknown() {
+		// The last save failed: write the state as it is in memory.
+		if err := m.saveLocked(); err != nil {
+			m.logger.Warn("saving the mirror state at close", zap.Error(err))
+		}
+	}
 	st := m.store
 	m.store = nil
 	m.mu.Unlock()
@@ -629,11 +706,13 @@ func (m *Manager) shutdownRuntime(rt *runtime) {
 		close(rt.stop)
 	}
 	stopRetriesLocked(rt)
-	fetchers := make([]*fetcher, 0, len(rt.fetchers))
+	fetchers := make([]*fetcher, 0, len(rt.fetchers)+len(rt.closing))
 	for k, f := range rt.fetchers {
 		fetchers = append(fetchers, f)
 		delete(rt.fetchers, k)
 	}
+	fetchers = append(fetchers, rt.closing...)
+	rt.closing = nil
 	src := rt.src
 	rt.src = nil
 	m.mu.Unlock()

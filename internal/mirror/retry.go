@@ -63,8 +63,10 @@ func retryBackoff(s *Settings, streak int) time.Duration {
 }
 
 // failRetriable moves a partition to FAILED for a retriable reason and
-// schedules its retry (unless the attempts in a row are used up).
-func (m *Manager) failRetriable(rt *runtime, k tp, err error) {
+// schedules its retry (unless the attempts in a row are used up). It
+// answers the error of persisting FAILED: the record is then as before and
+// no retry is armed.
+func (m *Manager) failRetriable(rt *runtime, k tp, err error) error {
 	s := rt.settings()
 	var at time.Time
 	m.mu.Lock()
@@ -72,8 +74,9 @@ func (m *Manager) failRetriable(rt *runtime, k tp, err error) {
 	next, terr := transition(rec.State, EvFail)
 	if terr != nil { // STOPPING goes on; STOPPED and FAILED stay
 		m.mu.Unlock()
-		return
+		return nil
 	}
+	snap := snapshotLocked(rt, []tp{k})
 	rec.State, rec.SecurityFailure, rec.AllowTruncate, rec.Retriable = next, false, nil, true
 	rec.Reason, rec.RetryAt = err.Error(), 0
 	if rec.FailStreak < s.FailedRetryMaxAttempts {
@@ -82,8 +85,9 @@ func (m *Manager) failRetriable(rt *runtime, k tp, err error) {
 	} else {
 		rec.Reason += fmt.Sprintf("; not retried again after %d retries in a row (%s)", rec.FailStreak, SettingFailedRetryMaxAttempts)
 	}
-	if serr := m.saveLocked(); serr != nil {
-		m.logger.Error("persisting FAILED", zap.String("mirror", rt.spec.Name), zap.Error(serr))
+	if serr := m.saveOrRestoreLocked(snap); serr != nil {
+		m.mu.Unlock()
+		return serr
 	}
 	if !at.IsZero() {
 		m.scheduleRetryLocked(rt, k, time.Until(at))
@@ -91,6 +95,7 @@ func (m *Manager) failRetriable(rt *runtime, k tp, err error) {
 	m.mu.Unlock()
 	m.logger.Warn("mirror partition failed; retrying later", zap.String("mirror", rt.spec.Name), zap.String("topic", k.topic),
 		zap.Int32("partition", k.partition), zap.Error(err), zap.Time("retry_at", at))
+	return nil
 }
 
 // scheduleRetryLocked arms the partition's retry timer; m.mu held.
@@ -138,11 +143,17 @@ func (m *Manager) retry(rt *runtime, k tp) {
 	if int(k.partition) >= len(parts) {
 		return
 	}
+	snap := snapshotLocked(rt, []tp{k})
 	rec.State, rec.RetryAt, rec.Retriable = next, 0, false
 	rec.Retries++
 	rec.FailStreak++
-	if err := m.saveLocked(); err != nil {
-		m.logger.Error("persisting a retry", zap.String("mirror", rt.spec.Name), zap.Error(err))
+	if err := m.saveOrRestoreLocked(snap); err != nil {
+		// Still FAILED, waiting for its retry: try again later.
+		d := rt.settings().FailedRetryInitialBackoff
+		m.logger.Error("persisting a retry; trying again later", zap.String("mirror", rt.spec.Name), zap.Error(err),
+			zap.Duration("in", d))
+		m.scheduleRetryLocked(rt, k, d)
+		return
 	}
 	m.logger.Info("retrying a failed mirror partition", zap.String("mirror", rt.spec.Name), zap.String("topic", k.topic),
 		zap.Int32("partition", k.partition), zap.Int("retry", rec.Retries), zap.String("failed_for", rec.Reason))
@@ -164,18 +175,22 @@ func (m *Manager) resumeRetriesLocked(rt *runtime) {
 	}
 }
 
-// fetchSucceeded ends the partition's streak of failures after a retry:
-// the next failure waits the initial backoff again.
-func (f *fetcher) fetchSucceeded() {
+// appended is called by the broker loop's appender after a fetch answer
+// for f was applied, holding no lock. After a retry, it ends the
+// partition's streak of failures (the next failure waits the initial
+// backoff again), persisted before the appender goes on: a later failure
+// of the partition reaches its fetcher through this appender's evict (or
+// the fetcher's own look at the source after an eviction), so it is
+// ordered after the reset. (It ran in a goroutine of its own before,
+// which nothing waited for and nothing ordered against that failure.) A
+// save that fails keeps the streak, and the next answer tries again.
+func (f *fetcher) appended() {
 	if !f.retried.Load() {
 		return
 	}
+	if err := f.m.setRecord(f.rt, f.k, func(r *partitionRecord) { r.FailStreak = 0 }); err != nil {
+		f.logger().Warn("persisting the end of a failure streak", zap.Error(err))
+		return
+	}
 	f.retried.Store(false)
-	// Not here: the broker loop calls apply holding its lock, which
-	// Manager.mu must not wait behind (setPaused takes them the other way).
-	go func() {
-		if err := f.m.setRecord(f.rt, f.k, func(r *partitionRecord) { r.FailStreak = 0 }); err != nil {
-			f.logger().Warn("persisting the end of a failure streak", zap.Error(err))
-		}
-	}()
 }

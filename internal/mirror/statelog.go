@@ -312,6 +312,11 @@ func (s *store) saveSources(d *doc) error {
 	return s.sources.save(raw)
 }
 
+// stateUnknown reports whether the last save of the state log failed on
+// a write or fsync: what the file holds is then unknown (it may hold the
+// record whose save failed), and the next save writes it anew.
+func (s *store) stateUnknown() bool { return s.state != nil && s.state.w.Err() != nil }
+
 func (s *store) close() error {
 	var err error
 	for _, l := range []*docLog{s.sources, s.state} {

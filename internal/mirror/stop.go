@@ -58,6 +58,7 @@ func (m *Manager) BeginStop(name string, topics []string) (*StopRun, error) {
 		m.mu.Unlock()
 		return nil, errStopped
 	}
+	snap := snapshotLocked(rt, selected)
 	var tps []tp
 	for _, k := range selected {
 		rec := rt.spec.Topics[k.topic].Partitions[k.partition]
@@ -78,7 +79,7 @@ func (m *Manager) BeginStop(name string, topics []string) (*StopRun, error) {
 	stopAuto := len(topics) == 0 && rt.spec.AutoTopics
 	rt.spec.AutoTopics = rt.spec.AutoTopics && !stopAuto
 	if len(tps) == 0 && stopAuto {
-		err = m.saveLocked()
+		err = m.saveOrRestoreLocked(snap)
 		m.mu.Unlock()
 		if err != nil {
 			return nil, err
@@ -91,7 +92,7 @@ func (m *Manager) BeginStop(name string, topics []string) (*StopRun, error) {
 		close(run.done)
 		return run, nil
 	}
-	err = m.saveLocked()
+	err = m.saveOrRestoreLocked(snap)
 	if err == nil {
 		m.stops.Add(1)
 	}
@@ -223,6 +224,19 @@ func (m *Manager) stopPartitions(rt *runtime, tps []tp) error {
 			delete(rt.fetchers, k)
 		}
 	}
+	if len(rt.closing) > 0 { // stopped by failIdentity, maybe still appending
+		stopping := make(map[tp]bool, len(tps))
+		for _, k := range tps {
+			stopping[k] = true
+		}
+		rt.closing = slices.DeleteFunc(rt.closing, func(f *fetcher) bool {
+			if stopping[f.k] {
+				fetchers = append(fetchers, f)
+				return true
+			}
+			return false
+		})
+	}
 	m.mu.Unlock()
 	var wg sync.WaitGroup
 	for _, f := range fetchers {
@@ -236,13 +250,14 @@ func (m *Manager) stopPartitions(rt *runtime, tps []tp) error {
 	errs := make([]error, len(tps))
 	parallel(len(tps), func(i int) { errs[i] = m.truncateToLSO(tps[i], parts[i], &records[i]) })
 	m.mu.Lock()
+	snap := snapshotLocked(rt, tps)
 	for i, k := range tps {
 		if errs[i] == nil {
 			r := rt.spec.Topics[k.topic].Partitions[k.partition]
 			r.LastMirroredOffset, r.LostAtFailover = records[i].LastMirroredOffset, records[i].LostAtFailover
 		}
 	}
-	err := m.saveLocked()
+	err := m.saveOrRestoreLocked(snap)
 	m.mu.Unlock()
 	if err != nil {
 		return err
@@ -275,6 +290,7 @@ func (m *Manager) stopPartitions(rt *runtime, tps []tp) error {
 	// 5. One persist for all, then writable.
 	var failed []error
 	m.mu.Lock()
+	snap = snapshotLocked(rt, tps)
 	for i, k := range tps {
 		if errs[i] != nil {
 			failed = append(failed, fmt.Errorf("%s-%d: %w", k.topic, k.partition, errs[i]))
@@ -294,7 +310,7 @@ func (m *Manager) stopPartitions(rt *runtime, tps []tp) error {
 		}
 		rec.State = next
 	}
-	err = m.saveLocked()
+	err = m.saveOrRestoreLocked(snap)
 	m.mu.Unlock()
 	if err != nil {
 		return err

@@ -1,0 +1,300 @@
+package mirror_test
+
+import (
+	"context"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/minibroker/minibroker/internal/mirror"
+	"github.com/minibroker/minibroker/internal/partition"
+	"github.com/minibroker/minibroker/internal/vfs"
+	"github.com/minibroker/minibroker/internal/vfs/errorfs"
+	"github.com/minibroker/minibroker/minibrokertest"
+)
+
+// Tests of issue 34's defects: each failed before its fix (the commit
+// message says how it was seen).
+
+// openMirror opens a Manager on a local made of real partitions and
+// mirrors topics from src with it, waiting until each partition 0 has
+// want records.
+func openMirror(t *testing.T, src *minibrokertest.Cluster, opts mirror.Options, setup func(*mirror.Manager), want int64, topics ...string) (*mirror.Manager, *local) {
+	t.Helper()
+	l := &local{dir: t.TempDir(), parts: map[string][]*partition.Partition{}}
+	t.Cleanup(l.close)
+	m, err := mirror.Open(l, l.dir, opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if setup != nil {
+		setup(m)
+	}
+	if err := m.Create("m", []string{src.Addr()}, ""); err != nil {
+		t.Fatal(err)
+	}
+	if err := m.Start(t.Context(), "m", topics); err != nil {
+		t.Fatal(err)
+	}
+	for _, topic := range topics {
+		waitEnd(t, l, topic, want)
+	}
+	return m, l
+}
+
+func waitEnd(t *testing.T, l *local, topic string, want int64) {
+	t.Helper()
+	for deadline := time.Now().Add(20 * time.Second); ; time.Sleep(10 * time.Millisecond) {
+		if ps := l.Partitions(topic); len(ps) > 0 && ps[0].Offsets().LogEnd == want {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%s never reached log end %d", topic, want)
+		}
+	}
+}
+
+func states(t *testing.T, m *mirror.Manager) map[string]mirror.State {
+	t.Helper()
+	st, err := m.Describe("m")
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := map[string]mirror.State{}
+	for _, p := range st.Partitions {
+		out[p.Topic] = p.State
+	}
+	return out
+}
+
+// TestFailedStateSaveChangesNothing: when the state log cannot be saved
+// (its fsync fails), a pause or a stop answers the error and changes
+// nothing: the partition is still MIRRORING in describe, its fetcher still
+// appends, and a restart finds what describe showed. Before, both changed
+// the record in memory and then saved: describe showed PAUSED (with the
+// fetcher paused) or STOPPING that no restart would find.
+func TestFailedStateSaveChangesNothing(t *testing.T) {
+	src := minibrokertest.Start(t, minibrokertest.Topic("orders", 1))
+	produce(t, src.Addr(), "orders", 3)
+	fs := errorfs.Wrap(vfs.Default)
+	m, l := openMirror(t, src, mirror.Options{FS: fs, FetchMaxWait: 50 * time.Millisecond}, nil, 3, "orders")
+	closed := false
+	defer func() {
+		if !closed {
+			m.Close()
+		}
+	}()
+	fs.Inject(errorfs.Rule{Op: errorfs.OpSync, PathContains: "mirror-state"})
+	if err := m.Pause("m", nil); err == nil {
+		t.Fatal("pause answered nil with the state log failing")
+	}
+	if err := m.Stop("m", nil); err == nil {
+		t.Fatal("stop answered nil with the state log failing")
+	}
+	if got := states(t, m)["orders"]; got != mirror.Mirroring {
+		t.Fatalf("after failed saves describe says %s, want MIRRORING", got)
+	}
+	produce(t, src.Addr(), "orders", 2)
+	waitEnd(t, l, "orders", 5) // the fetcher was neither paused nor stopped
+	if mode, _ := l.Partitions("orders")[0].Mode(); mode != partition.Mirrored {
+		t.Fatal("partition writable after a failed stop")
+	}
+	fs.Clear()
+	m.Close()
+	closed = true
+	m2, err := mirror.Open(l, l.dir, mirror.Options{FS: fs})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer m2.Close()
+	if got := states(t, m2)["orders"]; got != mirror.Mirroring {
+		t.Fatalf("after a restart: %s, want MIRRORING", got)
+	}
+}
+
+// TestCloseWaitsForFetchersStoppedByIdentityFailure: a source topic
+// recreated (a new topic id) fails the topic and stops its fetcher without
+// waiting (the fetcher may be the caller). Manager.Close must still wait
+// for that fetcher to exit. The knob holds the exiting fetcher; before,
+// it was closed by a goroutine of its own that nothing waited for, and
+// Close returned while it still ran.
+func TestCloseWaitsForFetchersStoppedByIdentityFailure(t *testing.T) {
+	src := minibrokertest.Start(t, minibrokertest.Topic("orders", 1))
+	produce(t, src.Addr(), "orders", 3)
+	var armed atomic.Bool
+	exiting := make(chan struct{}, 1)
+	release := make(chan struct{})
+	var once sync.Once
+	unblock := func() { once.Do(func() { close(release) }) }
+	defer unblock()
+	// The default metadata interval (30 s): the fetcher, not the refresh, meets
+	// the new topic id (a refresh that saw the topic gone twice would stop it).
+	m, _ := openMirror(t, src, mirror.Options{FetchMaxWait: 50 * time.Millisecond},
+		func(m *mirror.Manager) {
+			mirror.SetBeforeFetcherExit(m, func(string, int32) {
+				if armed.Load() {
+					select {
+					case exiting <- struct{}{}:
+					default:
+					}
+					<-release
+				}
+			})
+		}, 3, "orders")
+	armed.Store(true)
+	cl, err := kgo.NewClient(kgo.SeedBrokers(src.Addr()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cl.Close()
+	adm := kadm.NewClient(cl)
+	if _, err := adm.DeleteTopics(context.Background(), "orders"); err != nil {
+		t.Fatal(err)
+	}
+	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(20 * time.Millisecond) {
+		r, err := adm.CreateTopic(context.Background(), 1, 1, nil, "orders")
+		if err == nil && r.Err == nil {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("recreate: %v %v", err, r.Err)
+		}
+	}
+	select {
+	case <-exiting:
+	case <-time.After(20 * time.Second):
+		t.Fatalf("the fetcher never stopped after the topic was recreated: %v", states(t, m))
+	}
+	if got := states(t, m)["orders"]; got != mirror.Failed {
+		t.Fatalf("state %s, want FAILED", got)
+	}
+	closed := make(chan struct{})
+	go func() { m.Close(); close(closed) }()
+	select {
+	case <-closed:
+		t.Fatal("Close returned while a fetcher it had stopped was still running")
+	case <-time.After(300 * time.Millisecond):
+	}
+	unblock()
+	select {
+	case <-closed:
+	case <-time.After(10 * time.Second):
+		t.Fatal("Close did not return once the fetcher exited")
+	}
+}
+
+// TestSlowAppendHoldsUpOnlyItsPartition: two topics led by the same source
+// broker share one broker loop. While an append for one waits (the knob
+// holds it, as an fsync with flush.messages=1 does), pausing the other
+// returns at once. Before, the loop's lock was held across the append:
+// the pause, waiting to take the other partition out of the loop, hung
+// until the append ended (and so did the next fetch of every partition of
+// that source broker).
+func TestSlowAppendHoldsUpOnlyItsPartition(t *testing.T) {
+	src := minibrokertest.Start(t, minibrokertest.Topic("slow", 1), minibrokertest.Topic("other", 1))
+	produce(t, src.Addr(), "slow", 1)
+	produce(t, src.Addr(), "other", 1)
+	var armed atomic.Bool
+	entered := make(chan struct{}, 1)
+	release := make(chan struct{})
+	var once sync.Once
+	unblock := func() { once.Do(func() { close(release) }) }
+	m, _ := openMirror(t, src, mirror.Options{FetchMaxWait: 50 * time.Millisecond}, func(m *mirror.Manager) {
+		mirror.SetAppendGate(m, func(topic string, _ int32) {
+			if topic == "slow" && armed.Load() {
+				select {
+				case entered <- struct{}{}:
+				default:
+				}
+				<-release
+			}
+		})
+	}, 1, "slow", "other")
+	defer m.Close()
+	defer unblock() // before Close
+	armed.Store(true)
+	produce(t, src.Addr(), "slow", 1)
+	select {
+	case <-entered:
+	case <-time.After(20 * time.Second):
+		t.Fatal("the append never started")
+	}
+	paused := make(chan error, 1)
+	go func() { paused <- m.Pause("m", []string{"other"}) }()
+	select {
+	case err := <-paused:
+		if err != nil {
+			t.Fatal(err)
+		}
+	case <-time.After(3 * time.Second):
+		t.Fatal("pausing another partition waited for the held append")
+	}
+	unblock()
+}
+
+// TestPauseResumeWhileFetchingKeepsOffsets pauses and resumes a mirror of
+// four partitions over and over while the source takes records: every
+// cycle takes the fetchers out of their broker loop and back in while the
+// loop fetches and appends for them. The mirror ends with exactly the
+// source's records. Under -race it is the test of the data race on the
+// fetcher's source topic id: each re-join rewrote it while the loop's
+// appender could still read it for the answer of a fetch made before the
+// pause (issue 34; the loop now keeps the id in the membership).
+func TestPauseResumeWhileFetchingKeepsOffsets(t *testing.T) {
+	const parts = 4
+	src := minibrokertest.Start(t, minibrokertest.Topic("orders", parts))
+	produce(t, src.Addr(), "orders", parts)
+	m, l := openMirror(t, src, mirror.Options{FetchMaxWait: 10 * time.Millisecond}, nil, 1, "orders")
+	defer m.Close()
+	cl, err := kgo.NewClient(kgo.SeedBrokers(src.Addr()), kgo.DefaultProduceTopic("orders"),
+		kgo.RecordPartitioner(kgo.RoundRobinPartitioner()), kgo.ProducerLinger(0))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cl.Close()
+	stop := make(chan struct{})
+	produced := make(chan int)
+	go func() {
+		n := parts
+		defer func() { produced <- n }()
+		for {
+			select {
+			case <-stop:
+				return
+			default:
+			}
+			if err := cl.ProduceSync(context.Background(), &kgo.Record{Value: []byte("v")}).FirstErr(); err != nil {
+				t.Error(err)
+				return
+			}
+			n++
+		}
+	}()
+	for i := 0; i < 40; i++ {
+		if err := m.Pause("m", nil); err != nil {
+			t.Fatal(err)
+		}
+		time.Sleep(time.Duration(i%3) * time.Millisecond)
+		if err := m.Resume("m", nil); err != nil {
+			t.Fatal(err)
+		}
+		time.Sleep(time.Duration(5+i%7) * time.Millisecond)
+	}
+	close(stop)
+	n := <-produced
+	ends := func() (total int64) {
+		for _, p := range l.Partitions("orders") {
+			total += p.Offsets().LogEnd
+		}
+		return total
+	}
+	for deadline := time.Now().Add(20 * time.Second); ends() != int64(n); time.Sleep(10 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("mirror has %d records, the source %d", ends(), n)
+		}
+	}
+}
