@@ -104,6 +104,7 @@ func TestFetchSessionEviction(t *testing.T) {
 	alive("B, used once older than the minimum age", bb, 1, true)
 	alive("F, used once older than the minimum age", f, 1, true)
 	full("D, 1 partition, smaller than B", 1, -1, false)
+	time.Sleep(20 * time.Millisecond) // F is used before E, not in the same millisecond
 	e := full("E, 3 partitions, bigger than B", 3, -1, true)
 	alive("B, evicted by a bigger session", bb, 2, false)
 	full("G, 4 partitions, the only old session a follower's", 4, -1, false)
