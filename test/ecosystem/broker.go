@@ -185,3 +185,24 @@ func (p *brokerProc) panicLines() []string {
 	}
 	return out
 }
+
+// unsupportedRequests are the distinct requests the broker closed a
+// connection for because it does not serve their API or version (its
+// "unsupported request" INFO line): client id, API and version.
+func (p *brokerProc) unsupportedRequests() []string {
+	var out []string
+	seen := map[string]bool{}
+	for _, l := range strings.Split(p.logs(), "\n") {
+		var m map[string]any
+		if json.Unmarshal([]byte(l), &m) != nil || !strings.HasPrefix(fmt.Sprint(m["msg"]), "unsupported request") {
+			continue
+		}
+		k := fmt.Sprintf("%v %v v%v from %v (%v %v)", m["api"], m["api_key"], m["api_version"], m["client_id"],
+			m["client_software_name"], m["client_software_version"])
+		if !seen[k] {
+			seen[k] = true
+			out = append(out, k)
+		}
+	}
+	return out
+}

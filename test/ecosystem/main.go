@@ -147,6 +147,12 @@ func (e *env) brokerHealth() {
 			}
 			return nil
 		})
+		e.s.check("minibroker", fmt.Sprintf("%s broker: no connection closed for an API or version it does not serve", p.name), func() error {
+			if u := p.unsupportedRequests(); len(u) > 0 {
+				return fmt.Errorf("%s", strings.Join(u, "; "))
+			}
+			return nil
+		})
 	}
 }
 

@@ -149,11 +149,21 @@ func expectContains(out string, want ...string) error {
 	return nil
 }
 
-// waitUntil polls cond every 250ms until it returns nil or timeout passes.
+// permanent marks an error that waiting will not cure (a process exited).
+type permanent struct{ error }
+
+func (p permanent) Unwrap() error { return p.error }
+
+// waitUntil polls cond every 250ms until it returns nil, a permanent
+// error, or timeout passes.
 func waitUntil(timeout time.Duration, cond func() error) error {
 	deadline := time.Now().Add(timeout)
 	for {
 		err := cond()
+		var perm permanent
+		if errors.As(err, &perm) {
+			return perm.error
+		}
 		if err == nil || time.Now().After(deadline) {
 			return err
 		}

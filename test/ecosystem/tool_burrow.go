@@ -206,7 +206,7 @@ expire-cache=10
 		}
 		return waitUntil(20*time.Second, func() error {
 			if !bp.running() {
-				return fmt.Errorf("Burrow exited: %s", burrowErrors(bp.output()))
+				return permanent{fmt.Errorf("Burrow exited: %s", burrowErrors(bp.output()))}
 			}
 			_, err := httpGetBody(base)
 			return err
@@ -216,9 +216,15 @@ expire-cache=10
 	if bp == nil || !bp.running() {
 		return
 	}
+	get := func(path string) (string, error) {
+		if !bp.running() {
+			return "", permanent{fmt.Errorf("Burrow exited: %s", burrowErrors(bp.output()))}
+		}
+		return httpGetBody(base + path)
+	}
 	e.s.check(tool, "lists the cluster's topics (/v3/kafka/local/topic)", func() error {
 		return waitUntil(20*time.Second, func() error {
-			out, err := httpGetBody(base + "/local/topic")
+			out, err := get("/local/topic")
 			if err != nil {
 				return err
 			}
@@ -227,7 +233,7 @@ expire-cache=10
 	})
 	e.s.check(tool, "reads a topic's end offsets (/v3/kafka/local/topic/T)", func() error {
 		return waitUntil(20*time.Second, func() error {
-			out, err := httpGetBody(base + "/local/topic/" + topic)
+			out, err := get("/local/topic/" + topic)
 			if err != nil {
 				return err
 			}
@@ -236,10 +242,7 @@ expire-cache=10
 	})
 	e.s.check(tool, "finds the consumer group (/v3/kafka/local/consumer)", func() error {
 		return waitUntil(30*time.Second, func() error {
-			if !bp.running() {
-				return fmt.Errorf("Burrow exited: %s", burrowErrors(bp.output()))
-			}
-			out, err := httpGetBody(base + "/local/consumer")
+			out, err := get("/local/consumer")
 			if err != nil {
 				return err
 			}
@@ -251,7 +254,7 @@ expire-cache=10
 	})
 	e.s.check(tool, "reports the group's lag, 30 (/v3/kafka/local/consumer/G/lag)", func() error {
 		return waitUntil(30*time.Second, func() error {
-			out, err := httpGetBody(base + "/local/consumer/" + group + "/lag")
+			out, err := get("/local/consumer/" + group + "/lag")
 			if err != nil {
 				return err
 			}
