@@ -34,6 +34,8 @@ elif command == "describe-cluster":
     print(admin().describe_cluster())
 elif command == "describe-configs":
     print(admin().describe_configs([ConfigResource(ConfigResourceType.TOPIC, args[0])]))
+elif command == "describe-broker-configs":
+    print(admin().describe_configs([ConfigResource(ConfigResourceType.BROKER, args[0])]))
 elif command == "alter-configs":
     name, value = args[1].split("=", 1)
     print(admin().alter_configs([ConfigResource(ConfigResourceType.TOPIC, args[0], configs={name: value})]))
@@ -51,6 +53,27 @@ elif command == "produce":
     p.flush()
     p.close()
     print("produced", args[1])
+elif command == "produce-gzip":
+    p = KafkaProducer(compression_type="gzip", acks="all", **common)
+    for i in range(int(args[1])):
+        p.send(args[0], key=b"gz-%d" % i, value=b"gzip-%d" % i).get(timeout=15)
+    p.close()
+    print("produced", args[1])
+elif command == "offsets-for-times":
+    c = KafkaConsumer(**common)
+    parts = [TopicPartition(args[0], p) for p in c.partitions_for_topic(args[0])]
+    print("beginning", c.beginning_offsets(parts))
+    print("end", c.end_offsets(parts))
+    print("times", c.offsets_for_times({tp: 0 for tp in parts}))
+    c.close()
+elif command == "assign-seek":
+    c = KafkaConsumer(consumer_timeout_ms=10000, **common)
+    tp = TopicPartition(args[0], 0)
+    c.assign([tp])
+    c.seek(tp, int(args[1]))
+    m = next(c)
+    print("offset", m.offset, m.key.decode(), m.value.decode())
+    c.close()
 elif command == "consume-group":
     topic, group, want = args[0], args[1], int(args[2])
     c = KafkaConsumer(topic, group_id=group, auto_offset_reset="earliest", enable_auto_commit=False,

@@ -72,6 +72,13 @@ func kafkaPythonSuite(e *env) {
 		}
 		return expectContains(out, "retention.ms")
 	})
+	e.s.check(tool, "admin: describe_configs (broker 0)", func() error {
+		out, err := py(false, "", "describe-broker-configs", "0")
+		if err != nil {
+			return err
+		}
+		return expectContains(out, "num.partitions")
+	})
 	e.s.check(tool, "admin: alter_configs retention.ms, read back", func() error {
 		out, err := py(false, "", "alter-configs", topic, "retention.ms=3600000")
 		if err != nil {
@@ -87,8 +94,26 @@ func kafkaPythonSuite(e *env) {
 		_, err := py(false, "", "produce", topic, "20")
 		return err
 	})
+	e.s.check(tool, "producer: gzip, acks=all", func() error {
+		_, err := py(false, "", "produce-gzip", topic, "5")
+		return err
+	})
+	e.s.check(tool, "consumer: beginning_offsets, end_offsets, offsets_for_times", func() error {
+		out, err := py(false, "", "offsets-for-times", topic)
+		if err != nil {
+			return err
+		}
+		return expectContains(out, "beginning {", "end {", "OffsetAndTimestamp(offset=0")
+	})
+	e.s.check(tool, "consumer: assign and seek to offset 3", func() error {
+		out, err := py(false, "", "assign-seek", topic, "3")
+		if err != nil {
+			return err
+		}
+		return expectContains(out, "offset 3 ")
+	})
 	e.s.check(tool, "consumer group: subscribe, consume, commit", func() error {
-		out, err := py(false, "", "consume-group", topic, group, "20")
+		out, err := py(false, "", "consume-group", topic, group, "25")
 		if err != nil {
 			return err
 		}

@@ -129,6 +129,40 @@ current-context: plain
 		}
 		return nil
 	})
+	e.s.check(tool, "create consumer-group --topic --newest (lag 0)", func() error {
+		if _, err := plain("create", "consumer-group", group+"-new", "--topic", topic, "--newest"); err != nil {
+			return err
+		}
+		lag, err := e.groupLag(group + "-new")
+		if err != nil {
+			return err
+		}
+		if lag != 0 {
+			return fmt.Errorf("lag %d, want 0", lag)
+		}
+		return nil
+	})
+	e.s.check(tool, "delete consumer-group-offset --topic --partition 0", func() error {
+		_, err := plain("delete", "consumer-group-offset", group+"-new", "--topic", topic, "--partition", "0")
+		return err
+	})
+	e.s.check(tool, "clone topic (partitions and configs)", func() error {
+		if _, err := plain("clone", "topic", topic, topic+"-clone"); err != nil {
+			return err
+		}
+		out, err := plain("describe", "topic", topic+"-clone")
+		if err != nil {
+			return err
+		}
+		return expectContains(out, "3600000")
+	})
+	e.s.check(tool, "consume --isolation-level ReadCommitted --tail 2", func() error {
+		out, err := plain("consume", topic, "--isolation-level", "ReadCommitted", "--tail", "2", "--partitions", "0", "--print-keys")
+		if err != nil {
+			return err
+		}
+		return expectContains(out, "k1#v1", "k2#v2")
+	})
 	e.s.check(tool, "delete consumer-group", func() error {
 		_, err := plain("delete", "consumer-group", group)
 		return err
