@@ -22,6 +22,15 @@ type Config struct {
 	FlushIntervalMessages int64 // log.flush.interval.messages, default math.MaxInt64 (background flushing only)
 	FlushIntervalMs       int64 // log.flush.interval.ms, <= 0 or math.MaxInt64 = none
 	SegmentMs             int64 // log.roll.ms, default 7 days
+
+	// Compaction (clean.go). Compact: cleanup.policy holds compact.
+	// NoDelete: it does not hold delete, so retention.ms and
+	// retention.bytes are not applied (a compacted-only topic).
+	Compact, NoDelete      bool
+	MinCleanableDirtyRatio float64 // min.cleanable.dirty.ratio, default 0.5
+	MinCompactionLagMs     int64   // min.compaction.lag.ms, default 0
+	MaxCompactionLagMs     int64   // max.compaction.lag.ms, default (and <= 0) none
+	DeleteRetentionMs      int64   // delete.retention.ms, default 1 day: tombstones and markers kept this long after their first cleaning
 }
 
 // DefaultConfig returns Kafka's defaults.
@@ -36,6 +45,10 @@ func DefaultConfig() Config {
 		FlushIntervalMessages: math.MaxInt64,
 		FlushIntervalMs:       math.MaxInt64,
 		SegmentMs:             week,
+
+		MinCleanableDirtyRatio: 0.5,
+		MaxCompactionLagMs:     math.MaxInt64,
+		DeleteRetentionMs:      int64(24 * time.Hour / time.Millisecond),
 	}
 }
 

@@ -71,6 +71,8 @@ type Log struct {
 	spansDrained chan struct{}
 
 	flusher *flusher
+
+	cleanState // the cleaner's (clean.go)
 }
 
 // Open opens the log in dir, creating dir if needed, and recovers it: a
@@ -140,6 +142,9 @@ func (l *Log) listSegments() ([]int64, error) {
 }
 
 func (l *Log) load() error {
+	if err := l.completeSwaps(); err != nil {
+		return err
+	}
 	bases, err := l.listSegments()
 	if err != nil {
 		return err

@@ -215,7 +215,7 @@ func (l *Log) ApplyRetention() (int, error) {
 	}
 	now := l.opts.Now().UnixMilli()
 	n, reason := 0, ""
-	if l.cfg.RetentionMs >= 0 {
+	if l.cfg.RetentionMs >= 0 && !l.cfg.NoDelete {
 		for n+1 < len(l.segments) {
 			s := l.segments[n]
 			ts := s.maxTs
@@ -231,7 +231,7 @@ func (l *Log) ApplyRetention() (int, error) {
 			reason = "retention.ms"
 		}
 	}
-	if l.cfg.RetentionBytes >= 0 {
+	if l.cfg.RetentionBytes >= 0 && !l.cfg.NoDelete {
 		var total int64
 		for _, s := range l.segments {
 			total += s.size

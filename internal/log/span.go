@@ -76,6 +76,12 @@ type testSeams struct {
 	// failure, retryable ones included (retry.go), as before they were
 	// told apart.
 	storageFailuresFatal bool
+	// cleanSkipSync leaves the cleaner's .cleaned files unsynced before
+	// the swap (the negative control of its crash matrix).
+	cleanSkipSync bool
+	// cleanStep is called at each step of a cleaner swap
+	// (clean_swap.go): the crash matrix clones the file system there.
+	cleanStep func(step string)
 }
 
 // waitSpans waits, with truncMu held for writing (so no new span is

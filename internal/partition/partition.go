@@ -73,6 +73,16 @@ type Options struct {
 	Logger     *zap.Logger
 	PSMMetrics *psm.Metrics
 	Now        func() time.Time
+
+	// seams are switched on only by this package's negative controls.
+	seams testSeams
+}
+
+// testSeams are the partition's test knobs (zero value: production).
+type testSeams struct {
+	// cleanDropsBarriers lets the cleaner remove MIRROR_PID_RESET
+	// barriers as it removes markers, ignoring barrierDiscardable.
+	cleanDropsBarriers bool
 }
 
 // Partition is one topic partition on this node.
@@ -95,6 +105,7 @@ type Partition struct {
 	logger *zap.Logger
 	now    func() time.Time
 	log    *mlog.Log
+	seams  testSeams
 
 	// appendMu serialises writers (offset assignment through log append
 	// and producer-state update). Readers do not take it.
@@ -134,7 +145,7 @@ func Open(dir, topic string, index int32, cfg Config, opts Options) (*Partition,
 	p := &Partition{
 		Topic: topic, Index: index, dir: dir, fs: opts.FS,
 		logger: opts.Logger.WithLazy(zap.String("partition", fmt.Sprintf("%s-%d", topic, index))),
-		now:    opts.Now, notify: make(chan struct{}),
+		now:    opts.Now, notify: make(chan struct{}), seams: opts.seams,
 	}
 	p.cfg.Store(&cfg)
 	l, err := mlog.Open(dir, cfg.Log, mlog.Options{FS: opts.FS, Logger: p.logger, Now: opts.Now, OnRoll: p.onRoll})
