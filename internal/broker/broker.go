@@ -71,6 +71,7 @@ type Broker struct {
 	advPort    int32
 	registry   *prometheus.Registry
 	metrics    *Metrics
+	cleaner    *cleanerManager // the log cleaner's threads (cleaner.go)
 	psmMetrics *psm.Metrics
 	pids       *coordinator.ProducerIDs
 	txns       *coordinator.Transactions
@@ -187,6 +188,8 @@ func newBroker(opts Options, seams func(*Broker)) (*Broker, error) {
 	b.metrics = newMetrics(b, opts.Registry)
 	b.fetchSessions = newFetchSessionCache(func() int { return int(b.cfg.Int32("max.incremental.fetch.session.cache.slots")) },
 		cmp.Or(b.fetchSessionEviction, defaultFetchSessionEviction), cmp.Or(b.fetchSessionMaxPartitions, maxFetchSessionPartitions), opts.Registry)
+	b.cleaner = newCleanerManager(b)
+	opts.Registry.MustRegister(cleanerCollector{b.cleaner})
 	b.psmMetrics = psm.NewMetrics(opts.Registry)
 	b.handlers = b.apis()
 
@@ -375,6 +378,7 @@ func (b *Broker) Serve() {
 	}
 	b.bg.Add(1)
 	go func() { defer b.bg.Done(); b.retentionLoop() }()
+	b.cleaner.start()
 	b.startStaticMirrors()
 	b.txns.Start()
 	ls := b.Listeners()

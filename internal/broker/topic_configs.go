@@ -102,10 +102,16 @@ func (b *Broker) partitionConfig(overrides map[string]string) partition.Config {
 	lc.SegmentIndexBytes = int(num("segment.index.bytes"))
 	lc.FlushIntervalMessages = num("flush.messages")
 	lc.FlushIntervalMs = num("flush.ms")
-	compacted := false
+	compacted, deleted := false, false
 	for _, p := range config.SplitList(str("cleanup.policy")) {
 		compacted = compacted || p == "compact"
+		deleted = deleted || p == "delete"
 	}
+	lc.Compact, lc.NoDelete = compacted, !deleted
+	lc.MinCleanableDirtyRatio, _ = strconv.ParseFloat(str("min.cleanable.dirty.ratio"), 64)
+	lc.MinCompactionLagMs = num("min.compaction.lag.ms")
+	lc.MaxCompactionLagMs = num("max.compaction.lag.ms")
+	lc.DeleteRetentionMs = num("delete.retention.ms")
 	return partition.Config{
 		Compacted:       compacted,
 		Log:             lc,
@@ -176,6 +182,7 @@ func (b *Broker) updateTopicConfigs(name string, update func(map[string]string) 
 		for _, p := range t.Partitions {
 			p.SetConfig(pc)
 		}
+		b.cleaner.poke() // a compaction setting is followed at once
 	}
 	b.logger.Info("altered topic configs", zap.String("topic", name), zap.Any("configs", next))
 	return nil

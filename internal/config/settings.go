@@ -74,20 +74,30 @@ var settings = []Setting{
 	{Name: "offsets.retention.ms", Kind: KindLong, Default: "604800000", Min: 1, Doc: "Keep an empty group's committed offsets this long."},
 
 	// Topic-level configs with no broker setting here, with LogConfig's
-	// type and range. Accepted, described, kept; cleanup.policy is acted
-	// on, the others are not (one node, no compression rewrite, no
-	// tiered storage).
-	{Topic: "cleanup.policy", Kind: KindList, Default: "delete", OneOf: []string{"compact", "delete"}, Doc: "delete, compact, or both."},
+	// type and range. Accepted, described, kept; cleanup.policy and the
+	// compaction settings are acted on (docs/COMPACTION.md), those marked
+	// Ignored are not (one node, no compression rewrite, no tiered
+	// storage).
+	{Topic: "cleanup.policy", Kind: KindList, Default: "delete", OneOf: []string{"compact", "delete"}, Doc: "delete (retention), compact (the log cleaner, docs/COMPACTION.md), or both."},
 	{Topic: "min.insync.replicas", Ignored: true, Kind: KindInt, Default: "1", Min: 1, Doc: "Accepted for compatibility; one node keeps one replica."},
 	{Topic: "compression.type", Ignored: true, Kind: KindString, Default: "producer", OneOf: []string{"uncompressed", "zstd", "lz4", "snappy", "gzip", "producer"}, Doc: "Accepted; minibroker keeps the producer's compression."},
 	{Topic: "unclean.leader.election.enable", Ignored: true, Kind: KindBool, Default: "false", Doc: "Accepted for compatibility."},
 	{Topic: "message.downconversion.enable", Ignored: true, Kind: KindBool, Default: "true", Doc: "Accepted for compatibility."},
 	{Topic: "preallocate", Ignored: true, Kind: KindBool, Default: "false", Doc: "Accepted; not acted on."},
-	{Topic: "min.compaction.lag.ms", Ignored: true, Kind: KindLong, Default: "0", Min: 0, Doc: "Accepted; not acted on."},
-	{Topic: "max.compaction.lag.ms", Ignored: true, Kind: KindLong, Default: maxLong, Min: 1, Doc: "Accepted; not acted on."},
-	{Topic: "delete.retention.ms", Ignored: true, Kind: KindLong, Default: "86400000", Min: 0, Doc: "Accepted; not acted on."},
+	{Topic: "min.compaction.lag.ms", Kind: KindLong, Default: "0", Min: 0, Doc: "Never clean segments whose newest record is younger than this."},
+	{Topic: "max.compaction.lag.ms", Kind: KindLong, Default: maxLong, Min: 1, Doc: "Clean a log whose first dirty batch is older than this, whatever its dirty ratio."},
+	{Topic: "delete.retention.ms", Kind: KindLong, Default: "86400000", Min: 0, Doc: "Keep tombstones, and the transaction markers and barriers the cleaner may remove, this long after their first cleaning."},
 	{Topic: "file.delete.delay.ms", Ignored: true, Kind: KindLong, Default: "60000", Min: 0, Doc: "Accepted; minibroker deletes at once."},
-	{Topic: "min.cleanable.dirty.ratio", Ignored: true, Kind: KindDouble, Default: "0.5", Min: 0, Max: 1, Doc: "Accepted; not acted on."},
+	{Topic: "min.cleanable.dirty.ratio", Kind: KindDouble, Default: "0.5", Min: 0, Max: 1, Doc: "Clean a compacted log when its dirty bytes are at least this share of it."},
+
+	// The log cleaner's broker settings (Kafka's CleanerConfig), acted on:
+	// docs/COMPACTION.md.
+	{Name: "log.cleaner.enable", Kind: KindBool, Default: "true", Min: noMin, Doc: "Run the log cleaner (compaction)."},
+	{Name: "log.cleaner.threads", Kind: KindInt, Default: "1", Min: 0, Doc: "Cleaner threads; each cleans one log at a time."},
+	{Name: "log.cleaner.dedupe.buffer.size", Kind: KindLong, Default: "134217728", Min: noMin, Doc: "Memory of the cleaners' offset maps (24 bytes a key), divided among the threads."},
+	{Name: "log.cleaner.io.buffer.load.factor", Kind: KindDouble, Default: "0.9", Min: noMin, Doc: "How full an offset map is filled before a pass cleans what it covers."},
+	{Name: "log.cleaner.io.max.bytes.per.second", Kind: KindDouble, Default: "1.7976931348623157E308", Min: noMin, Doc: "Bytes a second the cleaners read and write, all threads together."},
+	{Name: "log.cleaner.backoff.ms", Kind: KindLong, Default: "15000", Min: 0, Doc: "A cleaner thread with nothing to clean sleeps this long."},
 	{Topic: "message.timestamp.difference.max.ms", Ignored: true, Kind: KindLong, Default: maxLong, Min: 0, Doc: "Deprecated by Kafka 3.6 for the before/after pair; accepted, not acted on."},
 	{Topic: "local.retention.ms", Ignored: true, Kind: KindLong, Default: "-2", Min: -2, Doc: "Tiered storage; accepted, not acted on."},
 	{Topic: "local.retention.bytes", Ignored: true, Kind: KindLong, Default: "-2", Min: -2, Doc: "Tiered storage; accepted, not acted on."},

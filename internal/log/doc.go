@@ -16,6 +16,8 @@
 //	log-start-offset            log start offset after DeleteRecords
 //	recovery-point              offset below which data and indexes are fsynced
 //	clean-shutdown              written by Close, removed by Open
+//	cleaner-offset-checkpoint   the log cleaner's first dirty offset (clean.go)
+//	<base>.*.cleaned, .swap     a cleaned segment being swapped in (clean_swap.go)
 //
 // All integers are big endian. Every file is written through vfs.FS.
 //
@@ -101,7 +103,7 @@
 //	0 0\n
 //	3 1200\n
 //
-// # log-start-offset, recovery-point and clean-shutdown (text)
+// # log-start-offset, recovery-point, clean-shutdown and cleaner-offset-checkpoint (text)
 //
 // Kafka keeps these per data directory; minibroker keeps them per
 // partition directory so a Log is self-contained. Each is a version line

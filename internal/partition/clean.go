@@ -67,3 +67,9 @@ func (p *Partition) CleanerCheckpoint() (int64, error) { return p.log.CleanerChe
 // batch of an unknown type for ever; KIP-1279 does not say what
 // compaction does with the barrier.
 func barrierDiscardable(producerKeptBelow bool) bool { return !producerKeptBelow }
+
+// Compacted reports whether cleanup.policy holds compact.
+func (p *Partition) Compacted() bool { return p.config().Log.Compact }
+
+// MinCleanableRatio is the topic's min.cleanable.dirty.ratio.
+func (p *Partition) MinCleanableRatio() float64 { return p.config().Log.MinCleanableDirtyRatio }

@@ -306,4 +306,21 @@
 //     /metrics and the log: TestFaultCLIBinary. The loopback gate's
 //     negative control is a unit test (internal/broker,
 //     TestFaultEndpointsLoopbackOnly).
+//
+// # Log compaction (docs/COMPACTION.md)
+//
+//   - cleanup.policy=compact: after the cleaner ran, a consumer from
+//     offset 0 (read_committed and read_uncommitted) reads exactly the
+//     latest value of each live key at its original offset, no aborted
+//     record, tombstones until delete.retention.ms and not after:
+//     TestCompactionWithKgo.
+//   - The barrier survives cleaning while anything it resets is kept, so
+//     producer state rebuilt from a cleaned log equals the uncleaned
+//     log's (internal/partition, TestCompactionProperty); negative
+//     control: the barrier removed like a marker
+//     (internal/partition, TestCompactionPropertyWithoutBarrierRule).
+//   - A crash at any step of the cleaner's swap leaves each group old or
+//     cleaned, nothing kept lost (internal/log, TestCompactionCrashMatrix);
+//     negative control: the cleaned files unsynced
+//     (internal/log, TestCompactionCrashMatrixWithoutSync).
 package integration
