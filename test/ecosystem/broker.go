@@ -85,6 +85,7 @@ func startBroker(bin, tmp, name string, sasl bool) (*brokerProc, error) {
 	if err := p.cmd.Start(); err != nil {
 		return nil, err
 	}
+	trackGroup(p.cmd.Process.Pid)
 	ready := make(chan struct{})
 	go func() {
 		defer close(p.exited)
@@ -106,6 +107,7 @@ func startBroker(bin, tmp, name string, sasl bool) (*brokerProc, error) {
 			}
 		}
 		p.waitErr = p.cmd.Wait()
+		untrackGroup(p.cmd.Process.Pid)
 		logFile.Close()
 	}()
 	select {

@@ -41,6 +41,7 @@ func main() {
 		fmt.Fprintln(os.Stderr, err)
 		os.Exit(2)
 	}
+	killOnInterrupt(tmp)
 	defer os.RemoveAll(tmp)
 	toolsDir, _ := filepath.Abs(*tools)
 	s := &session{tmp: tmp, tools: toolsDir}
@@ -76,6 +77,8 @@ func main() {
 		suite.run(env)
 	}
 	env.brokerHealth()
+	a.stop()
+	b.stop()
 
 	table := s.table()
 	fmt.Println(table)
@@ -88,8 +91,6 @@ func main() {
 	if *strict {
 		for _, r := range s.rows {
 			if r.Result == resultFail {
-				a.stop()
-				b.stop()
 				os.Exit(1)
 			}
 		}

@@ -8,6 +8,7 @@ import (
 	"net"
 	"os"
 	"os/exec"
+	"os/signal"
 	"regexp"
 	"strings"
 	"sync"
@@ -105,7 +106,12 @@ func runCmd(c cmdSpec) (string, error) {
 	}
 	var stdout, stderr bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr
-	err := cmd.Run()
+	if err := cmd.Start(); err != nil {
+		return "", err
+	}
+	trackGroup(cmd.Process.Pid)
+	err := cmd.Wait()
+	untrackGroup(cmd.Process.Pid)
 	if ctx.Err() == context.DeadlineExceeded {
 		return stdout.String(), fmt.Errorf("timed out after %v: %s", c.timeout, tail(stderr.String(), stdout.String()))
 	}
@@ -172,3 +178,46 @@ func waitUntil(timeout time.Duration, cond func() error) error {
 }
 
 func netDial(addr string) (net.Conn, error) { return net.DialTimeout("tcp", addr, 2*time.Second) }
+
+// groups are the process groups alive now, killed whole if this program
+// is interrupted (each child runs in a group of its own, out of reach of
+// the terminal's Ctrl-C).
+var groups = struct {
+	sync.Mutex
+	pgids map[int]bool
+}{pgids: map[int]bool{}}
+
+func trackGroup(pgid int) {
+	groups.Lock()
+	groups.pgids[pgid] = true
+	groups.Unlock()
+}
+
+func untrackGroup(pgid int) {
+	groups.Lock()
+	delete(groups.pgids, pgid)
+	groups.Unlock()
+}
+
+// killOnInterrupt: on SIGINT or SIGTERM every tracked process group gets
+// SIGTERM, then SIGKILL 3 s later; tmp is removed and the program exits
+// 130.
+func killOnInterrupt(tmp string) {
+	ch := make(chan os.Signal, 1)
+	signal.Notify(ch, os.Interrupt, syscall.SIGTERM)
+	go func() {
+		<-ch
+		groups.Lock()
+		defer groups.Unlock()
+		for pgid := range groups.pgids {
+			syscall.Kill(-pgid, syscall.SIGTERM)
+		}
+		time.Sleep(3 * time.Second)
+		for pgid := range groups.pgids {
+			syscall.Kill(-pgid, syscall.SIGKILL)
+		}
+		os.RemoveAll(tmp)
+		fmt.Fprintln(os.Stderr, "interrupted: every process started was stopped")
+		os.Exit(130)
+	}()
+}

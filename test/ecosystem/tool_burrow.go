@@ -38,9 +38,11 @@ func startBg(logPath string, env []string, argv ...string) (*bgProc, error) {
 		f.Close()
 		return nil, err
 	}
+	trackGroup(cmd.Process.Pid)
 	p := &bgProc{cmd: cmd, log: logPath, exited: make(chan struct{})}
 	go func() {
 		cmd.Wait()
+		untrackGroup(cmd.Process.Pid)
 		f.Close()
 		close(p.exited)
 	}()
