@@ -64,15 +64,15 @@ func (s *session) skip(tool, command, why string) {
 	s.add(row{Tool: tool, Command: command, Result: resultSkip, Detail: oneLine(why)})
 }
 
-// oneLine makes text fit a table cell: no newlines or pipes, at most 300
+// oneLine makes text fit a table cell: no newlines or pipes, at most 600
 // characters.
 func oneLine(s string) string {
 	s = strings.TrimSpace(s)
 	s = strings.NewReplacer("\r", " ", "\n", " ⏎ ", "\t", " ", "|", "/", "`", "'").Replace(s)
 	// No registry's host in the docs: the URL's host becomes $GOPROXY.
 	s = regexp.MustCompile(`https?://[A-Za-z0-9.-]+/`).ReplaceAllString(s, "$$GOPROXY/")
-	if len(s) > 300 {
-		s = s[:300] + "…"
+	if len(s) > 600 {
+		s = s[:600] + "…"
 	}
 	return s
 }

@@ -11,6 +11,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
+	"github.com/twmb/franz-go/pkg/kversion"
 )
 
 // kadmSuite: the admin calls kcl and rpk make (both are built on
@@ -48,7 +49,7 @@ func kadmSuite(e *env) {
 			}
 			guess := v.VersionGuess()
 			if !strings.HasPrefix(guess, "v4") && !strings.HasPrefix(guess, "v3") {
-				return fmt.Errorf("guessed %s", guess)
+				return fmt.Errorf("guessed %s; against Kafka 4.0: %s", guess, missingAgainst(v.Raw(), kversion.V4_0_0()))
 			}
 		}
 		return nil
@@ -271,4 +272,24 @@ func kadmSuite(e *env) {
 		}
 		return nil
 	})
+}
+
+// missingAgainst lists the APIs ref serves that the broker's ApiVersions
+// answer lacks, or serves only up to a lower version.
+func missingAgainst(resp *kmsg.ApiVersionsResponse, ref *kversion.Versions) string {
+	have := kversion.FromApiVersionsResponse(resp)
+	var out []string
+	ref.EachMaxKeyVersion(func(k, v int16) {
+		name := kmsg.NameForKey(k)
+		switch got, ok := have.LookupMaxKeyVersion(k); {
+		case !ok:
+			out = append(out, fmt.Sprintf("%s (%d) missing", name, k))
+		case got < v:
+			out = append(out, fmt.Sprintf("%s (%d) up to v%d, Kafka v%d", name, k, got, v))
+		}
+	})
+	if len(out) == 0 {
+		return "nothing missing"
+	}
+	return strings.Join(out, ", ")
 }
