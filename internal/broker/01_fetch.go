@@ -260,6 +260,7 @@ func (b *Broker) fetchPartition(r *protocol.Request, p *partition.Partition, rp 
 // waitForAny blocks until one channel is closed (true), or the timeout or
 // ctx ends (false).
 func waitForAny(ctx context.Context, chans []<-chan struct{}, timeout time.Duration) bool {
+	defer noteFetchWait(ctx, time.Now()) // not request time (quotas.go)
 	timer := time.NewTimer(timeout)
 	defer timer.Stop()
 	if len(chans) == 1 {

@@ -70,6 +70,8 @@ func (b *Broker) apis() map[int16]api {
 		72: {0, 0, b.handlePushTelemetry},
 		74: {0, 1, b.handleListConfigResources},
 		75: {0, 0, b.handleDescribeTopicPartitions},
+		48: {0, 1, b.handleDescribeClientQuotas},
+		49: {0, 1, b.handleAlterClientQuotas},
 	}
 }
 
@@ -90,6 +92,7 @@ func (b *Broker) Handle(ctx context.Context, req *protocol.Request) kmsg.Respons
 		return deny
 	}
 	var resp kmsg.Response
+	ctx, quotas := b.quotasBefore(ctx, req)
 	if b.faults.Active() {
 		resp = b.handleWithFaults(ctx, req)
 	} else {
@@ -101,6 +104,7 @@ func (b *Broker) Handle(ctx context.Context, req *protocol.Request) kmsg.Respons
 			return nil
 		}
 	}
+	b.quotasAfter(req, resp, quotas)
 	return resp
 }
 

@@ -115,6 +115,8 @@ var authzTable = map[int16]authzRule{
 	45: rule[*kmsg.AlterPartitionAssignmentsRequest]("ALTER on the cluster", clusterRule(aclAlter)),
 	46: rule[*kmsg.ListPartitionReassignmentsRequest]("DESCRIBE on the cluster", clusterRule(aclDescribe)),
 	47: rule[*kmsg.OffsetDeleteRequest]("DELETE on the group (denied: the top-level code only, as Kafka); READ on each topic", applyOffsetDeleteGroup, offsetDeleteTopics(aclRead)),
+	48: inHandler("in the handler: DESCRIBE_CONFIGS on the cluster (CLUSTER_AUTHORIZATION_FAILED)"),
+	49: inHandler("in the handler: ALTER_CONFIGS on the cluster (CLUSTER_AUTHORIZATION_FAILED on each entry)"),
 	50: rule[*kmsg.DescribeUserSCRAMCredentialsRequest]("DESCRIBE on the cluster", applyDescribeUserSCRAM),
 	51: rule[*kmsg.AlterUserSCRAMCredentialsRequest]("ALTER on the cluster", applyAlterUserSCRAM),
 	55: rule[*kmsg.DescribeQuorumRequest]("DESCRIBE on the cluster", clusterRule(aclDescribe)),

@@ -35,6 +35,7 @@ import (
 	"github.com/minibroker/minibroker/internal/partition"
 	"github.com/minibroker/minibroker/internal/protocol"
 	"github.com/minibroker/minibroker/internal/psm"
+	"github.com/minibroker/minibroker/internal/quota"
 	"github.com/minibroker/minibroker/internal/security"
 	"github.com/minibroker/minibroker/internal/vfs"
 )
@@ -83,6 +84,7 @@ type Broker struct {
 	authz      *acl.Authorizer // nil: authorizer.class.name unset, everything allowed
 	// fetchSessions is the fetch session cache (KIP-227, fetch_session.go).
 	fetchSessions *fetchSessionCache
+	quotas        *quota.Manager // client quotas (quotas.go)
 
 	server    *protocol.Server
 	listeners []*boundListener // the Kafka listeners (listeners.go)
@@ -143,6 +145,10 @@ type Broker struct {
 	// its bound on cached partitions (fetch_session.go); 0: the defaults.
 	fetchSessionEviction      time.Duration
 	fetchSessionMaxPartitions int
+	// skipQuotaEnforcement stores client quotas and answers
+	// DescribeClientQuotas but never throttles (quotas.go): the seam for
+	// the negative controls of the quota enforcement tests.
+	skipQuotaEnforcement bool
 }
 
 // New opens the data directory (creating meta.properties on first start),
@@ -256,6 +262,12 @@ func newBroker(opts Options, seams func(*Broker)) (*Broker, error) {
 	if err := b.resourceConfigs.open(b.fs, b.dataDir); err != nil {
 		return nil, err
 	}
+	quotaStore, err := quota.OpenStore(b.fs, b.dataDir)
+	if err != nil {
+		return nil, err
+	}
+	b.quotas = quota.NewManager(quotaConfig(cfg), quotaStore, nil)
+	opts.Registry.MustRegister(b.quotas)
 	if err := b.openListeners(); err != nil {
 		return nil, err
 	}
@@ -298,6 +310,9 @@ func newBroker(opts Options, seams func(*Broker)) (*Broker, error) {
 			b.httpLn.Close()
 		}
 		return nil, err
+	}
+	if !b.skipQuotaEnforcement {
+		pc.ConnectionThrottle = b.quotas.ConnectionThrottle
 	}
 	b.server = protocol.NewServer(pc, b, b.logger.Named("protocol"), protocol.NewMetrics(opts.Registry))
 	ok = true

@@ -20,6 +20,7 @@ var adminAPIs = map[int16]bool{
 	42: true, // DeleteGroups
 	44: true, // IncrementalAlterConfigs
 	47: true, // OffsetDelete
+	49: true, // AlterClientQuotas
 	51: true, // AlterUserScramCredentials
 }
 

@@ -57,6 +57,10 @@ var settings = []Setting{
 	{Name: "max.connections.per.ip.overrides", Kind: KindString, Default: "", Check: checkConnectionOverrides, Doc: "Per-host or per-IP limits replacing max.connections.per.ip, as \"host:count,ip:count\"."},
 	// Kafka: any LONG. A timer needs a positive one.
 	{Name: "connections.max.idle.ms", Kind: KindLong, Default: "600000", Min: 1, Doc: "Close connections idle, half-open (part of a request, then silence) or not reading their responses this long."},
+	{Name: "quota.window.num", Kind: KindInt, Default: "11", Min: 1, Doc: "Samples a client quota's rate is measured over (producer_byte_rate, consumer_byte_rate, request_percentage, connection_creation_rate)."},
+	{Name: "quota.window.size.seconds", Kind: KindInt, Default: "1", Min: 1, Doc: "Width of each client quota sample."},
+	{Name: "controller.quota.window.num", Kind: KindInt, Default: "11", Min: 1, Doc: "Samples of controller_mutation_rate (its token bucket holds quota × samples × width)."},
+	{Name: "controller.quota.window.size.seconds", Kind: KindInt, Default: "1", Min: 1, Doc: "Width of each controller_mutation_rate sample."},
 	{Name: "queued.max.requests", Kind: KindInt, Default: "500", Min: 1, Doc: "Decoded requests waiting to be processed, across connections."},
 	{Name: "max.broker.partitions", Kind: KindInt, Default: "100000", Min: 1, Doc: "Partitions this broker may hold; a CreateTopics or CreatePartitions past it is refused with POLICY_VIOLATION (KIP-578's name; Kafka has no such limit)."},
 	{Name: "queued.max.request.bytes", Kind: KindLong, Default: "268435456", Min: -1, Doc: "Bytes of request frames read (in part or in full) and not yet handled, across connections; past it, no socket is read until memory is freed. At least 1.5 × socket.request.max.bytes + 2 MiB, or -1: unbounded (Kafka's default; minibroker bounds it by default)."},

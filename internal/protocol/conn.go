@@ -68,6 +68,42 @@ type conn struct {
 	// alone uses them (decode).
 	softwareName, softwareVersion string
 	loggedUnsupported             bool
+
+	// mutedUntil (unix nanoseconds) is when a throttled connection
+	// (Request.Throttle) may be read and served again.
+	mutedUntil atomic.Int64
+}
+
+// waitMuted waits until the connection is no longer muted by a quota
+// throttle, or done is closed; false when done was.
+func (c *conn) waitMuted(done <-chan struct{}) bool {
+	until := c.mutedUntil.Load()
+	if until == 0 {
+		return true
+	}
+	d := time.Until(time.Unix(0, until))
+	if d <= 0 {
+		return true
+	}
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return true
+	case <-done:
+		return false
+	}
+}
+
+// mute mutes the connection for d from now, unless already muted longer.
+func (c *conn) mute(d time.Duration) {
+	until := time.Now().Add(d).UnixNano()
+	for {
+		old := c.mutedUntil.Load()
+		if old >= until || c.mutedUntil.CompareAndSwap(old, until) {
+			return
+		}
+	}
 }
 
 type inflight struct {
@@ -183,6 +219,11 @@ func (c *conn) read() {
 		case <-c.ctx.Done():
 			return
 		default:
+		}
+		// A connection throttled by a quota is not read until the
+		// throttle has passed (Kafka mutes the channel, KIP-219).
+		if !c.waitMuted(c.handlerCtx.Done()) {
+			return
 		}
 		if c.s.cfg.IdleTimeout > 0 {
 			c.nc.SetReadDeadline(time.Now().Add(c.s.cfg.IdleTimeout))
@@ -336,6 +377,7 @@ func (c *conn) decode(frame []byte) (*inflight, error) {
 		c.softwareName, c.softwareVersion = av.ClientSoftwareName, av.ClientSoftwareVersion
 	}
 	req.Remote = c.raw.RemoteAddr()
+	req.Size = int32(len(frame))
 	req.Session = c.session
 	req.sendsFiles = c.sendsFiles
 	return &inflight{start: time.Now(), req: req, resp: resp}, nil
@@ -372,6 +414,11 @@ func (c *conn) process() {
 	defer close(c.resps)
 	for in := range c.reqs {
 		c.release(in) // out of the queue: being processed
+		// A request read ahead of a throttle (pipelining) is served
+		// only once the throttle has passed, as Kafka, which reads it
+		// only then; at once when the server drains or the connection
+		// closes (the send below then drops it).
+		c.waitMuted(c.handlerCtx.Done())
 		if ok, reason := c.session.allows(in.req.Key); !ok {
 			c.fail(reason, zap.Int16("api_key", in.req.Key))
 			in.resp, in.noReply = nil, true
@@ -381,6 +428,9 @@ func (c *conn) process() {
 			in.resp = c.handle(in.req)
 			in.noReply = in.resp == nil
 			in.closeAfter = c.session.takeCloseAfter()
+			if in.req.throttle > 0 {
+				c.mute(in.req.throttle)
+			}
 		}
 		// The frame is no longer needed (the response does not alias
 		// it); from here the request holds its response's size.

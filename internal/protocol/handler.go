@@ -6,6 +6,7 @@ import (
 	"net"
 	"os"
 	"sync/atomic"
+	"time"
 
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
@@ -32,6 +33,29 @@ type Request struct {
 	// closeConn: the handler asked for the connection to be closed
 	// instead of answering (CloseConnection).
 	closeConn bool
+	// Size is the request's frame size in bytes, without the size prefix
+	// (Kafka's request.sizeInBytes, what producer_byte_rate counts).
+	Size int32
+	// throttle: mute the connection this long once answered (Throttle).
+	throttle time.Duration
+}
+
+// Throttle mutes the connection for d once this request is answered, as
+// Kafka does to a client over its quota (KIP-219: the response carries
+// throttle_time_ms and the broker reads no further request from the
+// connection until it has passed). The largest of several calls wins.
+// Deviation: Kafka starts the mute when the response has been sent;
+// minibroker when it has been handled, before it is written.
+func (r *Request) Throttle(d time.Duration) { r.throttle = max(r.throttle, d) }
+
+// FileRecordBytes is the bytes the response will send from files
+// (AddFileRecords), which its record sets do not hold.
+func (r *Request) FileRecordBytes() int {
+	n := 0
+	for _, f := range r.files {
+		n += f.n
+	}
+	return n
 }
 
 // CloseConnection makes the server close the connection instead of

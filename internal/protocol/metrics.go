@@ -20,6 +20,7 @@ type Metrics struct {
 	Connections              prometheus.Gauge
 	ConnectionsTotal         prometheus.Counter
 	ConnectionsRejected      prometheus.Counter
+	ConnectionsThrottled     prometheus.Counter
 	ConnectionsClosedOnError *prometheus.CounterVec
 	Panics                   prometheus.Counter
 	// RequestQueue is Kafka's RequestQueueSize: requests decoded and
@@ -67,9 +68,10 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 		BytesOut: prometheus.NewCounter(prometheus.CounterOpts{Name: "minibroker_network_bytes_out_total", Help: "Response bytes written."}),
 		BytesSentFromFiles: prometheus.NewCounter(prometheus.CounterOpts{Name: "minibroker_network_bytes_sent_from_files_total",
 			Help: "Fetch record bytes sent from segment files with sendfile(2) (included in minibroker_network_bytes_out_total)."}),
-		Connections:         prometheus.NewGauge(prometheus.GaugeOpts{Name: "minibroker_connections", Help: "Open client connections."}),
-		ConnectionsTotal:    prometheus.NewCounter(prometheus.CounterOpts{Name: "minibroker_connections_accepted_total", Help: "Connections accepted."}),
-		ConnectionsRejected: prometheus.NewCounter(prometheus.CounterOpts{Name: "minibroker_connections_rejected_total", Help: "Connections closed at accept by max.connections.per.ip limits."}),
+		Connections:          prometheus.NewGauge(prometheus.GaugeOpts{Name: "minibroker_connections", Help: "Open client connections."}),
+		ConnectionsTotal:     prometheus.NewCounter(prometheus.CounterOpts{Name: "minibroker_connections_accepted_total", Help: "Connections accepted."}),
+		ConnectionsRejected:  prometheus.NewCounter(prometheus.CounterOpts{Name: "minibroker_connections_rejected_total", Help: "Connections closed at accept by max.connections.per.ip limits."}),
+		ConnectionsThrottled: prometheus.NewCounter(prometheus.CounterOpts{Name: "minibroker_connections_throttled_total", Help: "Connections over their ip's connection_creation_rate quota: held unread for the throttle time, then closed."}),
 		ConnectionsClosedOnError: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "minibroker_connections_closed_on_error_total", Help: "Connections closed for a protocol violation or I/O error, by reason."}, []string{"reason"}),
 		Panics: prometheus.NewCounter(prometheus.CounterOpts{Name: "minibroker_request_panics_total", Help: "Panics recovered while reading or handling a request."}),
@@ -83,7 +85,7 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 	m.security = newSecurityMetrics(reg)
 	if reg != nil {
 		reg.MustRegister(m.Requests, m.RequestBytes, m.Latency, m.BytesIn, m.BytesOut, m.BytesSentFromFiles, m.Connections, m.ConnectionsTotal,
-			m.ConnectionsRejected, m.ConnectionsClosedOnError, m.Panics, m.RequestQueue, m.RequestMemory, m.RequestMemoryLimit)
+			m.ConnectionsRejected, m.ConnectionsThrottled, m.ConnectionsClosedOnError, m.Panics, m.RequestQueue, m.RequestMemory, m.RequestMemoryLimit)
 	}
 	return m
 }

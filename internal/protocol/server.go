@@ -67,6 +67,13 @@ type Config struct {
 	// never read.
 	QueuedMaxRequestBytes int64
 
+	// ConnectionThrottle, when set, records a new connection from ip
+	// against its connection_creation_rate quota (KIP-612) and returns how
+	// long to hold it: a connection over the quota is held that long,
+	// unread, then closed, as Kafka's acceptor closes a throttled socket
+	// after the throttle (DelayedCloseSocket).
+	ConnectionThrottle func(ip string) time.Duration
+
 	// SetupTimeout bounds a connection's TLS handshake and SASL
 	// authentication together (0: defaultSetupTimeout).
 	SetupTimeout time.Duration
@@ -135,6 +142,7 @@ type Server struct {
 	listeners []net.Listener
 	conns     map[*conn]struct{}
 	perIP     map[string]int
+	delayed   map[net.Conn]*time.Timer // connections throttled, to be closed
 	closed    bool
 	slotFreed chan struct{}  // closed and replaced when a connection ends
 	wg        sync.WaitGroup // accept loops and connections
@@ -174,7 +182,7 @@ func NewServer(cfg Config, h Handler, logger *zap.Logger, metrics *Metrics) *Ser
 		queue: make(chan struct{}, cfg.QueuedMaxRequests),
 		mem:   newRequestMemory(cfg.QueuedMaxRequestBytes, metrics.RequestMemory),
 		ctx:   ctx, cancel: cancel,
-		conns: make(map[*conn]struct{}), perIP: make(map[string]int), slotFreed: make(chan struct{}),
+		conns: make(map[*conn]struct{}), perIP: make(map[string]int), delayed: map[net.Conn]*time.Timer{}, slotFreed: make(chan struct{}),
 	}
 }
 
@@ -271,6 +279,20 @@ func (s *Server) admit(nc net.Conn, l *Listener) {
 		nc.Close()
 		return
 	}
+	if s.cfg.ConnectionThrottle != nil {
+		if d := s.cfg.ConnectionThrottle(ip); d > 0 {
+			s.metrics.ConnectionsThrottled.Inc()
+			s.logger.Debug("connection throttled", zap.String("remote", nc.RemoteAddr().String()), zap.Duration("throttle", d))
+			s.delayed[nc] = time.AfterFunc(d, func() {
+				s.mu.Lock()
+				delete(s.delayed, nc)
+				s.mu.Unlock()
+				nc.Close()
+			})
+			s.mu.Unlock()
+			return
+		}
+	}
 	c := newConn(s, nc, ip, l)
 	s.conns[c] = struct{}{}
 	s.perIP[ip]++
@@ -333,6 +355,11 @@ func (s *Server) Shutdown(ctx context.Context) error {
 	s.slotFreed = make(chan struct{})
 	for _, ln := range s.listeners {
 		ln.Close()
+	}
+	for nc, t := range s.delayed {
+		t.Stop()
+		nc.Close()
+		delete(s.delayed, nc)
 	}
 	conns := make([]*conn, 0, len(s.conns))
 	for c := range s.conns {
