@@ -428,7 +428,7 @@ func (c *conn) process() {
 			in.resp = c.handle(in.req)
 			in.noReply = in.resp == nil
 			in.closeAfter = c.session.takeCloseAfter()
-			if in.req.throttle > 0 {
+			if in.req.throttle > 0 && !c.s.cfg.noThrottleMute {
 				c.mute(in.req.throttle)
 			}
 		}

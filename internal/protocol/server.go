@@ -102,6 +102,9 @@ type Config struct {
 	// its bytes arrive, as before frames grew as they are read: the seam
 	// for the negative control of TestStalledFramesHoldTheirBytes.
 	preallocateFrames bool
+	// noThrottleMute ignores Request.Throttle: the seam for the negative
+	// control of TestThrottleMutesConnection.
+	noThrottleMute bool
 	// noPreAuthSteps lets the reader read the next frame before a request
 	// sent before authentication is handled: the seam for the negative
 	// control of TestBareTokenAfterPipelinedHandshake.

@@ -18,7 +18,8 @@ import (
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
 
 // testHandler serves Metadata v0–v12 and ApiVersions; a Metadata request
-// whose first topic is "panic" panics, "sleep-N" sleeps N ms first.
+// whose first topic is "panic" panics, "sleep-N" sleeps N ms first,
+// "throttle-N" throttles the connection for N ms (Request.Throttle).
 type testHandler struct{ handled atomic.Int32 }
 
 func (h *testHandler) Handle(ctx context.Context, r *Request) kmsg.Response {
@@ -29,6 +30,9 @@ func (h *testHandler) Handle(ctx context.Context, r *Request) kmsg.Response {
 			switch name := *req.Topics[0].Topic; {
 			case name == "panic":
 				panic("boom")
+			case len(name) > 9 && name[:9] == "throttle-":
+				d, _ := time.ParseDuration(name[9:] + "ms")
+				r.Throttle(d)
 			case len(name) > 6 && name[:6] == "sleep-":
 				d, _ := time.ParseDuration(name[6:] + "ms")
 				select {
