@@ -265,6 +265,22 @@
 //     TestAuthorizationPerAPIRules, TestOffsetFetchAuthorization,
 //     TestAuthorizedOperations).
 //
+// # Client quotas (docs/QUOTAS.md)
+//
+//   - AlterClientQuotas and DescribeClientQuotas through kadm as rpk and
+//     kcl call them: every entity kind, Kafka's errors for bad entities,
+//     keys and values, validate_only, removal, durability across a
+//     restart: TestClientQuotasAdmin. Precedence, Kafka's eight levels, and
+//     the file surviving a crash (negative control: no fsync) are unit
+//     tests (internal/quota, TestPrecedence, TestStoreSurvivesCrash).
+//   - Enforced, each with enforcement off as its negative control, are
+//     unit tests with kgo/kadm on real brokers (internal/broker,
+//     TestProducerByteRateEnforced, TestConsumerByteRateEnforced,
+//     TestControllerMutationRateEnforced,
+//     TestConnectionCreationRateEnforced); the channel muted for the
+//     throttle (KIP-219), negative control the mute off (internal/protocol,
+//     TestThrottleMutesConnection).
+//
 // # Operations
 //
 //   - `minibroker healthcheck` fails on anything but a Kafka listener:
