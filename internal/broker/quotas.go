@@ -105,15 +105,17 @@ func noteFetchWait(ctx context.Context, start time.Time) {
 // quotasBefore prepares a request for its quotas; ctx gains the Fetch
 // wait clock.
 func (b *Broker) quotasBefore(ctx context.Context, req *protocol.Request) (context.Context, *quotaState) {
-	if b.quotas == nil || b.skipQuotaEnforcement {
+	if b.quotas == nil || b.skipQuotaEnforcement || !b.quotas.AnyEnabled() {
 		return ctx, nil
 	}
 	st := &quotaState{start: time.Now()}
 	user := quotaUser(req)
 	switch body := req.Body.(type) {
 	case *kmsg.FetchRequest:
-		st.waited = new(atomic.Int64)
-		ctx = context.WithValue(ctx, fetchWaitKey{}, st.waited)
+		if b.quotas.Enabled(quota.Request) {
+			st.waited = new(atomic.Int64)
+			ctx = context.WithValue(ctx, fetchWaitKey{}, st.waited)
+		}
 		if w := b.quotas.MaxInWindow(quota.Fetch, user, req.ClientID); !math.IsInf(w, 1) && body.ReplicaID < 0 && body.ReplicaState.ID < 0 {
 			if w < float64(body.MaxBytes) || body.MaxBytes <= 0 {
 				body.MaxBytes = int32(max(min(w, math.MaxInt32), 1))

@@ -132,6 +132,10 @@ func (m *Manager) setView(q map[Entity]values) {
 // records nothing otherwise).
 func (m *Manager) Enabled(t Type) bool { return m.view.Load().enabled[t] }
 
+// AnyEnabled reports whether any user or client-id quota is set: without
+// one, requests cost nothing to check.
+func (m *Manager) AnyEnabled() bool { return m.view.Load().enabled != [numTypes]bool{} }
+
 func (v *view) get(t Type, e Entity) (float64, bool) {
 	q, ok := v.q[e][typeKeys[t]]
 	return q, ok
