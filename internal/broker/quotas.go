@@ -223,10 +223,19 @@ func (b *Broker) quotasAfter(req *protocol.Request, resp kmsg.Response, st *quot
 		n := float64(fetchRecordBytes(r) + req.FileRecordBytes())
 		d := b.quotas.Record(quota.Fetch, user, client, n)
 		if d > 0 || throttle > 0 {
-			// Throttled: answered empty, its bytes not counted.
+			// Throttled: answered empty, its bytes not counted. A full
+			// fetch's new session is dropped and session id 0 answered,
+			// as Kafka's FullFetchContext.getThrottledResponse (which
+			// creates none). Deviation: a throttled incremental fetch has
+			// already updated its session's cached high watermarks,
+			// which Kafka's getThrottledResponse leaves alone.
 			b.quotas.Unrecord(quota.Fetch, user, client, n)
 			r.Topics = nil
 			req.Release()
+			if fr := req.Body.(*kmsg.FetchRequest); fr.SessionEpoch <= 0 && r.SessionID != 0 && b.fetchSessions != nil {
+				b.fetchSessions.remove(r.SessionID)
+				r.SessionID = 0
+			}
 		}
 		consider(quota.Fetch, d)
 	case *kmsg.CreateTopicsResponse:
