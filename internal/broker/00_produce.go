@@ -1,6 +1,10 @@
 package broker
 
-// Produce, v3–v11.
+// Produce, v3–v11 (v0–v2 too with client.protocol.version=3.9).
+//
+// v0–v2 (Kafka 3.9's oldest) take the same magic-2 batches; a message set
+// of magic 0 or 1, which Kafka 3.9 would convert to magic 2, is refused
+// with UNSUPPORTED_FOR_MESSAGE_FORMAT (minibroker does not convert).
 //
 // Each partition carries exactly one batch, of magic 2 (INVALID_RECORD
 // otherwise, as Kafka's ProduceRequest.validateRecords; zstd before v7 is
@@ -58,6 +62,8 @@ func (b *Broker) handleProduce(_ context.Context, r *protocol.Request) kmsg.Resp
 				sp.ErrorCode = kerr.InvalidRequiredAcks.Code
 			case topicErr != nil:
 				sp.ErrorCode = errorCode(topicErr)
+			case req.Version < 3 && isOldMagic(rp.Records):
+				sp.ErrorCode = kerr.UnsupportedForMessageFormat.Code
 			case req.Version < 7 && isZstd(rp.Records):
 				// Kafka's ProduceRequest.validateRecords: zstd needs v7+.
 				sp.ErrorCode = kerr.UnsupportedCompressionType.Code
@@ -115,6 +121,12 @@ func (b *Broker) producePartition(t *Topic, rp kmsg.ProduceRequestTopicPartition
 }
 
 // isZstd reports whether the batch at the start of records says zstd.
+// isOldMagic: the records are a message set of magic 0 or 1.
+func isOldMagic(records []byte) bool {
+	m, ok := batch.MagicOf(records)
+	return ok && m < 2
+}
+
 func isZstd(records []byte) bool {
 	codec, ok := batch.CodecOf(records)
 	return ok && codec == batch.CodecZstd

@@ -1,6 +1,16 @@
 package broker
 
-// ListOffsets, v1–v10.
+// ListOffsets, v1–v10 (v0 too with client.protocol.version=3.9).
+//
+// v0 (Kafka 3.9's handleListOffsetRequestV0, UnifiedLog
+// .legacyFetchOffsetsBefore): an array of up to MaxNumOffsets offsets,
+// newest first, from the segments' base offsets (at least the log start)
+// and, when the active segment is not empty, the log end offset: -1
+// starts from the newest, -2 is the oldest alone, a timestamp starts from
+// the newest segment last modified at or before it. For a consumer
+// (replica id -1) offsets above the high watermark are replaced by the
+// high watermark. Timestamps below -2 are UNSUPPORTED_VERSION. A negative
+// MaxNumOffsets answers no offsets (Kafka fails it as an unknown error).
 //
 // -1 latest (the high watermark, or the last stable offset for
 // read_committed), -2 earliest (log start), -3 the offset of the largest
@@ -14,7 +24,10 @@ package broker
 // (partition.CheckLeaderEpoch).
 
 import (
+	"cmp"
 	"context"
+	"slices"
+	"time"
 
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
@@ -36,6 +49,8 @@ func (b *Broker) handleListOffsets(_ context.Context, r *protocol.Request) kmsg.
 			sp.Timestamp, sp.Offset, sp.LeaderEpoch = -1, -1, -1
 			if p := parts.at(rp.Partition); p == nil {
 				sp.ErrorCode = kerr.UnknownTopicOrPartition.Code
+			} else if req.Version == 0 {
+				legacyListOffsets(p, rp, req.ReplicaID == -1, &sp)
 			} else {
 				listOffset(p, rp, req.IsolationLevel == 1, &sp)
 			}
@@ -77,4 +92,53 @@ func listOffset(p *partition.Partition, rp kmsg.ListOffsetsRequestTopicPartition
 	default:
 		sp.ErrorCode = kerr.InvalidRequest.Code
 	}
+}
+
+// legacyListOffsets answers one partition of a ListOffsets v0 request.
+func legacyListOffsets(p *partition.Partition, rp kmsg.ListOffsetsRequestTopicPartition, consumer bool, sp *kmsg.ListOffsetsResponseTopicPartition) {
+	if rp.Timestamp < -2 {
+		sp.ErrorCode = kerr.UnsupportedVersion.Code
+		return
+	}
+	if err := p.Offline(); err != nil {
+		sp.ErrorCode = errorCode(err)
+		return
+	}
+	o := p.Offsets()
+	segs := p.SegmentStats()
+	type offsetTime struct {
+		offset int64
+		time   time.Time
+	}
+	var candidates []offsetTime
+	for _, s := range segs {
+		candidates = append(candidates, offsetTime{max(s.Base, o.LogStart), s.LastModified})
+	}
+	if n := len(segs); n > 0 && segs[n-1].Size > 0 {
+		candidates = append(candidates, offsetTime{o.LogEnd, time.Now()})
+	}
+	start := len(candidates) - 1
+	switch rp.Timestamp {
+	case -1:
+	case -2:
+		start = 0
+	default:
+		for start >= 0 && candidates[start].time.UnixMilli() > rp.Timestamp {
+			start--
+		}
+	}
+	n := max(min(int(rp.MaxNumOffsets), start+1), 0)
+	offsets := make([]int64, 0, n+1)
+	for j := 0; j < n; j++ {
+		offsets = append(offsets, candidates[start-j].offset)
+	}
+	slices.SortFunc(offsets, func(a, b int64) int { return cmp.Compare(b, a) })
+	if consumer && len(offsets) > 0 && offsets[0] > o.HighWatermark {
+		i := 0
+		for i < len(offsets) && offsets[i] > o.HighWatermark {
+			i++
+		}
+		offsets = append([]int64{o.HighWatermark}, offsets[i:]...)
+	}
+	sp.OldStyleOffsets = offsets
 }

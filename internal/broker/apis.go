@@ -17,7 +17,27 @@ type api struct {
 	fn       func(ctx context.Context, req *protocol.Request) kmsg.Response
 }
 
+// apis is the table for client.protocol.version: Kafka 4's ranges by
+// default, Kafka 3.9's with "3.9" (kafka39Ranges).
 func (b *Broker) apis() map[int16]api {
+	t := b.kafka4APIs()
+	if b.cfg.String("client.protocol.version") == "3.9" {
+		for key, a := range t {
+			r, ok := kafka39Ranges[key]
+			if !ok {
+				delete(t, key)
+				continue
+			}
+			a.min, a.max = r[0], min(a.max, r[1])
+			t[key] = a
+		}
+	}
+	return t
+}
+
+// kafka4APIs: the versions Kafka 4 serves (KIP-896 removed the versions
+// older than Kafka 2.1's), up to the newest minibroker implements.
+func (b *Broker) kafka4APIs() map[int16]api {
 	return map[int16]api{
 		0:  {3, 11, b.handleProduce},
 		1:  {4, 18, b.handleFetch},
@@ -73,6 +93,22 @@ func (b *Broker) apis() map[int16]api {
 		48: {0, 1, b.handleDescribeClientQuotas},
 		49: {0, 1, b.handleAlterClientQuotas},
 	}
+}
+
+// kafka39Ranges are Kafka 3.9's version ranges (its
+// clients/src/main/resources/common/message/*Request.json, validVersions,
+// none of them unstable in 3.9) for the APIs minibroker serves: with
+// client.protocol.version=3.9 each API is served from Kafka 3.9's
+// minimum to the lower of the two maxima, so the ApiVersions answer is
+// Kafka 3.9's.
+var kafka39Ranges = map[int16][2]int16{
+	0: {0, 11}, 1: {0, 17}, 2: {0, 9}, 3: {0, 12}, 8: {0, 9}, 9: {0, 9}, 10: {0, 6}, 11: {0, 9},
+	12: {0, 4}, 13: {0, 5}, 14: {0, 5}, 15: {0, 5}, 16: {0, 5}, 17: {0, 1}, 18: {0, 4}, 19: {0, 7},
+	20: {0, 6}, 21: {0, 2}, 22: {0, 5}, 23: {0, 4}, 24: {0, 5}, 25: {0, 4}, 26: {0, 4}, 27: {0, 1},
+	28: {0, 4}, 29: {0, 3}, 30: {0, 3}, 31: {0, 3}, 32: {0, 4}, 33: {0, 2}, 34: {0, 2}, 35: {0, 4},
+	36: {0, 2}, 37: {0, 3}, 42: {0, 2}, 43: {0, 2}, 44: {0, 1}, 45: {0, 0}, 46: {0, 0}, 47: {0, 0},
+	48: {0, 1}, 49: {0, 1}, 50: {0, 0}, 51: {0, 0}, 55: {0, 2}, 60: {0, 1}, 61: {0, 0}, 65: {0, 0},
+	66: {0, 1}, 71: {0, 0}, 72: {0, 0}, 74: {0, 0}, 75: {0, 0},
 }
 
 // Handle implements protocol.Handler. With the authorizer on, the

@@ -11,6 +11,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"time"
 
 	"go.uber.org/zap"
 
@@ -488,6 +489,34 @@ func (l *Log) SegmentBaseOffsets() []int64 {
 	out := make([]int64, len(l.segments))
 	for i, s := range l.segments {
 		out[i] = s.base
+	}
+	return out
+}
+
+// SegmentStat is one segment's base offset, committed size and last
+// modification (its file's mtime).
+type SegmentStat struct {
+	Base, Size   int64
+	LastModified time.Time
+}
+
+// SegmentStats lists the segments, oldest first: what Kafka's legacy
+// ListOffsets v0 (UnifiedLog.legacyFetchOffsetsBefore) reads. A segment
+// whose file cannot be stat'ed reports its creation time.
+func (l *Log) SegmentStats() []SegmentStat {
+	l.mu.Lock()
+	segs := slices.Clone(l.segments)
+	out := make([]SegmentStat, len(segs))
+	for i, s := range segs {
+		out[i] = SegmentStat{Base: s.base, Size: s.size, LastModified: s.created}
+	}
+	l.mu.Unlock()
+	// fstat outside mu; a segment closed meanwhile (retention) keeps its
+	// creation time.
+	for i, s := range segs {
+		if st, err := s.log.Stat(); err == nil {
+			out[i].LastModified = st.ModTime()
+		}
 	}
 	return out
 }

@@ -79,6 +79,10 @@ func (p *Partition) OffsetForTimestamp(ts int64) (offset, timestamp int64, ok bo
 // log (offset -1: none).
 func (p *Partition) MaxTimestamp() (offset, timestamp int64) { return p.log.MaxTimestamp() }
 
+// SegmentStats lists the log's segments with their sizes and last
+// modification times, oldest first (Kafka's legacy ListOffsets v0).
+func (p *Partition) SegmentStats() []mlog.SegmentStat { return p.log.SegmentStats() }
+
 // Size is the bytes of the partition's segment files.
 func (p *Partition) Size() int64 { return p.log.Size() }
 

@@ -301,6 +301,17 @@
 //     switched off as negative control, are a unit test
 //     (internal/broker, TestAdminAPIsAuthorization).
 //
+// # Older clients (docs/PROTOCOL_VERSIONS.md)
+//
+//   - client.protocol.version=3.9 serves Kafka 3.9's ranges, advertised
+//     from the same table: TestKafka39ApiVersions; the old versions'
+//     semantics (Produce v0–v2, Fetch v0–v3, ListOffsets v0's offsets
+//     array): TestKafka39OldProduceAndFetch, TestKafka39ListOffsetsV0,
+//     TestKafka39SaramaOldVersion; by default the same requests close
+//     the connection (negative controls in the first and last); every
+//     version of both tables round-trips:
+//     TestEveryAdvertisedVersionRoundTripsKafka39.
+//
 // # Fault injection (docs/FAULTS.md)
 //
 //   - A client's own error handling meets the faults: kgo retries a

@@ -15,7 +15,19 @@ import (
 // unserved, and every answer is well formed.
 func TestEveryAdvertisedVersionRoundTrips(t *testing.T) {
 	t.Parallel()
-	c := minibrokertest.Start(t, minibrokertest.Topic("v", 1))
+	roundTripEveryVersion(t, minibrokertest.Start(t, minibrokertest.Topic("v", 1)))
+}
+
+// The same with client.protocol.version=3.9: Kafka 3.9's ranges, the
+// versions KIP-896 removed included (Produce v0–v2, Fetch v0–v3,
+// ListOffsets v0, CreateTopics v0–v1, …), each answered well formed.
+func TestEveryAdvertisedVersionRoundTripsKafka39(t *testing.T) {
+	t.Parallel()
+	roundTripEveryVersion(t, minibrokertest.Start(t, minibrokertest.Topic("v", 1),
+		minibrokertest.Set("client.protocol.version", "3.9")))
+}
+
+func roundTripEveryVersion(t *testing.T, c *minibrokertest.Cluster) {
 	rc := dialRaw(t, c.Addr())
 	av := kmsg.NewPtrApiVersionsRequest()
 	av.Version = 0
