@@ -198,6 +198,12 @@ func (d *Dumper) printBatch(file string, b *Batch) {
 		j.BaseOffset, j.LastOffset, j.Count, j.BaseSequence, j.LastSequence, j.ProducerID, j.ProducerEpoch,
 		j.PartitionLeaderEpoch, j.Transactional, j.Control, j.Position, j.TimestampType, j.BaseTimestamp,
 		j.MaxTimestamp, j.Size, j.Magic, j.Codec, j.CRC, j.CRCValid))
+	if h.Attributes&deleteHorizonAttr != 0 {
+		// Kafka's DumpLogSegments prints deleteHorizonMs too.
+		horizon := h.BaseTimestamp
+		j.DeleteHorizonMs = &horizon
+		d.emitText(fmt.Sprintf("| cleaned: deleteHorizonMs: %d\n", horizon))
+	}
 	for _, p := range b.Problems {
 		d.emitText(fmt.Sprintf("| problem: %s\n", p))
 	}
@@ -224,6 +230,10 @@ func (d *Dumper) printBatch(file string, b *Batch) {
 	}
 	d.emitJSON(j)
 }
+
+// deleteHorizonAttr is Kafka's DELETE_HORIZON_FLAG_MASK (KIP-534), set
+// by the log cleaner (internal/log/clean_records.go).
+const deleteHorizonAttr = 0x40
 
 func (d *Dumper) readSmall(path string) ([]byte, error) {
 	return os.ReadFile(path)

@@ -65,6 +65,7 @@ var offsetCheckpointNames = map[string]bool{
 	"recovery-point-offset-checkpoint": true,
 	"log-start-offset-checkpoint":      true,
 	"replication-offset-checkpoint":    true,
+	"cleaner-offset-checkpoint":        true, // minibroker: per partition, one offset (the first dirty)
 }
 
 const epochCheckpointName = "leader-epoch-checkpoint"

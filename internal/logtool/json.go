@@ -22,31 +22,35 @@ type fileJSON struct {
 }
 
 type batchJSON struct {
-	Kind                 string       `json:"kind"` // "batch"
-	File                 string       `json:"file"`
-	Position             int64        `json:"position"`
-	BaseOffset           int64        `json:"base_offset"`
-	LastOffset           int64        `json:"last_offset"`
-	Count                int32        `json:"count"`
-	Size                 int          `json:"size"`
-	Magic                int8         `json:"magic"`
-	Codec                string       `json:"codec"`
-	CRC                  uint32       `json:"crc"`
-	CRCValid             bool         `json:"crc_valid"`
-	TimestampType        string       `json:"timestamp_type"`
-	BaseTimestamp        int64        `json:"base_timestamp"`
-	MaxTimestamp         int64        `json:"max_timestamp"`
-	Transactional        bool         `json:"transactional"`
-	Control              bool         `json:"control"`
-	ProducerID           int64        `json:"producer_id"`
-	ProducerEpoch        int16        `json:"producer_epoch"`
-	BaseSequence         int32        `json:"base_sequence"`
-	LastSequence         int32        `json:"last_sequence"`
-	PartitionLeaderEpoch int32        `json:"partition_leader_epoch"`
-	Problems             []string     `json:"problems,omitempty"`
-	ControlRecord        *controlJSON `json:"control_record,omitempty"`
-	Records              []recordJSON `json:"records,omitempty"`
-	RecordsError         string       `json:"records_error,omitempty"`
+	Kind                 string   `json:"kind"` // "batch"
+	File                 string   `json:"file"`
+	Position             int64    `json:"position"`
+	BaseOffset           int64    `json:"base_offset"`
+	LastOffset           int64    `json:"last_offset"`
+	Count                int32    `json:"count"`
+	Size                 int      `json:"size"`
+	Magic                int8     `json:"magic"`
+	Codec                string   `json:"codec"`
+	CRC                  uint32   `json:"crc"`
+	CRCValid             bool     `json:"crc_valid"`
+	TimestampType        string   `json:"timestamp_type"`
+	BaseTimestamp        int64    `json:"base_timestamp"`
+	MaxTimestamp         int64    `json:"max_timestamp"`
+	Transactional        bool     `json:"transactional"`
+	Control              bool     `json:"control"`
+	ProducerID           int64    `json:"producer_id"`
+	ProducerEpoch        int16    `json:"producer_epoch"`
+	BaseSequence         int32    `json:"base_sequence"`
+	LastSequence         int32    `json:"last_sequence"`
+	PartitionLeaderEpoch int32    `json:"partition_leader_epoch"`
+	Problems             []string `json:"problems,omitempty"`
+	// DeleteHorizonMs is set on a batch the log cleaner has cleaned with
+	// tombstones or a removable marker in it (KIP-534's attribute bit 6;
+	// the base timestamp holds the horizon).
+	DeleteHorizonMs *int64       `json:"delete_horizon_ms,omitempty"`
+	ControlRecord   *controlJSON `json:"control_record,omitempty"`
+	Records         []recordJSON `json:"records,omitempty"`
+	RecordsError    string       `json:"records_error,omitempty"`
 }
 
 type controlJSON struct {

@@ -16,8 +16,8 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/minibroker/minibroker/internal/batch"
-	"github.com/minibroker/minibroker/internal/logtool"
 	mlog "github.com/minibroker/minibroker/internal/log"
+	"github.com/minibroker/minibroker/internal/logtool"
 	"github.com/minibroker/minibroker/internal/psm"
 	"github.com/minibroker/minibroker/internal/vfs"
 	"github.com/minibroker/minibroker/internal/vfs/errorfs"

@@ -9,6 +9,7 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kgo"
 
+	"github.com/minibroker/minibroker/internal/logtool"
 	"github.com/minibroker/minibroker/internal/mirror"
 )
 
@@ -46,6 +47,7 @@ func TestCompactionWithKgo(t *testing.T) {
 		offset int64
 	}
 	latest := map[string]kept{} // committed only
+	var produced int64          // record bytes, a floor for the uncleaned log's size
 	aborted := map[string]bool{}
 	for txn := range 40 {
 		if err := prod.BeginTransaction(); err != nil {
@@ -66,6 +68,7 @@ func TestCompactionWithKgo(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
+			produced += int64(len(rec.Key) + len(rec.Value))
 			pending[key] = kept{string(rec.Value), out.Offset}
 		}
 		end := kgo.TryCommit
@@ -93,6 +96,7 @@ func TestCompactionWithKgo(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
+			produced += 400
 			if err := prod.EndTransaction(ctx, kgo.TryCommit); err != nil {
 				t.Fatal(err)
 			}
@@ -100,8 +104,25 @@ func TestCompactionWithKgo(t *testing.T) {
 		}
 		return last
 	}
-	fill(20, "a")
+	// kafka-log-dirs' size (DescribeLogDirs) is the files' size and
+	// follows the cleaning.
+	logDirSize := func() int64 {
+		all, err := adm.DescribeAllLogDirs(ctx, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, dirs := range all {
+			for _, d := range dirs {
+				if got, ok := d.Topics.Lookup("changelog", 0); ok {
+					return got.Size
+				}
+			}
+		}
+		t.Fatal("changelog-0 not described")
+		return 0
+	}
 	p := mustPartition(t, r, "changelog", 0)
+	fill(20, "a")
 	var lastReal int64
 	for _, v := range latest {
 		lastReal = max(lastReal, v.offset)
@@ -162,6 +183,24 @@ func TestCompactionWithKgo(t *testing.T) {
 		}
 	}
 	check("after cleaning", true)
+	var disk int64
+	for _, n := range segmentFiles(t, r.cfg.DataDir, "changelog", 0) {
+		disk += n
+	}
+	if size := logDirSize(); size != disk || size >= produced {
+		t.Fatalf("DescribeLogDirs size %d, segment files %d, bytes produced %d", size, disk, produced)
+	}
+	// dump-log shows the cleaned batches' delete horizon and the
+	// cleaner's checkpoint.
+	var dump strings.Builder
+	if err := logtool.NewDumper(&dump, logtool.Options{}).DumpPath(p.Dir()); err != nil {
+		t.Fatal(err)
+	}
+	cp, _ := p.CleanerCheckpoint()
+	if !strings.Contains(dump.String(), "| cleaned: deleteHorizonMs: ") ||
+		!strings.Contains(dump.String(), fmt.Sprintf("version: 0 offset: %d\n", cp)) {
+		t.Fatalf("dump-log shows no cleaned batch or checkpoint %d:\n%s", cp, dump.String())
+	}
 
 	// Past delete.retention.ms, the next pass (more data makes the log
 	// dirty enough) removes the tombstones.
