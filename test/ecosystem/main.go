@@ -194,9 +194,15 @@ func writeDoc(path, table string, started time.Time, took time.Duration) error {
 			kept = string(old)[i+len(docMarker):]
 		}
 	}
+	// The commit, and whether files other than this doc differ from it.
 	rev := "unknown"
-	if out, err := runCmd(cmdSpec{argv: []string{"git", "describe", "--always", "--dirty"}, timeout: 10 * time.Second}); err == nil {
+	if out, err := runCmd(cmdSpec{argv: []string{"git", "rev-parse", "--short", "HEAD"}, timeout: 10 * time.Second}); err == nil {
 		rev = strings.TrimSpace(out)
+		st, err := runCmd(cmdSpec{argv: []string{"git", "status", "--porcelain", "--untracked-files=no", "--", ".", ":!" + path},
+			timeout: 10 * time.Second})
+		if err == nil && strings.TrimSpace(st) != "" {
+			rev += " with uncommitted changes"
+		}
 	}
 	var b strings.Builder
 	b.WriteString("# Kafka tools against minibroker\n\n")
