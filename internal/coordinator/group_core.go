@@ -626,6 +626,18 @@ func (c *groupCore) tickGroup(now time.Time, g *group) {
 			c.tryCompleteJoin(now, g, false)
 		}
 	}
+	// Session expiry, as Kafka's heartbeat expiration: every member, static
+	// (group.instance.id) or dynamic, that has not been heard from for its
+	// session.timeout.ms is removed; static members never send LeaveGroup
+	// on close, so this is how they go. A member waiting in JoinGroup or
+	// SyncGroup has its heartbeat satisfied (Kafka's hasSatisfiedHeartbeat)
+	// until the rebalance answers it. The clock is the caller's now: the
+	// coordinator loop's ticker (every TickInterval, time.Now(), so a
+	// monotonic reading); after a restart sessions start again at load
+	// time. Deviation: Kafka also expires a new member still waiting for
+	// its first JoinGroup answer after 5 minutes (its new-member join
+	// timeout); here it waits for the rebalance, which completes at the
+	// latest at the rebalance timeout, and its session starts then.
 	for _, m := range g.sortedMembers() {
 		if g.members[m.id] != m || m.awaitingJoin || m.syncWaiter != 0 {
 			continue
