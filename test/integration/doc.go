@@ -341,6 +341,10 @@
 //     latest value of each live key at its original offset, no aborted
 //     record, tombstones until delete.retention.ms and not after:
 //     TestCompactionWithKgo.
+//   - A compacted topic cleaned at its source and by the mirror's own
+//     cleaner while it mirrors fails over and fails back (divergence by
+//     leader epoch on cleaned logs), every key's latest value kept:
+//     TestMirrorCompactedFailoverFailback.
 //   - The barrier survives cleaning while anything it resets is kept, so
 //     producer state rebuilt from a cleaned log equals the uncleaned
 //     log's (internal/partition, TestCompactionProperty); negative
