@@ -1,6 +1,6 @@
 package broker
 
-// AlterReplicaLogDirs, v1–v2 (Kafka 4 removed v0, KIP-896)
+// AlterReplicaLogDirs, v1–v2 (v0 too with client.protocol.version=3.9)
 // (KIP-113), as Kafka's ReplicaManager.alterReplicaLogDirs answers it.
 //
 // minibroker has one log directory, the data dir. Per partition: a
