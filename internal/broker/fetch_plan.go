@@ -177,12 +177,15 @@ func (c *fetchSessionCache) incrementalPlan(p *fetchPlan, req *kmsg.FetchRequest
 	c.touchLocked(s, now)
 	s.epoch = nextEpoch(s.epoch)
 	p.mode, p.session, p.reqEpoch = planIncremental, s, req.SessionEpoch
-	for _, cp := range s.order {
-		if n := len(p.topics); n == 0 || p.topics[n-1].name != cp.topic || p.topics[n-1].id != cp.key.id {
-			p.topics = append(p.topics, planTopic{name: cp.topic, id: cp.key.id})
+	// One allocation for the partitions; topics are runs of them.
+	all := make([]planPartition, len(s.order))
+	from := 0
+	for i, cp := range s.order {
+		all[i] = planPartition{req: cp.req, cached: cp, prevHW: cp.highWatermark, prevLogStart: cp.logStart}
+		if i+1 == len(s.order) || s.order[i+1].topic != cp.topic || s.order[i+1].key.id != cp.key.id {
+			p.topics = append(p.topics, planTopic{name: cp.topic, id: cp.key.id, parts: all[from : i+1 : i+1]})
+			from = i + 1
 		}
-		t := &p.topics[len(p.topics)-1]
-		t.parts = append(t.parts, planPartition{req: cp.req, cached: cp, prevHW: cp.highWatermark, prevLogStart: cp.logStart})
 	}
 }
 

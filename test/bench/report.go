@@ -33,6 +33,7 @@ type report struct {
 	authzTook                                       time.Duration
 	mirrorCatchUp                                   []*mirrorCatchUpRow
 	mirrorLag, mirrorLagBase                        *mirrorLagResult
+	fetchSessions                                   []*fetchSessionRow
 }
 
 func (r *report) write(path string) error {
@@ -151,6 +152,7 @@ func (r *report) render(b *strings.Builder) {
 		}
 		p("```\n\n")
 	}
+	r.renderFetchSessions(p)
 	section := func(title, note string, rows []*row, lowerNote string) {
 		if len(rows) == 0 {
 			return
