@@ -64,6 +64,10 @@ type member struct {
 	syncWaiter    Waiter // a SyncGroup is waiting for the leader's assignment
 	lastHeartbeat time.Time
 	joinedSeq     uint64 // join order, for a deterministic leader choice
+	// newJoinDeadline: a new member whose first JoinGroup is still
+	// unanswered then is removed (Kafka's new-member join timeout); zero
+	// once a rebalance has answered it.
+	newJoinDeadline time.Time
 }
 
 func (m *member) metadataFor(protocol string) []byte {

@@ -140,6 +140,10 @@ func joinError(memberID string, err error) *JoinResult {
 	return &JoinResult{Err: err, MemberID: memberID, Generation: -1}
 }
 
+// newMemberJoinTimeout is Kafka's classic group coordinator's new-member
+// join timeout (classicGroupNewMemberJoinTimeoutMs, 5 minutes).
+const newMemberJoinTimeout = 5 * time.Minute
+
 // Join handles a JoinGroup; the answer for w is a Reply, now or when the
 // rebalance completes.
 func (c *groupCore) Join(now time.Time, req JoinRequest, w Waiter) {
@@ -259,7 +263,8 @@ func (c *groupCore) setJoinWaiter(m *member, w Waiter) {
 
 func (c *groupCore) addMemberAndRebalance(now time.Time, g *group, id string, req JoinRequest, w Waiter) {
 	c.joinSeq++
-	m := &member{id: id, instanceID: req.InstanceID, joinedSeq: c.joinSeq, lastHeartbeat: now}
+	m := &member{id: id, instanceID: req.InstanceID, joinedSeq: c.joinSeq, lastHeartbeat: now,
+		newJoinDeadline: now.Add(newMemberJoinTimeout)}
 	c.setMemberFromRequest(m, req)
 	if len(g.members) == 0 {
 		g.protocolType = req.ProtocolType
@@ -426,6 +431,7 @@ func (c *groupCore) tryCompleteJoin(now time.Time, g *group, force bool) {
 			c.replyJoin(m.joinWaiter, c.joinResult(g, m, false))
 			m.joinWaiter, m.awaitingJoin = 0, false
 			m.lastHeartbeat = now
+			m.newJoinDeadline = time.Time{}
 		}
 	}
 }
@@ -626,6 +632,15 @@ func (c *groupCore) tickGroup(now time.Time, g *group) {
 			c.tryCompleteJoin(now, g, false)
 		}
 	}
+	// A new member whose first JoinGroup is unanswered after Kafka's
+	// new-member join timeout is removed, its JoinGroup answered
+	// UNKNOWN_MEMBER_ID (it retries if it is still there): a client that
+	// went away while waiting does not hold the rebalance.
+	for _, m := range g.sortedMembers() {
+		if g.members[m.id] == m && m.awaitingJoin && !m.newJoinDeadline.IsZero() && !now.Before(m.newJoinDeadline) {
+			c.removeMemberAndUpdateGroup(now, g, m)
+		}
+	}
 	// Session expiry, as Kafka's heartbeat expiration: every member, static
 	// (group.instance.id) or dynamic, that has not been heard from for its
 	// session.timeout.ms is removed; static members never send LeaveGroup
@@ -634,10 +649,7 @@ func (c *groupCore) tickGroup(now time.Time, g *group) {
 	// until the rebalance answers it. The clock is the caller's now: the
 	// coordinator loop's ticker (every TickInterval, time.Now(), so a
 	// monotonic reading); after a restart sessions start again at load
-	// time. Deviation: Kafka also expires a new member still waiting for
-	// its first JoinGroup answer after 5 minutes (its new-member join
-	// timeout); here it waits for the rebalance, which completes at the
-	// latest at the rebalance timeout, and its session starts then.
+	// time.
 	for _, m := range g.sortedMembers() {
 		if g.members[m.id] != m || m.awaitingJoin || m.syncWaiter != 0 {
 			continue
