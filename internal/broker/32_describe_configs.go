@@ -8,10 +8,13 @@ package broker
 // IncrementalAlterConfigs), STATIC_BROKER_CONFIG when the broker setting
 // it falls back to was set at start-up, DEFAULT_CONFIG otherwise; and,
 // when asked (v1+), the synonyms in Kafka's order (the override, the
-// static broker setting, the default). Broker (4), named by this node's id
-// or "": the Kafka-named settings, read-only (minibroker changes no broker
-// setting at run time), STATIC_BROKER_CONFIG when set, DEFAULT_CONFIG
-// otherwise; a PASSWORD's value is null and marked sensitive, as Kafka.
+// static broker setting, the default). Broker (4), named by this node's
+// id: every broker setting, with its source (DYNAMIC_BROKER_CONFIG,
+// DYNAMIC_DEFAULT_BROKER_CONFIG, STATIC_BROKER_CONFIG, DEFAULT_CONFIG;
+// broker_configs.go), read-only unless Kafka changes it at run time, and
+// its synonyms when asked; named "": the cluster default's dynamic
+// settings only, as Kafka; a PASSWORD's value is null and marked
+// sensitive, as Kafka.
 // GROUP (32) and CLIENT_METRICS (16): every config of Kafka 4's group
 // configs or of a client-metrics subscription, GROUP_CONFIG or
 // CLIENT_METRICS_CONFIG when set, DEFAULT_CONFIG otherwise
@@ -21,7 +24,6 @@ package broker
 import (
 	"context"
 	"slices"
-	"strconv"
 
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
@@ -56,13 +58,17 @@ func (b *Broker) handleDescribeConfigs(_ context.Context, r *protocol.Request) k
 				return compareStrings(a.Name, b.Name)
 			})
 		case kmsg.ConfigResourceTypeBroker:
-			if rr.ResourceName != "" && rr.ResourceName != strconv.Itoa(int(b.nodeID)) {
+			perBroker, err := b.brokerResource(rr.ResourceName)
+			if err != nil {
 				sr.ErrorCode = kerr.InvalidRequest.Code
 				break
 			}
+			defaults := b.cfg.Dynamic().Default
 			for _, s := range config.Settings() {
-				if want(s.Name) {
-					sr.Configs = append(sr.Configs, b.brokerConfigEntry(s, req.Version))
+				// The cluster default ("") is only what was set as the
+				// cluster default at run time, as Kafka answers.
+				if _, set := defaults[s.Name]; want(s.Name) && (perBroker || set) {
+					sr.Configs = append(sr.Configs, b.brokerConfigEntry(s, perBroker, req.Version, req.IncludeSynonyms))
 				}
 			}
 		case kmsg.ConfigResourceTypeGroupConfig, kmsg.ConfigResourceTypeClientMetrics:
@@ -97,6 +103,10 @@ func kafkaSource(src configSource) kmsg.ConfigSource {
 		return kmsg.ConfigSourceDynamicTopicConfig
 	case sourceStatic:
 		return kmsg.ConfigSourceStaticBrokerConfig
+	case sourceDynamicBroker:
+		return kmsg.ConfigSourceDynamicBrokerConfig
+	case sourceDynamicDefault:
+		return kmsg.ConfigSourceDynamicDefaultBrokerConfig
 	}
 	return kmsg.ConfigSourceDefaultConfig
 }
@@ -121,6 +131,17 @@ func (b *Broker) topicConfigEntry(overrides map[string]string, s config.Setting,
 			c.ConfigSynonyms = append(c.ConfigSynonyms, syn)
 		}
 		if s.Name != "" {
+			l := b.cfg.Dynamic()
+			for _, layer := range []struct {
+				values map[string]string
+				src    kmsg.ConfigSource
+			}{{l.Broker, kmsg.ConfigSourceDynamicBrokerConfig}, {l.Default, kmsg.ConfigSourceDynamicDefaultBrokerConfig}} {
+				if dv, ok := layer.values[s.Name]; ok {
+					syn := kmsg.NewDescribeConfigsResponseResourceConfigConfigSynonym()
+					syn.Name, syn.Value, syn.Source = s.Name, &dv, layer.src
+					c.ConfigSynonyms = append(c.ConfigSynonyms, syn)
+				}
+			}
 			if _, set := b.cfg.Kafka[s.Name]; set {
 				bv := b.cfg.String(s.Name)
 				syn := kmsg.NewDescribeConfigsResponseResourceConfigConfigSynonym()
@@ -136,25 +157,48 @@ func (b *Broker) topicConfigEntry(overrides map[string]string, s config.Setting,
 	return c
 }
 
-func (b *Broker) brokerConfigEntry(s config.Setting, version int16) kmsg.DescribeConfigsResponseResourceConfig {
+func (b *Broker) brokerConfigEntry(s config.Setting, perBroker bool, version int16, synonyms bool) kmsg.DescribeConfigsResponseResourceConfig {
 	c := kmsg.NewDescribeConfigsResponseResourceConfig()
-	c.Name, c.ReadOnly = s.Name, true
+	c.Name, c.ReadOnly = s.Name, s.Dynamic == config.ReadOnly
+	v, src := b.cfg.ValueSource(s.Name)
+	if !perBroker {
+		v, src = b.cfg.Dynamic().Default[s.Name], config.SourceDynamicDefault
+	}
 	if s.Sensitive() {
 		c.IsSensitive = true
 	} else {
-		v := b.cfg.String(s.Name)
 		c.Value = &v
 	}
-	_, set := b.cfg.Kafka[s.Name]
-	c.IsDefault = !set
-	c.Source = kmsg.ConfigSourceDefaultConfig
-	if set {
-		c.Source = kmsg.ConfigSourceStaticBrokerConfig
-	}
+	c.Source = brokerConfigSource(src)
+	c.IsDefault = src == config.SourceDefault
 	c.ConfigType = configType(s.Kind)
 	if version >= 3 {
 		doc := s.Doc
 		c.Documentation = &doc
+	}
+	if synonyms && version >= 1 {
+		// Kafka's order: this broker's, the cluster default, the static
+		// setting, the default (the cluster default's answer starts at
+		// its own layer).
+		l := b.cfg.Dynamic()
+		add := func(val string, src kmsg.ConfigSource) {
+			syn := kmsg.NewDescribeConfigsResponseResourceConfigConfigSynonym()
+			syn.Name, syn.Source = s.Name, src
+			if !s.Sensitive() {
+				syn.Value = &val
+			}
+			c.ConfigSynonyms = append(c.ConfigSynonyms, syn)
+		}
+		if v, ok := l.Broker[s.Name]; ok && perBroker {
+			add(v, kmsg.ConfigSourceDynamicBrokerConfig)
+		}
+		if v, ok := l.Default[s.Name]; ok {
+			add(v, kmsg.ConfigSourceDynamicDefaultBrokerConfig)
+		}
+		if v, ok := b.cfg.Kafka[s.Name]; ok {
+			add(v, kmsg.ConfigSourceStaticBrokerConfig)
+		}
+		add(s.Default, kmsg.ConfigSourceDefaultConfig)
 	}
 	return c
 }
@@ -174,6 +218,10 @@ func configType(k config.Kind) kmsg.ConfigType {
 		return kmsg.ConfigTypeDouble
 	case config.KindPassword:
 		return kmsg.ConfigTypePassword
+	case config.KindShort:
+		return kmsg.ConfigTypeShort
+	case config.KindClass:
+		return kmsg.ConfigTypeClass
 	}
 	return kmsg.ConfigTypeString
 }

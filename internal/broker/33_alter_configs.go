@@ -12,12 +12,14 @@ package broker
 // outside its rule: INVALID_CONFIG naming the key; an unknown topic:
 // UNKNOWN_TOPIC_OR_PARTITION.
 //
-// Deviation: broker settings are static (INVALID_REQUEST, see
-// alter_configs.go).
+// Brokers: the configs given become the resource's whole set of dynamic
+// broker configs, for this node (resource name its id) or the cluster
+// default (""), as Kafka's (broker_configs.go).
 
 import (
 	"context"
 	"fmt"
+	"maps"
 	"strings"
 
 	"github.com/twmb/franz-go/pkg/kmsg"
@@ -61,6 +63,15 @@ func (b *Broker) alterResource(rr kmsg.AlterConfigsRequestResource, validateOnly
 	}
 	if len(nulls) > 0 {
 		return fmt.Errorf("%w: null value not supported for: %s", errInvalidRequest, strings.Join(nulls, ", "))
+	}
+	if rr.ResourceType == kmsg.ConfigResourceTypeBroker {
+		// As Kafka's AlterConfigs: the resource's dynamic settings become
+		// exactly these (broker_configs.go).
+		return b.alterBrokerConfigs(rr.ResourceName, func(cfgs map[string]string) error {
+			clear(cfgs)
+			maps.Copy(cfgs, configs)
+			return nil
+		}, validateOnly)
 	}
 	if rr.ResourceType != kmsg.ConfigResourceTypeTopic {
 		return b.checkNonTopicResource(rr.ResourceType, rr.ResourceName)

@@ -24,8 +24,11 @@ package broker
 // 100–3600000: INVALID_REQUEST; a bad match pattern: INVALID_CONFIG)
 // validate them, then stored durably (resource_configs.go).
 //
-// Deviations: broker settings are static (INVALID_REQUEST, see
-// alter_configs.go), and BROKER_LOGGER is not served (INVALID_REQUEST).
+// Brokers: Kafka's dynamic broker configs, per broker (resource name this
+// node's id) or as the cluster default (""), SET / DELETE / APPEND /
+// SUBTRACT on the stored dynamic values (broker_configs.go).
+//
+// Deviation: BROKER_LOGGER is not served (INVALID_REQUEST).
 
 import (
 	"context"
@@ -79,6 +82,15 @@ func (b *Broker) incrementalAlterResource(rr kmsg.IncrementalAlterConfigsRequest
 	switch rr.ResourceType {
 	case kmsg.ConfigResourceTypeGroupConfig, kmsg.ConfigResourceTypeClientMetrics:
 		return b.resourceConfigs.alter(rr.ResourceType, rr.ResourceName, rr.Configs, validateOnly)
+	case kmsg.ConfigResourceTypeBroker:
+		return b.alterBrokerConfigs(rr.ResourceName, func(cfgs map[string]string) error {
+			for _, c := range rr.Configs {
+				if err := applyBrokerConfigOp(cfgs, c); err != nil {
+					return err
+				}
+			}
+			return nil
+		}, validateOnly)
 	case kmsg.ConfigResourceTypeTopic:
 	default:
 		return b.checkNonTopicResource(rr.ResourceType, rr.ResourceName)

@@ -6,7 +6,6 @@ package broker
 
 import (
 	"fmt"
-	"strconv"
 
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
@@ -63,18 +62,8 @@ func checkAlterNames(names []string) error {
 	return nil
 }
 
-// checkNonTopicResource answers a resource that is not a topic. Broker
-// settings are static in minibroker (read at start-up, described
-// read-only), so altering one is INVALID_REQUEST, as Kafka answers for a
-// broker config it cannot change dynamically; a broker other than this
-// one, BROKER_LOGGER and unknown types are INVALID_REQUEST too.
+// checkNonTopicResource answers a resource no handler alters:
+// BROKER_LOGGER and unknown types are INVALID_REQUEST.
 func (b *Broker) checkNonTopicResource(kind kmsg.ConfigResourceType, name string) error {
-	switch kind {
-	case kmsg.ConfigResourceTypeBroker:
-		if name != "" && name != strconv.Itoa(int(b.nodeID)) {
-			return fmt.Errorf("%w: unexpected broker id %q (this node is %d)", errInvalidRequest, name, b.nodeID)
-		}
-		return fmt.Errorf("%w: minibroker changes no broker setting at run time; set it at start-up (--set, --config)", errInvalidRequest)
-	}
 	return fmt.Errorf("%w: resource type %d cannot be altered", errInvalidRequest, kind)
 }

@@ -217,6 +217,9 @@ func newBroker(opts Options, seams func(*Broker)) (*Broker, error) {
 	if err := b.loadMeta(); err != nil {
 		return nil, err
 	}
+	if err := b.openBrokerConfigs(); err != nil {
+		return nil, err
+	}
 	pids, err := coordinator.OpenProducerIDs(b.fs, b.dataDir)
 	if err != nil {
 		return nil, err

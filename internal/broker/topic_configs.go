@@ -61,6 +61,10 @@ const (
 	sourceDefault configSource = 1 // Kafka's (or minibroker's) default
 	sourceStatic  configSource = 2 // the broker setting, set at start-up
 	sourceTopic   configSource = 3 // the topic's override
+	// the broker setting, changed at run time for this broker or as the
+	// cluster default (broker_configs.go)
+	sourceDynamicBroker  configSource = 4
+	sourceDynamicDefault configSource = 5
 )
 
 // topicValue is a topic config's effective value given the topic's
@@ -74,7 +78,12 @@ func (b *Broker) topicValue(overrides map[string]string, name string) (string, c
 		return "", sourceDefault
 	}
 	if s.Name != "" {
-		if v, set := b.cfg.Value(s.Name); set {
+		switch v, src := b.cfg.ValueSource(s.Name); src {
+		case config.SourceDynamicBroker:
+			return v, sourceDynamicBroker
+		case config.SourceDynamicDefault:
+			return v, sourceDynamicDefault
+		case config.SourceStatic:
 			return v, sourceStatic
 		}
 	}

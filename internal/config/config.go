@@ -30,6 +30,10 @@ type Config struct {
 	// Mirrors are declared statically: created at start-up if missing,
 	// and their topics started once the source answers.
 	Mirrors []StaticMirror `yaml:"mirrors"`
+
+	// dynamic holds the broker settings changed at run time (dynamic.go),
+	// shared by the copies of this Config; nil: none.
+	dynamic *dynamicRef
 }
 
 // StaticMirror is a mirror declared in the config file.
@@ -230,10 +234,25 @@ func (c *Config) String(name string) string {
 	return def.Default
 }
 
-// Value returns a setting's value and true when it is set, by its own
-// name or, as Kafka derives it, by a synonym in other units
-// (log.retention.hours for log.retention.ms, …).
+// Value returns a setting's value and true when it is set: changed at
+// run time (dynamic.go), or set at start-up by its own name or, as Kafka
+// derives it, by a synonym in other units (log.retention.hours for
+// log.retention.ms, …).
 func (c *Config) Value(name string) (string, bool) {
+	if c.dynamic != nil {
+		l := c.dynamic.p.Load()
+		if v, ok := l.Broker[name]; ok {
+			return v, true
+		}
+		if v, ok := l.Default[name]; ok {
+			return v, true
+		}
+	}
+	return c.staticValue(name)
+}
+
+// staticValue is Value without the run-time layers.
+func (c *Config) staticValue(name string) (string, bool) {
 	if v, ok := c.Kafka[name]; ok {
 		return v, true
 	}

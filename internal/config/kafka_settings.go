@@ -2,6 +2,7 @@ package config
 
 import (
 	"fmt"
+	"regexp"
 	"strconv"
 	"strings"
 )
@@ -133,7 +134,7 @@ var kafkaSettings = []Setting{
 	{Name: "unclean.leader.election.interval.ms", Kind: KindLong, Default: "300000", Min: 1, Internal: true, From: "ReplicationConfigs"},
 	{Name: "unclean.leader.election.enable", Topic: "unclean.leader.election.enable", Kind: KindBool, Default: "false", Min: noMin, Dynamic: DynamicClusterWide, From: "ReplicationConfigs"},
 	{Name: "security.inter.broker.protocol", Kind: KindString, Default: "PLAINTEXT", Min: noMin, OneOf: []string{"PLAINTEXT", "SSL", "SASL_PLAINTEXT", "SASL_SSL"}, From: "ReplicationConfigs"},
-	{Name: "inter.broker.protocol.version", Kind: KindString, Default: "4.0-IV0", Min: noMin, From: "ReplicationConfigs"},
+	{Name: "inter.broker.protocol.version", Kind: KindString, Default: "4.0-IV0", Min: noMin, Check: checkMetadataVersion, From: "ReplicationConfigs"},
 	{Name: "inter.broker.listener.name", Kind: KindString, Default: "", Min: noMin, From: "ReplicationConfigs"},
 	{Name: "replica.selector.class", Kind: KindString, Default: "", Min: noMin, From: "ReplicationConfigs"},
 	{Name: "group.min.session.timeout.ms", Kind: KindInt, Default: "6000", Min: noMin, From: "GroupCoordinatorConfig"},
@@ -206,7 +207,7 @@ var kafkaSettings = []Setting{
 	{Name: "num.recovery.threads.per.data.dir", Kind: KindInt, Default: "1", Min: 1, Dynamic: DynamicClusterWide, From: "LogConfig"},
 	{Name: "auto.create.topics.enable", Kind: KindBool, Default: "true", Min: noMin, From: "LogConfig"},
 	{Name: "min.insync.replicas", Topic: "min.insync.replicas", Kind: KindInt, Default: "1", Min: 1, Dynamic: DynamicClusterWide, From: "LogConfig"},
-	{Name: "log.message.format.version", Topic: "message.format.version", Kind: KindString, Default: "3.0-IV1", Min: noMin, From: "LogConfig"},
+	{Name: "log.message.format.version", Topic: "message.format.version", Kind: KindString, Default: "3.0-IV1", Min: noMin, Check: checkMetadataVersion, From: "LogConfig"},
 	{Name: "log.message.timestamp.type", Topic: "message.timestamp.type", Kind: KindString, Default: "CreateTime", Min: noMin, OneOf: []string{"CreateTime", "LogAppendTime"}, Dynamic: DynamicClusterWide, From: "LogConfig"},
 	{Name: "log.message.timestamp.difference.max.ms", Topic: "message.timestamp.difference.max.ms", Kind: KindLong, Default: "9223372036854775807", Min: 0, Dynamic: DynamicClusterWide, From: "LogConfig"},
 	{Name: "log.message.timestamp.before.max.ms", Topic: "message.timestamp.before.max.ms", Kind: KindLong, Default: "9223372036854775807", Min: 0, Dynamic: DynamicClusterWide, From: "LogConfig"},
@@ -339,6 +340,11 @@ var kafkaSettings = []Setting{
 	{Name: "password.encoder.cipher.algorithm", Kind: KindString, Default: "AES/CBC/PKCS5Padding", Min: noMin, From: "PasswordEncoderConfigs"},
 	{Name: "password.encoder.key.length", Kind: KindInt, Default: "128", Min: 8, From: "PasswordEncoderConfigs"},
 	{Name: "password.encoder.iterations", Kind: KindInt, Default: "4096", Min: 1024, From: "PasswordEncoderConfigs"},
+	// Kafka's broker-level replication quotas (QuotaConfig.brokerQuotaConfigs),
+	// dynamic only: DynamicConfig.Broker adds them to the ConfigDef above.
+	{Name: "leader.replication.throttled.rate", Kind: KindLong, Default: maxLong, Min: 0, Dynamic: DynamicClusterWide, From: "QuotaConfig"},
+	{Name: "follower.replication.throttled.rate", Kind: KindLong, Default: maxLong, Min: 0, Dynamic: DynamicClusterWide, From: "QuotaConfig"},
+	{Name: "replica.alter.log.dirs.io.max.bytes.per.second", Kind: KindLong, Default: maxLong, Min: 0, Dynamic: DynamicClusterWide, From: "QuotaConfig"},
 }
 
 // actedOn are the Kafka settings of kafkaSettings minibroker acts on
@@ -369,7 +375,7 @@ var ignoredDoc = map[string]string{
 	"TransactionLogConfig":          "The transaction topic: minibroker keeps transactions in its own log.",
 	"TransactionStateManagerConfig": "The transaction topic: minibroker keeps transactions in its own log.",
 	"MetricConfigs":                 "JMX metrics: minibroker serves Prometheus /metrics.",
-	"QuotaConfig":                   "Quota sampling windows.",
+	"QuotaConfig":                   "Quota sampling windows and replication quotas: one node replicates nothing.",
 	"BrokerSecurityConfigs":         "A security feature minibroker does not serve (JKS, Kerberos, OAUTHBEARER, plug-in classes).",
 	"DelegationTokenManagerConfigs": "Delegation tokens: not served.",
 	"PasswordEncoderConfigs":        "The password encoder of dynamic configs in ZooKeeper.",
@@ -450,6 +456,37 @@ func checkMigrationPolicy(v string) error {
 func checkHalf(v string) error {
 	if f, _ := strconv.ParseFloat(v, 64); f > 0.5 {
 		return fmt.Errorf("value must be no more than 0.5")
+	}
+	return nil
+}
+
+// metadataVersion is the form of Kafka's MetadataVersion strings
+// (0.10.2, 0.10.0-IV1, 2.8, 3.0-IV1, 4.0-IV0), as MetadataVersionValidator
+// accepts them.
+var metadataVersion = regexp.MustCompile(`^[0-9]+\.[0-9]+(\.[0-9]+)?(-IV[0-9]+)?$`)
+
+func checkMetadataVersion(v string) error {
+	if !metadataVersion.MatchString(v) {
+		return fmt.Errorf("not a Kafka version (such as 2.8 or 3.0-IV1)")
+	}
+	return nil
+}
+
+// checkThrottledReplicas is Kafka's ThrottledReplicaListValidator: "*", or
+// partition:broker pairs.
+func checkThrottledReplicas(v string) error {
+	parts := SplitList(v)
+	if len(parts) == 1 && parts[0] == "*" {
+		return nil
+	}
+	for _, p := range parts {
+		a, b, ok := strings.Cut(p, ":")
+		if _, err := strconv.Atoi(strings.TrimSpace(a)); !ok || err != nil {
+			return fmt.Errorf("must be the literal '*' or a list of replicas in the format [partitionId]:[brokerId]")
+		}
+		if _, err := strconv.Atoi(strings.TrimSpace(b)); err != nil {
+			return fmt.Errorf("must be the literal '*' or a list of replicas in the format [partitionId]:[brokerId]")
+		}
 	}
 	return nil
 }

@@ -105,6 +105,12 @@ var settings = []Setting{
 	{Topic: "message.timestamp.difference.max.ms", Ignored: true, Kind: KindLong, Default: maxLong, Min: 0, Doc: "Deprecated by Kafka 3.6 for the before/after pair; accepted, not acted on."},
 	{Topic: "local.retention.ms", Ignored: true, Kind: KindLong, Default: "-2", Min: -2, Doc: "Tiered storage; accepted, not acted on."},
 	{Topic: "local.retention.bytes", Ignored: true, Kind: KindLong, Default: "-2", Min: -2, Doc: "Tiered storage; accepted, not acted on."},
+	// Kafka 3.9's other topic configs (LogConfig), accepted, described and
+	// ignored as on one node they mean nothing.
+	{Topic: "leader.replication.throttled.replicas", Ignored: true, Kind: KindList, Default: "", Check: checkThrottledReplicas, Doc: "Replication throttling: one node replicates nothing; accepted, not acted on."},
+	{Topic: "follower.replication.throttled.replicas", Ignored: true, Kind: KindList, Default: "", Check: checkThrottledReplicas, Doc: "Replication throttling: one node replicates nothing; accepted, not acted on."},
+	{Topic: "remote.log.copy.disable", Ignored: true, Kind: KindBool, Default: "false", Doc: "Tiered storage; accepted, not acted on."},
+	{Topic: "remote.log.delete.on.disable", Ignored: true, Kind: KindBool, Default: "false", Doc: "Tiered storage; accepted, not acted on."},
 	{Topic: "remote.storage.enable", Ignored: true, Kind: KindBool, Default: "false", Doc: "Tiered storage; accepted, not acted on."},
 }
 

@@ -196,12 +196,13 @@ func TestKadmAlterConfigsListOpsAndLegacyReplace(t *testing.T) {
 		t.Fatalf("legacy invalid: %v %v %q", err, r.Err, r.ErrMessage)
 	}
 	wantConfig(t, adm, "lst", "segment.bytes", "65536", kmsg.ConfigSourceDynamicTopicConfig)
-	// Unknown topic; broker settings are static.
+	// Unknown topic; a read-only broker setting (dynamic ones:
+	// TestDynamicBrokerConfigs).
 	resp, _ = adm.AlterTopicConfigs(ctx, []kadm.AlterConfig{{Op: kadm.SetConfig, Name: "retention.ms", Value: sp("1")}}, "nope")
 	if r, _ := resp.On("nope", nil); !errors.Is(r.Err, kerr.UnknownTopicOrPartition) {
 		t.Fatalf("unknown topic: %v", r.Err)
 	}
-	bresp, _ := adm.AlterBrokerConfigs(ctx, []kadm.AlterConfig{{Op: kadm.SetConfig, Name: "log.retention.ms", Value: sp("1")}}, 0)
+	bresp, _ := adm.AlterBrokerConfigs(ctx, []kadm.AlterConfig{{Op: kadm.SetConfig, Name: "log.retention.check.interval.ms", Value: sp("1")}}, 0)
 	if len(bresp) != 1 || !errors.Is(bresp[0].Err, kerr.InvalidRequest) {
 		t.Fatalf("broker alter: %+v", bresp)
 	}

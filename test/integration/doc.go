@@ -217,6 +217,12 @@
 //     TestKafkaServerPropertiesFile; so does the environment of Kafka's
 //     compose example, by the official image's variable rules
 //     (serve --kafka-env): TestKafkaImageEnvironment.
+//   - Dynamic broker configs are changed at run time per broker and as the
+//     cluster default, applied at once, described with their source,
+//     kept across a restart; read-only ones refused with Kafka's code and
+//     message: TestDynamicBrokerConfigs. Kafka 3.9's deprecated topic
+//     configs are accepted, described and ignored:
+//     TestDeprecatedTopicConfigs.
 //
 // # Security
 //
