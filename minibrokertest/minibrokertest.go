@@ -276,12 +276,26 @@ func (c *Cluster) stop(crash bool) {
 	}
 	if crash {
 		b.Kill()
+	} else {
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		if err := b.Close(ctx); err != nil {
+			c.t.Logf("minibrokertest: close: %v", err)
+		}
+	}
+	c.checkDefects(b)
+}
+
+// checkDefects fails the test when the broker recovered a panic in a
+// handler or an authorization rule could not read a request: both are
+// minibroker bugs, whatever the test was about (a cluster from New
+// returns no error for them and is not checked).
+func (c *Cluster) checkDefects(b *broker.Broker) {
+	if _, ok := c.t.(*standalone); ok {
 		return
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-	defer cancel()
-	if err := b.Close(ctx); err != nil {
-		c.t.Logf("minibrokertest: close: %v", err)
+	if d := b.Defects(); len(d) > 0 {
+		c.t.Fatalf("minibrokertest: the broker met defects (a minibroker bug; see its log):\n  %s", strings.Join(d, "\n  "))
 	}
 }
 

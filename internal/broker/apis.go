@@ -133,6 +133,9 @@ func (b *Broker) Handle(ctx context.Context, req *protocol.Request) kmsg.Respons
 	default:
 		return deny
 	}
+	if b.panicInHandler != nil && b.panicInHandler(req.Key) {
+		panic("panicInHandler: a handler panicking on purpose (test knob)")
+	}
 	var resp kmsg.Response
 	ctx, quotas := b.quotasBefore(ctx, req)
 	if b.faults.Active() {

@@ -148,9 +148,10 @@ func applyFindCoordinator(b *Broker, req *protocol.Request) (kmsg.Response, afte
 	case 1:
 		rt, code = kmsg.ACLResourceTypeTransactionalId, codeTxnID
 	default:
-		// Not a key type the rule knows (Kafka 4's share groups are 2):
-		// refused, never served unchecked.
-		return b.unreadable(req, "unknown coordinator type")
+		// A key type minibroker does not serve (Kafka 4's share groups
+		// are 2): INVALID_REQUEST, as Kafka answers a type it does not
+		// know; never served unchecked.
+		return errorResponse(r, kerr.InvalidRequest.Code), nil
 	}
 	if r.Version < 4 {
 		if !b.authorized(req, rt, r.CoordinatorKey, aclDescribe) {

@@ -33,9 +33,12 @@ type authzEnv struct {
 	b    *Broker
 	addr string
 	// skip is the API key whose authzTable rule is switched off (-1: none).
-	skip    atomic.Int32
-	mu      sync.Mutex
-	clients map[string]*kgo.Client
+	skip atomic.Int32
+	// panicKey is the API key whose handler panics on purpose
+	// (panicInHandler; -1: none).
+	panicKey atomic.Int32
+	mu       sync.Mutex
+	clients  map[string]*kgo.Client
 }
 
 // startAuthz starts the fixture; on false leaves the authorizer off.
@@ -43,6 +46,7 @@ func startAuthz(t *testing.T, on bool, sets ...string) *authzEnv {
 	t.Helper()
 	e := &authzEnv{root: t, t: t, clients: map[string]*kgo.Client{}}
 	e.skip.Store(-1)
+	e.panicKey.Store(-1)
 	cfg := config.Default()
 	cfg.DataDir, cfg.Listen, cfg.HTTPListen = t.TempDir(), "127.0.0.1:0", ""
 	base := []string{
@@ -61,6 +65,7 @@ func startAuthz(t *testing.T, on bool, sets ...string) *authzEnv {
 	}
 	b, err := newBroker(Options{Config: cfg}, func(b *Broker) {
 		b.skipAuthzRule = func(key int16) bool { return int32(key) == e.skip.Load() }
+		b.panicInHandler = func(key int16) bool { return int32(key) == e.panicKey.Load() }
 	})
 	if err != nil {
 		t.Fatal(err)

@@ -86,15 +86,18 @@ type Broker struct {
 	fetchSessions *fetchSessionCache
 	quotas        *quota.Manager // client quotas (quotas.go)
 
-	server    *protocol.Server
-	listeners []*boundListener // the Kafka listeners (listeners.go)
-	httpLn    net.Listener
-	httpSrv   *http.Server
-	httpLim   HTTPLimits
-	httpAuth  *adminAuth // the HTTP listener's security (httpauth.go)
-	handlers  map[int16]api
-	admin     map[string]http.Handler
-	telemetry telemetryClients // GetTelemetrySubscriptions / PushTelemetry (telemetry.go)
+	server *protocol.Server
+	// frontMetrics are the server's series (recovered panics among them,
+	// read by Defects).
+	frontMetrics *protocol.Metrics
+	listeners    []*boundListener // the Kafka listeners (listeners.go)
+	httpLn       net.Listener
+	httpSrv      *http.Server
+	httpLim      HTTPLimits
+	httpAuth     *adminAuth // the HTTP listener's security (httpauth.go)
+	handlers     map[int16]api
+	admin        map[string]http.Handler
+	telemetry    telemetryClients // GetTelemetrySubscriptions / PushTelemetry (telemetry.go)
 	// resourceConfigs: GROUP and CLIENT_METRICS configs (resource_configs.go).
 	resourceConfigs resourceConfigs
 
@@ -149,6 +152,10 @@ type Broker struct {
 	// DescribeClientQuotas but never throttles (quotas.go): the seam for
 	// the negative controls of the quota enforcement tests.
 	skipQuotaEnforcement bool
+	// panicInHandler, when it returns true for an API key, makes that
+	// API's handler panic (after authorization): the negative control of
+	// the no-panic property (defects.go).
+	panicInHandler func(key int16) bool
 }
 
 // New opens the data directory (creating meta.properties on first start),
@@ -317,7 +324,8 @@ func newBroker(opts Options, seams func(*Broker)) (*Broker, error) {
 	if !b.skipQuotaEnforcement {
 		pc.ConnectionThrottle = b.quotas.ConnectionThrottle
 	}
-	b.server = protocol.NewServer(pc, b, b.logger.Named("protocol"), protocol.NewMetrics(opts.Registry))
+	b.frontMetrics = protocol.NewMetrics(opts.Registry)
+	b.server = protocol.NewServer(pc, b, b.logger.Named("protocol"), b.frontMetrics)
 	ok = true
 	return b, nil
 }

@@ -475,6 +475,7 @@ func (c *conn) handle(req *Request) (resp kmsg.Response) {
 	defer func() {
 		if r := recover(); r != nil {
 			c.s.metrics.Panics.Inc()
+			c.s.metrics.HandlerPanics.WithLabelValues(apiName(req.Key)).Inc()
 			c.s.logger.Error("panic handling request", zap.Int16("api_key", req.Key), zap.Int16("version", req.Version),
 				zap.Any("panic", r), zap.ByteString("stack", debug.Stack()))
 			c.fail("panic")

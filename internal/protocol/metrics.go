@@ -23,6 +23,9 @@ type Metrics struct {
 	ConnectionsThrottled     prometheus.Counter
 	ConnectionsClosedOnError *prometheus.CounterVec
 	Panics                   prometheus.Counter
+	// HandlerPanics counts the panics recovered from a handler, by API
+	// (also counted in Panics): each is a bug.
+	HandlerPanics *prometheus.CounterVec
 	// RequestQueue is Kafka's RequestQueueSize: requests decoded and
 	// waiting to be processed, at most queued.max.requests.
 	RequestQueue prometheus.Gauge
@@ -75,6 +78,8 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 		ConnectionsClosedOnError: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "minibroker_connections_closed_on_error_total", Help: "Connections closed for a protocol violation or I/O error, by reason."}, []string{"reason"}),
 		Panics: prometheus.NewCounter(prometheus.CounterOpts{Name: "minibroker_request_panics_total", Help: "Panics recovered while reading or handling a request."}),
+		HandlerPanics: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "minibroker_handler_panics_total",
+			Help: "Panics recovered from a request's handler (the connection closed), by API: each is a bug."}, []string{"api"}),
 		RequestQueue: prometheus.NewGauge(prometheus.GaugeOpts{Name: "minibroker_request_queue_size",
 			Help: "Requests decoded and waiting to be processed (at most queued.max.requests)."}),
 		RequestMemory: prometheus.NewGauge(prometheus.GaugeOpts{Name: "minibroker_request_memory_bytes",
@@ -85,7 +90,7 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 	m.security = newSecurityMetrics(reg)
 	if reg != nil {
 		reg.MustRegister(m.Requests, m.RequestBytes, m.Latency, m.BytesIn, m.BytesOut, m.BytesSentFromFiles, m.Connections, m.ConnectionsTotal,
-			m.ConnectionsRejected, m.ConnectionsThrottled, m.ConnectionsClosedOnError, m.Panics, m.RequestQueue, m.RequestMemory, m.RequestMemoryLimit)
+			m.ConnectionsRejected, m.ConnectionsThrottled, m.ConnectionsClosedOnError, m.Panics, m.HandlerPanics, m.RequestQueue, m.RequestMemory, m.RequestMemoryLimit)
 	}
 	return m
 }

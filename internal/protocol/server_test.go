@@ -202,6 +202,9 @@ func TestPanicClosesOnlyThatConnection(t *testing.T) {
 	if got := testutil.ToFloat64(m.Panics); got != 1 {
 		t.Fatalf("panics metric %v, want 1", got)
 	}
+	if got := testutil.ToFloat64(m.HandlerPanics.WithLabelValues("Metadata")); got != 1 {
+		t.Fatalf("minibroker_handler_panics_total{api=Metadata} %v, want 1", got)
+	}
 	other.Write(metadataFrame(2, "fine"))
 	if corr, err := readCorr(t, other); err != nil || corr != 2 {
 		t.Fatalf("other connection: %d %v", corr, err)

@@ -205,7 +205,21 @@
 //   - Connection, fetch-size, slow-reader and file-descriptor limits:
 //     TestBrokerConnectionsPerIP, TestFetchMaxBytesCapsTheResponse,
 //     TestSlowReadersBinary, TestFileLimitBinary.
-//   - Every advertised API version round-trips: TestEveryAdvertisedVersionRoundTrips.
+//   - Every advertised API version round-trips, its request naming a
+//     topic, a group and a transactional id, with the authorizer off and
+//     with SASL and the authorizer on (a super user, and a principal with
+//     no ACL), and no handler panics: TestEveryAdvertisedVersionRoundTrips;
+//     the same frames mutated (bytes flipped, lengths 0xff/0x00, cut,
+//     lengthened) never make a handler panic nor a rule meet a request
+//     it cannot read: TestMutatedFramesNoPanic. Both check /metrics
+//     (minibroker_handler_panics_total, minibroker_authz_rule_unreadable_total,
+//     minibroker_request_panics_total), and minibrokertest fails every
+//     test whose broker recovered a handler panic (Broker.Defects).
+//     Negative control: a DeleteTopics handler panicking on purpose
+//     fails the sweep at each of its versions and shows in Defects
+//     (internal/broker, TestNoPanicPropertyNegativeControl); on the
+//     rules before they were typed, the authorizer-on sweep failed at
+//     DeleteTopics v1–v5.
 //   - 1,000 connections stalled mid-TLS or mid-SASL handshake do not stop
 //     other clients: TestHostileHandshakes.
 //   - Bad settings are refused at start (the binary exits having bound
