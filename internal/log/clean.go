@@ -113,6 +113,14 @@ type cleanState struct {
 	cleanMu          sync.Mutex
 	checkpoint       int64 // first dirty offset
 	checkpointLoaded bool
+	// swapMu is held by a swap from before its .swap files become
+	// durable until the old segments are gone, and by every operation
+	// that removes or cuts sealed segments (TruncateTo, DeleteRecords,
+	// retention, TruncateFullyAndStartAt), taken before appendMu. So a
+	// durable .swap never covers segments such an operation changed
+	// meanwhile (recovery would complete it and bring back what was cut).
+	// Appends and reads never take it.
+	swapMu sync.Mutex
 }
 
 var errCleanAborted = errors.New("log: cleaning aborted: the log changed under it")

@@ -133,6 +133,9 @@ func (p *cleanPass) cleanGroup(group []segSnap) error {
 		p.txns.kept = p.txns.kept[:0]
 		lastOfGroup := i == len(group)-1
 		if err := p.cleanSegment(s, g, lastOfGroup); err != nil {
+			if !l.groupIntact(group) {
+				return errCleanAborted // a truncation or retention took the segment while it was read
+			}
 			return err
 		}
 		g.txns = append(g.txns, p.txns.kept...)

@@ -2,6 +2,7 @@ package log
 
 import (
 	"errors"
+	"fmt"
 	"io"
 	"io/fs"
 	"os"
@@ -23,9 +24,11 @@ import (
 //  1. The cleaned group is written as <base>.log.cleaned with its
 //     <base>.index.cleaned, .timeindex.cleaned and .txnindex.cleaned, and
 //     each is fsynced.
-//  2. Each is renamed to .swap, the log last, and the directory fsynced.
-//     From here on the new segment is what the log holds: recovery
-//     completes a swap it finds.
+//  2. Under swapMu (held to the end; truncation, DeleteRecords and
+//     retention take it first), with the group checked intact, each is
+//     renamed to .swap, the log last, and the directory fsynced. From
+//     here on the new segment is what the log holds: recovery completes
+//     a swap it finds.
 //  3. Under the log's locks (appendMu, truncMu for writing so no reader
 //     is inside a file, mu), without an fsync: the old segments are
 //     closed, the files of every old segment but the first removed (log
@@ -101,6 +104,14 @@ func (l *Log) swapIn(group []segSnap, g *groupWriter) error {
 		}
 	}
 	l.cleanStep("cleaned files written")
+	// From here until the old segments are gone no truncation, retention
+	// or DeleteRecords runs (swapMu): the group is checked intact first.
+	l.swapMu.Lock()
+	defer l.swapMu.Unlock()
+	if !l.groupIntact(group) {
+		l.removeCleanFiles(base)
+		return errCleanAborted
+	}
 	// 2. .cleaned → .swap, the log last; then the directory.
 	for _, suf := range segmentSuffixes {
 		if _, ok := files[suf]; !ok && suf != logSuffix {
@@ -127,14 +138,12 @@ func (l *Log) swapIn(group []segSnap, g *groupWriter) error {
 		if err := l.writableLocked(); err != nil {
 			return err
 		}
-		i := slices.Index(l.segments, group[0].seg)
-		if i < 0 || i+len(group) >= len(l.segments) {
-			return errCleanAborted
-		}
-		for j, s := range group {
-			if l.segments[i+j] != s.seg || s.seg.size != s.size {
-				return errCleanAborted
-			}
+		i := l.groupIndexLocked(group)
+		if i < 0 {
+			// swapMu keeps every operation that changes sealed segments
+			// out since the check before the .swap files were made
+			// durable, so this cannot happen.
+			return l.failLocked(fmt.Errorf("%w: cleaned segments changed under a durable swap", ErrStorage))
 		}
 		end := l.segments[i+len(group)].base
 		for j := len(group) - 1; j >= 0; j-- {
@@ -199,6 +208,27 @@ func (l *Log) cleanStep(step string) {
 	if f := l.opts.seams.cleanStep; f != nil {
 		f(step)
 	}
+}
+
+// groupIntact reports whether group's segments are still in the log,
+// consecutive, unchanged and followed by another segment.
+func (l *Log) groupIntact(group []segSnap) bool {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.writableLocked() == nil && l.groupIndexLocked(group) >= 0
+}
+
+func (l *Log) groupIndexLocked(group []segSnap) int {
+	i := slices.Index(l.segments, group[0].seg)
+	if i < 0 || i+len(group) >= len(l.segments) {
+		return -1
+	}
+	for j, s := range group {
+		if l.segments[i+j] != s.seg || s.seg.size != s.size {
+			return -1
+		}
+	}
+	return i
 }
 
 // completeSwaps finishes, at open, what a crash interrupted (see above).

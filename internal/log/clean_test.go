@@ -544,3 +544,55 @@ func TestCompactionWhileAppendingAndReading(t *testing.T) {
 		t.Fatalf("only %d passes cleaned", passes)
 	}
 }
+
+// TestCompactionSwapExcludesTruncation: a truncation (a mirror's) that
+// comes while a cleaned group's .swap files are durable waits for the
+// swap (swapMu): a crash afterwards never completes a swap over segments
+// the truncation cut, so no truncated record comes back.
+func TestCompactionSwapExcludesTruncation(t *testing.T) {
+	const dir = "/data/t-0"
+	mem := errorfs.NewMem()
+	clock := &fixedClock{t: time.UnixMilli(1_000_000)}
+	cfg := compactConfig()
+	opts := Options{FS: mem, Now: clock.now}
+	var l *Log
+	var cut int64
+	truncated := make(chan error, 1)
+	var clones []*errorfs.MemFS
+	opts.seams.cleanStep = func(step string) {
+		switch step {
+		case "swap files durable":
+			if cut == 0 {
+				cut = l.SegmentBaseOffsets()[1] + 2 // inside the log, above the first group
+				go func() { truncated <- l.TruncateTo(cut) }()
+				time.Sleep(20 * time.Millisecond) // it would run now without swapMu
+			}
+		}
+	}
+	l = openTest(t, dir, cfg, opts)
+	fillKeyed(t, l, 150, 20, 1_000_000)
+	if err := l.Flush(); err != nil {
+		t.Fatal(err)
+	}
+	c := NewCleaner(1<<20, 0, nil)
+	if _, err := c.Clean(l, CleanRequest{Now: clock.t, FirstUnstable: l.LogEndOffset()}); err != nil {
+		t.Fatal(err)
+	}
+	if err := <-truncated; err != nil {
+		t.Fatal(err)
+	}
+	clones = append(clones, mem.CrashClone(), processClone(t, mem, dir))
+	l.Close()
+	for i, fsys := range clones {
+		rl, err := Open(dir, cfg, Options{FS: fsys, Now: clock.now})
+		if err != nil {
+			t.Fatal(err)
+		}
+		for off := range logRecords(t, rl) {
+			if off >= cut {
+				t.Fatalf("clone %d: record %d at or past the truncation point %d", i, off, cut)
+			}
+		}
+		rl.Close()
+	}
+}

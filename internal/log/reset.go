@@ -5,6 +5,8 @@ package log
 // leader's log start passed it. A mirror uses it when its source's log
 // start moved past the mirror's log end.
 func (l *Log) TruncateFullyAndStartAt(offset int64) error {
+	l.swapMu.Lock()
+	defer l.swapMu.Unlock()
 	l.truncMu.Lock()
 	defer l.truncMu.Unlock()
 	l.mu.Lock()

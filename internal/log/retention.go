@@ -19,6 +19,8 @@ func (l *Log) TruncateTo(offset int64) error {
 	if offset < 0 {
 		return fmt.Errorf("%w: truncate to %d", ErrOffsetOutOfRange, offset)
 	}
+	l.swapMu.Lock()
+	defer l.swapMu.Unlock()
 	l.appendMu.Lock()
 	defer l.appendMu.Unlock()
 	l.truncMu.Lock()
@@ -174,6 +176,8 @@ func (l *Log) truncateSegmentLocked(s *segment, offset int64) error {
 // DeleteRecordsBefore advances the log start offset to offset (Kafka's
 // DeleteRecords) and deletes the segments wholly below it.
 func (l *Log) DeleteRecordsBefore(offset int64) error {
+	l.swapMu.Lock()
+	defer l.swapMu.Unlock()
 	l.appendMu.Lock()
 	defer l.appendMu.Unlock()
 	l.truncMu.Lock()
@@ -204,6 +208,8 @@ func (l *Log) DeleteRecordsBefore(offset int64) error {
 // or beyond log.retention.bytes (Kafka's deleteRetentionMsBreachedSegments
 // and deleteRetentionSizeBreachedSegments), never the active segment.
 func (l *Log) ApplyRetention() (int, error) {
+	l.swapMu.Lock()
+	defer l.swapMu.Unlock()
 	l.appendMu.Lock()
 	defer l.appendMu.Unlock()
 	l.truncMu.Lock()
