@@ -46,7 +46,7 @@ func freePort() (int, error) {
 // startBroker runs bin with listeners on free loopback ports; sasl adds a
 // SASL_PLAINTEXT listener (PLAIN users admin, alice, bob) with the
 // authorizer on and admin a super user, instead of PLAINTEXT.
-func startBroker(bin, tmp, name string, sasl bool) (*brokerProc, error) {
+func startBroker(bin, tmp, name string, sasl bool, extra ...string) (*brokerProc, error) {
 	kport, err := freePort()
 	if err != nil {
 		return nil, err
@@ -69,6 +69,9 @@ func startBroker(bin, tmp, name string, sasl bool) (*brokerProc, error) {
 			"--set", "authorizer.class.name=org.apache.kafka.metadata.authorizer.StandardAuthorizer")
 	} else {
 		args = append(args, "--listen", fmt.Sprintf("127.0.0.1:%d", kport))
+	}
+	for _, kv := range extra {
+		args = append(args, "--set", kv)
 	}
 	p := &brokerProc{name: name, logPath: filepath.Join(tmp, name+".log"), exited: make(chan struct{})}
 	logFile, err := os.Create(p.logPath)

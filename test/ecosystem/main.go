@@ -64,7 +64,7 @@ func main() {
 		os.Exit(2)
 	}
 	defer b.stop()
-	env := &env{s: s, plain: a, sasl: b}
+	env := &env{s: s, plain: a, sasl: b, brokerBin: *brokerBin}
 
 	var match *regexp.Regexp
 	if *only != "" {
@@ -79,6 +79,9 @@ func main() {
 	env.brokerHealth()
 	a.stop()
 	b.stop()
+	for _, p := range env.extra {
+		p.stop()
+	}
 
 	table := s.table()
 	fmt.Println(table)
@@ -99,9 +102,11 @@ func main() {
 
 // env is what a suite gets: the session and both brokers.
 type env struct {
-	s     *session
-	plain *brokerProc
-	sasl  *brokerProc
+	s         *session
+	plain     *brokerProc
+	sasl      *brokerProc
+	brokerBin string
+	extra     []*brokerProc // brokers a suite started, checked at the end
 }
 
 type suite struct {
@@ -116,6 +121,7 @@ var suites = []suite{
 	{"kafkactl", kafkactlSuite},
 	{"kadm", kadmSuite},
 	{"burrow", burrowSuite},
+	{"burrow", burrowKafka39Suite},
 	{"unavailable", unavailableSuite},
 }
 
@@ -133,8 +139,8 @@ func unavailableSuite(e *env) {
 // brokerHealth: the brokers still run and recovered no panic (their logs
 // and minibroker_request_panics_total).
 func (e *env) brokerHealth() {
-	for _, p := range []*brokerProc{e.plain, e.sasl} {
-		e.s.check("minibroker", fmt.Sprintf("%s broker: still running, no recovered panic (log, /metrics)", p.name), func() error {
+	for _, p := range append([]*brokerProc{e.plain, e.sasl}, e.extra...) {
+		e.s.check("minibroker", fmt.Sprintf("%s broker: still running, no recovered panic, no unreadable authz rule (log, /metrics)", p.name), func() error {
 			if err := p.alive(); err != nil {
 				return err
 			}
@@ -145,6 +151,10 @@ func (e *env) brokerHealth() {
 			lines := p.panicLines()
 			if n > 0 || len(lines) > 0 {
 				return fmt.Errorf("%v panics recovered (minibroker_request_panics_total); the log: %s", n, strings.Join(lines, "; "))
+			}
+			// A request an authorization rule could not read is a bug too.
+			if u, err := p.metric("minibroker_authz_rule_unreadable_total"); err == nil && u > 0 {
+				return fmt.Errorf("%v requests an authorization rule could not read (minibroker_authz_rule_unreadable_total)", u)
 			}
 			return nil
 		})

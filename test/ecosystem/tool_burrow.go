@@ -128,8 +128,23 @@ func (e *env) lagFixture(topic, group string, n, lag int) error {
 // needs a ZooKeeper for its own coordination, so Debian's zookeeper runs
 // beside it. Its kafka consumer module reads committed offsets from
 // __consumer_offsets, as it does against Kafka.
-func burrowSuite(e *env) {
-	const tool = "Burrow"
+func burrowSuite(e *env) { burrowRun(e, "Burrow") }
+
+// burrowKafka39Suite: Burrow 1.2 as its users would run it against
+// minibroker, with the broker serving Kafka 3.9's version ranges
+// (client.protocol.version=3.9) for its old sarama.
+func burrowKafka39Suite(e *env) {
+	const tool = "Burrow (broker at client.protocol.version=3.9)"
+	k39, err := startBroker(e.brokerBin, e.s.tmp, "kafka39", false, "client.protocol.version=3.9")
+	if err != nil {
+		e.s.add(row{Tool: tool, Command: "start a broker with client.protocol.version=3.9", Result: resultFail, Detail: err.Error()})
+		return
+	}
+	e.extra = append(e.extra, k39)
+	burrowRun(&env{s: e.s, plain: k39, sasl: e.sasl, brokerBin: e.brokerBin}, tool)
+}
+
+func burrowRun(e *env, tool string) {
 	burrow := e.s.lookTool("Burrow")
 	if burrow == "" {
 		e.s.skip(tool, "all commands", "burrow is not installed")
