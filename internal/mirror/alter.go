@@ -63,27 +63,38 @@ func (m *Manager) AlterSourceConfig(name string, settings map[string]string) err
 		return fmt.Errorf("%w: %s", ErrNotFound, name) // deleted or closing meanwhile
 	default:
 	}
-	restarted := 0
+	// The restarts are persisted before their fetchers start.
+	var ks []tp
 	for topic, ts := range rt.spec.Topics {
-		parts := m.local.Partitions(topic)
-		for idx, rec := range ts.Partitions {
-			if rec.SecurityFailure {
-				if next, err := transition(rec.State, EvRestart); err == nil {
-					rec.State, rec.Reason, rec.SecurityFailure = next, "", false
-					restarted++
-				}
-			}
-			if int(idx) >= len(parts) || rec.State == Stopping || !rec.State.active() {
-				continue
-			}
-			m.startFetcherLocked(rt, topic, idx, parts[idx], rec.State == Paused)
+		for idx := range ts.Partitions {
+			ks = append(ks, tp{topic, idx})
 		}
 	}
-	if restarted > 0 {
+	snap := snapshotLocked(rt, ks)
+	restarted := 0
+	for _, k := range ks {
+		rec := rt.spec.Topics[k.topic].Partitions[k.partition]
+		if rec.SecurityFailure {
+			if next, _, err := step(*rec, coreEvent{Kind: EvRestart}); err == nil {
+				*rec = next
+				restarted++
+			}
+		}
+	}
+	serr := m.saveOrRestoreLocked(snap)
+	for _, k := range ks {
+		rec := rt.spec.Topics[k.topic].Partitions[k.partition]
+		parts := m.local.Partitions(k.topic)
+		if int(k.partition) >= len(parts) || rec.State == Stopping || !rec.State.active() {
+			continue
+		}
+		m.startFetcherLocked(rt, k.topic, k.partition, parts[k.partition], rec.State == Paused)
+	}
+	if restarted > 0 && serr == nil {
 		m.logger.Info("restarting partitions that failed on the source's security", zap.String("mirror", name),
 			zap.Int("partitions", restarted))
 	}
-	return m.saveLocked()
+	return serr
 }
 
 // SourceConfigDiffers reports whether a mirror's source settings differ

@@ -7,8 +7,6 @@ import (
 	"strings"
 
 	"go.uber.org/zap"
-
-	"github.com/minibroker/minibroker/internal/partition"
 )
 
 // Guarded failback. Starting a mirror into a partition whose local log
@@ -272,25 +270,51 @@ func (m *Manager) startPlanned(rt *runtime, plan *topicStart) error {
 	if ts.TopicID == "" || m.opts.TestHooks.SkipTopicIDCheck() {
 		ts.TopicID = topicIDString(info.ID)
 	}
+	// The core's start for each partition: read-only first (a
+	// restriction), then persisted, then its fetcher. A failed save puts
+	// the records back and the modes as they derive from them.
 	var started []int32
+	var ks []tp
 	for idx := int32(0); idx < int32(len(info.Partitions)) && int(idx) < len(parts); idx++ {
-		from := NoState
-		if rec := ts.Partitions[idx]; rec != nil {
-			from = rec.State
+		ks = append(ks, tp{topic, idx})
+	}
+	snap := snapshotLocked(rt, ks)
+	added := map[int32]bool{}
+	for idx := int32(0); idx < int32(len(info.Partitions)) && int(idx) < len(parts); idx++ {
+		rec := partitionRecord{State: NoState, LastMirroredOffset: -1, BarrierOffset: -1}
+		if r := ts.Partitions[idx]; r != nil {
+			rec = *r
 		}
-		next, err := transition(from, EvStart)
+		next, _, err := step(rec, coreEvent{Kind: EvStart, Approval: plan.approvals[idx]})
 		if err != nil {
 			continue // already mirroring
 		}
-		ts.Partitions[idx] = &partitionRecord{State: next, LastMirroredOffset: -1, BarrierOffset: -1,
-			AllowTruncate: plan.approvals[idx]}
-		parts[idx].SetMode(partition.Mirrored, rt.spec.Name)
+		if ts.Partitions[idx] == nil {
+			added[idx] = true
+			ts.Partitions[idx] = &partitionRecord{}
+		}
+		*ts.Partitions[idx] = next
+		setMode(parts[idx], next.State, rt.spec.Name)
 		started = append(started, idx)
 	}
-	if err := m.saveLocked(); err != nil {
+	if err := m.saveOrRestoreLocked(snap); err != nil {
+		for idx := range added {
+			delete(ts.Partitions, idx)
+		}
+		for _, idx := range started {
+			state := NoState
+			if r := ts.Partitions[idx]; r != nil {
+				state = r.State
+			}
+			setMode(parts[idx], state, rt.spec.Name)
+		}
 		return err
 	}
 	for _, idx := range started {
+		if t := rt.retries[tp{topic, idx}]; t != nil { // disarm-retry
+			t.Stop()
+			delete(rt.retries, tp{topic, idx})
+		}
 		m.startFetcherLocked(rt, topic, idx, parts[idx], false)
 	}
 	m.logger.Info("mirroring topic", zap.String("mirror", rt.spec.Name), zap.String("topic", topic),

@@ -227,12 +227,8 @@ func (f *fetcher) run() {
 		}
 		if err := f.m.setRecord(f.rt, f.k, func(r *partitionRecord) {
 			// Refused unless still PREPARING (a stop may have begun).
-			next, err := transition(r.State, EvPrepared)
-			if err == nil && f.paused() {
-				next, err = transition(next, EvPause)
-			}
-			if err == nil {
-				r.State, r.AllowTruncate = next, nil
+			if next, _, err := step(*r, coreEvent{Kind: EvPrepared, Paused: f.paused()}); err == nil {
+				*r = next
 			}
 		}); err != nil {
 			// Still PREPARING (the record is put back): prepare again
@@ -382,15 +378,17 @@ func (f *fetcher) state() State {
 func (m *Manager) fail(rt *runtime, k tp, err error) error {
 	m.logger.Error("mirror partition failed", zap.String("mirror", rt.spec.Name), zap.String("topic", k.topic),
 		zap.Int32("partition", k.partition), zap.Error(err))
+	// A refused truncation is the operator's to decide (start again with
+	// --allow-truncate); other failures come from the source's settings,
+	// which AlterSourceConfig restarts.
+	kind := failSecurity
+	if isTruncateRefused(err) {
+		kind = failTruncateRefused
+	}
 	return m.setRecord(rt, k, func(r *partitionRecord) {
 		// Refused in STOPPING (the failover goes on), and once stopped or failed.
-		if next, terr := transition(r.State, EvFail); terr == nil {
-			r.State, r.Reason = next, err.Error()
-			// A refused truncation is the operator's to decide (start
-			// again with --allow-truncate); other failures come from the
-			// source's settings, which AlterSourceConfig restarts.
-			r.SecurityFailure = !isTruncateRefused(err)
-			r.AllowTruncate = nil
+		if next, _, terr := step(*r, coreEvent{Kind: EvFail, Fail: kind, Reason: err.Error()}); terr == nil {
+			*r = next
 		}
 	})
 }

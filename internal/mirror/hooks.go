@@ -87,4 +87,9 @@ type knobs struct {
 	// it appends for a partition: a test holds one partition's append there
 	// (as an fsync that takes long would) to see what waits for it.
 	appendGate func(topic string, partition int32)
+	// persistLast and barrierFirst break the core's two ordering rules
+	// (core.go), for the negative controls of core_test.go: persistLast
+	// applies a step's persist after its other effects; barrierFirst
+	// writes STOPPING's barrier before the truncation to the LSO.
+	persistLast, barrierFirst bool
 }

@@ -114,12 +114,11 @@ func (m *Manager) failIdentity(rt *runtime, topic string, err error) error {
 	var failed []tp
 	for _, k := range ks {
 		rec := rt.spec.Topics[k.topic].Partitions[k.partition]
-		next, terr := transition(rec.State, EvFail)
+		next, _, terr := step(*rec, coreEvent{Kind: EvFail, Fail: failIdentity, Reason: err.Error()})
 		if terr != nil {
 			continue // STOPPING goes on; STOPPED and FAILED stay
 		}
-		rec.State, rec.Reason = next, err.Error()
-		rec.SecurityFailure, rec.Retriable = false, false
+		*rec = next
 		failed = append(failed, k)
 	}
 	if serr := m.saveOrRestoreLocked(snap); serr != nil {

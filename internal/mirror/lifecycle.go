@@ -5,35 +5,13 @@ import (
 	"fmt"
 )
 
-// The mirror lifecycle of one partition, as a pure transition function:
-// state + event → next state, or an error naming the refused transition.
-// No goroutines, no I/O, no clock (as coordinator/group_core.go and raft's
-// RawNode): the Manager, its fetchers and STOPPING change a partition's
-// state only through transition, and persist the result in the state log.
-//
-//	   start (no record, STOPPED, FAILED)
-//	            │
-//	            ▼         prepared
-//	       PREPARING ─────────────────▶ MIRRORING ◀──┐
-//	        │  ▲  │ pause (stays:                │  │ resume
-//	        │  │  │ the fetcher remembers        │  │
-//	        │  │  │ it; resume stays and   pause ▼  │
-//	        │  │  │ cancels it)                     │
-//	        │  │  └─────────────────────────────▶ PAUSED
-//	        │  │ restart                        (prepared while
-//	        │  │ (new source settings)           paused: PREPARING
-//	  fail  │  │                                 → MIRRORING → PAUSED)
-//	        ▼  │
-//	       FAILED ◀──── fail ──── MIRRORING, PAUSED
-//	        │
-//	        │ stop (also from PREPARING, MIRRORING, PAUSED, and
-//	        ▼       STOPPING again: a failover resumed after a crash)
-//	       STOPPING ──── stopped ────▶ STOPPED (writable; start again
-//	                                            to mirror anew)
-//
-// Every other pair is refused. Callers rely on refusals: a fetcher that
-// finishes PREPARING after a stop began, or fails after it, changes
-// nothing, because prepared and fail are refused in STOPPING.
+// The mirror lifecycle's states and events, and the table of the legal
+// pairs (transition). The core (core.go, with the lifecycle's diagram)
+// owns the whole record and the effects of each event; it reads this
+// table for the state each event leads to, and refuses every other pair.
+// Callers rely on refusals: a fetcher that finishes PREPARING after a
+// stop began, or fails after it, changes nothing, because prepared and
+// fail are refused in STOPPING.
 
 // Event is what happens to a mirrored partition.
 type Event string

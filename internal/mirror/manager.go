@@ -207,6 +207,9 @@ func (m *Manager) resume(spec *mirrorSpec) error {
 	m.mu.Lock()
 	m.mirrors[spec.Name] = rt
 	m.mu.Unlock()
+	// The core's recover for every record: the partition's mode from its
+	// state, its fetcher, its retry; a STOPPING one goes on with its
+	// failover (stopPartitions takes it from the first step not done).
 	var stopping []tp
 	for topic, ts := range spec.Topics {
 		parts := m.local.Partitions(topic)
@@ -214,18 +217,21 @@ func (m *Manager) resume(spec *mirrorSpec) error {
 			if int(idx) >= len(parts) {
 				return fmt.Errorf("mirror %s: %s-%d in %s but not on disk", spec.Name, topic, idx, mirrorStateFile)
 			}
-			p := parts[idx]
-			switch {
-			case rec.State == Stopping:
-				p.SetMode(partition.Mirrored, spec.Name)
-				stopping = append(stopping, tp{topic, idx})
-			case rec.State.active() || rec.State == Failed:
-				p.SetMode(partition.Mirrored, spec.Name)
-				if rec.State != Failed {
-					m.startFetcher(rt, topic, idx, p, rec.State == Paused)
+			p, k := parts[idx], tp{topic, idx}
+			_, effs, _ := step(*rec, coreEvent{Kind: EvRecover})
+			for _, e := range effs {
+				switch e.Kind {
+				case effSetMode:
+					applyMode(p, e.Mode, spec.Name)
+				case effStartFetcher:
+					m.startFetcher(rt, topic, idx, p, e.Paused)
+				case effArmRetry:
+					m.mu.Lock()
+					m.scheduleRetryLocked(rt, k, time.Until(time.UnixMilli(e.At)))
+					m.mu.Unlock()
+				case effFindLSO, effClampGroups:
+					stopping = append(stopping, k)
 				}
-			default:
-				p.SetMode(partition.Writable, "")
 			}
 		}
 	}
@@ -235,9 +241,6 @@ func (m *Manager) resume(spec *mirrorSpec) error {
 			return err
 		}
 	}
-	m.mu.Lock()
-	m.resumeRetriesLocked(rt)
-	m.mu.Unlock()
 	m.startRefresher(rt)
 	return nil
 }
@@ -578,13 +581,13 @@ func (m *Manager) setPaused(name string, topics []string, paused bool) error {
 	var changed []tp
 	for _, k := range tps {
 		rec := rt.spec.Topics[k.topic].Partitions[k.partition]
-		next, err := transition(rec.State, ev)
+		// A pause or resume in PREPARING stays there: the fetcher
+		// remembers it and applies it once prepared.
+		next, _, err := step(*rec, coreEvent{Kind: ev})
 		if err != nil {
 			continue
 		}
-		// A pause or resume in PREPARING stays there: the fetcher
-		// remembers it and applies it once prepared.
-		rec.State = next
+		*rec = next
 		changed = append(changed, k)
 	}
 	// Persisted before the fetchers act on it.

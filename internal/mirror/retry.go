@@ -2,7 +2,6 @@ package mirror
 
 import (
 	"errors"
-	"fmt"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kerr"
@@ -55,11 +54,12 @@ func isRetriableFailure(err error) bool {
 // retryBackoff is the wait before retry number streak (1-based) of a
 // consecutive run: initial·2^(streak-1), at most max.
 func retryBackoff(s *Settings, streak int) time.Duration {
-	d := s.FailedRetryInitialBackoff
-	for i := 1; i < streak && d < s.FailedRetryMaxBackoff; i++ {
-		d *= 2
-	}
-	return min(d, s.FailedRetryMaxBackoff)
+	return retryBackoffOf(retryPolicyOf(s), streak)
+}
+
+// retryPolicyOf is the part of the settings the core's fail reads.
+func retryPolicyOf(s *Settings) retryPolicy {
+	return retryPolicy{Initial: s.FailedRetryInitialBackoff, Max: s.FailedRetryMaxBackoff, MaxAttempts: s.FailedRetryMaxAttempts}
 }
 
 // failRetriable moves a partition to FAILED for a retriable reason and
@@ -67,31 +67,28 @@ func retryBackoff(s *Settings, streak int) time.Duration {
 // answers the error of persisting FAILED: the record is then as before and
 // no retry is armed.
 func (m *Manager) failRetriable(rt *runtime, k tp, err error) error {
-	s := rt.settings()
-	var at time.Time
 	m.mu.Lock()
 	rec := rt.spec.Topics[k.topic].Partitions[k.partition]
-	next, terr := transition(rec.State, EvFail)
+	next, effs, terr := step(*rec, coreEvent{Kind: EvFail, Fail: failRetriable, Reason: err.Error(),
+		Now: time.Now().UnixMilli(), Retry: retryPolicyOf(rt.settings())})
 	if terr != nil { // STOPPING goes on; STOPPED and FAILED stay
 		m.mu.Unlock()
 		return nil
 	}
 	snap := snapshotLocked(rt, []tp{k})
-	rec.State, rec.SecurityFailure, rec.AllowTruncate, rec.Retriable = next, false, nil, true
-	rec.Reason, rec.RetryAt = err.Error(), 0
-	if rec.FailStreak < s.FailedRetryMaxAttempts {
-		at = time.Now().Add(retryBackoff(s, rec.FailStreak+1))
-		rec.RetryAt = at.UnixMilli()
-	} else {
-		rec.Reason += fmt.Sprintf("; not retried again after %d retries in a row (%s)", rec.FailStreak, SettingFailedRetryMaxAttempts)
-	}
+	*rec = next
 	if serr := m.saveOrRestoreLocked(snap); serr != nil {
 		m.mu.Unlock()
 		return serr
 	}
-	if !at.IsZero() {
-		m.scheduleRetryLocked(rt, k, time.Until(at))
+	var at time.Time
+	for _, e := range effs {
+		if e.Kind == effArmRetry {
+			at = time.UnixMilli(e.At)
+			m.scheduleRetryLocked(rt, k, time.Until(at))
+		}
 	}
+	// stop-fetcher: the fetcher that called this exits on its own.
 	m.mu.Unlock()
 	m.logger.Warn("mirror partition failed; retrying later", zap.String("mirror", rt.spec.Name), zap.String("topic", k.topic),
 		zap.Int32("partition", k.partition), zap.Error(err), zap.Time("retry_at", at))
@@ -132,21 +129,16 @@ func (m *Manager) retry(rt *runtime, k tp) {
 		return
 	}
 	rec := ts.Partitions[k.partition]
-	if rec.State != Failed || !rec.Retriable || rec.RetryAt == 0 {
-		return // stopped, restarted or altered meanwhile
-	}
-	next, err := transition(rec.State, EvRestart)
+	next, _, err := step(*rec, coreEvent{Kind: EvRetryDue})
 	if err != nil {
-		return
+		return // stopped, restarted or altered meanwhile
 	}
 	parts := m.local.Partitions(k.topic)
 	if int(k.partition) >= len(parts) {
 		return
 	}
 	snap := snapshotLocked(rt, []tp{k})
-	rec.State, rec.RetryAt, rec.Retriable = next, 0, false
-	rec.Retries++
-	rec.FailStreak++
+	*rec = next
 	if err := m.saveOrRestoreLocked(snap); err != nil {
 		// Still FAILED, waiting for its retry: try again later.
 		d := rt.settings().FailedRetryInitialBackoff
@@ -163,18 +155,6 @@ func (m *Manager) retry(rt *runtime, k tp) {
 	}
 }
 
-// resumeRetriesLocked re-arms the retries of a mirror's partitions that
-// were waiting for one when the broker stopped; m.mu held.
-func (m *Manager) resumeRetriesLocked(rt *runtime) {
-	for topic, ts := range rt.spec.Topics {
-		for idx, rec := range ts.Partitions {
-			if rec.State == Failed && rec.Retriable && rec.RetryAt > 0 {
-				m.scheduleRetryLocked(rt, tp{topic, idx}, time.Until(time.UnixMilli(rec.RetryAt)))
-			}
-		}
-	}
-}
-
 // appended is called by the broker loop's appender after a fetch answer
 // for f was applied, holding no lock. After a retry, it ends the
 // partition's streak of failures (the next failure waits the initial
@@ -188,7 +168,11 @@ func (f *fetcher) appended() {
 	if !f.retried.Load() {
 		return
 	}
-	if err := f.m.setRecord(f.rt, f.k, func(r *partitionRecord) { r.FailStreak = 0 }); err != nil {
+	if err := f.m.setRecord(f.rt, f.k, func(r *partitionRecord) {
+		if next, _, err := step(*r, coreEvent{Kind: EvFetchOK}); err == nil {
+			*r = next
+		}
+	}); err != nil {
 		f.logger().Warn("persisting the end of a failure streak", zap.Error(err))
 		return
 	}
