@@ -106,3 +106,14 @@ func runAuthzBench(r *report) error {
 	r.authzCmd, r.authz, r.authzTook = cmdline, lines, time.Since(t0)
 	return err
 }
+
+// runQuotaBench runs the client quota benchmarks
+// (test/integration/quotas_bench_test.go): a quota'd producer and
+// consumer beside unquota'd ones on one broker.
+func runQuotaBench(r *report) error {
+	t0 := time.Now()
+	cmdline, lines, err := runGoTestBench(nil, "test", "-run", "^$", "-bench", "ClientQuota", "-benchtime", "1x",
+		"-count", "1", "-timeout", "20m", "./test/integration")
+	r.quotasCmd, r.quotas, r.quotasTook = cmdline, lines, time.Since(t0)
+	return err
+}

@@ -293,6 +293,14 @@
 //     restart: TestClientQuotasAdmin. Precedence, Kafka's eight levels, and
 //     the file surviving a crash (negative control: no fsync) are unit
 //     tests (internal/quota, TestPrecedence, TestStoreSurvivesCrash).
+//   - Which quota a kgo producer meets follows Kafka's precedence, and the
+//     throttles show in /metrics per sensor:
+//     TestClientQuotaPrecedenceEnforced. KIP-219 end to end on a bare
+//     connection (throttle_time_ms at once, the next request only after
+//     it): TestClientQuotaMutesConnection. request_percentage:
+//     TestClientQuotaRequestPercentage. Before CreateTopics v6 the
+//     mutation quota throttles and does not refuse:
+//     TestClientQuotaMutationPermissive.
 //   - Enforced, each with enforcement off as its negative control, are
 //     unit tests with kgo/kadm on real brokers (internal/broker,
 //     TestProducerByteRateEnforced, TestConsumerByteRateEnforced,
