@@ -20,7 +20,11 @@ import (
 // not being cleaned (the highest dirty ratio at or above its
 // min.cleanable.dirty.ratio, or any past max.compaction.lag.ms), clean it,
 // and sleep log.cleaner.backoff.ms when there is none. A topic config
-// change wakes them at once. The cleaning itself is
+// change wakes them at once. A partition whose pass fails is marked
+// uncleanable and skipped until the broker restarts (Kafka's
+// markPartitionUncleanable): retrying it every backoff would reread its
+// dirty section forever and, as its dirty ratio only grows, starve every
+// other compacted partition. The cleaning itself is
 // partition.Clean → internal/log's Cleaner (docs/COMPACTION.md).
 
 type cleanerManager struct {
@@ -32,7 +36,9 @@ type cleanerManager struct {
 
 	mu         sync.Mutex // guards the fields below
 	inProgress map[*partition.Partition]bool
-	stats      cleanerStats
+	// uncleanable: partitions whose pass failed, skipped until restart.
+	uncleanable map[*partition.Partition]bool
+	stats       cleanerStats
 }
 
 // cleanerStats are Kafka's LogCleaner metrics.
@@ -56,7 +62,7 @@ func newCleanerManager(b *Broker) *cleanerManager {
 	return &cleanerManager{b: b, threads: int(b.cfg.Int64("log.cleaner.threads")),
 		backoff:  time.Duration(b.cfg.Int64("log.cleaner.backoff.ms")) * time.Millisecond,
 		throttle: mlog.NewThrottler(rate), wake: make(chan struct{}, 1),
-		inProgress: map[*partition.Partition]bool{}}
+		inProgress: map[*partition.Partition]bool{}, uncleanable: map[*partition.Partition]bool{}}
 }
 
 // start runs the cleaner threads until b.stop closes.
@@ -115,6 +121,7 @@ func (m *cleanerManager) run(c *mlog.Cleaner) {
 func (m *cleanerManager) grabFilthiest() *partition.Partition {
 	var best *partition.Partition
 	bestRatio, maxDirty := -1.0, 0.0
+	seen := map[*partition.Partition]bool{} // compacted partitions still served
 	for _, name := range m.b.TopicNames() {
 		t, ok := m.b.Topic(name)
 		if !ok {
@@ -122,6 +129,13 @@ func (m *cleanerManager) grabFilthiest() *partition.Partition {
 		}
 		for _, p := range m.b.partitions(t) {
 			if !p.Compacted() {
+				continue
+			}
+			seen[p] = true
+			m.mu.Lock()
+			skip := m.uncleanable[p]
+			m.mu.Unlock()
+			if skip {
 				continue
 			}
 			ca, err := p.Cleanable()
@@ -146,6 +160,11 @@ func (m *cleanerManager) grabFilthiest() *partition.Partition {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	m.stats.maxDirtyPercent = 100 * maxDirty
+	for p := range m.uncleanable {
+		if !seen[p] {
+			delete(m.uncleanable, p) // its topic was deleted
+		}
+	}
 	if best != nil {
 		if m.inProgress[best] {
 			return nil
@@ -163,7 +182,9 @@ func (m *cleanerManager) clean(c *mlog.Cleaner, p *partition.Partition) bool {
 	m.stats.lastRun = time.Now()
 	if err != nil {
 		m.stats.errors++
-		m.b.logger.Warn("log cleaner", zap.String("dir", p.Dir()), zap.Error(err))
+		m.uncleanable[p] = true
+		m.b.logger.Error("log cleaner: pass failed; the partition is uncleanable until the broker restarts",
+			zap.String("dir", p.Dir()), zap.Error(err))
 		return false
 	}
 	if !st.Cleaned {
@@ -190,13 +211,14 @@ var (
 	descCleanerWritten    = prometheus.NewDesc("minibroker_log_cleaner_bytes_written_total", "Bytes the cleaner wrote into cleaned segments.", nil, nil)
 	descCleanerPasses     = prometheus.NewDesc("minibroker_log_cleaner_passes_total", "Cleaning passes that rewrote segments.", nil, nil)
 	descCleanerErrors     = prometheus.NewDesc("minibroker_log_cleaner_errors_total", "Cleaning passes that failed.", nil, nil)
+	descCleanerUnclean    = prometheus.NewDesc("minibroker_log_cleaner_uncleanable_partitions", "Kafka's uncleanable-partitions-count: partitions a failed pass left uncleanable until restart.", nil, nil)
 )
 
 type cleanerCollector struct{ m *cleanerManager }
 
 func (c cleanerCollector) Describe(ch chan<- *prometheus.Desc) {
 	for _, d := range []*prometheus.Desc{descCleanerMaxDirty, descCleanerRecopy, descCleanerMaxTime, descCleanerBufferUtil,
-		descCleanerSinceLast, descCleanerRead, descCleanerWritten, descCleanerPasses, descCleanerErrors} {
+		descCleanerSinceLast, descCleanerRead, descCleanerWritten, descCleanerPasses, descCleanerErrors, descCleanerUnclean} {
 		ch <- d
 	}
 }
@@ -204,6 +226,7 @@ func (c cleanerCollector) Describe(ch chan<- *prometheus.Desc) {
 func (c cleanerCollector) Collect(ch chan<- prometheus.Metric) {
 	c.m.mu.Lock()
 	s := c.m.stats
+	unclean := len(c.m.uncleanable)
 	c.m.mu.Unlock()
 	since := -1.0
 	if !s.lastRun.IsZero() {
@@ -222,4 +245,5 @@ func (c cleanerCollector) Collect(ch chan<- prometheus.Metric) {
 	k(descCleanerWritten, s.bytesWritten)
 	k(descCleanerPasses, s.passes)
 	k(descCleanerErrors, s.errors)
+	g(descCleanerUnclean, float64(unclean))
 }

@@ -382,4 +382,7 @@
 //     cleaned, nothing kept lost (internal/log, TestCompactionCrashMatrix);
 //     negative control: the cleaned files unsynced
 //     (internal/log, TestCompactionCrashMatrixWithoutSync).
+//   - A partition whose cleaning fails is marked uncleanable until
+//     restart, so other compacted topics are still cleaned and the pass
+//     is not rerun every backoff: TestCompactionUncleanablePartition.
 package integration
