@@ -68,9 +68,11 @@ type Manager struct {
 
 	view atomic.Pointer[view]
 
-	mu      sync.Mutex // guards sensors and ips
+	mu      sync.Mutex // guards sensors, ips and lastSweep; taken before a sensor's mu
 	sensors map[sensorKey]*sensor
 	ips     map[string]*sensor
+	// lastSweep: when sweepLocked last dropped idle sensors.
+	lastSweep time.Time
 }
 
 // view is the quotas as the sensors read them, rebuilt on each change.
@@ -213,11 +215,45 @@ func (m *Manager) sensorFor(t Type, user, clientID string) (*sensor, float64) {
 	m.mu.Lock()
 	s := m.sensors[k]
 	if s == nil {
-		s = &sensor{}
+		now := m.now()
+		m.sweepLocked(now)
+		s = &sensor{used: now}
 		m.sensors[k] = s
 	}
 	m.mu.Unlock()
 	return s, bound
+}
+
+// sweepEvery is how often a new sensor also sweeps the idle ones (Kafka's
+// ExpireSensorTask runs every 30 s).
+const sweepEvery = 30 * time.Second
+
+// sweepLocked drops the sensors unused for inactiveExpiry, at most once
+// every sweepEvery, so a client that makes up a new client id per
+// request leaves memory bounded by what one hour of such requests adds,
+// whether or not anyone scrapes /metrics. One pass, under m.mu.
+func (m *Manager) sweepLocked(now time.Time) {
+	if now.Sub(m.lastSweep) < sweepEvery {
+		return
+	}
+	m.lastSweep = now
+	for k, s := range m.sensors {
+		if s.idle(now) {
+			delete(m.sensors, k)
+		}
+	}
+	for ip, s := range m.ips {
+		if s.idle(now) {
+			delete(m.ips, ip)
+		}
+	}
+}
+
+// idle reports whether s has been unused for inactiveExpiry.
+func (s *sensor) idle(now time.Time) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return now.Sub(s.used) > inactiveExpiry
 }
 
 // Record records v (bytes, or percent of a thread's second) for
@@ -378,7 +414,8 @@ func (m *Manager) ConnectionThrottle(ip string) time.Duration {
 	m.mu.Lock()
 	s := m.ips[ip]
 	if s == nil {
-		s = &sensor{}
+		m.sweepLocked(now)
+		s = &sensor{used: now}
 		m.ips[ip] = s
 	}
 	m.mu.Unlock()

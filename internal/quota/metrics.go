@@ -57,8 +57,7 @@ func (m *Manager) Collect(ch chan<- prometheus.Metric) {
 	for _, r := range rows {
 		r.s.mu.Lock()
 		if now.Sub(r.s.used) > inactiveExpiry {
-			r.s.mu.Unlock()
-			m.expire(r.s)
+			r.s.mu.Unlock() // idle: not reported; sweepLocked drops it
 			continue
 		}
 		rate := r.s.rate.measure(r.w, now)
@@ -71,21 +70,5 @@ func (m *Manager) Collect(ch chan<- prometheus.Metric) {
 		}
 		ch <- prometheus.MustNewConstMetric(descThrottleTime, prometheus.CounterValue, total.Seconds(), labels...)
 		ch <- prometheus.MustNewConstMetric(descThrottled, prometheus.CounterValue, float64(count), labels...)
-	}
-}
-
-// expire removes an idle sensor.
-func (m *Manager) expire(s *sensor) {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	for k, v := range m.sensors {
-		if v == s {
-			delete(m.sensors, k)
-		}
-	}
-	for k, v := range m.ips {
-		if v == s {
-			delete(m.ips, k)
-		}
 	}
 }

@@ -3,6 +3,7 @@ package quota
 import (
 	"errors"
 	"math"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -347,5 +348,39 @@ func TestStoreWriteFailure(t *testing.T) {
 	}
 	if _, ok := m.Quota(Produce, "a", "c"); ok {
 		t.Fatal("a change that was not saved is enforced")
+	}
+}
+
+// Idle sensors are dropped without a /metrics scrape: a client making up a
+// client id per request (each one a sensor once any quota of the type
+// exists) leaves, an hour later, only what it still uses; the same for
+// connections from many addresses. Seen failing with sweepLocked's calls
+// removed (temporary edit): 2001 sensors and 1001 addresses left.
+func TestIdleSensorsSwept(t *testing.T) {
+	now := time.Unix(1000, 0)
+	s := openMem(t, errorfs.NewMem())
+	m := NewManager(DefaultConfig(), s, func() time.Time { return now })
+	mustAlter(t, s, set([]Part{user("someone")}, ProducerByteRate, 100.0),
+		Alteration{Parts: []Part{{Type: TypeIP}}, Ops: []Op{{Key: ConnectionCreationRate, Value: 1e6}}})
+	for i := range 2000 {
+		m.Record(Produce, "anon", "client-"+strconv.Itoa(i), 10)
+		if i < 1000 {
+			m.ConnectionThrottle("10.0.0." + strconv.Itoa(i))
+		}
+		now = now.Add(time.Millisecond)
+	}
+	count := func() (int, int) {
+		m.mu.Lock()
+		defer m.mu.Unlock()
+		return len(m.sensors), len(m.ips)
+	}
+	if n, ips := count(); n != 2000 || ips != 1000 {
+		t.Fatalf("%d sensors, %d addresses; want 2000, 1000 while in use", n, ips)
+	}
+	now = now.Add(inactiveExpiry + time.Minute)
+	m.Record(Produce, "anon", "one-more", 10)
+	m.ConnectionThrottle("10.0.1.1")
+	if n, ips := count(); n != 1 || ips != 1 {
+		t.Fatalf("an hour idle: %d sensors, %d addresses left; want 1 and 1", n, ips)
 	}
 }
