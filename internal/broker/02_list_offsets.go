@@ -121,7 +121,7 @@ func legacyListOffsets(p *partition.Partition, rp kmsg.ListOffsetsRequestTopicPa
 	switch rp.Timestamp {
 	case -1:
 	case -2:
-		start = 0
+		start = min(0, len(candidates)-1) // no segment (a log being reset): none
 	default:
 		for start >= 0 && candidates[start].time.UnixMilli() > rp.Timestamp {
 			start--
