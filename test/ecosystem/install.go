@@ -90,7 +90,7 @@ func (s *session) installGo() map[string]bool {
 		bin := filepath.Join(s.tools, t.name)
 		if _, err := os.Stat(bin); err == nil {
 			have[t.name] = true
-			s.add(row{Tool: t.name, Command: "install (Go module proxy)", Result: resultOK, Detail: "already in " + s.tools})
+			s.add(row{Tool: t.name, Command: "install (Go module proxy)", Result: resultOK, Detail: "already built in the tools directory"})
 			continue
 		}
 		command := fmt.Sprintf("install (go mod download %s@%s, go build)", t.module, t.version)
