@@ -307,3 +307,12 @@ func (c *conn) bareStep(in *inflight) {
 	}
 	in.raw = reply
 }
+
+// SecurityProtocol is the connection's listener's security protocol
+// (PLAINTEXT, SSL, SASL_PLAINTEXT or SASL_SSL).
+func (s *Session) SecurityProtocol() string {
+	if s == nil {
+		return Plaintext
+	}
+	return s.listener.Protocol
+}

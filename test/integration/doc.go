@@ -323,7 +323,10 @@
 //     TestElectLeadersOneNode (kadm), TestPartitionReassignmentsKadm,
 //     TestPartitionReassignmentsSarama, TestDescribeQuorumOneNode,
 //     TestAlterReplicaLogDirsOneDir, TestDescribeTopicPartitionsCursor,
-//     TestClientMetricsResources, TestTelemetryNoSubscriptions; group
+//     TestClientMetricsResources, TestTelemetryNoSubscriptions,
+//     TestDelegationTokensWithoutSecretKey (CREATE_TOKENS check switched
+//     off as negative control); kversion's guess finds the Kafka 4 APIs
+//     served: TestKversionGuessKafka4APIs; group
 //     configs validated, stored and kept across a restart:
 //     TestGroupConfigsDescribeAlterPersist. Their ACLs, with the rule
 //     switched off as negative control, are a unit test

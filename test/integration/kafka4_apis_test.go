@@ -1,0 +1,138 @@
+package integration
+
+import (
+	"testing"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/kmsg"
+	"github.com/twmb/franz-go/pkg/kversion"
+
+	"github.com/minibroker/minibroker/minibrokertest"
+)
+
+// tokenCodes sends the four delegation-token requests through cl and
+// returns their error codes, keyed by API key.
+func tokenCodes(t *testing.T, cl *kgo.Client) map[int16]int16 {
+	t.Helper()
+	ctx := adminCtx(t)
+	out := map[int16]int16{}
+	c := kmsg.NewPtrCreateDelegationTokenRequest()
+	c.MaxLifetimeMillis = -1
+	cr, err := c.RequestWith(ctx, cl)
+	if err != nil {
+		t.Fatalf("CreateDelegationToken: %v", err)
+	}
+	out[38] = cr.ErrorCode
+	r := kmsg.NewPtrRenewDelegationTokenRequest()
+	r.HMAC, r.RenewTimeMillis = []byte("hmac"), 1000
+	rr, err := r.RequestWith(ctx, cl)
+	if err != nil {
+		t.Fatalf("RenewDelegationToken: %v", err)
+	}
+	if rr.ExpiryTimestamp != -1 {
+		t.Errorf("renew expiry %d, want -1", rr.ExpiryTimestamp)
+	}
+	out[39] = rr.ErrorCode
+	e := kmsg.NewPtrExpireDelegationTokenRequest()
+	e.HMAC, e.ExpiryPeriodMillis = []byte("hmac"), -1
+	er, err := e.RequestWith(ctx, cl)
+	if err != nil {
+		t.Fatalf("ExpireDelegationToken: %v", err)
+	}
+	out[40] = er.ErrorCode
+	d := kmsg.NewPtrDescribeDelegationTokenRequest()
+	dr, err := d.RequestWith(ctx, cl)
+	if err != nil {
+		t.Fatalf("DescribeDelegationToken: %v", err)
+	}
+	if len(dr.TokenDetails) != 0 {
+		t.Errorf("describe listed %d tokens, want none", len(dr.TokenDetails))
+	}
+	out[41] = dr.ErrorCode
+	return out
+}
+
+// The delegation-token APIs answer as Kafka without
+// delegation.token.secret.key: DELEGATION_TOKEN_REQUEST_NOT_ALLOWED on a
+// PLAINTEXT connection, DELEGATION_TOKEN_AUTH_DISABLED on a SASL one; a
+// token for another owner needs CREATE_TOKENS on that User
+// (DELEGATION_TOKEN_AUTHORIZATION_FAILED for alice, not for the super
+// user); a renewer that is not a User is INVALID_PRINCIPAL_TYPE. Before
+// they were served each request closed the connection (kgo: an error).
+func TestDelegationTokensWithoutSecretKey(t *testing.T) {
+	t.Parallel()
+	plain := minibrokertest.Start(t)
+	for key, code := range tokenCodes(t, newClient(t, plain.Addr())) {
+		if code != kerr.DelegationTokenRequestNotAllowed.Code {
+			t.Errorf("PLAINTEXT %s: %v, want DELEGATION_TOKEN_REQUEST_NOT_ALLOWED", kmsg.NameForKey(key), kerr.ErrorForCode(code))
+		}
+	}
+
+	c := aclBroker(t, true)
+	alice, admin := aclClient(t, c, "alice"), aclClient(t, c, "admin")
+	for key, code := range tokenCodes(t, alice) {
+		if code != kerr.DelegationTokenAuthDisabled.Code {
+			t.Errorf("SASL %s: %v, want DELEGATION_TOKEN_AUTH_DISABLED", kmsg.NameForKey(key), kerr.ErrorForCode(code))
+		}
+	}
+	create := func(cl *kgo.Client, owner string, renewerType string) *kmsg.CreateDelegationTokenResponse {
+		t.Helper()
+		req := kmsg.NewPtrCreateDelegationTokenRequest()
+		req.MaxLifetimeMillis = -1
+		if owner != "" {
+			req.OwnerPrincipalType, req.OwnerPrincipalName = kmsg.StringPtr("User"), kmsg.StringPtr(owner)
+		}
+		if renewerType != "" {
+			rn := kmsg.NewCreateDelegationTokenRequestRenewer()
+			rn.PrincipalType, rn.PrincipalName = renewerType, "x"
+			req.Renewers = append(req.Renewers, rn)
+		}
+		resp, err := req.RequestWith(adminCtx(t), cl)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return resp
+	}
+	if r := create(alice, "", ""); r.PrincipalName != "alice" || r.TokenRequesterPrincipalName != "alice" ||
+		r.IssueTimestamp != -1 || r.ExpiryTimestamp != -1 || r.MaxTimestamp != -1 {
+		t.Errorf("own token: owner %s:%s requester %s:%s times %d/%d/%d, want alice, alice and -1",
+			r.PrincipalType, r.PrincipalName, r.TokenRequesterPrincipalType, r.TokenRequesterPrincipalName,
+			r.IssueTimestamp, r.ExpiryTimestamp, r.MaxTimestamp)
+	}
+	if r := create(alice, "bob", ""); r.ErrorCode != kerr.DelegationTokenAuthorizationFailed.Code || r.PrincipalName != "bob" {
+		t.Errorf("alice for bob: %v owner %s, want DELEGATION_TOKEN_AUTHORIZATION_FAILED for bob", kerr.ErrorForCode(r.ErrorCode), r.PrincipalName)
+	}
+	if r := create(admin, "bob", ""); r.ErrorCode != kerr.DelegationTokenAuthDisabled.Code {
+		t.Errorf("super user for bob: %v, want DELEGATION_TOKEN_AUTH_DISABLED", kerr.ErrorForCode(r.ErrorCode))
+	}
+	if r := create(alice, "", "Group"); r.ErrorCode != kerr.InvalidPrincipalType.Code {
+		t.Errorf("Group renewer: %v, want INVALID_PRINCIPAL_TYPE", kerr.ErrorForCode(r.ErrorCode))
+	}
+}
+
+// franz-go's kversion (kcl, rpk, kadm) guesses the broker's Kafka version
+// from ApiVersions; against Kafka 4.0 none of the Kafka 4 APIs served
+// here (the delegation-token APIs) may be missing or short.
+func TestKversionGuessKafka4APIs(t *testing.T) {
+	t.Parallel()
+	c := minibrokertest.Start(t)
+	vs, err := kadmClient(t, c.Addr()).ApiVersions(adminCtx(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, v := range vs {
+		if v.Err != nil {
+			t.Fatal(v.Err)
+		}
+		have := kversion.FromApiVersionsResponse(v.Raw())
+		for _, key := range []int16{38, 39, 40, 41} {
+			want, _ := kversion.V4_0_0().LookupMaxKeyVersion(key)
+			got, ok := have.LookupMaxKeyVersion(key)
+			if !ok || got < want {
+				t.Errorf("%s (%d): served %v up to v%d, Kafka 4.0 up to v%d", kmsg.NameForKey(key), key, ok, got, want)
+			}
+		}
+		t.Logf("kversion guess: %s", v.VersionGuess())
+	}
+}
