@@ -86,6 +86,7 @@ func (b *Broker) kafka4APIs() map[int16]api {
 		50: {0, 0, b.handleDescribeUserScramCredentials},
 		51: {0, 0, b.handleAlterUserScramCredentials},
 		55: {0, 2, b.handleDescribeQuorum},
+		57: {0, 2, b.handleUpdateFeatures},
 		60: {0, 2, b.handleDescribeCluster},
 		61: {0, 0, b.handleDescribeProducers},
 		65: {0, 0, b.handleDescribeTransactions},

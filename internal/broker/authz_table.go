@@ -124,6 +124,7 @@ var authzTable = map[int16]authzRule{
 	50: rule[*kmsg.DescribeUserSCRAMCredentialsRequest]("DESCRIBE on the cluster", applyDescribeUserSCRAM),
 	51: rule[*kmsg.AlterUserSCRAMCredentialsRequest]("ALTER on the cluster", applyAlterUserSCRAM),
 	55: rule[*kmsg.DescribeQuorumRequest]("DESCRIBE on the cluster", clusterRule(aclDescribe)),
+	57: rule[*kmsg.UpdateFeaturesRequest]("ALTER on the cluster", clusterRule(aclAlter)),
 	60: inHandler("in the handler: KIP-430 authorized_operations of the cluster; no ACL needed (Kafka)"),
 	61: rule[*kmsg.DescribeProducersRequest]("READ on each topic", describeProducersTopics(aclRead)),
 	65: rule[*kmsg.DescribeTransactionsRequest]("DESCRIBE on each transactional id; a transaction's topics the principal may not DESCRIBE are left out", applyDescribeTransactionIDs, applyDescribeTransactions),

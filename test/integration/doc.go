@@ -325,7 +325,9 @@
 //     TestAlterReplicaLogDirsOneDir, TestDescribeTopicPartitionsCursor,
 //     TestClientMetricsResources, TestTelemetryNoSubscriptions,
 //     TestDelegationTokensWithoutSecretKey (CREATE_TOKENS check switched
-//     off as negative control); kversion's guess finds the Kafka 4 APIs
+//     off as negative control), TestUpdateFeaturesOneNode (ALTER on the
+//     cluster switched off as negative control); kversion's guess finds
+//     the Kafka 4 APIs
 //     served: TestKversionGuessKafka4APIs; group
 //     configs validated, stored and kept across a restart:
 //     TestGroupConfigsDescribeAlterPersist. Their ACLs, with the rule

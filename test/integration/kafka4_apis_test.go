@@ -113,7 +113,7 @@ func TestDelegationTokensWithoutSecretKey(t *testing.T) {
 
 // franz-go's kversion (kcl, rpk, kadm) guesses the broker's Kafka version
 // from ApiVersions; against Kafka 4.0 none of the Kafka 4 APIs served
-// here (the delegation-token APIs) may be missing or short.
+// here (the delegation-token APIs, UpdateFeatures) may be missing or short.
 func TestKversionGuessKafka4APIs(t *testing.T) {
 	t.Parallel()
 	c := minibrokertest.Start(t)
@@ -126,7 +126,7 @@ func TestKversionGuessKafka4APIs(t *testing.T) {
 			t.Fatal(v.Err)
 		}
 		have := kversion.FromApiVersionsResponse(v.Raw())
-		for _, key := range []int16{38, 39, 40, 41} {
+		for _, key := range []int16{38, 39, 40, 41, 57} {
 			want, _ := kversion.V4_0_0().LookupMaxKeyVersion(key)
 			got, ok := have.LookupMaxKeyVersion(key)
 			if !ok || got < want {
@@ -134,5 +134,79 @@ func TestKversionGuessKafka4APIs(t *testing.T) {
 			}
 		}
 		t.Logf("kversion guess: %s", v.VersionGuess())
+	}
+}
+
+// updateFeatures sends one UpdateFeatures request at version v.
+func updateFeatures(t *testing.T, cl *kgo.Client, v int16, validateOnly bool, ups ...kmsg.UpdateFeaturesRequestFeatureUpdate) *kmsg.UpdateFeaturesResponse {
+	t.Helper()
+	req := kmsg.NewPtrUpdateFeaturesRequest()
+	req.Version, req.ValidateOnly, req.FeatureUpdates = v, validateOnly, ups
+	resp, err := req.RequestWith(adminCtx(t), cl)
+	if err != nil {
+		t.Fatalf("UpdateFeatures v%d: %v", v, err)
+	}
+	if resp.Version != v {
+		t.Fatalf("UpdateFeatures sent as v%d, want v%d", resp.Version, v)
+	}
+	return resp
+}
+
+func featureUpdate(name string, level int16, typ int8) kmsg.UpdateFeaturesRequestFeatureUpdate {
+	u := kmsg.NewUpdateFeaturesRequestFeatureUpdate()
+	u.Feature, u.MaxVersionLevel, u.UpgradeType = name, level, typ
+	return u
+}
+
+// UpdateFeatures as Kafka's controller answers on a node that finalizes
+// no feature: level 0 is a no-op (NONE; a NONE result per feature for
+// v0–v1, none for v2); a level above 0, a negative level or an unknown
+// upgrade type fails the whole request with a top-level
+// INVALID_UPDATE_VERSION and no results, validate_only or not; ALTER on
+// the cluster is needed (CLUSTER_AUTHORIZATION_FAILED for alice, not for
+// the super user). Before it was served kgo refused ("broker is too old").
+func TestUpdateFeaturesOneNode(t *testing.T) {
+	t.Parallel()
+	c := minibrokertest.Start(t)
+	for v := int16(0); v <= 2; v++ {
+		pinned := kversion.Stable()
+		pinned.SetMaxKeyVersion(57, v) // kgo sends the highest version both sides allow
+		cl := newClient(t, c.Addr(), kgo.MaxVersions(pinned))
+		for _, validate := range []bool{false, true} {
+			r := updateFeatures(t, cl, v, validate, featureUpdate("group.version", 0, 1), featureUpdate("transaction.version", 0, 2))
+			wantResults := 2
+			if v == 2 {
+				wantResults = 0
+			}
+			if r.ErrorCode != 0 || len(r.Results) != wantResults {
+				t.Errorf("v%d validate %v level 0: %v, %d results, want NONE and %d", v, validate, kerr.ErrorForCode(r.ErrorCode), len(r.Results), wantResults)
+			}
+			for _, res := range r.Results {
+				if res.ErrorCode != 0 {
+					t.Errorf("v%d %s: %v", v, res.Feature, kerr.ErrorForCode(res.ErrorCode))
+				}
+			}
+			for _, bad := range []kmsg.UpdateFeaturesRequestFeatureUpdate{
+				featureUpdate("transaction.version", 2, 1),
+				featureUpdate("group.version", -1, 3),
+				featureUpdate("group.version", 0, 9),
+			} {
+				if v == 0 && bad.UpgradeType == 9 {
+					continue // v0 has no upgrade type
+				}
+				r := updateFeatures(t, cl, v, validate, featureUpdate("group.version", 0, 1), bad)
+				if r.ErrorCode != kerr.InvalidUpdateVersion.Code || len(r.Results) != 0 || r.ErrorMessage == nil {
+					t.Errorf("v%d validate %v %+v: %v, %d results, want INVALID_UPDATE_VERSION and none", v, validate, bad, kerr.ErrorForCode(r.ErrorCode), len(r.Results))
+				}
+			}
+		}
+	}
+
+	a := aclBroker(t, true)
+	if r := updateFeatures(t, aclClient(t, a, "alice"), 2, false, featureUpdate("group.version", 0, 1)); r.ErrorCode != kerr.ClusterAuthorizationFailed.Code {
+		t.Errorf("alice: %v, want CLUSTER_AUTHORIZATION_FAILED", kerr.ErrorForCode(r.ErrorCode))
+	}
+	if r := updateFeatures(t, aclClient(t, a, "admin"), 2, false, featureUpdate("group.version", 0, 1)); r.ErrorCode != 0 {
+		t.Errorf("super user: %v, want NONE", kerr.ErrorForCode(r.ErrorCode))
 	}
 }
