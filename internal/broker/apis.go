@@ -89,11 +89,14 @@ func (b *Broker) kafka4APIs() map[int16]api {
 		57: {0, 2, b.handleUpdateFeatures},
 		60: {0, 2, b.handleDescribeCluster},
 		61: {0, 0, b.handleDescribeProducers},
+		64: {0, 0, b.handleUnregisterBroker},
 		65: {0, 0, b.handleDescribeTransactions},
 		66: {0, 1, b.handleListTransactions},
 		71: {0, 0, b.handleGetTelemetrySubscriptions},
 		72: {0, 0, b.handlePushTelemetry},
 		74: {0, 1, b.handleListConfigResources},
+		80: {0, 0, b.handleAddRaftVoter},
+		81: {0, 0, b.handleRemoveRaftVoter},
 		75: {0, 0, b.handleDescribeTopicPartitions},
 		48: {0, 1, b.handleDescribeClientQuotas},
 		49: {0, 1, b.handleAlterClientQuotas},
@@ -113,8 +116,8 @@ var kafka39Ranges = map[int16][2]int16{
 	28: {0, 4}, 29: {0, 3}, 30: {0, 3}, 31: {0, 3}, 32: {0, 4}, 33: {0, 2}, 34: {0, 2}, 35: {0, 4},
 	36: {0, 2}, 37: {0, 3}, 38: {0, 3}, 39: {0, 2}, 40: {0, 2}, 41: {0, 3}, 42: {0, 2}, 43: {0, 2},
 	44: {0, 1}, 45: {0, 0}, 46: {0, 0}, 47: {0, 0}, 48: {0, 1}, 49: {0, 1}, 50: {0, 0}, 51: {0, 0},
-	55: {0, 2}, 57: {0, 1}, 60: {0, 1}, 61: {0, 0}, 65: {0, 0}, 66: {0, 1}, 68: {0, 0}, 69: {0, 0},
-	71: {0, 0}, 72: {0, 0}, 74: {0, 0}, 75: {0, 0},
+	55: {0, 2}, 57: {0, 1}, 60: {0, 1}, 61: {0, 0}, 64: {0, 0}, 65: {0, 0}, 66: {0, 1}, 68: {0, 0},
+	69: {0, 0}, 71: {0, 0}, 72: {0, 0}, 74: {0, 0}, 75: {0, 0}, 80: {0, 0}, 81: {0, 0},
 }
 
 // newInKafka4 are the served APIs Kafka 3.9 did not serve: not served

@@ -127,11 +127,14 @@ var authzTable = map[int16]authzRule{
 	57: rule[*kmsg.UpdateFeaturesRequest]("ALTER on the cluster", clusterRule(aclAlter)),
 	60: inHandler("in the handler: KIP-430 authorized_operations of the cluster; no ACL needed (Kafka)"),
 	61: rule[*kmsg.DescribeProducersRequest]("READ on each topic", describeProducersTopics(aclRead)),
+	64: rule[*kmsg.UnregisterBrokerRequest]("ALTER on the cluster", clusterRule(aclAlter)),
 	65: rule[*kmsg.DescribeTransactionsRequest]("DESCRIBE on each transactional id; a transaction's topics the principal may not DESCRIBE are left out", applyDescribeTransactionIDs, applyDescribeTransactions),
 	66: rule[*kmsg.ListTransactionsRequest]("only the transactional ids the principal may DESCRIBE are listed", applyListTransactions),
 	71: inHandler("none (Kafka: any authenticated client)"),
 	72: inHandler("none (Kafka: any authenticated client)"),
 	74: rule[*kmsg.ListConfigResourcesRequest]("DESCRIBE_CONFIGS on the cluster", clusterRule(aclDescribeConfigs)),
+	80: rule[*kmsg.AddRaftVoterRequest]("ALTER on the cluster", clusterRule(aclAlter)),
+	81: rule[*kmsg.RemoveRaftVoterRequest]("ALTER on the cluster", clusterRule(aclAlter)),
 	75: inHandler("in the handler: DESCRIBE on each topic (named: TOPIC_AUTHORIZATION_FAILED; all: left out); KIP-430 authorized_operations"),
 }
 

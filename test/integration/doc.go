@@ -326,7 +326,9 @@
 //     TestClientMetricsResources, TestTelemetryNoSubscriptions,
 //     TestDelegationTokensWithoutSecretKey (CREATE_TOKENS check switched
 //     off as negative control), TestUpdateFeaturesOneNode (ALTER on the
-//     cluster switched off as negative control); kversion's guess finds
+//     cluster switched off as negative control),
+//     TestUnregisterBrokerAndRaftVotersOneNode (the same negative
+//     control); kversion's guess finds
 //     the Kafka 4 APIs
 //     served: TestKversionGuessKafka4APIs; group
 //     configs validated, stored and kept across a restart:

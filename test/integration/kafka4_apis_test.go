@@ -113,7 +113,8 @@ func TestDelegationTokensWithoutSecretKey(t *testing.T) {
 
 // franz-go's kversion (kcl, rpk, kadm) guesses the broker's Kafka version
 // from ApiVersions; against Kafka 4.0 none of the Kafka 4 APIs served
-// here (the delegation-token APIs, UpdateFeatures) may be missing or short.
+// here (the delegation-token APIs, UpdateFeatures, UnregisterBroker,
+// AddRaftVoter, RemoveRaftVoter) may be missing or short.
 func TestKversionGuessKafka4APIs(t *testing.T) {
 	t.Parallel()
 	c := minibrokertest.Start(t)
@@ -126,7 +127,7 @@ func TestKversionGuessKafka4APIs(t *testing.T) {
 			t.Fatal(v.Err)
 		}
 		have := kversion.FromApiVersionsResponse(v.Raw())
-		for _, key := range []int16{38, 39, 40, 41, 57} {
+		for _, key := range []int16{38, 39, 40, 41, 57, 64, 80, 81} {
 			want, _ := kversion.V4_0_0().LookupMaxKeyVersion(key)
 			got, ok := have.LookupMaxKeyVersion(key)
 			if !ok || got < want {
@@ -208,5 +209,70 @@ func TestUpdateFeaturesOneNode(t *testing.T) {
 	}
 	if r := updateFeatures(t, aclClient(t, a, "admin"), 2, false, featureUpdate("group.version", 0, 1)); r.ErrorCode != 0 {
 		t.Errorf("super user: %v, want NONE", kerr.ErrorForCode(r.ErrorCode))
+	}
+}
+
+// UnregisterBroker, AddRaftVoter, RemoveRaftVoter as a one-node combined
+// KRaft Kafka answers: unregistering another id is
+// BROKER_ID_NOT_REGISTERED, this node's own id NONE; adding or removing a
+// voter of the static quorum (kraft.version 0) UNSUPPORTED_VERSION, a
+// foreign cluster id INCONSISTENT_CLUSTER_ID; ALTER on the cluster is
+// needed (CLUSTER_AUTHORIZATION_FAILED for alice, not for the super
+// user). Before they were served kgo refused ("broker is too old").
+func TestUnregisterBrokerAndRaftVotersOneNode(t *testing.T) {
+	t.Parallel()
+	c := minibrokertest.Start(t)
+	cl := newClient(t, c.Addr())
+	ctx := adminCtx(t)
+	node := c.Broker().NodeID()
+	unregister := func(cl *kgo.Client, id int32) int16 {
+		t.Helper()
+		req := kmsg.NewPtrUnregisterBrokerRequest()
+		req.BrokerID = id
+		resp, err := req.RequestWith(ctx, cl)
+		if err != nil {
+			t.Fatalf("UnregisterBroker: %v", err)
+		}
+		return resp.ErrorCode
+	}
+	if code := unregister(cl, node+1); code != kerr.BrokerIDNotRegistered.Code {
+		t.Errorf("unregister %d: %v, want BROKER_ID_NOT_REGISTERED", node+1, kerr.ErrorForCode(code))
+	}
+	if code := unregister(cl, node); code != 0 {
+		t.Errorf("unregister this node: %v, want NONE", kerr.ErrorForCode(code))
+	}
+	voters := func(cl *kgo.Client, clusterID *string) (int16, int16) {
+		t.Helper()
+		add := kmsg.NewPtrAddRaftVoterRequest()
+		add.ClusterID, add.VoterID, add.TimeoutMillis = clusterID, node+1, 1000
+		ar, err := add.RequestWith(ctx, cl)
+		if err != nil {
+			t.Fatalf("AddRaftVoter: %v", err)
+		}
+		rm := kmsg.NewPtrRemoveRaftVoterRequest()
+		rm.ClusterID, rm.VoterID = clusterID, node
+		rr, err := rm.RequestWith(ctx, cl)
+		if err != nil {
+			t.Fatalf("RemoveRaftVoter: %v", err)
+		}
+		return ar.ErrorCode, rr.ErrorCode
+	}
+	if a, r := voters(cl, nil); a != kerr.UnsupportedVersion.Code || r != kerr.UnsupportedVersion.Code {
+		t.Errorf("add/remove voter: %v / %v, want UNSUPPORTED_VERSION", kerr.ErrorForCode(a), kerr.ErrorForCode(r))
+	}
+	if a, r := voters(cl, kmsg.StringPtr("not-this-cluster")); a != kerr.InconsistentClusterID.Code || r != kerr.InconsistentClusterID.Code {
+		t.Errorf("foreign cluster id: %v / %v, want INCONSISTENT_CLUSTER_ID", kerr.ErrorForCode(a), kerr.ErrorForCode(r))
+	}
+
+	a := aclBroker(t, true)
+	alice, admin := aclClient(t, a, "alice"), aclClient(t, a, "admin")
+	if code := unregister(alice, node+1); code != kerr.ClusterAuthorizationFailed.Code {
+		t.Errorf("alice unregister: %v, want CLUSTER_AUTHORIZATION_FAILED", kerr.ErrorForCode(code))
+	}
+	if x, y := voters(alice, nil); x != kerr.ClusterAuthorizationFailed.Code || y != kerr.ClusterAuthorizationFailed.Code {
+		t.Errorf("alice voters: %v / %v, want CLUSTER_AUTHORIZATION_FAILED", kerr.ErrorForCode(x), kerr.ErrorForCode(y))
+	}
+	if code := unregister(admin, node+1); code != kerr.BrokerIDNotRegistered.Code {
+		t.Errorf("super user unregister: %v, want BROKER_ID_NOT_REGISTERED", kerr.ErrorForCode(code))
 	}
 }
