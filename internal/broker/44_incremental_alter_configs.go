@@ -128,17 +128,24 @@ func applyConfigOp(cfgs map[string]string, c kmsg.IncrementalAlterConfigsRequest
 		if !ok {
 			cur = s.Default
 		}
-		parts := config.SplitList(cur)
-		for _, v := range strings.Split(*c.Value, ",") {
-			if c.Op == kmsg.IncrementalAlterConfigOpAppend {
-				if !slices.Contains(parts, v) {
-					parts = append(parts, v)
-				}
-			} else {
-				parts = slices.DeleteFunc(parts, func(p string) bool { return p == v })
-			}
-		}
-		cfgs[c.Name] = strings.Join(parts, ",")
+		cfgs[c.Name] = applyListOp(cur, c.Op, *c.Value)
 	}
 	return nil
+}
+
+// applyListOp is IncrementalAlterConfigs' APPEND (values not yet listed
+// are added, in order) or SUBTRACT (every occurrence removed) of the
+// comma-separated values on the list cur; topic and broker configs share it.
+func applyListOp(cur string, op kmsg.IncrementalAlterConfigOp, values string) string {
+	parts := config.SplitList(cur)
+	for _, v := range strings.Split(values, ",") {
+		if op == kmsg.IncrementalAlterConfigOpAppend {
+			if !slices.Contains(parts, v) {
+				parts = append(parts, v)
+			}
+		} else {
+			parts = slices.DeleteFunc(parts, func(p string) bool { return p == v })
+		}
+	}
+	return strings.Join(parts, ",")
 }

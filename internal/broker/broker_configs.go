@@ -41,7 +41,6 @@ import (
 	"path/filepath"
 	"slices"
 	"strconv"
-	"strings"
 
 	"go.uber.org/zap"
 
@@ -187,17 +186,7 @@ func applyBrokerConfigOp(cfgs map[string]string, c kmsg.IncrementalAlterConfigsR
 		if !ok {
 			cur = s.Default
 		}
-		parts := config.SplitList(cur)
-		for _, v := range strings.Split(*c.Value, ",") {
-			if c.Op == kmsg.IncrementalAlterConfigOpAppend {
-				if !slices.Contains(parts, v) {
-					parts = append(parts, v)
-				}
-			} else {
-				parts = slices.DeleteFunc(parts, func(p string) bool { return p == v })
-			}
-		}
-		cfgs[c.Name] = strings.Join(parts, ",")
+		cfgs[c.Name] = applyListOp(cur, c.Op, *c.Value)
 	}
 	return nil
 }
