@@ -225,7 +225,11 @@ func (l *brokerLoop) fetch(parts []loopPart, wait time.Duration) (*kmsg.FetchRes
 	req.MaxWaitMillis = int32(wait / time.Millisecond)
 	req.MinBytes = 1
 	req.MaxBytes = maxBytes
-	req.IsolationLevel = 1 // read_committed: nothing past the source's LSO
+	// read_committed (nothing past the source's LSO) in the failover mode
+	// truncate-to-lso; read_uncommitted (up to the high watermark, open
+	// transactions too) in abort-open-transactions, as KIP-1279's June
+	// 2026 revision fetches.
+	req.IsolationLevel = l.src.settings().FailoverMode.fetchIsolation()
 	req.SessionEpoch = -1
 	byTopic := map[string]int{}
 	for _, p := range parts {

@@ -48,6 +48,20 @@ import (
 //	          never a second one: one already there is recognised)
 //	stopped → persist STOPPED with the barrier's offset, set writable
 //
+// That is the default failover mode, truncate-to-lso (the seed's). In the
+// mode abort-open-transactions (mirror.failover.mode, KIP-1279's June 2026
+// revision), recorded on the record by the stop, nothing is cut: lso
+// persists the log end as the last mirrored offset and the number of
+// transactions open there, and clamped writes one ABORT marker for each,
+// at the offsets after the last mirrored one, before the barrier (one
+// effect a marker: each recognises a marker already there, so a crash
+// between them or before the barrier writes none twice):
+//
+//	lso     → persist the log end as the last mirrored offset and the open
+//	          transactions (nothing lost), clamp group offsets to it
+//	clamped → write an ABORT marker at last+i for each open transaction i,
+//	          then the barrier at last+open
+//
 // and recover (the broker starting) resumes a STOPPING record at the
 // first step its record does not say is done.
 //
@@ -58,9 +72,10 @@ import (
 // on disk before anything else happens); the only effect before the
 // persist is making a partition read-only (a restriction, which the driver
 // undoes from the old record when the persist fails); the barrier comes
-// after the truncation to the LSO (else the truncation cuts it, or leaves
-// an open transaction's batches below it, and a local producer that draws
-// a colliding id is judged against the source's producer).
+// after the truncation to the LSO, or after the ABORT markers (else the
+// truncation cuts it, or an open transaction's batches are left below it
+// unaborted, and a local producer that draws a colliding id is judged
+// against the source's producer).
 //
 // The partition's mode is derived from the state (modeOf), never kept by
 // hand: read-only in every state but STOPPED and none.
@@ -103,6 +118,11 @@ type coreEvent struct {
 	// End and Lost: the local LSO and the offsets past it (lso);
 	// Offset: where the barrier is (stopped).
 	End, Lost, Offset int64
+	// Open is how many producers have a transaction open in the local
+	// log (lso).
+	Open int64
+	// Mode is the mirror's failover mode (stop).
+	Mode FailoverMode
 }
 
 // retryPolicy is the part of the settings a retriable failure reads.
@@ -126,10 +146,11 @@ const (
 	effWriteBarrier                   // the barrier at At, fsynced, unless one is there (cutting the log to At first); report stopped
 	effArmRetry                       // arm the retry timer for At (unix ms)
 	effDisarmRetry                    // disarm the retry timer
+	effAbortTxn                       // an ABORT marker at At for the earliest transaction still open, unless one is there
 )
 
 var effectNames = [...]string{"persist", "set-mode", "start-fetcher", "pause-fetcher", "stop-fetcher",
-	"find-lso", "truncate", "clamp-groups", "write-barrier", "arm-retry", "disarm-retry"}
+	"find-lso", "truncate", "clamp-groups", "write-barrier", "arm-retry", "disarm-retry", "abort-txn"}
 
 func (k effectKind) String() string { return effectNames[k] }
 
@@ -140,6 +161,9 @@ type effect struct {
 	Paused  bool
 	Retried bool
 	At      int64
+	// NewEpoch: the failover's first write of its own (the first ABORT
+	// marker) starts a leader epoch above every one in the log.
+	NewEpoch bool
 }
 
 // modeOf is the partition's mode in a state: writable only when the mirror
@@ -223,7 +247,13 @@ func stepRules(kn knobs, rec partitionRecord, ev coreEvent) (partitionRecord, []
 		// and persisting after, as the seed's order reads, counts 0 lost
 		// after a crash between the two).
 		rec.LastMirroredOffset, rec.LostAtFailover = ev.End, ev.Lost
-		return rec, []effect{persist, {Kind: effTruncate, At: ev.End}, {Kind: effClampGroups, At: ev.End}}, nil
+		if rec.FailoverMode == FailoverAbortOpenTxns {
+			// Nothing is cut: the open transactions are aborted after
+			// the log end, before the barrier.
+			rec.LastMirroredOffset, rec.LostAtFailover, rec.AbortedTxns = ev.End+ev.Lost, 0, ev.Open
+		}
+		end := rec.LastMirroredOffset
+		return rec, []effect{persist, {Kind: effTruncate, At: end}, {Kind: effClampGroups, At: end}}, nil
 	case EvClamped:
 		if from != Stopping || rec.LastMirroredOffset < 0 {
 			return refused()
@@ -232,7 +262,7 @@ func stepRules(kn knobs, rec partitionRecord, ev coreEvent) (partitionRecord, []
 			rec.State = Stopped
 			return rec, []effect{persist, {Kind: effSetMode, Mode: partition.Writable}}, nil
 		}
-		return rec, []effect{{Kind: effWriteBarrier, At: rec.LastMirroredOffset}}, nil
+		return rec, barrierEffects(kn, rec), nil
 	case EvStepFailed:
 		if from != Stopping {
 			return refused()
@@ -298,6 +328,12 @@ func stepRules(kn knobs, rec partitionRecord, ev coreEvent) (partitionRecord, []
 	case EvStop:
 		if from != Stopping {
 			rec.Retriable, rec.RetryAt, rec.AllowTruncate = false, 0, nil
+			// The mode is the stop's: a failover resumed keeps it,
+			// whatever the setting says meanwhile.
+			rec.FailoverMode = ev.Mode
+			if ev.Mode == FailoverTruncateToLSO {
+				rec.FailoverMode = "" // the default, as records before the setting had it
+			}
 		}
 		// A failed step's reason goes too: the steps run again.
 		rec.State, rec.Reason, rec.SecurityFailure = to, "", false
@@ -308,10 +344,15 @@ func stepRules(kn knobs, rec partitionRecord, ev coreEvent) (partitionRecord, []
 			rec.BarrierOffset = ev.Offset
 			return rec, []effect{persist, {Kind: effFindLSO}}, nil
 		}
-		if rec.LastMirroredOffset < 0 || ev.Offset != rec.LastMirroredOffset {
-			// The barrier sits at the last mirrored offset, and only
-			// once that offset is persisted.
-			return rec, nil, fmt.Errorf("%w: stopped at %d in STOPPING with last mirrored offset %d", ErrRefusedTransition, ev.Offset, rec.LastMirroredOffset)
+		want := rec.LastMirroredOffset + rec.AbortedTxns
+		if kn.barrierBeforeAborts {
+			want = rec.LastMirroredOffset // negative control: the barrier before the markers
+		}
+		if rec.LastMirroredOffset < 0 || ev.Offset != want {
+			// The barrier sits at the last mirrored offset (after the
+			// ABORT markers), and only once that offset is persisted.
+			return rec, nil, fmt.Errorf("%w: stopped at %d in STOPPING with last mirrored offset %d and %d transactions aborted",
+				ErrRefusedTransition, ev.Offset, rec.LastMirroredOffset, rec.AbortedTxns)
 		}
 		rec.State, rec.BarrierOffset, rec.Reason = to, ev.Offset, ""
 		return rec, []effect{persist, {Kind: effSetMode, Mode: modeOf(to)}}, nil
@@ -343,6 +384,25 @@ func stoppingNext(rec partitionRecord) []effect {
 	// write and before STOPPED was persisted): they run again. A cut
 	// here would take a barrier written already, and write a second.
 	return []effect{{Kind: effClampGroups, At: rec.LastMirroredOffset}}
+}
+
+// barrierEffects are the effects after the clamp: the ABORT markers of
+// the open transactions (abort-open-transactions), then the barrier.
+func barrierEffects(kn knobs, rec partitionRecord) []effect {
+	var effs []effect
+	for i := range rec.AbortedTxns {
+		effs = append(effs, effect{Kind: effAbortTxn, At: rec.LastMirroredOffset + i, NewEpoch: i == 0})
+	}
+	barrier := effect{Kind: effWriteBarrier, At: rec.LastMirroredOffset + rec.AbortedTxns}
+	if kn.barrierBeforeAborts && len(effs) > 0 {
+		// Negative control: the barrier first, the markers after it.
+		barrier.At = rec.LastMirroredOffset
+		for i := range effs {
+			effs[i].At++
+		}
+		return append([]effect{barrier}, effs...)
+	}
+	return append(effs, barrier)
 }
 
 // retryBackoffOf is the wait before retry number streak (1-based) of a

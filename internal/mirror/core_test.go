@@ -19,13 +19,15 @@ import (
 // every effect, restart, and check what the rules promise.
 //
 //	record STATE [last=N] [barrier=N] [lost=N] [streak=N] [retries=N]
-//	       [retry-at=N] [retriable] [security] [approval]
+//	       [retry-at=N] [retriable] [security] [approval] [mode=abort] [aborted=N]
 //	    sets the record (no output but the record).
 //	event KIND [now=N] [paused] [reason=S] [fail=security|truncate|retriable|identity]
-//	      [end=N] [lost=N] [offset=N] [attempts=N] [initial=MS] [max=MS]
+//	      [end=N] [lost=N] [open=N] [offset=N] [attempts=N] [initial=MS] [max=MS]
+//	      [mode=abort|truncate]
 //	    steps the record: prints the transition, the effects in order
 //	    and the record after (or the refusal).
-//	crash-matrix failover|start log=E,E,… [knob=persist-last|barrier-first]
+//	crash-matrix failover|start log=E,E,… [mode=abort]
+//	             [knob=persist-last|barrier-first|barrier-before-aborts]
 //	    the model run with a crash before each effect in turn (and none),
 //	    then a restart (recover, and the operator's stop or start again
 //	    when the crash came before it was persisted); one line a crash
@@ -115,6 +117,10 @@ func parseRecord(t *testing.T, d *datadriven.TestData) partitionRecord {
 			rec.AllowTruncate = &truncateApproval{TruncateTo: 3, LocalLogEnd: 5}
 		case "reason":
 			rec.Reason = a.Vals[0]
+		case "mode":
+			rec.FailoverMode = modeArg(t, a.Vals[0])
+		case "aborted":
+			rec.AbortedTxns = n()
 		default:
 			t.Fatalf("record: unknown argument %q", a.Key)
 		}
@@ -155,6 +161,10 @@ func parseEvent(t *testing.T, d *datadriven.TestData) coreEvent {
 			ev.End = n()
 		case "lost":
 			ev.Lost = n()
+		case "open":
+			ev.Open = n()
+		case "mode":
+			ev.Mode = modeArg(t, a.Vals[0])
 		case "offset":
 			ev.Offset = n()
 		case "attempts":
@@ -172,6 +182,18 @@ func parseEvent(t *testing.T, d *datadriven.TestData) coreEvent {
 	return ev
 }
 
+// modeArg is a script's mode=abort|truncate.
+func modeArg(t *testing.T, v string) FailoverMode {
+	switch v {
+	case "abort":
+		return FailoverAbortOpenTxns
+	case "truncate":
+		return FailoverTruncateToLSO
+	}
+	t.Fatalf("unknown mode %q", v)
+	return ""
+}
+
 func formatRecord(r partitionRecord) string {
 	parts := []string{stateName(r.State)}
 	add := func(cond bool, s string, args ...any) {
@@ -182,6 +204,9 @@ func formatRecord(r partitionRecord) string {
 	add(r.LastMirroredOffset != -1, "last=%d", r.LastMirroredOffset)
 	add(r.BarrierOffset != -1, "barrier=%d", r.BarrierOffset)
 	add(r.LostAtFailover != 0, "lost=%d", r.LostAtFailover)
+	add(r.FailoverMode == FailoverAbortOpenTxns, "mode=abort")
+	add(r.FailoverMode != "" && r.FailoverMode != FailoverAbortOpenTxns, "mode=%s", r.FailoverMode)
+	add(r.AbortedTxns != 0, "aborted=%d", r.AbortedTxns)
 	add(r.Retriable, "retriable")
 	add(r.RetryAt != 0, "retry-at=%d", r.RetryAt)
 	add(r.Retries != 0, "retries=%d", r.Retries)
@@ -221,21 +246,27 @@ func formatEffect(e effect) string {
 		s += fmt.Sprintf(" at=%d", e.At)
 	case effArmRetry:
 		s += fmt.Sprintf(" at=%d", e.At)
+	case effAbortTxn:
+		s += fmt.Sprintf(" at=%d", e.At)
+		if e.NewEpoch {
+			s += " new-epoch"
+		}
 	}
 	return s
 }
 
 // world is the model a crash matrix runs against: the partition's log (an
 // entry a line: dP committed data of source producer P, tP an open
-// transaction's data of P, b the barrier, lP a local producer's write),
-// what is on disk, and what clients saw.
+// transaction's data of P, aP an ABORT marker of P, b the barrier, lP a
+// local producer's write), what is on disk, and what clients saw.
 type world struct {
-	kn      knobs
-	log     []string
-	durable partitionRecord // the last persisted record
-	mem     partitionRecord
-	mode    partition.Mode
-	fetcher bool
+	kn       knobs
+	failover FailoverMode // the mirror's setting, given with the stop
+	log      []string
+	durable  partitionRecord // the last persisted record
+	mem      partitionRecord
+	mode     partition.Mode
+	fetcher  bool
 	// prepared: the fetcher aligns the local log with the source when
 	// it starts (start scenario), cutting local entries.
 	aligned, cutWithoutDurableStart bool
@@ -251,16 +282,39 @@ type world struct {
 	broken                          []string
 }
 
-// lso is the first open transaction's offset (the model's entries are one
-// offset each), or the log end.
-func (w *world) lso() int64 {
-	for i, e := range w.log {
-		if strings.HasPrefix(e, "t") {
-			return int64(i)
+// openTxns is the transactions open at the end of log: producer → the
+// offset of its first record (the model's entries are one offset each).
+// An ABORT marker closes its producer's; the barrier clears them all
+// when clearing (the producer state), not for the LSO the model's
+// find-lso reads (the negative control barrier-first cuts the barrier
+// with the open transaction).
+func modelOpenTxns(log []string, clearing bool) map[string]int64 {
+	open := map[string]int64{}
+	for i, e := range log {
+		switch {
+		case strings.HasPrefix(e, "t"):
+			if _, ok := open[e[1:]]; !ok {
+				open[e[1:]] = int64(i)
+			}
+		case strings.HasPrefix(e, "a"):
+			delete(open, e[1:])
+		case e == "b" && clearing:
+			clear(open)
 		}
 	}
-	return int64(len(w.log))
+	return open
 }
+
+// lso is the first open transaction's offset, or the log end.
+func lsoOf(log []string) int64 {
+	lso := int64(len(log))
+	for _, first := range modelOpenTxns(log, false) {
+		lso = min(lso, first)
+	}
+	return lso
+}
+
+func (w *world) lso() int64 { return lsoOf(w.log) }
 
 // run steps ev and applies the effects, with the events they report,
 // until none is left or the crash point comes.
@@ -322,7 +376,27 @@ func (w *world) apply(e effect) *coreEvent {
 		w.fetcher = false
 	case effFindLSO:
 		end, lso := int64(len(w.log)), w.lso()
-		return &coreEvent{Kind: EvLSO, End: lso, Lost: end - lso}
+		return &coreEvent{Kind: EvLSO, End: lso, Lost: end - lso, Open: int64(len(modelOpenTxns(w.log, false)))}
+	case effAbortTxn:
+		switch {
+		case e.At < int64(len(w.log)):
+			if !strings.HasPrefix(w.log[e.At], "a") && !w.kn.barrierBeforeAborts {
+				w.broken = append(w.broken, fmt.Sprintf("%s at %d where the marker goes", w.log[e.At], e.At))
+			}
+			return nil // there already: never a second one
+		case e.At > int64(len(w.log)):
+			w.broken = append(w.broken, fmt.Sprintf("marker at %d past the log end %d", e.At, len(w.log)))
+			return nil
+		}
+		producer, first := "", int64(-1)
+		for p, off := range modelOpenTxns(w.log, false) {
+			if first < 0 || off < first {
+				producer, first = p, off
+			}
+		}
+		if first >= 0 {
+			w.log = append(w.log, "a"+producer)
+		}
 	case effTruncate:
 		if int64(len(w.log)) > e.At {
 			w.log = w.log[:e.At]
@@ -360,23 +434,28 @@ func crashMatrix(t *testing.T, d *datadriven.TestData) string {
 	scenario := d.CmdArgs[0].Key
 	var kn knobs
 	var entries []string
+	mode := FailoverTruncateToLSO
 	for _, a := range d.CmdArgs[1:] {
 		switch a.Key {
 		case "log":
 			entries = a.Vals
+		case "mode":
+			mode = modeArg(t, a.Vals[0])
 		case "knob":
 			switch a.Vals[0] {
 			case "persist-last":
 				kn.persistLast = true
 			case "barrier-first":
 				kn.barrierFirst = true
+			case "barrier-before-aborts":
+				kn.barrierBeforeAborts = true
 			default:
 				t.Fatalf("unknown knob %q", a.Vals[0])
 			}
 		}
 	}
 	fresh := func(crashAt int) *world {
-		w := &world{kn: kn, log: slices.Clone(entries), crashAt: crashAt, localCommit: -1}
+		w := &world{kn: kn, failover: mode, log: slices.Clone(entries), crashAt: crashAt, localCommit: -1}
 		switch scenario {
 		case "failover":
 			w.durable = partitionRecord{State: Mirroring, LastMirroredOffset: -1, BarrierOffset: -1}
@@ -394,14 +473,17 @@ func crashMatrix(t *testing.T, d *datadriven.TestData) string {
 	}
 	operator := func(w *world) coreEvent {
 		if scenario == "failover" {
-			return coreEvent{Kind: EvStop}
+			return coreEvent{Kind: EvStop, Mode: w.failover}
 		}
 		return coreEvent{Kind: EvStart, Approval: &truncateApproval{TruncateTo: 2, LocalLogEnd: int64(len(entries))}}
 	}
 	// The run without a crash counts the effects.
 	base := fresh(-1)
 	base.run(t, operator(base))
-	wantLost := int64(len(entries)) - base.lsoOf(entries)
+	want := outcome{lost: int64(len(entries)) - lsoOf(entries)}
+	if mode == FailoverAbortOpenTxns {
+		want = outcome{aborted: int64(len(modelOpenTxns(entries, false))), kept: entries}
+	}
 	var b strings.Builder
 	for crashAt := 0; crashAt <= base.effects; crashAt++ {
 		w := fresh(crashAt)
@@ -418,7 +500,7 @@ func crashMatrix(t *testing.T, d *datadriven.TestData) string {
 			}
 		}
 		fmt.Fprintf(&b, "%s: %s log=%s", what, formatRecord(w.mem), strings.Join(w.log, ","))
-		for _, v := range w.violations(scenario, wantLost) {
+		for _, v := range w.violations(scenario, want) {
 			fmt.Fprintf(&b, "\n  BROKEN: %s", v)
 		}
 		b.WriteString("\n")
@@ -426,17 +508,16 @@ func crashMatrix(t *testing.T, d *datadriven.TestData) string {
 	return b.String()
 }
 
-func (w *world) lsoOf(entries []string) int64 {
-	for i, e := range entries {
-		if strings.HasPrefix(e, "t") {
-			return int64(i)
-		}
-	}
-	return int64(len(entries))
+// outcome is what a failover must record and keep: the offsets it cut
+// (truncate-to-lso), the transactions it aborted and the mirrored log it
+// keeps whole (abort-open-transactions).
+type outcome struct {
+	lost, aborted int64
+	kept          []string
 }
 
 // violations are the rules the model's end state breaks.
-func (w *world) violations(scenario string, wantLost int64) []string {
+func (w *world) violations(scenario string, want outcome) []string {
 	var out []string
 	if w.durable != w.mem {
 		out = append(out, "memory ahead of the disk")
@@ -471,12 +552,28 @@ func (w *world) violations(scenario string, wantLost int64) []string {
 					break
 				}
 			}
-		case strings.HasPrefix(e, "t") && slices.Contains(w.log[i:], "b"):
-			out = append(out, fmt.Sprintf("open transaction at %d below the barrier", i))
+		case e == "b":
 		}
 	}
-	if w.mem.LostAtFailover != wantLost {
-		out = append(out, fmt.Sprintf("lost=%d recorded, %d cut", w.mem.LostAtFailover, wantLost))
+	// No transaction open when the barrier comes: its producer state
+	// would go with no marker, and read_committed consumers would read
+	// its records.
+	for i, e := range w.log {
+		if e != "b" {
+			continue
+		}
+		for _, first := range modelOpenTxns(w.log[:i], true) {
+			out = append(out, fmt.Sprintf("open transaction at %d below the barrier", first))
+		}
+	}
+	if w.mem.LostAtFailover != want.lost {
+		out = append(out, fmt.Sprintf("lost=%d recorded, %d cut", w.mem.LostAtFailover, want.lost))
+	}
+	if w.mem.AbortedTxns != want.aborted {
+		out = append(out, fmt.Sprintf("aborted=%d recorded, %d open", w.mem.AbortedTxns, want.aborted))
+	}
+	if want.kept != nil && (len(w.log) < len(want.kept) || !slices.Equal(w.log[:len(want.kept)], want.kept)) {
+		out = append(out, "mirrored records cut")
 	}
 	if n := strings.Count(strings.Join(w.log, ","), "l"); n != w.localWrites {
 		out = append(out, fmt.Sprintf("%d local writes acknowledged, %d kept", w.localWrites, n))

@@ -10,6 +10,7 @@ import (
 
 	"github.com/minibroker/minibroker/internal/coordinator"
 	"github.com/minibroker/minibroker/internal/partition"
+	"github.com/minibroker/minibroker/internal/psm"
 )
 
 // The driver of STOPPING: it runs a failover's partitions through the
@@ -92,7 +93,7 @@ func (d *stopDriver) apply(pending [][]effect) ([]*coreEvent, error) {
 		if len(byKind) == 0 {
 			return events, nil
 		}
-		for kind := effPersist; kind <= effDisarmRetry; kind++ {
+		for kind := effPersist; kind <= effAbortTxn; kind++ {
 			if idx := byKind[kind]; len(idx) > 0 {
 				if err := d.applyKind(kind, idx, col, pending, events); err != nil {
 					return nil, err
@@ -129,7 +130,13 @@ func (d *stopDriver) applyKind(kind effectKind, idx []int, col int, pending [][]
 	case effFindLSO:
 		for _, i := range idx {
 			o := d.parts[i].Offsets()
-			events[i] = &coreEvent{Kind: EvLSO, End: o.LastStable, Lost: o.LogEnd - o.LastStable}
+			ev := &coreEvent{Kind: EvLSO, End: o.LastStable, Lost: o.LogEnd - o.LastStable, Open: int64(openTxns(d.parts[i]))}
+			if m.opts.TestHooks.SkipAbortMarkers() && ev.Open > 0 {
+				m.logger.Warn("NEGATIVE CONTROL: open transactions not aborted", zap.String("topic", d.tps[i].topic),
+					zap.Int32("partition", d.tps[i].partition), zap.Int64("open", ev.Open))
+				ev.Open = 0
+			}
+			events[i] = ev
 		}
 	case effTruncate:
 		parallel(len(idx), func(j int) {
@@ -168,6 +175,11 @@ func (d *stopDriver) applyKind(kind effectKind, idx []int, col int, pending [][]
 		for _, i := range idx {
 			applyMode(d.parts[i], pending[i][col].Mode, rt.spec.Name)
 		}
+	case effAbortTxn:
+		parallel(len(idx), func(j int) {
+			i := idx[j]
+			d.errs[i] = d.abortTxn(d.tps[i], d.parts[i], pending[i][col])
+		})
 	default:
 		for _, i := range idx {
 			d.errs[i] = fmt.Errorf("mirror: effect %s in STOPPING", kind)
@@ -302,6 +314,61 @@ func (d *stopDriver) truncate(k tp, p *partition.Partition, at int64) error {
 		// the record does not say.
 		return fmt.Errorf("truncate to LSO %d left the log ending at %d", at, end)
 	}
+	return nil
+}
+
+// openTxns is how many producers have a transaction open in p.
+func openTxns(p *partition.Partition) int {
+	n := 0
+	for _, e := range p.Producers() {
+		if e.CurrentTxnFirstOffset >= 0 {
+			n++
+		}
+	}
+	return n
+}
+
+// abortTxn writes the ABORT marker at e.At for the transaction open in
+// the partition that began first (abort-open-transactions), unless a
+// marker is there already (a crash after writing it): never a second
+// one. Past the last mirrored offset the log holds only this failover's
+// markers, in order, so the offset says which are written.
+func (d *stopDriver) abortTxn(k tp, p *partition.Partition, e effect) error {
+	m := d.m
+	end := p.Offsets().LogEnd
+	if end > e.At {
+		if _, ok, err := p.AbortMarkerAt(e.At); err != nil {
+			return err
+		} else if !ok && !m.knobs.barrierBeforeAborts {
+			return fmt.Errorf("abort open transactions: offset %d is not the failover's ABORT marker", e.At)
+		}
+		return nil
+	}
+	if end < e.At {
+		return fmt.Errorf("abort open transactions: the log ends at %d, before the marker's offset %d", end, e.At)
+	}
+	var first *psm.Entry
+	for _, pe := range p.Producers() {
+		if pe.CurrentTxnFirstOffset >= 0 && (first == nil || pe.CurrentTxnFirstOffset < first.CurrentTxnFirstOffset) {
+			first = &pe
+		}
+	}
+	if first == nil {
+		if m.knobs.barrierBeforeAborts {
+			return nil // negative control: the barrier cleared them
+		}
+		return fmt.Errorf("abort open transactions: none left open for the marker at %d", e.At)
+	}
+	if err := m.hook(StepAbort, k); err != nil {
+		return err
+	}
+	off, err := p.WriteFailoverAbort(first.ProducerID, first.Epoch, first.CoordinatorEpoch, e.NewEpoch)
+	if err != nil {
+		return fmt.Errorf("abort open transaction of producer %d: %w", first.ProducerID, err)
+	}
+	m.logger.Info("failover aborted a transaction open in the mirrored log", zap.String("topic", k.topic),
+		zap.Int32("partition", k.partition), zap.Int64("producer_id", first.ProducerID),
+		zap.Int64("first_offset", first.CurrentTxnFirstOffset), zap.Int64("marker_offset", off))
 	return nil
 }
 

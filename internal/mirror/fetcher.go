@@ -326,13 +326,19 @@ func (f *fetcher) apply(res fetchResult) error {
 		}
 	}
 	now := time.Now().UnixMilli()
-	caughtUp := f.p.Offsets().LogEnd >= res.LastStable
+	// Caught up: everything the fetch's isolation can give (the LSO
+	// read_committed, the high watermark read_uncommitted).
+	target := res.LastStable
+	if f.rt.settings().FailoverMode.fetchIsolation() == 0 {
+		target = res.HighWatermark
+	}
+	caughtUp := f.p.Offsets().LogEnd >= target
 	if caughtUp {
 		f.caughtUpAt.Store(now)
 	}
 	f.sourceLSO.Store(res.LastStable)
 	switch {
-	case !caughtUp || res.LastStable >= res.HighWatermark:
+	case !caughtUp || target >= res.HighWatermark: // read_uncommitted waits for no LSO
 		f.lsoWaitSince.Store(0)
 	case f.lsoWaitSince.Load() == 0 || f.lsoWaitAt.Load() != res.LastStable:
 		f.lsoWaitAt.Store(res.LastStable)

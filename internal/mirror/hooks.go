@@ -17,6 +17,11 @@ type TestHooks interface {
 	FetcherWoken(topic string, partition int32)
 	// SkipBarrier leaves the MIRROR_PID_RESET barrier out of STOPPING.
 	SkipBarrier() bool
+	// SkipAbortMarkers leaves out the ABORT markers of the failover mode
+	// abort-open-transactions: the barrier then clears the open
+	// transactions' producer state with no marker, and their records
+	// become visible to read_committed consumers.
+	SkipAbortMarkers() bool
 	// SkipBarrierSync leaves out the fsync of the barrier before
 	// STOPPED is persisted: a power loss can then take the barrier and
 	// keep the STOPPED state that says it was written.
@@ -64,6 +69,7 @@ func (NoTestHooks) BeforeStopStep(StopStep, string, int32) error { return nil }
 func (NoTestHooks) FetcherWoken(string, int32)                   {}
 func (NoTestHooks) SkipBarrier() bool                            { return false }
 func (NoTestHooks) SkipBarrierSync() bool                        { return false }
+func (NoTestHooks) SkipAbortMarkers() bool                       { return false }
 func (NoTestHooks) SkipGroupClamp() bool                         { return false }
 func (NoTestHooks) SkipEpochWalkBack() bool                      { return false }
 func (NoTestHooks) SkipIdentityCheck() bool                      { return false }
@@ -92,4 +98,7 @@ type knobs struct {
 	// applies a step's persist after its other effects; barrierFirst
 	// writes STOPPING's barrier before the truncation to the LSO.
 	persistLast, barrierFirst bool
+	// barrierBeforeAborts writes the barrier of abort-open-transactions
+	// before its ABORT markers (core.go's barrierEffects).
+	barrierBeforeAborts bool
 }

@@ -80,6 +80,7 @@ const (
 	StepTruncate    StopStep = "truncate-to-lso"
 	StepClamp       StopStep = "clamp-group-offsets"
 	StepBarrier     StopStep = "write-barrier"
+	StepAbort       StopStep = "abort-open-transaction"
 	StepStopped     StopStep = "mark-stopped"
 )
 

@@ -40,7 +40,35 @@ const (
 	SettingFailedRetryMaxMs       = "mirror.failed.retry.max.backoff.ms"
 	SettingFailedRetryMaxAttempts = "mirror.failed.retry.max.attempts"
 	SettingACLInclude             = "mirror.acl.include"
+	SettingFailoverMode           = "mirror.failover.mode"
 )
+
+// FailoverMode is what STOPPING does with the transactions open in the
+// local log (mirror.failover.mode).
+type FailoverMode string
+
+const (
+	// FailoverTruncateToLSO (the default): the mirror fetches
+	// read_committed, and STOPPING cuts the log at its LSO before the
+	// barrier: everything past the first open transaction goes,
+	// non-transactional records included.
+	FailoverTruncateToLSO FailoverMode = "truncate-to-lso"
+	// FailoverAbortOpenTxns (KIP-1279's June 2026 revision): the mirror
+	// fetches read_uncommitted, and STOPPING writes an ABORT marker for
+	// each transaction open in the local log before the barrier, keeping
+	// every record.
+	FailoverAbortOpenTxns FailoverMode = "abort-open-transactions"
+)
+
+// fetchIsolation is the isolation level of the mirror's fetches in mode
+// m: read_uncommitted (0) when STOPPING aborts open transactions, else
+// read_committed (1).
+func (m FailoverMode) fetchIsolation() int8 {
+	if m == FailoverAbortOpenTxns {
+		return 0
+	}
+	return 1
+}
 
 // defaultTopicPropertiesExclude is KIP-1279's default of
 // mirror.topic.properties.exclude: settings that belong to the cluster a
@@ -81,6 +109,9 @@ type Settings struct {
 	// ACLInclude selects the source ACLs synced (aclsync.go: "*" or
 	// TOPIC;name;operation;permission;principal, "*" fields for any).
 	ACLInclude []string
+	// FailoverMode is what a failover does with open transactions, and
+	// so the isolation of the mirror's fetches.
+	FailoverMode FailoverMode
 
 	topicFilter, groupFilter patternFilter
 	propsExclude             patternFilter
@@ -171,6 +202,16 @@ var settingDefs = []settingDef{
 		_, err := parseACLRules(s.ACLInclude) // aclsync.go
 		return err
 	}},
+	{name: SettingFailoverMode, def: string(FailoverTruncateToLSO), dynamic: true,
+		kip: "abort-open-transactions is KIP-1279's (June 2026 revision); truncate-to-lso is the seed's",
+		set: func(s *Settings, v string) error {
+			switch m := FailoverMode(strings.TrimSpace(v)); m {
+			case FailoverTruncateToLSO, FailoverAbortOpenTxns:
+				s.FailoverMode = m
+				return nil
+			}
+			return fmt.Errorf("must be %s or %s", FailoverTruncateToLSO, FailoverAbortOpenTxns)
+		}},
 }
 
 // SettingInfo describes one setting, for docs and tests.

@@ -31,7 +31,8 @@ func TestSettingsTable(t *testing.T) {
 	if len(s.TopicsInclude) != 0 || !slices.Equal(s.TopicsExclude, []string{"__.*"}) ||
 		!slices.Equal(s.GroupsInclude, []string{".*"}) || s.MetadataRefresh != 30*time.Second ||
 		s.ThrottledRate != 0 || s.FailedRetryMaxAttempts != 10 || s.FailedRetryInitialBackoff != time.Second ||
-		s.FailedRetryMaxBackoff != 300*time.Second || s.FetchWaitMax != 100*time.Millisecond {
+		s.FailedRetryMaxBackoff != 300*time.Second || s.FetchWaitMax != 100*time.Millisecond ||
+		s.FailoverMode != FailoverTruncateToLSO || s.FailoverMode.fetchIsolation() != 1 {
 		t.Fatalf("defaults: %+v", s)
 	}
 	for _, p := range []string{"min.insync.replicas", "unclean.leader.election.enable", "leader.replication.throttled.replicas",
@@ -167,5 +168,20 @@ func TestOldGroupListsMigrate(t *testing.T) {
 	raw, _ := os.ReadFile(filepath.Join(dir, mirrorStateFile))
 	if strings.Contains(string(raw), "groups_include") || !strings.Contains(string(raw), SettingGroupsInclude) {
 		t.Fatalf("rewritten: %s", raw)
+	}
+}
+
+// mirror.failover.mode takes its two values, and the KIP's fetches
+// read_uncommitted; anything else is refused, naming the setting.
+func TestSettingFailoverMode(t *testing.T) {
+	s, err := ResolveSettings(map[string]string{SettingFailoverMode: " abort-open-transactions "})
+	if err != nil || s.FailoverMode != FailoverAbortOpenTxns || s.FailoverMode.fetchIsolation() != 0 {
+		t.Fatalf("abort-open-transactions: %+v %v", s.FailoverMode, err)
+	}
+	for _, bad := range []string{"", "abort", "TRUNCATE-TO-LSO"} {
+		_, err := ResolveSettings(map[string]string{SettingFailoverMode: bad})
+		if !errors.Is(err, ErrBadRequest) || !strings.Contains(err.Error(), SettingFailoverMode) {
+			t.Errorf("%q: %v", bad, err)
+		}
 	}
 }

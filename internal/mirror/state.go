@@ -97,8 +97,15 @@ type partitionRecord struct {
 	// BarrierOffset is where the barrier was written, -1 before.
 	BarrierOffset int64 `json:"barrier_offset"`
 	// LostAtFailover is how many offsets past the LSO STOPPING cut.
-	LostAtFailover int64  `json:"lost_at_failover,omitempty"`
-	Reason         string `json:"reason,omitempty"`
+	LostAtFailover int64 `json:"lost_at_failover,omitempty"`
+	// FailoverMode is the mode of the failover (mirror.failover.mode),
+	// set when STOPPING begins: "" is truncate-to-lso.
+	FailoverMode FailoverMode `json:"failover_mode,omitempty"`
+	// AbortedTxns is how many transactions open in the local log the
+	// failover aborts (abort-open-transactions): its ABORT markers are at
+	// LastMirroredOffset and after, the barrier after them.
+	AbortedTxns int64  `json:"aborted_transactions,omitempty"`
+	Reason      string `json:"reason,omitempty"`
 	// SecurityFailure marks a FAILED partition whose source refused the
 	// mirror's credentials or certificate (or the other way round):
 	// changing the source config restarts it (AlterSourceConfig).

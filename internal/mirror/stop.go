@@ -56,7 +56,7 @@ func (m *Manager) BeginStop(name string, topics []string) (*StopRun, error) {
 		rec := rt.spec.Topics[k.topic].Partitions[k.partition]
 		// The core's stop: persist, then the effects stopPartitions
 		// applies (it recomputes them from the record in its turn).
-		next, _, err := stepWith(m.knobs, *rec, coreEvent{Kind: EvStop})
+		next, _, err := stepWith(m.knobs, *rec, coreEvent{Kind: EvStop, Mode: rt.settings().FailoverMode})
 		if err != nil {
 			continue // STOPPED already
 		}
