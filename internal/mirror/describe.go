@@ -31,7 +31,13 @@ type PartitionStatus struct {
 	// LostAtFailover counts the offsets past the local LSO that STOPPING
 	// truncated (asynchronous replication loses them by design).
 	LostAtFailover int64 `json:"lost_at_failover"`
-	FetchErrors    int64 `json:"fetch_errors"`
+	// AbortedAtFailover counts the transactions open in the local log
+	// that STOPPING aborted (mirror.failover.mode abort-open-transactions:
+	// their records stay, never visible to read_committed consumers), and
+	// FailoverMode is the mode the failover ran in (empty before one).
+	AbortedAtFailover int64        `json:"aborted_at_failover,omitempty"`
+	FailoverMode      FailoverMode `json:"failover_mode,omitempty"`
+	FetchErrors       int64        `json:"fetch_errors"`
 	// SourceUnreachable is set while the fetcher's last word from the
 	// source is an error (LastError); the lag is then the last known one
 	// (LagRecords -1: never known) and LagMillis keeps growing.
@@ -117,8 +123,14 @@ func (m *Manager) Describe(name string) (Status, error) {
 	for _, it := range items {
 		ps := PartitionStatus{Topic: it.k.topic, Partition: it.k.partition, State: it.rec.State,
 			LastMirroredOffset: it.rec.LastMirroredOffset, BarrierOffset: it.rec.BarrierOffset, Reason: it.rec.Reason,
-			LostAtFailover: it.rec.LostAtFailover, Retries: it.rec.Retries, Retriable: it.rec.Retriable, Truncated: it.rec.Truncated,
+			LostAtFailover: it.rec.LostAtFailover, AbortedAtFailover: it.rec.AbortedTxns, Retries: it.rec.Retries, Retriable: it.rec.Retriable, Truncated: it.rec.Truncated,
 			SourceHighWater: -1, SourceLastStable: -1, LocalLogEndOffset: -1, LocalHighWatermark: -1}
+		if it.rec.State == Stopping || it.rec.State == Stopped {
+			ps.FailoverMode = it.rec.FailoverMode
+			if ps.FailoverMode == "" {
+				ps.FailoverMode = FailoverTruncateToLSO
+			}
+		}
 		if it.rec.State == Failed && it.rec.Retriable {
 			ps.NextRetryAt = it.rec.RetryAt
 		}

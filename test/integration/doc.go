@@ -52,6 +52,18 @@
 //     TestMirrorCrashAtEachStoppingStep; a crash while mirroring resumes
 //     byte for byte: TestMirrorCrashWhileMirroring,
 //     TestMirrorBinaryKill9WhileMirroring.
+//   - The failover mode (mirror.failover.mode): truncate-to-lso (the
+//     default) cuts at the LSO; abort-open-transactions (KIP-1279) mirrors
+//     read_uncommitted and writes one ABORT marker per open transaction
+//     before the barrier, keeping the non-transactional records past the
+//     LSO, which read_committed consumers read while never reading the
+//     aborted ones: TestMirrorFailoverModes. A crash before every step in
+//     both modes (between the markers and after them before the barrier
+//     included) ends with one barrier, the markers once, and the local
+//     records acknowledged after the failover kept over a second kill:
+//     TestMirrorFailoverModesCrashAtEachStep. Negative control: without
+//     the markers the barrier forgets the open transactions and
+//     read_committed reads their records: TestMirrorAbortModeWithoutMarkers.
 //   - Topologies: TestMirrorFailback, TestMirrorChain, TestMirrorFanOut,
 //     TestMirrorFanIn, TestMirrorFailoverFailbackCycles,
 //     TestMirrorFromKfakeCluster.
