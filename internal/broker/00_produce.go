@@ -68,11 +68,7 @@ func (b *Broker) handleProduce(_ context.Context, r *protocol.Request) kmsg.Resp
 				// Kafka's ProduceRequest.validateRecords: zstd needs v7+.
 				sp.ErrorCode = kerr.UnsupportedCompressionType.Code
 			default:
-				code, release := b.checkTxnProduce(req.TransactionID, rt.Topic, &rp)
-				if sp.ErrorCode = code; code == 0 {
-					b.producePartition(t, rp, &sp)
-				}
-				release()
+				b.produceChecked(req.TransactionID, rt.Topic, t, rp, &sp)
 			}
 			if sp.ErrorCode != 0 {
 				b.metrics.ProduceErrors.WithLabelValues(kerr.ErrorForCode(sp.ErrorCode).Error()).Inc()
@@ -87,11 +83,27 @@ func (b *Broker) handleProduce(_ context.Context, r *protocol.Request) kmsg.Resp
 	return resp
 }
 
+// produceChecked appends one partition's batch after the transaction
+// check. The check's release runs deferred: a panic in the append
+// (recovered by the connection) still lets the transaction be decided;
+// a release called after the append would be skipped by the panic and
+// every later EndTxn would wait for the coordinator's lock for ever.
+func (b *Broker) produceChecked(txnID *string, topic string, t *Topic, rp kmsg.ProduceRequestTopicPartition, sp *kmsg.ProduceResponseTopicPartition) {
+	code, release := b.checkTxnProduce(txnID, topic, &rp)
+	defer release()
+	if sp.ErrorCode = code; code == 0 {
+		b.producePartition(t, rp, sp)
+	}
+}
+
 func (b *Broker) producePartition(t *Topic, rp kmsg.ProduceRequestTopicPartition, sp *kmsg.ProduceResponseTopicPartition) {
 	parts := b.partitions(t)
 	if rp.Partition < 0 || int(rp.Partition) >= len(parts) {
 		sp.ErrorCode = kerr.UnknownTopicOrPartition.Code
 		return
+	}
+	if b.panicInProduce != nil && b.panicInProduce(t.Name) {
+		panic("panicInProduce: an append panicking on purpose (test knob)")
 	}
 	p := parts[rp.Partition]
 	res, err := p.AppendAsLeader(rp.Records)

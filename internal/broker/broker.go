@@ -156,6 +156,10 @@ type Broker struct {
 	// API's handler panic (after authorization): the negative control of
 	// the no-panic property (defects.go).
 	panicInHandler func(key int16) bool
+	// panicInProduce, when it returns true for a topic, makes
+	// producePartition panic for it while the transaction check is held
+	// (00_produce.go: TestPanicInProduceLeavesEndTxnWorking).
+	panicInProduce func(topic string) bool
 }
 
 // New opens the data directory (creating meta.properties on first start),
