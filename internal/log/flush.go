@@ -65,15 +65,7 @@ func (l *Log) flush(withIndexes bool) error {
 	}
 	l.mu.Unlock()
 
-	err := syncAll(targets)
-	if err == nil && syncDir {
-		if derr := l.fs.SyncDir(l.dir); derr != nil {
-			err = storageErr("fsync", l.dir, derr)
-		}
-	}
-	if err == nil && epochFile != nil {
-		err = l.writeEpochFile(epochFile)
-	}
+	err := l.syncTaken(targets, syncDir, epochFile, epochsFrom)
 
 	l.mu.Lock()
 	if err != nil {
@@ -124,6 +116,40 @@ func (l *Log) flush(withIndexes bool) error {
 	return err
 }
 
+// syncTaken syncs what flush took as dirty (targets, the directory if
+// syncDir, the leader-epoch file if epochFile is set). Should it panic
+// (a bug, recovered by the connection whose request led the flush), what
+// it took is marked dirty again, so that the next flush syncs it instead
+// of advancing the flushed offset past data never fsynced.
+func (l *Log) syncTaken(targets []syncTarget, syncDir bool, epochFile []byte, epochsFrom int64) error {
+	done := false
+	defer func() {
+		if done {
+			return
+		}
+		l.mu.Lock()
+		for _, s := range l.segments {
+			s.markDirty()
+		}
+		l.dirDirty = l.dirDirty || syncDir
+		if epochFile != nil {
+			l.epochsChangedLocked(epochsFrom)
+		}
+		l.mu.Unlock()
+	}()
+	err := syncAll(targets)
+	if err == nil && syncDir {
+		if derr := l.fs.SyncDir(l.dir); derr != nil {
+			err = storageErr("fsync", l.dir, derr)
+		}
+	}
+	if err == nil && epochFile != nil {
+		err = l.writeEpochFile(epochFile)
+	}
+	done = true
+	return err
+}
+
 // lowerRecoveryPointLocked makes the recovery point, in memory and on
 // disk, no higher than end (after truncation: a stale recovery point past
 // new, unsynced data would let an unclean open skip it).
@@ -163,19 +189,29 @@ func (l *Log) WaitFlushed(offset int64) error {
 			l.commitDone.Wait()
 			continue
 		}
-		l.committing = true
-		l.mu.Unlock()
-		// Let appenders that were just released by the previous commit
-		// (runnable, about to append) join this one.
-		runtime.Gosched()
-		err := l.flush(false)
-		l.mu.Lock()
-		l.committing = false
-		l.commitDone.Broadcast()
-		if err != nil && err != ErrClosed {
+		if err := l.leadCommitLocked(); err != nil && err != ErrClosed {
 			return err
 		}
 	}
+}
+
+// leadCommitLocked runs one group commit with mu released, and returns
+// with mu held, committing cleared and the waiters woken, whether the
+// flush returns or panics: a panic (recovered by the connection that led
+// the commit) must not leave committing set, which would keep every later
+// waiter waiting for a commit that never ends.
+func (l *Log) leadCommitLocked() error {
+	l.committing = true
+	l.mu.Unlock()
+	defer func() {
+		l.mu.Lock()
+		l.committing = false
+		l.commitDone.Broadcast()
+	}()
+	// Let appenders that were just released by the previous commit
+	// (runnable, about to append) join this one.
+	runtime.Gosched()
+	return l.flush(false)
 }
 
 // releaseWaitersLocked wakes WaitFlushed callers to re-check the log's

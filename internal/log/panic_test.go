@@ -10,12 +10,13 @@ import (
 	"github.com/minibroker/minibroker/internal/vfs"
 )
 
-// panicFS panics, once armed, in the first OpenFile or Write of a file
-// whose name ends in suffix.
+// panicFS panics, once armed, in the first OpenFile, Write or Sync of a
+// file whose name ends in suffix; it counts those files' Syncs.
 type panicFS struct {
 	vfs.FS
-	suffix      string
-	open, write atomic.Bool
+	suffix            string
+	open, write, sync atomic.Bool
+	syncs             atomic.Int64
 }
 
 type panicFile struct {
@@ -42,6 +43,14 @@ func (f panicFile) Write(b []byte) (int, error) {
 		panic("injected panic writing " + f.Name())
 	}
 	return f.File.Write(b)
+}
+
+func (f panicFile) Sync() error {
+	if f.fs.sync.CompareAndSwap(true, false) {
+		panic("injected panic syncing " + f.Name())
+	}
+	f.fs.syncs.Add(1)
+	return f.File.Sync()
 }
 
 // TestAppendPanicLeavesLogUsable: a panic in the middle of an Append,
@@ -101,4 +110,46 @@ func TestAppendPanicLeavesLogUsable(t *testing.T) {
 			})
 		})
 	}
+}
+
+// TestFlushPanicLeavesWaitersWorking: a panic in the fsync of a group
+// commit, recovered as protocol/conn.go recovers a handler's panic,
+// leaves WaitFlushed usable: the next waiter leads a new commit, which
+// syncs the segment the panicking commit had taken (the flushed offset
+// does not pass data never fsynced), and returns. With the commit's
+// leader clearing its committing flag by hand after flush, the panic
+// skips it and the next WaitFlushed waits for ever.
+func TestFlushPanicLeavesWaitersWorking(t *testing.T) {
+	fs := &panicFS{FS: vfs.Default, suffix: logSuffix}
+	l := openTest(t, t.TempDir(), testConfig(), Options{FS: fs})
+	defer l.Close()
+	appendN(t, l, 3, 5, 0, 1000, 100)
+	leo := l.LogEndOffset()
+	fs.sync.Store(true)
+	func() {
+		defer func() {
+			if r := recover(); r == nil {
+				t.Fatal("the injected panic did not happen")
+			}
+		}()
+		l.WaitFlushed(leo)
+	}()
+	if got := l.FlushedOffset(); got >= leo {
+		t.Fatalf("flushed offset %d after the panicking commit, want below %d", got, leo)
+	}
+	before := fs.syncs.Load()
+	locktest.Within(t, "WaitFlushed after the panic", func() {
+		if err := l.WaitFlushed(leo); err != nil {
+			t.Errorf("WaitFlushed after the panic: %v", err)
+		}
+	})
+	if fs.syncs.Load() == before {
+		t.Fatal("the commit after the panic synced no segment: the flushed offset passed data never fsynced")
+	}
+	locktest.Within(t, "appends and a concurrent group commit after the panic", func() {
+		appendN(t, l, 2, 5, 0, 2000, 100)
+		if err := l.WaitFlushed(l.LogEndOffset()); err != nil {
+			t.Error(err)
+		}
+	})
 }
