@@ -1,6 +1,7 @@
 package log
 
 import (
+	"errors"
 	"fmt"
 	"time"
 
@@ -348,5 +349,28 @@ func (l *Log) resetLocked(offset int64) error {
 		return l.failLocked(err)
 	}
 	l.dirDirty = false
+	return nil
+}
+
+// AppendAbortedTxn records an aborted transaction in the .txnindex of the
+// segment holding its last offset (its ABORT marker). Re-adding an entry
+// that is already there is a no-op.
+func (l *Log) AppendAbortedTxn(t AbortedTxn) error {
+	if t.FirstOffset > t.LastOffset || t.FirstOffset < 0 {
+		return fmt.Errorf("%w: aborted txn range %d..%d", ErrInvalidBatch, t.FirstOffset, t.LastOffset)
+	}
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if err := l.writableLocked(); err != nil {
+		return err
+	}
+	s := l.segments[l.segmentIndex(t.LastOffset)]
+	if err := s.txn.add(t); err != nil {
+		if errors.Is(err, ErrStorage) {
+			return l.failLocked(err)
+		}
+		return err
+	}
+	s.txnDirty = true
 	return nil
 }
