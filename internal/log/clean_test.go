@@ -548,26 +548,81 @@ func TestCompactionWhileAppendingAndReading(t *testing.T) {
 // TestCompactionSwapExcludesTruncation: a truncation (a mirror's) that
 // comes while a cleaned group's .swap files are durable waits for the
 // swap (swapMu): a crash afterwards never completes a swap over segments
-// the truncation cut, so no truncated record comes back.
+// the truncation cut, so no truncated offset comes back. Two cuts: inside
+// the first group (the segments being swapped) and above it.
 func TestCompactionSwapExcludesTruncation(t *testing.T) {
+	for _, inGroup := range []bool{true, false} {
+		cut, leos, err := swapTruncationScenario(t, inGroup, false)
+		if err != nil {
+			t.Fatalf("in group %v: the pass failed: %v", inGroup, err)
+		}
+		for i, leo := range leos {
+			if leo > cut {
+				t.Fatalf("in group %v: clone %d recovered to log end %d, truncated to %d", inGroup, i, leo, cut)
+			}
+		}
+	}
+}
+
+// TestCompactionSwapWithoutSwapMu is the negative control: with the swap
+// not holding swapMu, the truncation into the group runs while the
+// group's .swap files are durable; the swap then finds its segments
+// changed (the log goes offline), and recovery of either clone completes
+// the durable swap and brings back offsets the truncation cut.
+func TestCompactionSwapWithoutSwapMu(t *testing.T) {
+	cut, leos, err := swapTruncationScenario(t, true, true)
+	if err == nil {
+		t.Fatal("the pass swapped over a truncated group without an error")
+	}
+	back := 0
+	for _, leo := range leos {
+		if leo > cut {
+			back++
+		}
+	}
+	if back == 0 {
+		t.Fatalf("no clone brought back offsets past the truncation point %d: %v (the control)", cut, leos)
+	}
+	t.Logf("pass error %q; clones recovered to log ends %v, truncated to %d", err, leos, cut)
+}
+
+// swapTruncationScenario cleans a log and, when the first group's .swap
+// files are durable, truncates it (inside that group, or above it). It
+// returns the truncation point, the log end each crash clone taken after
+// the pass recovers to (a power loss and a kill -9), and the pass's
+// error. Records at or past the cut fail the test whatever the seam.
+func swapTruncationScenario(t *testing.T, inGroup, skipSwapMu bool) (int64, []int64, error) {
+	t.Helper()
 	const dir = "/data/t-0"
 	mem := errorfs.NewMem()
 	clock := &fixedClock{t: time.UnixMilli(1_000_000)}
 	cfg := compactConfig()
 	opts := Options{FS: mem, Now: clock.now}
+	opts.seams.cleanSkipSwapMu = skipSwapMu
 	var l *Log
 	var cut int64
 	truncated := make(chan error, 1)
-	var clones []*errorfs.MemFS
 	opts.seams.cleanStep = func(step string) {
-		switch step {
-		case "swap files durable":
-			if cut == 0 {
-				cut = l.SegmentBaseOffsets()[1] + 2 // inside the log, above the first group
-				go func() { truncated <- l.TruncateTo(cut) }()
-				time.Sleep(20 * time.Millisecond) // it would run now without swapMu
-			}
+		if step != "swap files durable" || cut != 0 {
+			return
 		}
+		bases := l.SegmentBaseOffsets()
+		cut = bases[1] + 2 // above the first group
+		if inGroup {
+			cut = bases[1] - 2 // the first group holds at least the first segment
+		}
+		go func() { truncated <- l.TruncateTo(cut) }()
+		if skipSwapMu {
+			// Nothing holds it back: wait for it, as a slow swap would.
+			select {
+			case err := <-truncated:
+				truncated <- err
+			case <-time.After(10 * time.Second):
+				t.Error("the truncation did not run while the swap was under way")
+			}
+			return
+		}
+		time.Sleep(20 * time.Millisecond) // it would run now without swapMu
 	}
 	l = openTest(t, dir, cfg, opts)
 	fillKeyed(t, l, 150, 20, 1_000_000)
@@ -575,24 +630,25 @@ func TestCompactionSwapExcludesTruncation(t *testing.T) {
 		t.Fatal(err)
 	}
 	c := NewCleaner(1<<20, 0, nil)
-	if _, err := c.Clean(l, CleanRequest{Now: clock.t, FirstUnstable: l.LogEndOffset()}); err != nil {
-		t.Fatal(err)
-	}
+	_, cleanErr := c.Clean(l, CleanRequest{Now: clock.t, FirstUnstable: l.LogEndOffset()})
 	if err := <-truncated; err != nil {
 		t.Fatal(err)
 	}
-	clones = append(clones, mem.CrashClone(), processClone(t, mem, dir))
+	clones := []*errorfs.MemFS{mem.CrashClone(), processClone(t, mem, dir)}
 	l.Close()
+	var leos []int64
 	for i, fsys := range clones {
 		rl, err := Open(dir, cfg, Options{FS: fsys, Now: clock.now})
 		if err != nil {
 			t.Fatal(err)
 		}
 		for off := range logRecords(t, rl) {
-			if off >= cut {
+			if off >= cut && !skipSwapMu {
 				t.Fatalf("clone %d: record %d at or past the truncation point %d", i, off, cut)
 			}
 		}
+		leos = append(leos, rl.LogEndOffset())
 		rl.Close()
 	}
+	return cut, leos, cleanErr
 }

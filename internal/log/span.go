@@ -79,6 +79,10 @@ type testSeams struct {
 	// cleanSkipSync leaves the cleaner's .cleaned files unsynced before
 	// the swap (the negative control of its crash matrix).
 	cleanSkipSync bool
+	// cleanSkipSwapMu: a cleaner swap does not hold swapMu, so a
+	// truncation can cut its group while its .swap files are durable
+	// (the negative control of TestCompactionSwapExcludesTruncation).
+	cleanSkipSwapMu bool
 	// cleanStep is called at each step of a cleaner swap
 	// (clean_swap.go): the crash matrix clones the file system there.
 	cleanStep func(step string)
