@@ -401,6 +401,13 @@
 //     cleaned, nothing kept lost (internal/log, TestCompactionCrashMatrix);
 //     negative control: the cleaned files unsynced
 //     (internal/log, TestCompactionCrashMatrixWithoutSync).
+//   - A cleaner swap excludes truncation, DeleteRecords and retention
+//     (swapMu), so a crash never completes a durable swap over segments a
+//     truncation cut (internal/log, TestCompactionSwapExcludesTruncation);
+//     negative control: the swap without swapMu brings cut offsets back
+//     (internal/log, TestCompactionSwapWithoutSwapMu).
+//   - A consumer group committed at an offset the cleaner removed
+//     resumes at the next kept record: TestCompactionGroupOffsetInGap.
 //   - A partition whose cleaning fails is marked uncleanable until
 //     restart, so other compacted topics are still cleaned and the pass
 //     is not rerun every backoff: TestCompactionUncleanablePartition.
