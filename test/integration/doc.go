@@ -401,6 +401,11 @@
 //     cleaned, nothing kept lost (internal/log, TestCompactionCrashMatrix);
 //     negative control: the cleaned files unsynced
 //     (internal/log, TestCompactionCrashMatrixWithoutSync).
+//   - The built binary, killed with SIGKILL at random points of its
+//     cleaning passes while a producer writes, restarts with every
+//     acknowledged record at its offset, no offset twice, and cleans on
+//     to exactly the latest record of each key:
+//     TestBinaryKill9DuringCleaning.
 //   - A cleaner swap excludes truncation, DeleteRecords and retention
 //     (swapMu), so a crash never completes a durable swap over segments a
 //     truncation cut (internal/log, TestCompactionSwapExcludesTruncation);
