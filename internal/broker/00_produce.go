@@ -64,6 +64,11 @@ func (b *Broker) handleProduce(_ context.Context, r *protocol.Request) kmsg.Resp
 				sp.ErrorCode = errorCode(topicErr)
 			case req.Version < 3 && isOldMagic(rp.Records):
 				sp.ErrorCode = kerr.UnsupportedForMessageFormat.Code
+			case coordinatorTopic(rt.Topic):
+				// Kafka's ReplicaManager: no client appends to an internal
+				// topic (internal_topics.go).
+				err := errInternalAppend(rt.Topic)
+				sp.ErrorCode, sp.ErrorMessage = errorCode(err), errorMessage(err)
 			case req.Version < 7 && isZstd(rp.Records):
 				// Kafka's ProduceRequest.validateRecords: zstd needs v7+.
 				sp.ErrorCode = kerr.UnsupportedCompressionType.Code

@@ -9,9 +9,10 @@ package broker
 // (AutoTopicCreationManager), the answer names such a topic
 // UNKNOWN_TOPIC_OR_PARTITION without partitions, and the next Metadata
 // finds it (kgo, sarama, librdkafka and kafka-go retry). Names Kafka
-// reserves (__consumer_offsets, __transaction_state, …;
-// reserved_topics.go) are never created: UNKNOWN_TOPIC_OR_PARTITION,
-// is_internal as in Kafka. A request by topic ID
+// reserves (__share_group_state, …; reserved_topics.go) are never
+// created: UNKNOWN_TOPIC_OR_PARTITION, is_internal as in Kafka;
+// __consumer_offsets and __transaction_state exist from start-up and are
+// answered with is_internal set (internal_topics.go). A request by topic ID
 // for an unknown ID answers UNKNOWN_TOPIC_ID. v13's top-level ErrorCode
 // (KIP-1102: REBOOTSTRAP_REQUIRED) is always NONE: one broker never asks
 // a client to rebootstrap.
@@ -156,7 +157,7 @@ func (b *Broker) topicMetadata(t *Topic) kmsg.MetadataResponseTopic {
 	name := t.Name
 	mt.Topic = &name
 	mt.TopicID = t.ID
-	_, mt.IsInternal = reservedTopic(name) // a leftover of an older minibroker
+	_, mt.IsInternal = reservedTopic(name) // the coordinators' topics, or a leftover of an older minibroker
 	for _, p := range b.partitions(t) {
 		mp := kmsg.NewMetadataResponseTopicPartition()
 		mp.Partition = p.Index

@@ -29,6 +29,9 @@ func (b *Broker) handleDeleteRecords(_ context.Context, r *protocol.Request) kms
 			sp.LowWatermark = -1
 			if p := parts.at(rp.Partition); p == nil {
 				sp.ErrorCode = kerr.UnknownTopicOrPartition.Code
+			} else if coordinatorTopic(rt.Topic) {
+				// Kafka's ReplicaManager.deleteRecordsOnLocalLog.
+				sp.ErrorCode = errorCode(errInternalDeleteRecords(rt.Topic))
 			} else {
 				low, err := p.DeleteRecordsBefore(rp.Offset)
 				sp.LowWatermark, sp.ErrorCode = low, errorCode(err)

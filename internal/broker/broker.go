@@ -240,6 +240,9 @@ func newBroker(opts Options, seams func(*Broker)) (*Broker, error) {
 	if err := b.loadTopics(); err != nil {
 		return nil, err
 	}
+	if err := b.ensureInternalTopics(); err != nil {
+		return nil, err
+	}
 	b.metrics.Partitions.Set(float64(b.partitionCount()))
 	if b.groups, err = coordinator.OpenGroups(coordinator.GroupsOptions{
 		FS: b.fs, Dir: b.dataDir, Config: groupConfig(cfg), Logger: b.logger.Named("groups"),

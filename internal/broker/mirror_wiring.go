@@ -53,6 +53,11 @@ func (l mirrorLocal) Partitions(topic string) []*partition.Partition {
 // existing topic keeps its id (a failback target has the id it gave the
 // other side).
 func (l mirrorLocal) EnsureTopic(name string, partitions int32, configs map[string]string, id [16]byte) ([]*partition.Partition, error) {
+	if reserved, _ := reservedTopic(name); reserved {
+		// A coordinator's internal topic is never a mirror's target
+		// (internal_topics.go), whatever the mirror's filters.
+		return nil, reservedTopicError{name}
+	}
 	if t, ok := l.b.Topic(name); ok {
 		if have := int32(len(l.b.partitions(t))); have < partitions {
 			if err := l.b.AddPartitions(name, partitions, false); err != nil {

@@ -7,22 +7,23 @@ package broker
 // and Kafka 4's __share_group_state) are created by Kafka's own
 // coordinators, flagged is_internal in Metadata; __cluster_metadata is the
 // KRaft log, whose creation Kafka's controller refuses; __mirror_state is
-// minibroker's. minibroker keeps group and transaction state in its own
-// logs (group-log, transaction-state.log), so none of these is a topic:
+// minibroker's. The broker itself creates __consumer_offsets and
+// __transaction_state at start-up (internal_topics.go); no client creates
+// any of these:
 //
-//   - Metadata names them UNKNOWN_TOPIC_OR_PARTITION with no partitions,
-//     is_internal set for Kafka's internal ones, as Kafka's first answer
-//     for an internal topic not yet created; they are never auto-created
-//     (from Metadata or Produce).
+//   - Metadata names one that does not exist UNKNOWN_TOPIC_OR_PARTITION
+//     with no partitions, is_internal set for Kafka's internal ones, as
+//     Kafka's first answer for an internal topic not yet created; they are
+//     never auto-created (from Metadata or Produce).
 //   - CreateTopics refuses them with INVALID_REQUEST "Creation of internal
 //     topic <name> is prohibited.", Kafka's answer for __cluster_metadata
-//     (ControllerApis). Deviation: Kafka's controller would create
-//     __consumer_offsets or __transaction_state if they did not exist
-//     yet (and answers TOPIC_ALREADY_EXISTS once its coordinator made
-//     them); minibroker has no such topic to make.
+//     (ControllerApis), and answers TOPIC_ALREADY_EXISTS for
+//     __consumer_offsets and __transaction_state, which exist, as Kafka's
+//     controller does once its coordinators made them.
 //
-// A topic of one of these names already in topics.json (made by an older
-// minibroker, which auto-created them as plain topics) is still served.
+// A topic of one of the other names already in topics.json (made by an
+// older minibroker, which auto-created them as plain topics) is still
+// served.
 
 // reservedTopics maps each reserved name to its is_internal flag in Kafka's
 // Metadata answer.

@@ -293,6 +293,9 @@ func (b *Broker) DeleteTopic(name string) error {
 	if !ok {
 		return fmt.Errorf("%w: %s", errUnknownTopic, name)
 	}
+	if coordinatorTopic(name) {
+		return errInternalDelete(name)
+	}
 	// On a failed write topics.json still lists the topic (it is replaced
 	// atomically): it stays, open and served, rather than be dropped from
 	// memory with its files open until a restart brings it back.

@@ -35,7 +35,11 @@ var (
 // max.broker.partitions; b.adminMu held (no other creation runs).
 func (b *Broker) checkBrokerPartitions(n int32) error {
 	limit := b.cfg.Int64("max.broker.partitions")
+	// The internal topics' partitions are the broker's own, not counted.
 	have := int64(b.partitionCount())
+	for _, name := range []string{offsetsTopic, txnTopic} {
+		have -= int64(len(b.partitionsOf(name)))
+	}
 	if have+int64(n) > limit {
 		return fmt.Errorf("%w: %d partitions would exceed max.broker.partitions=%d (the broker has %d)", errPolicy, n, limit, have)
 	}
@@ -57,8 +61,19 @@ func (b *Broker) CreateTopic(name string, partitions int32, configs map[string]s
 		return nil, err
 	}
 	if reserved, _ := reservedTopic(name); reserved {
+		if _, ok := b.Topic(name); ok && coordinatorTopic(name) {
+			// Kafka's controller, once the coordinator made it.
+			return nil, fmt.Errorf("%w: %s", errTopicExists, name)
+		}
 		return nil, reservedTopicError{name}
 	}
+	return b.createTopic(name, partitions, configs, id, validateOnly, true)
+}
+
+// createTopic is CreateTopic past the name checks; limit applies
+// max.broker.partitions (not to the internal topics the broker makes at
+// start-up, internal_topics.go).
+func (b *Broker) createTopic(name string, partitions int32, configs map[string]string, id [16]byte, validateOnly, limit bool) (*Topic, error) {
 	if partitions == -1 {
 		partitions = b.cfg.Int32("num.partitions")
 	}
@@ -85,8 +100,10 @@ func (b *Broker) CreateTopic(name string, partitions int32, configs map[string]s
 	} else if idUsed {
 		return nil, fmt.Errorf("%w: topic id already used", errTopicExists)
 	}
-	if err := b.checkBrokerPartitions(partitions); err != nil {
-		return nil, err
+	if limit {
+		if err := b.checkBrokerPartitions(partitions); err != nil {
+			return nil, err
+		}
 	}
 	t := &Topic{Name: name, ID: id, Configs: configs}
 	if validateOnly {
@@ -123,6 +140,9 @@ func (b *Broker) AddPartitions(name string, count int32, validateOnly bool) erro
 	have := int32(len(old))
 	if count <= have {
 		return fmt.Errorf("%w: topic has %d partitions, asked for %d", errInvalidParts, have, count)
+	}
+	if coordinatorTopic(name) {
+		return internalTopicError{fmt.Sprintf("The partition count of internal topic %s is fixed: its coordinator places each key by it.", name), errInvalidParts}
 	}
 	if count-have > maxPartitionsPerRequest {
 		return fmt.Errorf("%w: %s", errPolicy, msgTooManyAdded)

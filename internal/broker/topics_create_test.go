@@ -98,7 +98,8 @@ func countPartitionDirs(t *testing.T, dir string) int {
 	}
 	n := 0
 	for _, e := range entries {
-		if _, _, ok := parsePartitionDir(e.Name()); ok && e.IsDir() {
+		// The internal topics' partitions (internal_topics.go) are not counted.
+		if topic, _, ok := parsePartitionDir(e.Name()); ok && e.IsDir() && !coordinatorTopic(topic) {
 			n++
 		}
 	}

@@ -350,15 +350,20 @@ var kafkaSettings = []Setting{
 // actedOn are the Kafka settings of kafkaSettings minibroker acts on
 // though its own table does not define them.
 var actedOn = map[string]string{
-	"node.id":                   "This broker's node id (replaces --node-id when set; -1: not set).",
-	"broker.id":                 "Kafka's older name of node.id; when both are set they must match.",
-	"log.dirs":                  "The data directory (replaces --data-dir when set); one directory only.",
-	"log.dir":                   "The data directory when log.dirs is not set (replaces --data-dir when set).",
-	"log.retention.minutes":     "log.retention.ms in minutes, when log.retention.ms is not set.",
-	"log.retention.hours":       "log.retention.ms in hours, when neither log.retention.ms nor log.retention.minutes is set.",
-	"log.roll.hours":            "log.roll.ms in hours, when log.roll.ms is not set.",
-	"offsets.retention.minutes": "offsets.retention.ms in minutes, when offsets.retention.ms is not set.",
-	"controller.listener.names": "Listeners named here are KRaft controller listeners: minibroker opens no socket for them.",
+	"offsets.topic.num.partitions":         "Partitions of __consumer_offsets when the broker creates it at start-up (an existing topic keeps its count).",
+	"offsets.topic.segment.bytes":          "segment.bytes of __consumer_offsets when the broker creates it.",
+	"transaction.state.log.num.partitions": "Partitions of __transaction_state when the broker creates it at start-up (an existing topic keeps its count).",
+	"transaction.state.log.segment.bytes":  "segment.bytes of __transaction_state when the broker creates it.",
+	"transaction.state.log.min.isr":        "min.insync.replicas of __transaction_state when the broker creates it (accepted there, meaningless on one node).",
+	"node.id":                              "This broker's node id (replaces --node-id when set; -1: not set).",
+	"broker.id":                            "Kafka's older name of node.id; when both are set they must match.",
+	"log.dirs":                             "The data directory (replaces --data-dir when set); one directory only.",
+	"log.dir":                              "The data directory when log.dirs is not set (replaces --data-dir when set).",
+	"log.retention.minutes":                "log.retention.ms in minutes, when log.retention.ms is not set.",
+	"log.retention.hours":                  "log.retention.ms in hours, when neither log.retention.ms nor log.retention.minutes is set.",
+	"log.roll.hours":                       "log.roll.ms in hours, when log.roll.ms is not set.",
+	"offsets.retention.minutes":            "offsets.retention.ms in minutes, when offsets.retention.ms is not set.",
+	"controller.listener.names":            "Listeners named here are KRaft controller listeners: minibroker opens no socket for them.",
 }
 
 // ignoredDoc says why a Kafka setting is accepted and ignored, by the

@@ -57,8 +57,9 @@ func TestElectLeadersOneNode(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(all) != 2 || len(all["el"]) != 0 || len(all["el2"]) != 0 {
-		t.Fatalf("all partitions: %+v, want both topics with no partition needing an election", all)
+	// Every topic, the internal ones too, with no partition needing one.
+	if len(all) != 4 || len(all["el"]) != 0 || len(all["el2"]) != 0 || len(all["__consumer_offsets"]) != 0 || len(all["__transaction_state"]) != 0 {
+		t.Fatalf("all partitions: %+v, want the four topics with no partition needing an election", all)
 	}
 }
 

@@ -207,7 +207,11 @@
 //     Kafka (UNKNOWN_TOPIC_OR_PARTITION first, the partitions next time)
 //     and clients retry: TestAutoCreateAnswersAsKRaft. Names Kafka
 //     reserves (__consumer_offsets, …) are never plain topics:
-//     TestReservedTopicNames.
+//     TestReservedTopicNames. __consumer_offsets and __transaction_state
+//     exist from start-up as Kafka's internal topics (listed as internal,
+//     read under READ ACLs, never written, deleted or grown by a client,
+//     an older plain one adopted): TestInternalTopics,
+//     TestInternalTopicsFetchACLs, TestInternalTopicAdopted.
 //
 // # Bad input and limits
 //

@@ -36,12 +36,16 @@ func metadataFor(t *testing.T, cl *kgo.Client, names ...string) *kmsg.MetadataRe
 
 // TestReservedTopicNames: the names Kafka reserves for its internal topics
 // (and minibroker's __mirror_state) never become plain topics. A Metadata
-// request for __consumer_offsets with auto-creation on (what Burrow sends
-// at start) is answered UNKNOWN_TOPIC_OR_PARTITION, is_internal set, no
-// partitions, as Kafka answers for an internal topic not yet made, and
-// nothing is created, through kmsg, sarama and kcat; CreateTopics of each
-// is INVALID_REQUEST with Kafka's message (kadm), as is sarama's
-// CreateTopic.
+// request with auto-creation on for one the broker does not make
+// (__share_group_state, __cluster_metadata, __mirror_state) is answered
+// UNKNOWN_TOPIC_OR_PARTITION, is_internal as in Kafka, no partitions, as
+// Kafka answers for an internal topic not yet made, and nothing is
+// created, through kmsg, sarama and kcat; CreateTopics of each is
+// INVALID_REQUEST with Kafka's message (kadm), as is sarama's
+// CreateTopic. __consumer_offsets and __transaction_state, which the
+// broker creates at start-up (TestInternalTopics), are answered with their
+// partitions, is_internal set, and CreateTopics of them
+// TOPIC_ALREADY_EXISTS, as Kafka's controller answers once they exist.
 //
 // Seen failing before the fix: the first Metadata created a 1-partition
 // topic __consumer_offsets (is_internal false) and the CreateTopics calls
@@ -51,6 +55,7 @@ func TestReservedTopicNames(t *testing.T) {
 	c := minibrokertest.Start(t)
 	cl := newClient(t, c.Addr())
 	reserved := map[string]bool{"__consumer_offsets": true, "__transaction_state": true, "__share_group_state": true, "__cluster_metadata": false, "__mirror_state": true}
+	made := map[string]bool{"__consumer_offsets": true, "__transaction_state": true}
 	for name, internal := range reserved {
 		for range 2 { // asked again: still not there
 			resp := metadataFor(t, cl, name)
@@ -58,13 +63,20 @@ func TestReservedTopicNames(t *testing.T) {
 				t.Fatalf("metadata %s: %d topics", name, len(resp.Topics))
 			}
 			mt := resp.Topics[0]
+			if made[name] {
+				if mt.ErrorCode != 0 || !mt.IsInternal || len(mt.Partitions) != 50 {
+					t.Fatalf("metadata %s: code %d internal %v partitions %d, want 0 true 50",
+						name, mt.ErrorCode, mt.IsInternal, len(mt.Partitions))
+				}
+				continue
+			}
 			if mt.ErrorCode != kerr.UnknownTopicOrPartition.Code || mt.IsInternal != internal || len(mt.Partitions) != 0 {
 				t.Fatalf("metadata %s: code %d internal %v partitions %d, want %d %v 0",
 					name, mt.ErrorCode, mt.IsInternal, len(mt.Partitions), kerr.UnknownTopicOrPartition.Code, internal)
 			}
 		}
-		if _, ok := c.Broker().Topic(name); ok {
-			t.Fatalf("%s was created by Metadata", name)
+		if _, ok := c.Broker().Topic(name); ok != made[name] {
+			t.Fatalf("%s: topic exists %v after Metadata", name, ok)
 		}
 	}
 
@@ -77,14 +89,17 @@ func TestReservedTopicNames(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer sc.Close()
-	if _, err := sc.Partitions("__consumer_offsets"); !errors.Is(err, sarama.ErrUnknownTopicOrPartition) {
-		t.Fatalf("sarama Partitions(__consumer_offsets): %v, want unknown topic", err)
+	if _, err := sc.Partitions("__share_group_state"); !errors.Is(err, sarama.ErrUnknownTopicOrPartition) {
+		t.Fatalf("sarama Partitions(__share_group_state): %v, want unknown topic", err)
+	}
+	if ps, err := sc.Partitions("__consumer_offsets"); err != nil || len(ps) != 50 {
+		t.Fatalf("sarama Partitions(__consumer_offsets): %v %v, want 50", ps, err)
 	}
 
 	// kcat (librdkafka) lists it as unknown.
-	text, _ := runKcat(t, "", "-L", "-b", c.Addr(), "-t", "__transaction_state")
+	text, _ := runKcat(t, "", "-L", "-b", c.Addr(), "-t", "__share_group_state")
 	if !strings.Contains(text, "Unknown topic or partition") {
-		t.Fatalf("kcat -L -t __transaction_state:\n%s", text)
+		t.Fatalf("kcat -L -t __share_group_state:\n%s", text)
 	}
 
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
@@ -92,6 +107,12 @@ func TestReservedTopicNames(t *testing.T) {
 	adm := kadmClient(t, c.Addr())
 	for name := range reserved {
 		res, err := adm.CreateTopic(ctx, 3, 1, nil, name)
+		if made[name] {
+			if !errors.Is(err, kerr.TopicAlreadyExists) {
+				t.Fatalf("CreateTopic %s: %v, want TOPIC_ALREADY_EXISTS", name, err)
+			}
+			continue
+		}
 		want := "Creation of internal topic " + name + " is prohibited."
 		if !errors.Is(err, kerr.InvalidRequest) || res.ErrMessage != want {
 			t.Fatalf("CreateTopic %s: %v %q, want INVALID_REQUEST %q", name, err, res.ErrMessage, want)
@@ -101,13 +122,13 @@ func TestReservedTopicNames(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	err = sadm.CreateTopic("__consumer_offsets", &sarama.TopicDetail{NumPartitions: 3, ReplicationFactor: 1}, false)
+	err = sadm.CreateTopic("__mirror_state", &sarama.TopicDetail{NumPartitions: 3, ReplicationFactor: 1}, false)
 	var terr *sarama.TopicError
 	if !errors.As(err, &terr) || terr.Err != sarama.ErrInvalidRequest {
-		t.Fatalf("sarama CreateTopic(__consumer_offsets): %v, want INVALID_REQUEST", err)
+		t.Fatalf("sarama CreateTopic(__mirror_state): %v, want INVALID_REQUEST", err)
 	}
-	if names := c.Broker().TopicNames(); len(names) != 0 {
-		t.Fatalf("topics after all this: %v, want none", names)
+	if names := c.Broker().TopicNames(); len(names) != 2 || !made[names[0]] || !made[names[1]] {
+		t.Fatalf("topics after all this: %v, want the two internal ones", names)
 	}
 }
 
