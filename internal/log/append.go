@@ -354,22 +354,29 @@ func (l *Log) resetLocked(offset int64) error {
 
 // AppendAbortedTxn records an aborted transaction in the .txnindex of the
 // segment holding its last offset (its ABORT marker). Re-adding an entry
-// that is already there is a no-op.
+// that is already there is a no-op. The entry is kept in memory even when
+// the file write fails (the log goes offline, as Kafka takes the log
+// directory offline on an IOException) or the log is offline already: the
+// marker is in the log, and the offline log still serves reads below its
+// flushed offset, which read_committed must filter.
 func (l *Log) AppendAbortedTxn(t AbortedTxn) error {
 	if t.FirstOffset > t.LastOffset || t.FirstOffset < 0 {
 		return fmt.Errorf("%w: aborted txn range %d..%d", ErrInvalidBatch, t.FirstOffset, t.LastOffset)
 	}
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	if err := l.writableLocked(); err != nil {
-		return err
+	if l.closed || l.closing {
+		return ErrClosed
 	}
 	s := l.segments[l.segmentIndex(t.LastOffset)]
-	if err := s.txn.add(t); err != nil {
+	if err := s.txn.add(t, l.failed == nil); err != nil {
 		if errors.Is(err, ErrStorage) {
 			return l.failLocked(err)
 		}
 		return err
+	}
+	if l.failed != nil {
+		return l.failed
 	}
 	s.txnDirty = true
 	return nil

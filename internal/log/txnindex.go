@@ -122,8 +122,13 @@ func (x *txnIndex) rewrite() error {
 }
 
 // add appends t; an exact duplicate of an existing entry is a no-op, so a
-// partition replaying its log may re-add what survived a crash.
-func (x *txnIndex) add(t AbortedTxn) error {
+// partition replaying its log may re-add what survived a crash. The entry
+// is kept in memory before the file is written, and stays there when the
+// file cannot be opened or written (or write is false: the log is already
+// offline): its ABORT marker is in the log, and read_committed fetches,
+// which read the entries in memory, must go on filtering the aborted
+// records. The caller takes the log offline on the storage error.
+func (x *txnIndex) add(t AbortedTxn, write bool) error {
 	for _, e := range x.entries {
 		if e == t {
 			return nil
@@ -131,6 +136,10 @@ func (x *txnIndex) add(t AbortedTxn) error {
 	}
 	if n := len(x.entries); n > 0 && t.LastOffset < x.entries[n-1].LastOffset {
 		return fmt.Errorf("%w: aborted txn last offset %d below previous %d", ErrInvalidBatch, t.LastOffset, x.entries[n-1].LastOffset)
+	}
+	x.entries = append(x.entries, t)
+	if !write {
+		return nil
 	}
 	if x.f == nil {
 		if err := x.open(); err != nil {
@@ -140,7 +149,6 @@ func (x *txnIndex) add(t AbortedTxn) error {
 	if _, err := x.f.Write(t.appendTo(nil)); err != nil {
 		return storageErr("write", x.path, err)
 	}
-	x.entries = append(x.entries, t)
 	return nil
 }
 
