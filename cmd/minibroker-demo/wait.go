@@ -2,17 +2,14 @@ package main
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
-	"net/http"
 	"time"
 
 	"github.com/spf13/cobra"
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
 
-	"github.com/minibroker/minibroker/internal/mirror"
-	"github.com/minibroker/minibroker/internal/security"
+	"github.com/minibroker/minibroker/internal/adminclient"
 )
 
 // newWaitCmd waits for a condition the demo's next step needs, polling
@@ -29,9 +26,9 @@ func newWaitCmd() *cobra.Command {
 		Short: "Every partition of the mirror in STATE (and, with --caught-up, no lag and the local end at the source's high watermark)",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			hc := &http.Client{Timeout: 5 * time.Second}
+			ac := adminclient.New(adminclient.Options{Addr: admin, TokenFile: tokenFile, Timeout: 5 * time.Second, Agent: "demo"})
 			return poll(cmd.Context(), timeout, func() (bool, string) {
-				st, err := mirrorStatus(hc, admin, tokenFile, name)
+				st, err := ac.DescribeMirror(cmd.Context(), name)
 				if err != nil {
 					return false, err.Error()
 				}
@@ -113,30 +110,6 @@ func newWaitCmd() *cobra.Command {
 	endCmd.Flags().Int64Var(&end, "end", 0, "end offset to wait for")
 	cmd.AddCommand(mirrorCmd, groupCmd, endCmd)
 	return cmd
-}
-
-func mirrorStatus(hc *http.Client, admin, tokenFile, name string) (mirror.Status, error) {
-	var st mirror.Status
-	req, err := http.NewRequest("GET", "http://"+admin+"/v1/mirrors/"+name, nil)
-	if err != nil {
-		return st, err
-	}
-	if tokenFile != "" {
-		tok, err := security.ReadToken(tokenFile)
-		if err != nil {
-			return st, err
-		}
-		req.Header.Set("Authorization", "Bearer "+tok)
-	}
-	resp, err := hc.Do(req)
-	if err != nil {
-		return st, err
-	}
-	defer resp.Body.Close()
-	if resp.StatusCode != http.StatusOK {
-		return st, fmt.Errorf("GET /v1/mirrors/%s: HTTP %d", name, resp.StatusCode)
-	}
-	return st, json.NewDecoder(resp.Body).Decode(&st)
 }
 
 func withAdmin(brokers string, f func(*kadm.Client) error) error {

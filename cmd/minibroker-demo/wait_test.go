@@ -1,39 +1,41 @@
 package main
 
 import (
-	"encoding/json"
-	"net/http"
-	"net/http/httptest"
+	"bytes"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 
-	"github.com/minibroker/minibroker/internal/mirror"
+	"github.com/minibroker/minibroker/minibrokertest"
 )
 
-// wait mirror sends the token of --admin-token-file; without it a broker
-// with admin.token.file answers 401 and the wait reports it.
-func TestMirrorStatusSendsToken(t *testing.T) {
+// wait mirror asks the admin API with the token of --admin-token-file;
+// without it a broker with admin.token.file answers 401 and the wait
+// reports it when it gives up.
+func TestWaitMirrorSendsToken(t *testing.T) {
 	token := strings.Repeat("t", 40)
-	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if r.Header.Get("Authorization") != "Bearer "+token {
-			w.WriteHeader(http.StatusUnauthorized)
-			return
-		}
-		json.NewEncoder(w).Encode(mirror.Status{Name: "m"})
-	}))
-	defer srv.Close()
 	file := filepath.Join(t.TempDir(), "admin.token")
 	if err := os.WriteFile(file, []byte("User:ops "+token+"\n"), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	addr := strings.TrimPrefix(srv.URL, "http://")
-	if _, err := mirrorStatus(srv.Client(), addr, "", "m"); err == nil || !strings.Contains(err.Error(), "401") {
-		t.Fatalf("without the token: %v", err)
+	a := minibrokertest.Start(t, minibrokertest.Topic("demo", 1))
+	b := minibrokertest.Start(t, minibrokertest.HTTP(), minibrokertest.Set("admin.token.file", file))
+	b.Mirror("from-a", a.Addr()).Start("demo")
+
+	wait := func(args ...string) (string, error) {
+		cmd := newWaitCmd()
+		var out bytes.Buffer
+		cmd.SetOut(&out)
+		cmd.SetErr(&out)
+		cmd.SetArgs(append([]string{"mirror", "--admin", b.HTTPAddr(), "--name", "from-a", "--state", "MIRRORING"}, args...))
+		err := cmd.Execute()
+		return out.String(), err
 	}
-	st, err := mirrorStatus(srv.Client(), addr, file, "m")
-	if err != nil || st.Name != "m" {
-		t.Fatalf("with the token: %+v %v", st, err)
+	if out, err := wait("--timeout", "1s"); err == nil || !strings.Contains(err.Error(), "401") {
+		t.Fatalf("without the token: %v\n%s", err, out)
+	}
+	if out, err := wait("--timeout", "30s", "--admin-token-file", file); err != nil {
+		t.Fatalf("with the token: %v\n%s", err, out)
 	}
 }

@@ -33,12 +33,12 @@ func newDrillCmd() *cobra.Command {
 		Short: "Rehearse a failover: canary traffic on A, plan, mirror stop on B, traffic on B; measures RPO, RTO, gaps, duplicates",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			cfg.Admin = admin.client().do
+			cfg.Admin = admin.client()
 			cfg.ToAdmin = admin.addr
 			if cfg.Failback {
 				fa := admin
 				fa.addr = cfg.FromAdmin
-				cfg.FromAdminCall = fa.client().do
+				cfg.FromAdminClient = fa.client()
 			}
 			ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt)
 			defer stop()

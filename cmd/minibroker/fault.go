@@ -3,7 +3,6 @@ package main
 import (
 	"fmt"
 	"io"
-	"strings"
 	"text/tabwriter"
 	"time"
 
@@ -73,8 +72,8 @@ clients only.`,
 			if err := spec.Validate(); err != nil {
 				return err
 			}
-			var st fault.Status
-			if err := faultsDo(client(), "POST", "/v1/faults", spec, &st); err != nil {
+			st, err := client().SetFault(cmd.Context(), spec)
+			if err != nil {
 				return err
 			}
 			if setJSON {
@@ -104,8 +103,8 @@ clients only.`,
 	list := &cobra.Command{
 		Use: "list", Short: "List the faults set, with what they have done", Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			var sts []fault.Status
-			if err := faultsDo(client(), "GET", "/v1/faults", nil, &sts); err != nil {
+			sts, err := client().Faults(cmd.Context())
+			if err != nil {
 				return err
 			}
 			if listJSON {
@@ -125,16 +124,15 @@ clients only.`,
 				return fmt.Errorf("give fault ids or --all")
 			}
 			if all {
-				var out struct{ Cleared int }
-				if err := faultsDo(client(), "DELETE", "/v1/faults", nil, &out); err != nil {
+				n, err := client().ClearFaults(cmd.Context())
+				if err != nil {
 					return err
 				}
-				fmt.Fprintf(cmd.OutOrStdout(), "%d faults cleared\n", out.Cleared)
+				fmt.Fprintf(cmd.OutOrStdout(), "%d faults cleared\n", n)
 				return nil
 			}
 			for _, id := range args {
-				var out map[string]string
-				if err := faultsDo(client(), "DELETE", "/v1/faults/"+id, nil, &out); err != nil {
+				if err := client().ClearFault(cmd.Context(), id); err != nil {
 					return err
 				}
 				fmt.Fprintf(cmd.OutOrStdout(), "fault %s cleared\n", id)
@@ -145,16 +143,6 @@ clients only.`,
 	clear.Flags().BoolVar(&all, "all", false, "clear every fault")
 	cmd.AddCommand(set, list, clear)
 	return cmd
-}
-
-// faultsDo is adminClient.do with the answer of a broker whose fault
-// endpoints do not exist (faults.enable off) explained.
-func faultsDo(c *adminClient, method, path string, body, out any) error {
-	err := c.do(method, path, body, out)
-	if err != nil && strings.HasPrefix(err.Error(), "admin API: HTTP 404") {
-		return fmt.Errorf("the broker at %s has no fault endpoints: start it with --set faults.enable=true", c.base)
-	}
-	return err
 }
 
 func printFaults(w io.Writer, sts []fault.Status) {

@@ -1,6 +1,8 @@
 package main
 
 import (
+	"cmp"
+	"context"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -11,6 +13,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/minibroker/minibroker/internal/adminclient"
 	"github.com/minibroker/minibroker/internal/mirror"
 )
 
@@ -45,9 +48,9 @@ func newMirrorCmd() *cobra.Command {
 			if err != nil {
 				return err
 			}
-			var st mirror.Status
-			if err := client().do("POST", "/v1/mirrors", mirror.CreateRequest{Name: args[0], Source: source, ClientID: clientID, Config: mcfg,
-				GroupsInclude: groupsInclude, GroupsExclude: groupsExclude, NoCheck: noCheck, SourceConfig: settings}, &st); err != nil {
+			st, err := client().CreateMirror(cmd.Context(), mirror.CreateRequest{Name: args[0], Source: source, ClientID: clientID, Config: mcfg,
+				GroupsInclude: groupsInclude, GroupsExclude: groupsExclude, NoCheck: noCheck, SourceConfig: settings})
+			if err != nil {
 				return err
 			}
 			if asJSON {
@@ -89,7 +92,7 @@ func newMirrorCmd() *cobra.Command {
 				if err != nil {
 					return err
 				}
-				if err := client().do("PUT", "/v1/mirrors/"+args[0]+"/config", mirror.ConfigRequest{Config: mcfg, Reset: alterMirrorCfg.reset}, &st); err != nil {
+				if st, err = client().AlterMirrorConfig(cmd.Context(), args[0], mirror.ConfigRequest{Config: mcfg, Reset: alterMirrorCfg.reset}); err != nil {
 					return err
 				}
 			}
@@ -98,7 +101,7 @@ func newMirrorCmd() *cobra.Command {
 				if err != nil {
 					return err
 				}
-				if err := client().do("PUT", "/v1/mirrors/"+args[0]+"/source-config", mirror.SourceConfigRequest{SourceConfig: settings}, &st); err != nil {
+				if st, err = client().AlterSourceConfig(cmd.Context(), args[0], mirror.SourceConfigRequest{SourceConfig: settings}); err != nil {
 					return err
 				}
 			}
@@ -111,65 +114,143 @@ func newMirrorCmd() *cobra.Command {
 	del := &cobra.Command{
 		Use: "delete NAME", Short: "Delete a mirror whose partitions are stopped", Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			var out map[string]string
-			if err := client().do("DELETE", "/v1/mirrors/"+args[0], nil, &out); err != nil {
+			if err := client().DeleteMirror(cmd.Context(), args[0]); err != nil {
 				return err
 			}
 			if asJSON {
-				return printJSON(cmd.OutOrStdout(), out)
+				return printJSON(cmd.OutOrStdout(), map[string]string{"deleted": args[0]})
 			}
 			fmt.Fprintf(cmd.OutOrStdout(), "deleted mirror %s\n", args[0])
 			return nil
 		},
 	}
+	var namesOnly bool
 	list := &cobra.Command{
-		Use: "list", Short: "List mirrors", Args: cobra.NoArgs,
+		Use: "list [--names]", Short: "List mirrors: name, topics, source cluster id, source bootstrap servers", Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			var names []string
-			if err := client().do("GET", "/v1/mirrors", nil, &names); err != nil {
+			w := cmd.OutOrStdout()
+			if namesOnly {
+				names, err := client().MirrorNames(cmd.Context())
+				if err != nil {
+					return err
+				}
+				if asJSON {
+					return printJSON(w, names)
+				}
+				for _, n := range names {
+					fmt.Fprintln(w, n)
+				}
+				return nil
+			}
+			mirrors, err := client().ListMirrors(cmd.Context())
+			if err != nil {
 				return err
 			}
 			if asJSON {
-				return printJSON(cmd.OutOrStdout(), names)
+				return printJSON(w, mirrors)
 			}
-			for _, n := range names {
-				fmt.Fprintln(cmd.OutOrStdout(), n)
-			}
-			return nil
+			return printMirrorList(w, mirrors)
 		},
 	}
+	list.Flags().BoolVarP(&namesOnly, "names", "q", false, "print the mirrors' names only, one a line (for scripts)")
+	var failedOnly bool
 	describe := &cobra.Command{
-		Use: "describe NAME", Short: "Show a mirror's partitions: state, offsets, lag", Args: cobra.ExactArgs(1),
+		Use: "describe NAME [--failed]", Short: "Show a mirror's partitions: state, offsets, lag (--failed: the FAILED ones, their retries and error)",
+		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			var st mirror.Status
-			if err := client().do("GET", "/v1/mirrors/"+args[0], nil, &st); err != nil {
+			st, err := client().DescribeMirror(cmd.Context(), args[0])
+			if err != nil {
 				return err
+			}
+			if failedOnly {
+				return printFailed(cmd.OutOrStdout(), st, asJSON)
 			}
 			return printStatus(cmd.OutOrStdout(), st, asJSON)
 		},
 	}
+	describe.Flags().BoolVar(&failedOnly, "failed", false, "only the FAILED partitions: retries done/max, next retry, and the error")
 	cmd.AddCommand(create, alter, del, list, describe, newMirrorPlanCmd(client, &asJSON))
 
 	cmd.AddCommand(newMirrorStartCmd(client, &asJSON), newMirrorStopCmd(client, &asJSON))
-	for _, action := range []struct{ name, short string }{
-		{"pause", "Pause fetching for topics"},
-		{"resume", "Resume fetching for topics"},
+	for _, action := range []struct {
+		name, short string
+		call        func(c *adminclient.Client, ctx context.Context, name string, req mirror.TopicsRequest) (mirror.Status, error)
+	}{
+		{"pause", "Pause fetching for topics", (*adminclient.Client).PauseMirror},
+		{"resume", "Resume fetching for topics", (*adminclient.Client).ResumeMirror},
 	} {
-		var topics []string
+		var tf topicFlags
 		c := &cobra.Command{
-			Use: action.name + " NAME --topics T[,…]", Short: action.short, Args: cobra.ExactArgs(1),
+			Use: action.name + " NAME [--topics T|PATTERN[,…]]", Short: action.short, Args: cobra.ExactArgs(1),
 			RunE: func(cmd *cobra.Command, args []string) error {
-				var st mirror.Status
-				if err := client().do("POST", "/v1/mirrors/"+args[0]+"/"+action.name, mirror.TopicsRequest{Topics: topics}, &st); err != nil {
+				st, err := action.call(client(), cmd.Context(), args[0], tf.request())
+				if err != nil {
 					return err
+				}
+				if !asJSON {
+					fmt.Fprint(cmd.OutOrStdout(), matchNote(st.Match))
 				}
 				return printStatus(cmd.OutOrStdout(), st, asJSON)
 			},
 		}
-		c.Flags().StringSliceVar(&topics, "topics", nil, "topics (all of the mirror's when empty)")
+		tf.register(c, "topics (all of the mirror's when none)", false)
 		cmd.AddCommand(c)
 	}
 	return cmd
+}
+
+// printMirrorList prints `mirror list`: one mirror a line.
+func printMirrorList(w io.Writer, mirrors []mirror.Summary) error {
+	if len(mirrors) == 0 {
+		return nil
+	}
+	tw := tabwriter.NewWriter(w, 2, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "MIRROR\tTOPICS\tSOURCE CLUSTER ID\tSOURCE BOOTSTRAP")
+	for _, m := range mirrors {
+		topics := strings.Join(m.Topics, ",")
+		if m.AutoTopics {
+			topics = strings.TrimPrefix(topics+",+"+mirror.SettingTopicsInclude, ",")
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\n", m.Name, cmp.Or(topics, "-"), cmp.Or(m.SourceClusterID, "-"), strings.Join(m.Source, ","))
+	}
+	return tw.Flush()
+}
+
+// printFailed is `mirror describe --failed`: the FAILED partitions, their
+// retries (done in a row, of mirror.failed.retry.max.attempts), when the
+// next is due, and the error.
+func printFailed(w io.Writer, st mirror.Status, asJSON bool) error {
+	failed := st
+	failed.Partitions = []mirror.PartitionStatus{}
+	for _, p := range st.Partitions {
+		if p.State == mirror.Failed {
+			failed.Partitions = append(failed.Partitions, p)
+		}
+	}
+	if asJSON {
+		return printJSON(w, failed)
+	}
+	if len(failed.Partitions) == 0 {
+		fmt.Fprintf(w, "mirror %s: no FAILED partition (of %d)\n", st.Name, len(st.Partitions))
+		return nil
+	}
+	fmt.Fprintf(w, "mirror %s: %d of %d partitions FAILED\n", st.Name, len(failed.Partitions), len(st.Partitions))
+	maxAttempts := cmp.Or(st.Config[mirror.SettingFailedRetryMaxAttempts], "?")
+	tw := tabwriter.NewWriter(w, 2, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "TOPIC\tPARTITION\tRETRIES\tNEXT RETRY\tERROR")
+	for _, p := range failed.Partitions {
+		retries, next := fmt.Sprintf("%d/%s", p.Retries, maxAttempts), "-"
+		switch {
+		case !p.Retriable:
+			next = "never: not retriable (mirror start, or alter the source settings)"
+		case p.NextRetryAt > 0:
+			next = "in " + max(time.Until(time.UnixMilli(p.NextRetryAt)), 0).Round(time.Millisecond).String()
+		default:
+			next = "none: attempts used up (mirror start)"
+		}
+		fmt.Fprintf(tw, "%s\t%d\t%s\t%s\t%s\n", p.Topic, p.Partition, retries, next, p.Reason)
+	}
+	return tw.Flush()
 }
 
 func printJSON(w io.Writer, v any) error {

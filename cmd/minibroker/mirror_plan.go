@@ -3,12 +3,11 @@ package main
 import (
 	"fmt"
 	"io"
-	"net/url"
-	"strings"
 	"text/tabwriter"
 
 	"github.com/spf13/cobra"
 
+	"github.com/minibroker/minibroker/internal/adminclient"
 	"github.com/minibroker/minibroker/internal/mirror"
 )
 
@@ -24,7 +23,7 @@ func (e errAtRisk) Error() string {
 func (errAtRisk) ExitCode() int { return 2 }
 
 // newMirrorPlanCmd is `mirror plan`: the dry run of `mirror stop`.
-func newMirrorPlanCmd(client func() *adminClient, asJSON *bool) *cobra.Command {
+func newMirrorPlanCmd(client func() *adminclient.Client, asJSON *bool) *cobra.Command {
 	var topics []string
 	var all bool
 	c := &cobra.Command{
@@ -38,7 +37,7 @@ func newMirrorPlanCmd(client func() *adminClient, asJSON *bool) *cobra.Command {
 			if len(topics) > 0 && all {
 				return fmt.Errorf("--topics and --all-topics exclude each other")
 			}
-			pl, err := client().plan(args[0], topics)
+			pl, err := client().PlanMirror(cmd.Context(), args[0], topics)
 			if err != nil {
 				return err
 			}
@@ -60,12 +59,6 @@ func newMirrorPlanCmd(client func() *adminClient, asJSON *bool) *cobra.Command {
 	c.Flags().StringSliceVar(&topics, "topics", nil, "topics the failover would stop")
 	c.Flags().BoolVar(&all, "all-topics", false, "all of the mirror's topics")
 	return c
-}
-
-func (a *adminClient) plan(name string, topics []string) (mirror.Plan, error) {
-	var pl mirror.Plan
-	err := a.do("GET", "/v1/mirrors/"+url.PathEscape(name)+"/plan?topics="+url.QueryEscape(strings.Join(topics, ",")), nil, &pl)
-	return pl, err
 }
 
 func printPlan(w io.Writer, pl mirror.Plan) error {

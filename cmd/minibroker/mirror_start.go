@@ -1,54 +1,53 @@
 package main
 
 import (
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
-	"net/http"
 	"text/tabwriter"
 
 	"github.com/spf13/cobra"
 
+	"github.com/minibroker/minibroker/internal/adminclient"
 	"github.com/minibroker/minibroker/internal/mirror"
 )
 
 // newMirrorStartCmd is `mirror start`: it prints, per partition, what
 // aligning the local logs with the source cuts, and the broker refuses to
 // cut data unless --allow-truncate is given; --dry-run only reports.
-func newMirrorStartCmd(client func() *adminClient, asJSON *bool) *cobra.Command {
-	var topics []string
+func newMirrorStartCmd(client func() *adminclient.Client, asJSON *bool) *cobra.Command {
+	var tf topicFlags
 	var allowTruncate, dryRun bool
 	c := &cobra.Command{
-		Use:   "start NAME [--topics T[,…]] [--dry-run] [--allow-truncate]",
+		Use:   "start NAME [--topics T|PATTERN[,…] [--exclude PATTERN[,…]]] [--dry-run] [--allow-truncate]",
 		Short: "Start mirroring topics (creates them locally, read-only); refuses to cut local data without --allow-truncate",
 		Args:  cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			req := mirror.TopicsRequest{Topics: topics, AllowTruncate: allowTruncate, DryRun: dryRun}
+			if len(tf.exclude) > 0 && !tf.given() {
+				return errors.New("--exclude needs --topics (a start without topics follows mirror.topics.include and mirror.topics.exclude)")
+			}
+			req := tf.request()
+			req.AllowTruncate = allowTruncate
 			w := cmd.OutOrStdout()
 			if dryRun {
-				var rep mirror.StartReport
-				if err := client().do("POST", "/v1/mirrors/"+args[0]+"/start", req, &rep); err != nil {
+				rep, err := client().StartMirrorDryRun(cmd.Context(), args[0], req)
+				if err != nil {
 					return err
 				}
 				if *asJSON {
 					return printJSON(w, rep)
 				}
+				fmt.Fprint(w, matchNote(rep.Match))
 				return printStartReport(w, rep)
 			}
-			var st mirror.Status
-			err := client().do("POST", "/v1/mirrors/"+args[0]+"/start", req, &st)
-			var ae *apiError
-			if errors.As(err, &ae) && ae.status == http.StatusConflict {
-				var body struct {
-					Report *mirror.StartReport `json:"report"`
-				}
-				if json.Unmarshal(ae.body, &body) == nil && body.Report != nil {
-					if *asJSON {
-						printJSON(w, body.Report)
-					} else {
-						printStartReport(w, *body.Report)
-					}
+			st, err := client().StartMirror(cmd.Context(), args[0], req)
+			var refused *adminclient.TruncateRefusedError
+			if errors.As(err, &refused) {
+				if *asJSON {
+					printJSON(w, refused.Report)
+				} else {
+					fmt.Fprint(w, matchNote(refused.Report.Match))
+					printStartReport(w, refused.Report)
 				}
 			}
 			if err != nil {
@@ -57,13 +56,14 @@ func newMirrorStartCmd(client func() *adminClient, asJSON *bool) *cobra.Command 
 			if *asJSON {
 				return printJSON(w, st)
 			}
+			fmt.Fprint(w, matchNote(st.Match))
 			if st.Start != nil && len(st.Start.Partitions) > 0 {
 				printStartReport(w, *st.Start)
 			}
 			return printStatus(w, st, false)
 		},
 	}
-	c.Flags().StringSliceVar(&topics, "topics", nil, "topics to mirror (none: every source topic mirror.topics.include/exclude select, now and as they appear)")
+	tf.register(c, "topics to mirror (none: every source topic mirror.topics.include/exclude select, now and as they appear)", true)
 	c.Flags().BoolVar(&allowTruncate, "allow-truncate", false, "cut local data past where it diverges from the source (failback)")
 	c.Flags().BoolVar(&dryRun, "dry-run", false, "print what the start would cut and change nothing")
 	return c

@@ -1,16 +1,15 @@
 package main
 
 import (
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
-	"net/http"
 	"text/tabwriter"
 	"time"
 
 	"github.com/spf13/cobra"
 
+	"github.com/minibroker/minibroker/internal/adminclient"
 	"github.com/minibroker/minibroker/internal/mirror"
 )
 
@@ -28,50 +27,45 @@ func (errNotStopped) ExitCode() int   { return 3 }
 // resumes it) and the steps go on in the broker; with --wait it returns
 // when every partition of them is STOPPED, or lists those that are not and
 // exits 3.
-func newMirrorStopCmd(client func() *adminClient, asJSON *bool) *cobra.Command {
-	var topics []string
+func newMirrorStopCmd(client func() *adminclient.Client, asJSON *bool) *cobra.Command {
+	var tf topicFlags
 	var allTopics, wait bool
 	var timeout time.Duration
 	c := &cobra.Command{
-		Use:   "stop NAME (--topics T[,…] | --all-topics) [--wait [--timeout D]]",
+		Use:   "stop NAME (--topics T|PATTERN[,…] | --all-topics) [--wait [--timeout D]]",
 		Short: "Fail over: stop mirroring topics, write the barrier, make them writable (--wait: until all are STOPPED)",
 		Args:  cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			if len(topics) == 0 && !allTopics {
+			if !tf.given() && !allTopics {
 				return errors.New("name the topics to fail over with --topics, or give --all-topics")
 			}
-			if len(topics) > 0 && allTopics {
+			if tf.given() && allTopics {
 				return errors.New("--topics and --all-topics are exclusive")
 			}
 			if timeout <= 0 {
 				return errors.New("--timeout must be positive")
 			}
-			req := mirror.TopicsRequest{Topics: topics, AllTopics: allTopics, Wait: wait}
+			req := tf.request()
+			req.AllTopics, req.Wait = allTopics, wait
 			if wait {
 				req.TimeoutMs = timeout.Milliseconds()
 			}
-			ac := client()
-			ac.timeout = timeout + time.Minute // the broker answers at the timeout
 			w := cmd.OutOrStdout()
-			var st mirror.Status
-			err := ac.do("POST", "/v1/mirrors/"+args[0]+"/stop", req, &st)
-			var ae *apiError
-			if errors.As(err, &ae) && (ae.status == http.StatusInternalServerError || ae.status == http.StatusGatewayTimeout) {
-				var body struct {
-					Error string             `json:"error"`
-					Stop  *mirror.StopResult `json:"stop"`
+			st, err := client().StopMirror(cmd.Context(), args[0], req)
+			var inc *adminclient.StopIncompleteError
+			if errors.As(err, &inc) {
+				if *asJSON {
+					printJSON(w, map[string]any{"error": inc.Err.Message, "stop": inc.Stop})
+				} else {
+					printNotStopped(w, inc.Stop)
 				}
-				if json.Unmarshal(ae.body, &body) == nil && body.Stop != nil {
-					if *asJSON {
-						printJSON(w, body)
-					} else {
-						printNotStopped(w, *body.Stop)
-					}
-					return errNotStopped{msg: ae.msg}
-				}
+				return errNotStopped{msg: inc.Error()}
 			}
 			if err != nil {
 				return err
+			}
+			if !*asJSON {
+				fmt.Fprint(w, matchNote(st.Match))
 			}
 			if err := printStatus(w, st, *asJSON); err != nil || *asJSON || st.Stop == nil {
 				return err
@@ -85,7 +79,7 @@ func newMirrorStopCmd(client func() *adminClient, asJSON *bool) *cobra.Command {
 			return nil
 		},
 	}
-	c.Flags().StringSliceVar(&topics, "topics", nil, "topics to fail over")
+	tf.register(c, "topics to fail over", false)
 	c.Flags().BoolVar(&allTopics, "all-topics", false, "fail over every topic of the mirror")
 	c.Flags().BoolVar(&wait, "wait", false, "return when every partition is STOPPED; else list those that are not and exit 3")
 	c.Flags().DurationVar(&timeout, "timeout", time.Minute, "with --wait: how long to wait for STOPPED")

@@ -11,13 +11,8 @@
 package drill
 
 import (
-	"bytes"
 	"context"
-	"encoding/json"
 	"fmt"
-	"io"
-	"net/http"
-	"net/url"
 	"slices"
 	"strconv"
 	"strings"
@@ -26,6 +21,7 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kgo"
 
+	"github.com/minibroker/minibroker/internal/adminclient"
 	"github.com/minibroker/minibroker/internal/mirror"
 )
 
@@ -40,12 +36,12 @@ type Config struct {
 	// Settle bounds the wait, after the producer left A, for the mirror
 	// to catch up before the plan (a planned cutover; default 10s).
 	Settle time.Duration
-	// Admin, when set, sends a request to B's admin API (the CLI passes
-	// its client, with the token and TLS settings); nil sends plain HTTP
-	// to ToAdmin.
-	Admin func(method, path string, body, out any) error
+	// Admin, when set, is the client of B's admin API (the CLI passes
+	// its own, with the token and TLS settings); nil sends plain HTTP to
+	// ToAdmin.
+	Admin *adminclient.Client
 	// Failback, after the phase on B, has A mirror B (mirror
-	// FailbackMirror, created on A through FromAdmin or FromAdminCall),
+	// FailbackMirror, created on A through FromAdmin or FromAdminClient),
 	// fails over to A again and runs a third phase there.
 	Failback bool
 	// Transactional makes the canary producer transactional (one
@@ -57,9 +53,9 @@ type Config struct {
 	// A diverges from B (those B never had), as `mirror start
 	// --allow-truncate`; without it such a drill stops before the start
 	// and says how many records it would cut.
-	AllowTruncate bool
-	FromAdmin     string
-	FromAdminCall func(method, path string, body, out any) error
+	AllowTruncate   bool
+	FromAdmin       string
+	FromAdminClient *adminclient.Client
 }
 
 // Report is what a drill measured.
@@ -264,18 +260,17 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 		return cl, done, nil
 	}
 
-	call := cfg.Admin
-	if call == nil {
-		call = (&admin{base: "http://" + cfg.ToAdmin}).do
+	adminB := cfg.Admin
+	if adminB == nil {
+		adminB = adminclient.New(adminclient.Options{Addr: cfg.ToAdmin, Timeout: 2 * time.Minute, Agent: "drill"})
 	}
-	planPath := "/v1/mirrors/" + url.PathEscape(cfg.Mirror) + "/plan?topics=" + url.QueryEscape(strings.Join(cfg.Topics, ","))
 	// A drill needs a live mirror: against one already stopped every
 	// record on A is lost, and the plan (nothing left to cut) would not
 	// say so.
 	// PREPARING (a mirror just started) is waited for, up to Settle.
 	for deadline := time.Now().Add(cfg.Settle); ; time.Sleep(100 * time.Millisecond) {
-		var pre mirror.Plan
-		if err := call("GET", planPath, nil, &pre); err != nil {
+		pre, err := adminB.PlanMirror(ctx, cfg.Mirror, cfg.Topics)
+		if err != nil {
 			return nil, fmt.Errorf("plan: %w", err)
 		}
 		var notReady error
@@ -323,7 +318,7 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 	// catch up (a planned cutover).
 	deadline := time.Now().Add(cfg.Settle)
 	for {
-		if err := call("GET", planPath, nil, &rep.Plan); err != nil {
+		if rep.Plan, err = adminB.PlanMirror(ctx, cfg.Mirror, cfg.Topics); err != nil {
 			return nil, fmt.Errorf("plan: %w", err)
 		}
 		if !rep.Plan.AtRisk || time.Now().After(deadline) {
@@ -335,8 +330,7 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 
 	// Failover.
 	rep.StopAtMs = time.Now().UnixMilli()
-	var st mirror.Status
-	if err := call("POST", "/v1/mirrors/"+url.PathEscape(cfg.Mirror)+"/stop", mirror.TopicsRequest{Topics: cfg.Topics, Wait: true}, &st); err != nil {
+	if _, err := adminB.StopMirror(ctx, cfg.Mirror, mirror.TopicsRequest{Topics: cfg.Topics, Wait: true}); err != nil {
 		return nil, fmt.Errorf("mirror stop: %w", err)
 	}
 
@@ -366,22 +360,20 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 	final, finalLabel := cfg.To, "B"
 
 	if cfg.Failback {
-		callA := cfg.FromAdminCall
-		if callA == nil {
-			callA = (&admin{base: "http://" + cfg.FromAdmin}).do
+		adminA := cfg.FromAdminClient
+		if adminA == nil {
+			adminA = adminclient.New(adminclient.Options{Addr: cfg.FromAdmin, Timeout: 2 * time.Minute, Agent: "drill"})
 		}
 		name := cfg.FailbackMirror
 		if name == "" {
 			name = "drill-failback"
 		}
-		var st mirror.Status
-		if err := callA("POST", "/v1/mirrors", mirror.CreateRequest{Name: name, Source: cfg.To}, &st); err != nil {
+		if _, err := adminA.CreateMirror(ctx, mirror.CreateRequest{Name: name, Source: cfg.To}); err != nil {
 			return nil, fmt.Errorf("failback: create mirror on A: %w", err)
 		}
-		fbPath := "/v1/mirrors/" + url.PathEscape(name) + "/plan?topics=" + url.QueryEscape(strings.Join(cfg.Topics, ","))
 		// Before the start: what its divergence truncation cuts from A.
-		var sp mirror.Plan
-		if err := callA("GET", fbPath, nil, &sp); err != nil {
+		sp, err := adminA.PlanMirror(ctx, name, cfg.Topics)
+		if err != nil {
 			return nil, fmt.Errorf("failback start plan: %w", err)
 		}
 		rep.FailbackStartPlan = &sp
@@ -390,13 +382,13 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 			return nil, fmt.Errorf("failback: starting mirror %s on A would cut %d of A's records past where A diverges from B (mirror plan on A shows them per partition); run the drill with --allow-truncate to rehearse that cut", name, sp.DivergenceTruncate)
 		}
 		start := mirror.TopicsRequest{Topics: cfg.Topics, AllowTruncate: cfg.AllowTruncate}
-		if err := callA("POST", "/v1/mirrors/"+url.PathEscape(name)+"/start", start, &st); err != nil {
+		if _, err := adminA.StartMirror(ctx, name, start); err != nil {
 			return nil, fmt.Errorf("failback: start mirror on A: %w", err)
 		}
 		var fp mirror.Plan
 		deadline := time.Now().Add(cfg.Settle)
 		for {
-			if err := callA("GET", fbPath, nil, &fp); err != nil {
+			if fp, err = adminA.PlanMirror(ctx, name, cfg.Topics); err != nil {
 				return nil, fmt.Errorf("failback plan: %w", err)
 			}
 			mirroring := true
@@ -414,7 +406,7 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 		if unit != rep.PredictedUnit {
 			rep.PredictedUnit = "offsets"
 		}
-		if err := callA("POST", "/v1/mirrors/"+url.PathEscape(name)+"/stop", mirror.TopicsRequest{Topics: cfg.Topics, Wait: true}, &st); err != nil {
+		if _, err := adminA.StopMirror(ctx, name, mirror.TopicsRequest{Topics: cfg.Topics, Wait: true}); err != nil {
 			return nil, fmt.Errorf("failback: mirror stop on A: %w", err)
 		}
 		cctxA2, stopA2 := context.WithCancel(ctx)
@@ -574,29 +566,3 @@ func head(s []int64) []int64 {
 }
 
 func sortInts(s []int64) { slices.Sort(s) }
-
-type admin struct{ base string }
-
-func (a *admin) do(method, path string, body, out any) error {
-	var rd io.Reader
-	if body != nil {
-		b, _ := json.Marshal(body)
-		rd = bytes.NewReader(b)
-	}
-	req, err := http.NewRequest(method, a.base+path, rd)
-	if err != nil {
-		return err
-	}
-	req.Header.Set("Content-Type", "application/json")
-	req.Header.Set("X-Minibroker-Admin", "drill") // the broker's AdminHeader
-	resp, err := (&http.Client{Timeout: 2 * time.Minute}).Do(req)
-	if err != nil {
-		return err
-	}
-	defer resp.Body.Close()
-	raw, _ := io.ReadAll(resp.Body)
-	if resp.StatusCode >= 300 {
-		return fmt.Errorf("HTTP %d: %s", resp.StatusCode, strings.TrimSpace(string(raw)))
-	}
-	return json.Unmarshal(raw, out)
-}

@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"slices"
 	"strings"
 	"time"
 )
@@ -16,6 +17,7 @@ import (
 //	POST   /v1/mirrors                      {"name","source":[…],"client_id","config":{…},"source_config":{…},"no_check"} → Status
 //	                                        (checks the source first unless no_check)
 //	GET    /v1/mirrors                      → ["name", …]
+//	GET    /v1/mirrors?view=summary         → [Summary, …] (`mirror list`: topics, source cluster id, bootstrap)
 //	GET    /v1/mirrors/{name}               → Status
 //	GET    /v1/mirrors/{name}/plan?topics=a,b → Plan (the dry run of stop; read-only)
 //	DELETE /v1/mirrors/{name}
@@ -29,6 +31,10 @@ import (
 //	                                        or 504 (timeout) {"error","stop"})
 //	POST   /v1/mirrors/{name}/pause         {"topics":[…]}
 //	POST   /v1/mirrors/{name}/resume        {"topics":[…]}
+//
+// start, stop, pause and resume also take "topic_patterns": [regexp, …]
+// (topicmatch.go), and start "exclude": [regexp, …]; the topics they
+// select join "topics", and the answer's "match" says which they were.
 //
 // Errors answer {"error": "…"} with 400, 404 or 409.
 
@@ -67,6 +73,12 @@ type ConfigRequest struct {
 // TopicsRequest is the body of start/stop/pause/resume.
 type TopicsRequest struct {
 	Topics []string `json:"topics"`
+	// TopicPatterns are anchored regular expressions resolved to topics
+	// when the request comes (topicmatch.go); they add to Topics.
+	// Exclude (start only) removes the topics its patterns match from
+	// both.
+	TopicPatterns []string `json:"topic_patterns,omitempty"`
+	Exclude       []string `json:"exclude,omitempty"`
 	// AllowTruncate and DryRun are start's (StartOptions); the other
 	// actions refuse them.
 	AllowTruncate bool `json:"allow_truncate,omitempty"`
@@ -101,7 +113,14 @@ func (m *Manager) Routes(handle func(pattern string, h http.Handler)) {
 		reply(w, err, st)
 	}))
 	handle("GET /v1/mirrors", http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		reply(w, nil, m.Names())
+		switch view := r.URL.Query().Get("view"); view {
+		case "":
+			reply(w, nil, m.Names())
+		case "summary":
+			reply(w, nil, m.List())
+		default:
+			writeErr(w, http.StatusBadRequest, "unknown view "+view+" (summary, or none for the names)")
+		}
 	}))
 	handle("GET /v1/mirrors/{name}", http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		st, err := m.Describe(r.PathValue("name"))
@@ -155,17 +174,26 @@ func (m *Manager) Routes(handle func(pattern string, h http.Handler)) {
 			writeErr(w, http.StatusBadRequest, "all_topics, wait and timeout_ms are stop's")
 			return
 		}
+		match, ok := m.matchRequest(w, r, name, action, &req)
+		if !ok {
+			return
+		}
 		var err error
 		var rep StartReport
 		switch action {
 		case "start":
 			rep, err = m.StartWith(r.Context(), name, req.Topics, StartOptions{AllowTruncate: req.AllowTruncate, DryRun: req.DryRun})
+			rep.Match = match
+			var refused *TruncateRefusedError
+			if errors.As(err, &refused) {
+				refused.Report.Match = match
+			}
 			if err == nil && req.DryRun {
 				reply(w, nil, rep)
 				return
 			}
 		case "stop":
-			m.serveStop(w, r, name, req)
+			m.serveStop(w, r, name, req, match)
 			return
 		case "pause":
 			err = m.Pause(name, req.Topics)
@@ -183,15 +211,59 @@ func (m *Manager) Routes(handle func(pattern string, h http.Handler)) {
 		if action == "start" {
 			st.Start = &rep
 		}
+		st.Match = match
 		reply(w, err, st)
 	}))
+}
+
+// matchRequest resolves a request's topic patterns into its topics
+// (topicmatch.go) and applies start's exclude; it answers the error
+// itself when it fails (ok false).
+func (m *Manager) matchRequest(w http.ResponseWriter, r *http.Request, name, action string, req *TopicsRequest) (match *TopicMatch, ok bool) {
+	switch {
+	case len(req.Exclude) > 0 && action != "start":
+		writeErr(w, http.StatusBadRequest, "exclude is start's")
+		return nil, false
+	case len(req.Exclude) > 0 && len(req.Topics) == 0 && len(req.TopicPatterns) == 0:
+		writeErr(w, http.StatusBadRequest, "exclude needs topics or topic_patterns (a start without topics follows "+
+			SettingTopicsInclude+" and "+SettingTopicsExclude+")")
+		return nil, false
+	case len(req.TopicPatterns) > 0 && req.AllTopics:
+		writeErr(w, http.StatusBadRequest, "topic_patterns and all_topics are exclusive")
+		return nil, false
+	}
+	topics, err := ExcludeTopics(req.Topics, req.Exclude)
+	if err != nil {
+		reply(w, err, nil)
+		return nil, false
+	}
+	if len(req.TopicPatterns) > 0 {
+		tm, err := m.MatchTopics(r.Context(), name, action, req.TopicPatterns, req.Exclude)
+		if err != nil {
+			reply(w, err, nil)
+			return nil, false
+		}
+		match = &tm
+		for _, t := range tm.Matched {
+			if !slices.Contains(topics, t) {
+				topics = append(topics, t)
+			}
+		}
+	}
+	if len(topics) == 0 && (len(req.Topics) > 0 || len(req.TopicPatterns) > 0) {
+		// Never "every topic" by omission: what was named was excluded.
+		writeErr(w, http.StatusBadRequest, "exclude removes every topic named")
+		return nil, false
+	}
+	req.Topics = topics
+	return match, true
 }
 
 // serveStop begins a failover and answers at once, or with wait when it
 // is over (or the timeout passed): the mirror's status with the stop's
 // result. A wait that ends with partitions not STOPPED answers 500 (the
 // steps failed) or 504 (the timeout), with the result in the body.
-func (m *Manager) serveStop(w http.ResponseWriter, r *http.Request, name string, req TopicsRequest) {
+func (m *Manager) serveStop(w http.ResponseWriter, r *http.Request, name string, req TopicsRequest, match *TopicMatch) {
 	switch {
 	case len(req.Topics) == 0 && !req.AllTopics:
 		writeErr(w, http.StatusBadRequest, "name the topics to fail over, or all_topics")
@@ -232,6 +304,7 @@ func (m *Manager) serveStop(w http.ResponseWriter, r *http.Request, name string,
 	}
 	st, err := m.Describe(name)
 	st.Stop = &res
+	st.Match = match
 	reply(w, err, st)
 }
 

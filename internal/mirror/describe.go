@@ -83,6 +83,9 @@ type Status struct {
 	ACLSync *ACLSyncStatus `json:"acl_sync,omitempty"`
 	// Stop is what a stop did (its answer only).
 	Stop *StopResult `json:"stop,omitempty"`
+	// Match is how the request's topic patterns were resolved (the
+	// answer of a start, stop, pause or resume given topic_patterns).
+	Match *TopicMatch `json:"match,omitempty"`
 }
 
 // Describe returns a mirror's state, per partition.

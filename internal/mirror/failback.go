@@ -48,6 +48,9 @@ type StartReport struct {
 	// Refused: the start would remove data and AllowTruncate was not set
 	// (a dry run reports it too).
 	Refused bool `json:"refused,omitempty"`
+	// Match is how the start's topic patterns were resolved, when it
+	// had some.
+	Match *TopicMatch `json:"match,omitempty"`
 }
 
 // TruncateRefusedError is start's refusal, with its report.

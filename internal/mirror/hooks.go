@@ -56,9 +56,10 @@ type TestHooks interface {
 	// names it is about to change and is about to change them; an error
 	// stops it there, as a crash would.
 	BeforeConfigSync(topic string) error
-	// TakeOverLocalTopics lets auto-creation start a source topic that
-	// exists locally and that no mirror knows (negative control: its
-	// local records are truncated to the source's).
+	// TakeOverLocalTopics lets auto-creation, and a start's topic
+	// patterns (topicmatch.go), start a source topic that exists locally
+	// and that no mirror knows (negative control: its local records are
+	// truncated to the source's).
 	TakeOverLocalTopics() bool
 }
 

@@ -116,7 +116,16 @@
 //     reports a step that failed or is still held (through a test-only
 //     stop-step hook): TestMirrorStopAllTopicsWait; `mirror describe`
 //     explains lost records and a lag held by an open transaction:
-//     TestMirrorCLIDescribeExplains.
+//     TestMirrorCLIDescribeExplains; `mirror describe --failed` lists the
+//     FAILED partitions with retries n/max and the error:
+//     TestMirrorCLIDescribeFailed; `mirror list` prints the mirror, its
+//     topics, the source's cluster id and bootstrap:
+//     TestMirrorCLIFailover, TestMirrorCLICreateChecksSource.
+//   - --topics patterns at start, stop, pause and resume, --exclude at
+//     start, a plain name matching that topic alone:
+//     TestMirrorCLITopicPatterns; a pattern never takes over a local
+//     topic: TestMirrorTopicPatternsLeaveLocalTopics (negative control in
+//     it: the rule off, the local records are cut).
 //   - Mirror settings by KIP-1279 name, refused when unknown or bad:
 //     TestMirrorSettingsCLI, TestStaticMirrorSettings. Topic filters pick
 //     up topics created after the start and never an excluded one:

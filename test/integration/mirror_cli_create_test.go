@@ -56,12 +56,32 @@ func TestMirrorCLICreateChecksSource(t *testing.T) {
 		st.Name != "json-a" || st.SourceClusterID != "cluster-a" {
 		t.Fatalf("create --json: %v %+v", err, st)
 	}
-	var names []string
-	if err := json.Unmarshal([]byte(must("mirror", "list", "--json")), &names); err != nil || strings.Join(names, ",") != "from-a,json-a,later" {
-		t.Fatalf("list --json: %v %v", err, names)
+	// list: the source's cluster id as create found it (none for the
+	// unchecked one) and its bootstrap servers.
+	var sums []mirror.Summary
+	if err := json.Unmarshal([]byte(must("mirror", "list", "--json")), &sums); err != nil || len(sums) != 3 {
+		t.Fatalf("list --json: %v %+v", err, sums)
 	}
-	if out := must("mirror", "list"); strings.Join(strings.Fields(out), ",") != "from-a,json-a,later" {
-		t.Fatalf("list: %q", out)
+	for i, want := range []mirror.Summary{{Name: "from-a", SourceClusterID: "cluster-a", Source: []string{a.addr}},
+		{Name: "json-a", SourceClusterID: "cluster-a", Source: []string{a.addr}}, {Name: "later", Source: []string{"127.0.0.1:1"}}} {
+		if got := sums[i]; got.Name != want.Name || got.SourceClusterID != want.SourceClusterID || strings.Join(got.Source, ",") != want.Source[0] ||
+			len(got.Topics) != 0 {
+			t.Fatalf("list --json [%d]: %+v, want %+v", i, got, want)
+		}
+	}
+	var rows []string
+	for _, r := range mirrorListRows(t, must("mirror", "list")) {
+		rows = append(rows, strings.Join(r, " "))
+	}
+	if strings.Join(rows, "\n") != "from-a - cluster-a "+a.addr+"\njson-a - cluster-a "+a.addr+"\nlater - - 127.0.0.1:1" {
+		t.Fatalf("list: %q", rows)
+	}
+	var names []string
+	if err := json.Unmarshal([]byte(must("mirror", "list", "--names", "--json")), &names); err != nil || strings.Join(names, ",") != "from-a,json-a,later" {
+		t.Fatalf("list --names --json: %v %v", err, names)
+	}
+	if out := must("mirror", "list", "--names"); strings.Join(strings.Fields(out), ",") != "from-a,json-a,later" {
+		t.Fatalf("list --names: %q", out)
 	}
 	if out := must("mirror", "describe", "from-a"); !strings.Contains(out, "mirror from-a") || !strings.Contains(out, "TOPIC") {
 		t.Fatalf("describe text:\n%s", out)

@@ -15,7 +15,7 @@ import (
 // the operator's commands: create, start, describe, stop, list, delete.
 func TestMirrorCLIFailover(t *testing.T) {
 	t.Parallel()
-	a := startBinary(t, t.TempDir())
+	a := startBinary(t, t.TempDir(), "--cluster-id", "cluster-a")
 	b := startBinary(t, t.TempDir())
 	pa := idempotentProducer(t, a.addr, kgo.AllowAutoTopicCreation())
 	produceSerially(t, pa, "orders", 0, "a", 5)
@@ -34,8 +34,13 @@ func TestMirrorCLIFailover(t *testing.T) {
 		t.Fatalf("duplicate create: %v %s", err, out)
 	}
 	mustCLI("mirror", "start", "from-a", "--topics", "orders")
-	if out := mustCLI("mirror", "list"); strings.TrimSpace(out) != "from-a" {
-		t.Fatalf("list: %q", out)
+	// KIP-1279's columns: mirror, topics, source cluster id, source
+	// bootstrap; --names (-q) the names alone, for scripts.
+	if rows := mirrorListRows(t, mustCLI("mirror", "list")); len(rows) != 1 || strings.Join(rows[0], " ") != "from-a orders cluster-a "+a.addr {
+		t.Fatalf("list: %q", rows)
+	}
+	if out := mustCLI("mirror", "list", "-q"); strings.TrimSpace(out) != "from-a" {
+		t.Fatalf("list -q: %q", out)
 	}
 	// Describe until caught up.
 	var st mirror.Status
@@ -63,8 +68,10 @@ func TestMirrorCLIFailover(t *testing.T) {
 		t.Fatalf("after CLI failover: %v", got)
 	}
 	mustCLI("mirror", "delete", "from-a")
-	if out := mustCLI("mirror", "list"); strings.TrimSpace(out) != "" {
-		t.Fatalf("list after delete: %q", out)
+	for _, args := range [][]string{{"mirror", "list"}, {"mirror", "list", "--names"}} {
+		if out := mustCLI(args...); strings.TrimSpace(out) != "" {
+			t.Fatalf("%v after delete: %q", args, out)
+		}
 	}
 	if out, err := runCLI(t, "mirror", "describe", "nope", admin); err == nil || !strings.Contains(out, "HTTP 404") {
 		t.Fatalf("describe unknown: %v %s", err, out)

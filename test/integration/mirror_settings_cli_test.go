@@ -94,8 +94,13 @@ func TestStaticMirrorSettings(t *testing.T) {
 		json.Unmarshal([]byte(mustCLIOn(t, b, "mirror", "describe", "from-a", "--json")), &st)
 		return len(st.Partitions) == 1 && st.Partitions[0].Topic == "orders" && st.Partitions[0].LocalLogEndOffset == 3
 	})
-	if out := mustCLIOn(t, b, "mirror", "list"); strings.TrimSpace(out) != "from-a" {
-		t.Fatalf("list: %q", out)
+	// The static mirror follows its filters: its topics, then the marker.
+	if rows := mirrorListRows(t, mustCLIOn(t, b, "mirror", "list")); len(rows) != 1 ||
+		strings.Join(rows[0], " ") != "from-a orders,+"+mirror.SettingTopicsInclude+" "+a.ClusterID()+" "+a.Addr() {
+		t.Fatalf("list: %q", rows)
+	}
+	if out := mustCLIOn(t, b, "mirror", "list", "--names"); strings.TrimSpace(out) != "from-a" {
+		t.Fatalf("list --names: %q", out)
 	}
 	if !strings.Contains(b.output(), `unknown mirror setting \"mirror.topics.includ\"`) {
 		t.Fatalf("the bad static mirror's refusal is not logged:\n%s", b.output())
