@@ -424,6 +424,10 @@
 //     truncation cut (internal/log, TestCompactionSwapExcludesTruncation);
 //     negative control: the swap without swapMu brings cut offsets back
 //     (internal/log, TestCompactionSwapWithoutSwapMu).
+//   - A chained mirror of a cleaned log holding a barrier (Z→A, A fails
+//     over and cleans past delete.retention.ms, A→B→C, then B fails
+//     over): the same bytes and producer state at every hop, A's barrier
+//     kept, every key's latest value on C: TestMirrorChainOverCleanedLog.
 //   - A consumer group committed at an offset the cleaner removed
 //     resumes at the next kept record: TestCompactionGroupOffsetInGap.
 //   - A partition whose cleaning fails is marked uncleanable until
