@@ -1,9 +1,7 @@
 package main
 
 import (
-	"bytes"
 	"context"
-	"encoding/json"
 	"fmt"
 	"net/http"
 	"slices"
@@ -14,6 +12,8 @@ import (
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
 
+	"github.com/minibroker/minibroker/internal/adminclient"
+	"github.com/minibroker/minibroker/internal/mirror"
 	"github.com/minibroker/minibroker/internal/perf"
 )
 
@@ -200,28 +200,6 @@ func endOffsets(addr, topic string) (map[int32]int64, error) {
 	return out, nil
 }
 
-// adminPost sends a JSON body to the destination's admin API.
-func adminPost(addr, path string, body any) error {
-	b, _ := json.Marshal(body)
-	req, err := http.NewRequest(http.MethodPost, "http://"+addr+path, bytes.NewReader(b))
-	if err != nil {
-		return err
-	}
-	req.Header.Set("Content-Type", "application/json")
-	req.Header.Set("X-Minibroker-Admin", "1") // a state-changing request (ADMIN_API.md)
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		return err
-	}
-	defer resp.Body.Close()
-	if resp.StatusCode/100 != 2 {
-		var msg bytes.Buffer
-		msg.ReadFrom(resp.Body)
-		return fmt.Errorf("POST %s: %s: %s", path, resp.Status, msg.String())
-	}
-	return nil
-}
-
 // startMirror starts a destination broker with its admin API and mirrors
 // topic from src there; extra are more `minibroker serve` flags. It
 // answers when `mirror start` was sent and the destination's CPU then.
@@ -248,12 +226,13 @@ func startMirrorAt(bin string, src *process, topic string, started *time.Time, c
 		}
 		time.Sleep(25 * time.Millisecond)
 	}
-	if err := adminPost(httpAddr, "/v1/mirrors", map[string]any{"name": "m", "source": []string{src.addr}}); err != nil {
+	ac := adminclient.New(adminclient.Options{Addr: httpAddr, Agent: "bench"})
+	if _, err := ac.CreateMirror(context.Background(), mirror.CreateRequest{Name: "m", Source: []string{src.addr}}); err != nil {
 		dst.stop()
 		return nil, err
 	}
 	*started, *cpu0 = time.Now(), dst.cpu()
-	if err := adminPost(httpAddr, "/v1/mirrors/m/start", map[string]any{"topics": []string{topic}}); err != nil {
+	if _, err := ac.StartMirror(context.Background(), "m", mirror.TopicsRequest{Topics: []string{topic}}); err != nil {
 		dst.stop()
 		return nil, err
 	}
