@@ -11,6 +11,10 @@ package broker
 // GROUP_ID_NOT_FOUND from v9, ILLEGAL_GENERATION before. Unknown topics or partitions get UNKNOWN_TOPIC_OR_PARTITION;
 // metadata over 4096 bytes OFFSET_METADATA_TOO_LARGE. Deviation: the v2–v4
 // retention time is ignored; offsets.retention.ms applies to every group.
+// A KIP-848 consumer group's member commits with v9+ and its member epoch
+// as the generation: UNKNOWN_MEMBER_ID, STALE_MEMBER_EPOCH on any other
+// epoch, UNSUPPORTED_VERSION below v9 (Kafka's ConsumerGroup.
+// validateOffsetCommit); epoch -1 commits only to a group without members.
 
 import (
 	"context"
@@ -29,6 +33,7 @@ func (b *Broker) handleOffsetCommit(_ context.Context, r *protocol.Request) kmsg
 	cr := coordinator.CommitRequest{
 		Group: req.Group, MemberID: req.MemberID, InstanceID: strOrEmpty(req.InstanceID),
 		Generation: req.Generation, Offsets: map[coordinator.TopicPartition]coordinator.OffsetAndMetadata{},
+		Version: r.Version,
 	}
 	if r.Version == 0 {
 		cr.Generation, cr.MemberID = -1, ""

@@ -7,8 +7,9 @@ package broker
 // committed offset answers offset -1, as does an unknown group. With
 // RequireStable (v7+) a partition that has staged transactional offsets
 // answers UNSTABLE_OFFSET_COMMIT, so the consumer retries until the
-// transaction ends. Deviation: the v9 member id / epoch (KIP-848 consumer
-// groups) are not validated; classic groups do not use them.
+// transaction ends. v9 (KIP-848): a member of a consumer group fetches
+// with its member id and epoch (UNKNOWN_MEMBER_ID, STALE_MEMBER_EPOCH at
+// the group level, as Kafka); a classic group's fetch is not checked.
 
 import (
 	"context"
@@ -80,6 +81,14 @@ func (b *Broker) handleOffsetFetch(_ context.Context, r *protocol.Request) kmsg.
 		return resp
 	}
 	for _, g := range req.Groups {
+		if r.Version >= 9 {
+			if err := b.groups.ValidateFetchMember(g.Group, g.MemberID, g.MemberEpoch); err != nil {
+				rg := kmsg.NewOffsetFetchResponseGroup()
+				rg.Group, rg.ErrorCode = g.Group, errorCode(err)
+				resp.Groups = append(resp.Groups, rg)
+				continue
+			}
+		}
 		var topics []fetchTopic
 		for _, t := range g.Topics {
 			topics = append(topics, fetchTopic{t.Topic, t.Partitions})

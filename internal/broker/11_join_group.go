@@ -15,6 +15,7 @@ package broker
 import (
 	"context"
 	"net"
+	"strings"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kmsg"
@@ -33,7 +34,29 @@ func groupConfig(cfg config.Config) coordinator.GroupConfig {
 		InitialRebalanceDelay: ms("group.initial.rebalance.delay.ms"),
 		OffsetsRetention:      ms("offsets.retention.ms"),
 		MaxMetadataSize:       4096, // offset.metadata.max.bytes
+
+		ConsumerSessionTimeout:    ms("group.consumer.session.timeout.ms"),
+		ConsumerHeartbeatInterval: ms("group.consumer.heartbeat.interval.ms"),
+		ConsumerMaxSize:           int(cfg.Int32("group.consumer.max.size")),
+		ConsumerAssignors:         consumerAssignorNames(strings.Split(cfg.String("group.consumer.assignors"), ",")),
 	}
+}
+
+// consumerAssignorNames maps group.consumer.assignors (Kafka's class
+// names or the assignors' names) to the names the coordinator knows:
+// "uniform" and "range". Others are dropped (Kafka would load the class;
+// minibroker has only these two).
+func consumerAssignorNames(list []string) []string {
+	var out []string
+	for _, a := range list {
+		switch strings.TrimSpace(a) {
+		case "uniform", "org.apache.kafka.coordinator.group.assignor.UniformAssignor":
+			out = append(out, "uniform")
+		case "range", "org.apache.kafka.coordinator.group.assignor.RangeAssignor":
+			out = append(out, "range")
+		}
+	}
+	return out
 }
 
 // clientHost is the member's address as Kafka shows it ("/127.0.0.1").

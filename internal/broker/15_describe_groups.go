@@ -10,7 +10,10 @@ package broker
 // acl.GroupOperations the principal may perform (READ, DESCRIBE, DELETE:
 // Kafka 3.x's; Kafka 4.0 adds DESCRIBE_CONFIGS and ALTER_CONFIGS with group
 // configs, which minibroker does not have); a group answered with an error
-// keeps the "not requested" value, as in Kafka.
+// keeps the "not requested" value, as in Kafka. A KIP-848 consumer group
+// is described as Kafka 4's classic DescribeGroups path answers it: Dead,
+// with GROUP_ID_NOT_FOUND "Group <id> is not a classic group." from v6
+// (ConsumerGroupDescribe describes it).
 
 import (
 	"context"
@@ -40,6 +43,10 @@ func (b *Broker) handleDescribeGroups(_ context.Context, r *protocol.Request) km
 		if req.Version >= 6 && d.State == coordinator.StateDead {
 			rg.ErrorCode = kerr.GroupIDNotFound.Code
 			rg.ErrorMessage = kmsg.StringPtr("Group " + id + " not found.")
+			if d.Err != nil {
+				// A KIP-848 consumer group: not a classic group.
+				rg.ErrorMessage = errorMessage(d.Err)
+			}
 		}
 		// Only a group answered without an error reports its
 		// operations (Kafka).

@@ -4,8 +4,9 @@ package broker
 //
 // Every group the coordinator knows, including Empty groups that only
 // hold committed offsets. v4+ filters by state (case-insensitive, as
-// Kafka); v5 by group type: every group is "classic", so a types filter
-// without "classic" lists nothing.
+// Kafka: a consumer group's states are Empty, Assigning, Reconciling,
+// Stable); v5 by group type ("classic" or "consumer", case-insensitive).
+// A consumer group (KIP-848) lists protocol type "consumer".
 
 import (
 	"context"
@@ -23,21 +24,19 @@ func (b *Broker) handleListGroups(_ context.Context, r *protocol.Request) kmsg.R
 	for _, s := range req.StatesFilter {
 		states[strings.ToLower(s)] = true
 	}
-	if len(req.TypesFilter) > 0 {
-		classic := false
-		for _, t := range req.TypesFilter {
-			classic = classic || strings.EqualFold(t, "classic")
-		}
-		if !classic {
-			return resp
-		}
+	types := map[string]bool{}
+	for _, t := range req.TypesFilter {
+		types[strings.ToLower(strings.TrimSpace(t))] = true
 	}
 	for _, g := range b.groups.ListGroups() {
-		if len(states) > 0 && !states[strings.ToLower(g.State.String())] {
+		if len(states) > 0 && !states[strings.ToLower(g.StateName)] {
+			continue
+		}
+		if len(types) > 0 && !types[g.Type] {
 			continue
 		}
 		rg := kmsg.NewListGroupsResponseGroup()
-		rg.Group, rg.ProtocolType, rg.GroupState, rg.GroupType = g.Group, g.ProtocolType, g.State.String(), "classic"
+		rg.Group, rg.ProtocolType, rg.GroupState, rg.GroupType = g.Group, g.ProtocolType, g.StateName, g.Type
 		resp.Groups = append(resp.Groups, rg)
 	}
 	return resp

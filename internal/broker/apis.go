@@ -92,6 +92,8 @@ func (b *Broker) kafka4APIs() map[int16]api {
 		64: {0, 0, b.handleUnregisterBroker},
 		65: {0, 0, b.handleDescribeTransactions},
 		66: {0, 1, b.handleListTransactions},
+		68: {0, 1, b.handleConsumerGroupHeartbeat},
+		69: {0, 1, b.handleConsumerGroupDescribe},
 		71: {0, 0, b.handleGetTelemetrySubscriptions},
 		72: {0, 0, b.handlePushTelemetry},
 		74: {0, 1, b.handleListConfigResources},

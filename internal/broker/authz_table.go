@@ -130,6 +130,8 @@ var authzTable = map[int16]authzRule{
 	64: rule[*kmsg.UnregisterBrokerRequest]("ALTER on the cluster", clusterRule(aclAlter)),
 	65: rule[*kmsg.DescribeTransactionsRequest]("DESCRIBE on each transactional id; a transaction's topics the principal may not DESCRIBE are left out", applyDescribeTransactionIDs, applyDescribeTransactions),
 	66: rule[*kmsg.ListTransactionsRequest]("only the transactional ids the principal may DESCRIBE are listed", applyListTransactions),
+	68: rule[*kmsg.ConsumerGroupHeartbeatRequest]("READ on the group", groupRule(aclRead)),
+	69: inHandler("in the handler: DESCRIBE on each group (GROUP_AUTHORIZATION_FAILED per group); KIP-430 authorized_operations"),
 	71: inHandler("none (Kafka: any authenticated client)"),
 	72: inHandler("none (Kafka: any authenticated client)"),
 	74: rule[*kmsg.ListConfigResourcesRequest]("DESCRIBE_CONFIGS on the cluster", clusterRule(aclDescribeConfigs)),
@@ -251,6 +253,8 @@ func groupOf(body kmsg.Request) (string, bool) {
 	case *kmsg.TxnOffsetCommitRequest:
 		return r.Group, true
 	case *kmsg.OffsetDeleteRequest:
+		return r.Group, true
+	case *kmsg.ConsumerGroupHeartbeatRequest:
 		return r.Group, true
 	}
 	return "", false

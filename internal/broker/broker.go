@@ -22,6 +22,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -114,6 +115,11 @@ type Broker struct {
 	mu         sync.RWMutex // guards topics, topicsByID and each Topic's Partitions and Configs
 	topics     map[string]*Topic
 	topicsByID map[[16]byte]*Topic
+	// topicGen counts registry changes (commitTopics); topicImg is the
+	// group coordinator's view of the registry at some generation,
+	// rebuilt by topicImage when stale (consumer_group_topics.go).
+	topicGen atomic.Uint64
+	topicImg atomic.Pointer[coordinator.TopicImage]
 
 	// createUnderRegistryLock creates partitions and writes topics.json
 	// holding b.mu, as before both moved out of it: the seam for the
@@ -246,7 +252,7 @@ func newBroker(opts Options, seams func(*Broker)) (*Broker, error) {
 	b.metrics.Partitions.Set(float64(b.partitionCount()))
 	if b.groups, err = coordinator.OpenGroups(coordinator.GroupsOptions{
 		FS: b.fs, Dir: b.dataDir, Config: groupConfig(cfg), Logger: b.logger.Named("groups"),
-		Metrics: coordinator.NewGroupMetrics(opts.Registry),
+		Metrics: coordinator.NewGroupMetrics(opts.Registry), Topics: b.topicImage,
 	}); err != nil {
 		return nil, fmt.Errorf("group coordinator: %w", err)
 	}

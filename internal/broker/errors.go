@@ -80,6 +80,12 @@ var errorTable = []struct {
 	{coordinator.ErrGroupMaxSize, kerr.GroupMaxSizeReached},
 	{coordinator.ErrGroupHasMembers, kerr.UnknownMemberID},
 	{coordinator.ErrInvalidRequest, kerr.InvalidRequest},
+	{coordinator.ErrFencedMemberEpoch, kerr.FencedMemberEpoch},
+	{coordinator.ErrStaleMemberEpoch, kerr.StaleMemberEpoch},
+	{coordinator.ErrUnreleasedInstanceID, kerr.UnreleasedInstanceID},
+	{coordinator.ErrUnsupportedAssignor, kerr.UnsupportedAssignor},
+	{coordinator.ErrInvalidRegularExpression, kerr.InvalidRegularExpression},
+	{coordinator.ErrUnsupportedVersion, kerr.UnsupportedVersion},
 	{coordinator.ErrRecordTooLarge, kerr.UnknownServerError}, // Kafka's mapping of MESSAGE_TOO_LARGE from a coordinator log append
 }
 

@@ -222,6 +222,7 @@ func (b *Broker) commitTopics(edit func(listing map[string]topicJSON), apply fun
 		defer b.mu.Unlock()
 	}
 	apply()
+	b.topicGen.Add(1) // under b.mu: topicImage sees the change with the new generation
 	return nil
 }
 

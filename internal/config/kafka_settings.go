@@ -364,6 +364,10 @@ var actedOn = map[string]string{
 	"log.roll.hours":                       "log.roll.ms in hours, when log.roll.ms is not set.",
 	"offsets.retention.minutes":            "offsets.retention.ms in minutes, when offsets.retention.ms is not set.",
 	"controller.listener.names":            "Listeners named here are KRaft controller listeners: minibroker opens no socket for them.",
+	"group.consumer.session.timeout.ms":    "A KIP-848 consumer group member not heard from for this long is removed (a group's consumer.session.timeout.ms overrides it).",
+	"group.consumer.heartbeat.interval.ms": "The heartbeat interval given to KIP-848 consumer group members (a group's consumer.heartbeat.interval.ms overrides it).",
+	"group.consumer.max.size":              "The most members a KIP-848 consumer group takes (GROUP_MAX_SIZE_REACHED).",
+	"group.consumer.assignors":             "The server-side assignors of KIP-848 consumer groups, first the default: uniform and range (Kafka's class names or these names); others are ignored.",
 }
 
 // ignoredDoc says why a Kafka setting is accepted and ignored, by the

@@ -121,7 +121,10 @@ type group struct {
 	rebalanceDeadline time.Time // PreparingRebalance: complete the join at this time at the latest
 	syncDeadline      time.Time // pendingSync members are removed at this time
 
-	lastMeta   *groupMetadata // the membership last persisted, rewritten by compaction
+	lastMeta *groupMetadata // the membership last persisted, rewritten by compaction
+	// cg is the KIP-848 state of a group of type "consumer"; nil for a
+	// classic group (consumer_group.go).
+	cg         *consumerGroup
 	offsets    map[TopicPartition]*offsetEntry
 	pendingTxn map[int64]map[TopicPartition]*offsetEntry // producer id → staged offsets
 }

@@ -1,6 +1,7 @@
 package coordinator
 
 import (
+	"fmt"
 	"sort"
 	"time"
 )
@@ -16,6 +17,19 @@ type GroupConfig struct {
 	InitialRebalanceDelay time.Duration // group.initial.rebalance.delay.ms
 	OffsetsRetention      time.Duration // offsets.retention.ms
 	MaxMetadataSize       int           // offset.metadata.max.bytes (Kafka: 4096)
+
+	// KIP-848 consumer groups (group.consumer.*).
+	ConsumerSessionTimeout    time.Duration // group.consumer.session.timeout.ms
+	ConsumerHeartbeatInterval time.Duration // group.consumer.heartbeat.interval.ms
+	ConsumerMaxSize           int           // group.consumer.max.size
+	ConsumerAssignors         []string      // group.consumer.assignors, by name ("uniform", "range"); the first is the default
+}
+
+func (cfg GroupConfig) consumerMaxSize() int {
+	if cfg.ConsumerMaxSize <= 0 {
+		return int(^uint32(0) >> 1)
+	}
+	return cfg.ConsumerMaxSize
 }
 
 // groupCore is the deterministic group coordinator: every group's
@@ -37,6 +51,10 @@ type groupCore struct {
 	replies []Reply
 	records []record
 
+	// image is the broker's topics as last handed in (consumer groups'
+	// subscriptions resolve against it).
+	image *TopicImage
+
 	// maxRecord is the longest group log record body (the log's
 	// Format.MaxRecord); a group whose state record would be longer is
 	// not stored (checkGroupRecord).
@@ -44,13 +62,23 @@ type groupCore struct {
 	// skipRecordBound is set only by this package's negative-control
 	// tests: group records are then stored whatever their length.
 	skipRecordBound bool
+	// assignBeforeRevoke is a negative-control knob (Groups.
+	// SetAssignBeforeRevokeForTest): a consumer group member is given
+	// its target partitions while their previous owner still holds them.
+	assignBeforeRevoke bool
 }
 
 func newGroupCore(cfg GroupConfig, newMemberID func(clientID string) string) *groupCore {
 	if cfg.MaxMetadataSize == 0 {
 		cfg.MaxMetadataSize = 4096
 	}
-	return &groupCore{cfg: cfg, groups: map[string]*group{}, newMemberID: newMemberID, maxRecord: groupLogFormat.MaxRecord}
+	if cfg.ConsumerSessionTimeout <= 0 {
+		cfg.ConsumerSessionTimeout = 45 * time.Second
+	}
+	if cfg.ConsumerHeartbeatInterval <= 0 {
+		cfg.ConsumerHeartbeatInterval = 5 * time.Second
+	}
+	return &groupCore{cfg: cfg, groups: map[string]*group{}, newMemberID: newMemberID, maxRecord: groupLogFormat.MaxRecord, image: emptyTopicImage}
 }
 
 // JoinRequest is a JoinGroup in the coordinator's terms.
@@ -173,6 +201,20 @@ func (c *groupCore) Join(now time.Time, req JoinRequest, w Waiter) {
 		}
 		g = newGroup(req.Group, now)
 		c.groups[req.Group] = g
+	}
+	if g.cg != nil {
+		if len(g.cg.members) > 0 {
+			// Deviation: Kafka 4 lets a classic member join a consumer
+			// group (group.consumer.migration.policy); minibroker answers
+			// as Kafka does when the member's protocols are not the
+			// group's.
+			c.replyJoin(w, joinError(req.MemberID, fmt.Errorf("%w: group %s is a consumer group with members", ErrInconsistentGroupProtocol, req.Group)))
+			return
+		}
+		// An empty consumer group becomes a classic group (Kafka's
+		// maybeDeleteEmptyConsumerGroup); its offsets stay.
+		c.emit(record{typ: recCGTargetMetadata, group: req.Group, cg: &cgRecord{tombstone: true}})
+		c.emit(record{typ: recCGMetadata, group: req.Group, cg: &cgRecord{tombstone: true}})
 	}
 	if !g.supportsProtocols(req.ProtocolType, req.Protocols) {
 		c.replyJoin(w, joinError(req.MemberID, ErrInconsistentGroupProtocol))
@@ -616,7 +658,11 @@ func (c *groupCore) Tick(now time.Time) {
 	}
 	sort.Strings(ids)
 	for _, id := range ids {
-		c.tickGroup(now, c.groups[id])
+		if g := c.groups[id]; g != nil && g.cg != nil {
+			c.tickConsumerGroup(now, id, g, c.image)
+		} else if g != nil {
+			c.tickGroup(now, g)
+		}
 	}
 }
 

@@ -1,6 +1,7 @@
 package coordinator
 
 import (
+	"fmt"
 	"sort"
 
 	"github.com/twmb/franz-go/pkg/kmsg"
@@ -10,14 +11,22 @@ import (
 type GroupSummary struct {
 	Group        string
 	ProtocolType string
-	State        GroupState
+	State        GroupState // a classic group's
+	// Type is "classic" or "consumer"; StateName the state as
+	// ListGroups names it (a consumer group's: Empty, Assigning,
+	// Reconciling, Stable).
+	Type, StateName string
 }
 
 // ListGroups lists every group (not Dead).
 func (c *groupCore) ListGroups() []GroupSummary {
 	out := make([]GroupSummary, 0, len(c.groups))
 	for id, g := range c.groups {
-		out = append(out, GroupSummary{Group: id, ProtocolType: g.protocolType, State: g.state})
+		if g.cg != nil {
+			out = append(out, GroupSummary{Group: id, ProtocolType: "consumer", State: StateEmpty, Type: "consumer", StateName: g.cg.stateName()})
+			continue
+		}
+		out = append(out, GroupSummary{Group: id, ProtocolType: g.protocolType, State: g.state, Type: "classic", StateName: g.state.String()})
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i].Group < out[j].Group })
 	return out
@@ -38,6 +47,9 @@ type GroupDescription struct {
 	Members      []MemberDescription
 	Generation   int32
 	Leader       string
+	// Err: a consumer group is not described by DescribeGroups
+	// (GROUP_ID_NOT_FOUND, State Dead).
+	Err error
 }
 
 // DescribeGroup describes a group; an unknown one is Dead with no members,
@@ -46,6 +58,10 @@ func (c *groupCore) DescribeGroup(id string) GroupDescription {
 	g := c.groups[id]
 	if g == nil {
 		return GroupDescription{Group: id, State: StateDead}
+	}
+	if g.cg != nil {
+		return GroupDescription{Group: id, State: StateDead,
+			Err: fmt.Errorf("%w: Group %s is not a classic group.", ErrGroupIDNotFound, id)}
 	}
 	d := GroupDescription{Group: id, State: g.state, ProtocolType: g.protocolType, Generation: g.generation, Leader: g.leader}
 	stable := g.state == StateStable
@@ -84,6 +100,9 @@ func (c *groupCore) groupCounts() (byState map[GroupState]int, members int) {
 	for _, g := range c.groups {
 		byState[g.state]++
 		members += len(g.members)
+		if g.cg != nil {
+			members += len(g.cg.members)
+		}
 	}
 	return byState, members
 }

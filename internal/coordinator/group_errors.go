@@ -33,4 +33,12 @@ var (
 	// ErrGroupHasMembers: an admin commit to a group with members (Kafka
 	// answers UNKNOWN_MEMBER_ID to a simple commit on such a group).
 	ErrGroupHasMembers = errors.New("coordinator: group has active members")
+
+	// KIP-848 consumer groups.
+	ErrFencedMemberEpoch        = errors.New("coordinator: fenced member epoch")
+	ErrStaleMemberEpoch         = errors.New("coordinator: stale member epoch")
+	ErrUnreleasedInstanceID     = errors.New("coordinator: unreleased instance id")
+	ErrUnsupportedAssignor      = errors.New("coordinator: unsupported assignor")
+	ErrInvalidRegularExpression = errors.New("coordinator: invalid regular expression")
+	ErrUnsupportedVersion       = errors.New("coordinator: unsupported version")
 )

@@ -10,8 +10,11 @@ import (
 // commit (no group management) has Generation -1 and no member id.
 type CommitRequest struct {
 	Group, MemberID, InstanceID string
-	Generation                  int32
+	Generation                  int32 // the member epoch for a consumer group
 	Offsets                     map[TopicPartition]OffsetAndMetadata
+	// Version is the OffsetCommit version: a consumer group's member
+	// must commit with v9+.
+	Version int16
 }
 
 // CommitOffsets validates and applies an OffsetCommit. A non-nil top error
@@ -49,6 +52,9 @@ func (c *groupCore) CommitOffsets(now time.Time, req CommitRequest) (partErrs ma
 
 // validateCommit is Kafka's validateOffsetCommit for classic groups.
 func (c *groupCore) validateCommit(now time.Time, g *group, req CommitRequest) error {
+	if g.cg != nil {
+		return validateConsumerCommit(g.cg, req.MemberID, req.Generation, req.Version, false)
+	}
 	if req.Generation < 0 && g.state == StateEmpty {
 		return nil
 	}
@@ -116,7 +122,9 @@ func (c *groupCore) DeleteGroups(now time.Time, ids []string) []error {
 			errs[i] = ErrInvalidGroupID
 		case g == nil || g.state == StateDead:
 			errs[i] = ErrGroupIDNotFound
-		case g.state != StateEmpty:
+		case g.cg != nil && len(g.cg.members) > 0:
+			errs[i] = ErrNonEmptyGroup
+		case g.cg == nil && g.state != StateEmpty:
 			errs[i] = ErrNonEmptyGroup
 		default:
 			c.emit(record{typ: recGroupDelete, group: id})
@@ -136,7 +144,11 @@ func (c *groupCore) DeleteOffsets(now time.Time, groupID string, tps []TopicPart
 		return nil, ErrGroupIDNotFound
 	}
 	var subscribed map[string]bool
-	if g.state != StateEmpty {
+	if g.cg != nil {
+		// Kafka: a consumer group keeps the offsets of the topics its
+		// members subscribe to, whatever its state.
+		subscribed = c.consumerSubscribedTopics(g)
+	} else if g.state != StateEmpty {
 		if g.protocolType != "consumer" {
 			return nil, ErrNonEmptyGroup
 		}
@@ -168,6 +180,12 @@ func (c *groupCore) ValidateTxnMember(groupID, memberID, instanceID string, gene
 			return ErrIllegalGeneration
 		}
 		return nil
+	}
+	if g.cg != nil {
+		if generation < 0 && memberID == "" && instanceID == "" {
+			return nil
+		}
+		return validateConsumerCommit(g.cg, memberID, generation, 0, true)
 	}
 	if generation < 0 && (g.state == StateEmpty || (memberID == "" && instanceID == "")) {
 		return nil
@@ -237,7 +255,7 @@ func (c *groupCore) CommitAdmin(now time.Time, groupID string, offsets map[Topic
 	if groupID == "" || len(groupID) > maxNameLen {
 		return ErrInvalidGroupID
 	}
-	if g := c.groups[groupID]; g != nil && len(g.members) > 0 {
+	if g := c.groups[groupID]; g != nil && (len(g.members) > 0 || (g.cg != nil && len(g.cg.members) > 0)) {
 		return ErrGroupHasMembers
 	}
 	for _, tp := range sortedTPs(offsets) {
@@ -303,12 +321,12 @@ func (c *groupCore) ExpireOffsets(now time.Time) {
 	sort.Strings(ids)
 	for _, id := range ids {
 		g := c.groups[id]
-		if g.state != StateEmpty {
+		if g.state != StateEmpty || (g.cg != nil && len(g.cg.members) > 0) {
 			continue
 		}
 		for _, tp := range sortedTPs(g.offsets) {
 			base := g.stateSince
-			if g.protocolType == "" {
+			if g.protocolType == "" || g.cg != nil {
 				base = time.UnixMilli(g.offsets[tp].CommitTimestamp)
 			}
 			if now.Sub(base) >= c.cfg.OffsetsRetention {
@@ -385,6 +403,10 @@ func (c *groupCore) getOrCreate(id string) *group {
 // when replaying: live, the membership they describe is already in place.
 func (c *groupCore) apply(r record) {
 	c.seq++
+	if isCGRecord(r.typ) {
+		c.applyCG(r)
+		return
+	}
 	switch r.typ {
 	case recOffsetCommit:
 		g := c.getOrCreate(r.group)
@@ -470,6 +492,9 @@ func (c *groupCore) snapshotRecords() []record {
 		g := c.groups[id]
 		if g.lastMeta != nil {
 			out = append(out, record{typ: recGroupMetadata, group: id, meta: g.lastMeta})
+		}
+		if g.cg != nil {
+			out = append(out, snapshotCG(id, g.cg)...)
 		}
 		type seqRec struct {
 			seq uint64

@@ -46,6 +46,7 @@ import (
 //	                 topic string, partition int32, offset int64, leader epoch int32,
 //	                 metadata string, commit timestamp int64
 //	6 TxnComplete    producer id int64, commit int8 (1 commit, 0 abort)
+//	7–11             consumer group (KIP-848) records: consumer_group_record.go
 //
 // A frame that is short or fails its CRC (or does not decode) with no valid
 // frame after it is the torn tail of a write that was never acknowledged:
@@ -87,6 +88,7 @@ type record struct {
 	producerEpoch int16
 	commit        bool
 	meta          *groupMetadata
+	cg            *cgRecord // consumer group records (consumer_group_record.go)
 }
 
 type groupMetadata struct {
@@ -135,6 +137,9 @@ func readOffset(r *kbin.Reader) OffsetAndMetadata {
 }
 
 func appendPayload(dst []byte, r *record) []byte {
+	if isCGRecord(r.typ) {
+		return appendCGPayload(dst, r)
+	}
 	switch r.typ {
 	case recOffsetCommit:
 		dst = kbin.AppendString(dst, r.group)
@@ -234,6 +239,10 @@ func decodeRecord(body []byte) (record, error) {
 	case recTxnComplete:
 		rec.producerID = r.Int64()
 		rec.commit = r.Int8() == 1
+	case recCGMetadata, recCGMemberMetadata, recCGTargetMetadata, recCGTargetMember, recCGCurrentMember:
+		if err := decodeCGPayload(&rec, &r); err != nil {
+			return record{}, err
+		}
 	default:
 		return record{}, fmt.Errorf("%w: unknown record type %d", ErrGroupLogCorrupt, rec.typ)
 	}

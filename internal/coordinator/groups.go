@@ -29,6 +29,10 @@ type GroupsOptions struct {
 	// CompactBytes: rewrite the group log once it has grown by this much
 	// and doubled (default 4 MiB).
 	CompactBytes int64
+	// Topics returns the broker's topics (consumer groups resolve their
+	// subscriptions against it); it must not call into Groups. nil: no
+	// topics.
+	Topics func() *TopicImage
 
 	// seams are set only by this package's tests.
 	seams groupSeams
@@ -194,7 +198,9 @@ func (g *Groups) finish(b batch) error {
 
 // call runs fn on the core at the current time, then finish.
 func (g *Groups) call(fn func(now time.Time)) error {
+	im := g.topicImage() // before mu: the broker's registry lock is never taken under it
 	g.mu.Lock()
+	g.core.image = im
 	fn(time.Now())
 	b := g.collectLocked()
 	g.mu.Unlock()
@@ -357,7 +363,7 @@ func (g *Groups) groupIsActive(id string) bool {
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	gr := g.core.groups[id]
-	return gr != nil && len(gr.members) > 0
+	return gr != nil && (len(gr.members) > 0 || (gr.cg != nil && len(gr.cg.members) > 0))
 }
 
 func (g *Groups) listGroupOffsets(id string) map[TopicPartition]OffsetAndMetadata {
@@ -379,7 +385,9 @@ func (g *Groups) loop() {
 			return
 		case <-t.C:
 		}
+		im := g.topicImage()
 		g.mu.Lock()
+		g.core.image = im
 		now := time.Now()
 		g.core.Tick(now)
 		if now.Sub(lastExpire) >= g.opts.ExpireInterval {

@@ -186,6 +186,17 @@
 //     removed and the group can be deleted:
 //     TestGroupsStaticMembersExpireAfterSession (negative control:
 //     static members exempted from session expiry, the test fails).
+//   - KIP-848 consumer groups (ConsumerGroupHeartbeat, docs/CONSUMER_GROUPS.md):
+//     kgo with ServerSideBalancer joins, consumes, commits and shares the
+//     partitions with a second member: TestConsumerGroup848Kgo; Kafka's
+//     answers (validation, FENCED_MEMBER_EPOCH, UNRELEASED_INSTANCE_ID,
+//     STALE_MEMBER_EPOCH on OffsetCommit/OffsetFetch, DeleteGroups,
+//     DescribeGroups): TestConsumerGroup848Errors. A partition goes to its
+//     new owner only after its previous owner's heartbeat shows it
+//     revoked (internal/coordinator, TestConsumerGroupRevokeBeforeAssign;
+//     negative control: with assignment before revocation, a partition
+//     has two holders); the group log replays them
+//     (internal/coordinator, TestConsumerGroupReplay).
 //
 // # Fetch, offsets and topics
 //

@@ -1,0 +1,357 @@
+package coordinator
+
+import (
+	"fmt"
+	"sort"
+
+	"github.com/twmb/franz-go/pkg/kbin"
+)
+
+// Consumer group (KIP-848) records in the group log. Each is one of
+// Kafka's group-coordinator records (group-coordinator/src/main/resources/
+// common/message/ConsumerGroup*Key.json and *Value.json), field for
+// field, so that they translate one to one into __consumer_offsets
+// records: the key's fields, then a presence byte (1: a value follows; 0:
+// a tombstone, Kafka's null value), then the value's fields. Encodings as
+// in group_record.go (int16-length strings, nullable string -1); arrays
+// are an int32 count then the elements; a uuid is 16 bytes.
+//
+//	7  ConsumerGroupMetadata          key: GroupId string
+//	                                  value: Epoch int32, MetadataHash int64
+//	8  ConsumerGroupMemberMetadata    key: GroupId string, MemberId string
+//	                                  value: InstanceId nullable string, RackId nullable string,
+//	                                  ClientId string, ClientHost string,
+//	                                  SubscribedTopicNames [string],
+//	                                  SubscribedTopicRegex nullable string,
+//	                                  RebalanceTimeoutMs int32, ServerAssignor nullable string
+//	9  ConsumerGroupTargetAssignmentMetadata
+//	                                  key: GroupId string; value: AssignmentEpoch int32
+//	10 ConsumerGroupTargetAssignmentMember
+//	                                  key: GroupId string, MemberId string
+//	                                  value: TopicPartitions [TopicId uuid, Partitions [int32]]
+//	11 ConsumerGroupCurrentMemberAssignment
+//	                                  key: GroupId string, MemberId string
+//	                                  value: MemberEpoch int32, PreviousMemberEpoch int32,
+//	                                  State int8 (MemberState),
+//	                                  AssignedPartitions [TopicId uuid, Partitions [int32]],
+//	                                  PartitionsPendingRevocation [TopicId uuid, Partitions [int32]]
+//
+// Not written: ConsumerGroupPartitionMetadata (deprecated by Kafka 4.1's
+// MetadataHash), ConsumerGroupRegularExpression (a regex's resolved
+// topics are computed again from the broker's topics at load: the
+// metadata hash makes a change while the broker was down bump the group
+// epoch), and ClassicMemberMetadata (no classic member joins a consumer
+// group here; see docs/CONSUMER_GROUPS.md).
+const (
+	recCGMetadata       recordType = 7
+	recCGMemberMetadata recordType = 8
+	recCGTargetMetadata recordType = 9
+	recCGTargetMember   recordType = 10
+	recCGCurrentMember  recordType = 11
+)
+
+// cgRecord is the key beyond the group id and the value of a consumer
+// group record; tombstone: Kafka's null value.
+type cgRecord struct {
+	member    string
+	tombstone bool
+
+	epoch           int32 // ConsumerGroupMetadata.Epoch
+	metadataHash    int64
+	assignmentEpoch int32 // ConsumerGroupTargetAssignmentMetadata
+
+	meta *cgMemberMeta // ConsumerGroupMemberMetadata
+
+	partitions assignment // ConsumerGroupTargetAssignmentMember
+
+	// ConsumerGroupCurrentMemberAssignment.
+	memberEpoch, prevEpoch int32
+	state                  MemberState
+	assigned, pending      assignment
+}
+
+type cgMemberMeta struct {
+	instanceID, rackID, regex, serverAssignor string // "" for null
+	clientID, clientHost                      string
+	subscribedNames                           []string
+	rebalanceTimeoutMs                        int32
+}
+
+func isCGRecord(t recordType) bool { return t >= recCGMetadata && t <= recCGCurrentMember }
+
+func hasMemberKey(t recordType) bool {
+	return t == recCGMemberMetadata || t == recCGTargetMember || t == recCGCurrentMember
+}
+
+func appendNullString(dst []byte, s string) []byte {
+	if s == "" {
+		return kbin.AppendNullableString(dst, nil)
+	}
+	return kbin.AppendNullableString(dst, &s)
+}
+
+func readNullString(r *kbin.Reader) string {
+	if s := r.NullableString(); s != nil {
+		return *s
+	}
+	return ""
+}
+
+func appendAssignment(dst []byte, a assignment) []byte {
+	ids := a.topics()
+	dst = kbin.AppendArrayLen(dst, len(ids))
+	for _, id := range ids {
+		dst = kbin.AppendUuid(dst, id)
+		dst = kbin.AppendArrayLen(dst, len(a[id]))
+		for _, p := range a[id] {
+			dst = kbin.AppendInt32(dst, p)
+		}
+	}
+	return dst
+}
+
+// readCount reads an array length no longer than what is left (each
+// element at least min bytes).
+func readCount(r *kbin.Reader, min int) (int, error) {
+	n := r.ArrayLen()
+	if n < 0 || int(n)*min > len(r.Src) {
+		return 0, fmt.Errorf("%w: array length %d", ErrGroupLogCorrupt, n)
+	}
+	return int(n), nil
+}
+
+func readAssignment(r *kbin.Reader) (assignment, error) {
+	n, err := readCount(r, 20)
+	if err != nil {
+		return nil, err
+	}
+	a := assignment{}
+	for i := 0; i < n && r.Ok(); i++ {
+		id := r.Uuid()
+		k, err := readCount(r, 4)
+		if err != nil {
+			return nil, err
+		}
+		for j := 0; j < k && r.Ok(); j++ {
+			a[id] = append(a[id], r.Int32())
+		}
+	}
+	return a.normalize(), nil
+}
+
+func appendCGPayload(dst []byte, r *record) []byte {
+	c := r.cg
+	dst = kbin.AppendString(dst, r.group)
+	if hasMemberKey(r.typ) {
+		dst = kbin.AppendString(dst, c.member)
+	}
+	if c.tombstone {
+		return kbin.AppendInt8(dst, 0)
+	}
+	dst = kbin.AppendInt8(dst, 1)
+	switch r.typ {
+	case recCGMetadata:
+		dst = kbin.AppendInt32(dst, c.epoch)
+		dst = kbin.AppendInt64(dst, c.metadataHash)
+	case recCGMemberMetadata:
+		m := c.meta
+		dst = appendNullString(dst, m.instanceID)
+		dst = appendNullString(dst, m.rackID)
+		dst = kbin.AppendString(dst, m.clientID)
+		dst = kbin.AppendString(dst, m.clientHost)
+		dst = kbin.AppendArrayLen(dst, len(m.subscribedNames))
+		for _, n := range m.subscribedNames {
+			dst = kbin.AppendString(dst, n)
+		}
+		dst = appendNullString(dst, m.regex)
+		dst = kbin.AppendInt32(dst, m.rebalanceTimeoutMs)
+		dst = appendNullString(dst, m.serverAssignor)
+	case recCGTargetMetadata:
+		dst = kbin.AppendInt32(dst, c.assignmentEpoch)
+	case recCGTargetMember:
+		dst = appendAssignment(dst, c.partitions)
+	case recCGCurrentMember:
+		dst = kbin.AppendInt32(dst, c.memberEpoch)
+		dst = kbin.AppendInt32(dst, c.prevEpoch)
+		dst = kbin.AppendInt8(dst, int8(c.state))
+		dst = appendAssignment(dst, c.assigned)
+		dst = appendAssignment(dst, c.pending)
+	}
+	return dst
+}
+
+func decodeCGPayload(rec *record, r *kbin.Reader) error {
+	c := &cgRecord{}
+	rec.cg = c
+	rec.group = r.String()
+	if hasMemberKey(rec.typ) {
+		c.member = r.String()
+	}
+	switch r.Int8() {
+	case 0:
+		c.tombstone = true
+		return nil
+	case 1:
+	default:
+		return fmt.Errorf("%w: bad value presence byte", ErrGroupLogCorrupt)
+	}
+	var err error
+	switch rec.typ {
+	case recCGMetadata:
+		c.epoch, c.metadataHash = r.Int32(), r.Int64()
+	case recCGMemberMetadata:
+		m := &cgMemberMeta{instanceID: readNullString(r), rackID: readNullString(r), clientID: r.String(), clientHost: r.String()}
+		n, err := readCount(r, 2)
+		if err != nil {
+			return err
+		}
+		for i := 0; i < n && r.Ok(); i++ {
+			m.subscribedNames = append(m.subscribedNames, r.String())
+		}
+		m.regex, m.rebalanceTimeoutMs, m.serverAssignor = readNullString(r), r.Int32(), readNullString(r)
+		c.meta = m
+	case recCGTargetMetadata:
+		c.assignmentEpoch = r.Int32()
+	case recCGTargetMember:
+		c.partitions, err = readAssignment(r)
+	case recCGCurrentMember:
+		c.memberEpoch, c.prevEpoch, c.state = r.Int32(), r.Int32(), MemberState(r.Int8())
+		if c.assigned, err = readAssignment(r); err == nil {
+			c.pending, err = readAssignment(r)
+		}
+	}
+	return err
+}
+
+// cgMemberRecords are the three records that hold m (its metadata, its
+// target assignment, its current assignment), in the order Kafka writes a
+// new member's.
+func cgMemberRecords(group string, m *cgMember, target assignment) []record {
+	return []record{
+		{typ: recCGMemberMetadata, group: group, cg: &cgRecord{member: m.id, meta: memberMeta(m)}},
+		{typ: recCGTargetMember, group: group, cg: &cgRecord{member: m.id, partitions: target}},
+		currentAssignmentRecord(group, m),
+	}
+}
+
+func memberMeta(m *cgMember) *cgMemberMeta {
+	return &cgMemberMeta{
+		instanceID: m.instanceID, rackID: m.rackID, regex: m.regex, serverAssignor: m.serverAssignor,
+		clientID: m.clientID, clientHost: m.clientHost, subscribedNames: m.subscribedNames,
+		rebalanceTimeoutMs: m.rebalanceTimeoutMs,
+	}
+}
+
+func currentAssignmentRecord(group string, m *cgMember) record {
+	return record{typ: recCGCurrentMember, group: group, cg: &cgRecord{
+		member: m.id, memberEpoch: m.epoch, prevEpoch: m.prevEpoch, state: m.state,
+		assigned: m.assigned, pending: m.pending,
+	}}
+}
+
+// applyCG applies one consumer group record to the core's state (live,
+// through emit, and when the group log is replayed).
+func (c *groupCore) applyCG(r record) {
+	x := r.cg
+	g := c.getOrCreate(r.group)
+	if r.typ == recCGMetadata && x.tombstone {
+		g.cg = nil
+		return
+	}
+	if g.cg == nil {
+		if x.tombstone {
+			return
+		}
+		g.cg = newConsumerGroup()
+	}
+	cg := g.cg
+	switch r.typ {
+	case recCGMetadata:
+		cg.epoch, cg.metadataHash = x.epoch, x.metadataHash
+	case recCGTargetMetadata:
+		if !x.tombstone {
+			cg.assignmentEpoch = x.assignmentEpoch
+		}
+	case recCGTargetMember:
+		if x.tombstone {
+			delete(cg.target, x.member)
+		} else {
+			cg.target[x.member] = x.partitions.clone()
+		}
+	case recCGMemberMetadata:
+		m := cg.members[x.member]
+		if x.tombstone {
+			if m != nil {
+				cg.clearPartitionEpochs(m.assigned)
+				cg.clearPartitionEpochs(m.pending)
+				if m.instanceID != "" && cg.static[m.instanceID] == m.id {
+					delete(cg.static, m.instanceID)
+				}
+				delete(cg.members, x.member)
+			}
+			return
+		}
+		if m == nil {
+			m = &cgMember{id: x.member, assigned: assignment{}, pending: assignment{}}
+			if c.replaying {
+				m.sessionDeadline = c.replayNow.Add(c.cfg.ConsumerSessionTimeout)
+			}
+			cg.members[x.member] = m
+		}
+		if m.instanceID != "" && cg.static[m.instanceID] == m.id {
+			delete(cg.static, m.instanceID)
+		}
+		mm := x.meta
+		m.instanceID, m.rackID, m.regex, m.serverAssignor = mm.instanceID, mm.rackID, mm.regex, mm.serverAssignor
+		m.clientID, m.clientHost, m.rebalanceTimeoutMs = mm.clientID, mm.clientHost, mm.rebalanceTimeoutMs
+		m.subscribedNames = append([]string(nil), mm.subscribedNames...)
+		sort.Strings(m.subscribedNames)
+		if m.instanceID != "" {
+			cg.static[m.instanceID] = m.id
+		}
+	case recCGCurrentMember:
+		m := cg.members[x.member]
+		if m == nil {
+			if x.tombstone {
+				return
+			}
+			// Kafka writes the member's metadata first; a current
+			// assignment alone still makes a member.
+			m = &cgMember{id: x.member}
+			cg.members[x.member] = m
+		}
+		cg.clearPartitionEpochs(m.assigned)
+		cg.clearPartitionEpochs(m.pending)
+		if x.tombstone {
+			m.epoch, m.prevEpoch, m.state, m.assigned, m.pending = 0, 0, MemberStable, assignment{}, assignment{}
+			return
+		}
+		m.epoch, m.prevEpoch, m.state = x.memberEpoch, x.prevEpoch, x.state
+		m.assigned, m.pending = x.assigned.clone(), x.pending.clone()
+		cg.setPartitionEpochs(m.assigned, m.epoch)
+		cg.setPartitionEpochs(m.pending, m.epoch)
+	}
+}
+
+// snapshotCG is g's consumer group state as records that replay to it.
+func snapshotCG(id string, cg *consumerGroup) []record {
+	out := []record{
+		{typ: recCGMetadata, group: id, cg: &cgRecord{epoch: cg.epoch, metadataHash: cg.metadataHash}},
+		{typ: recCGTargetMetadata, group: id, cg: &cgRecord{assignmentEpoch: cg.assignmentEpoch}},
+	}
+	for _, m := range cg.sortedMembers() {
+		out = append(out, cgMemberRecords(id, m, cg.target[m.id])...)
+	}
+	// Target assignments of ids that are not members (none normally).
+	var orphans []string
+	for mid := range cg.target {
+		if cg.members[mid] == nil {
+			orphans = append(orphans, mid)
+		}
+	}
+	sort.Strings(orphans)
+	for _, mid := range orphans {
+		out = append(out, record{typ: recCGTargetMember, group: id, cg: &cgRecord{member: mid, partitions: cg.target[mid]}})
+	}
+	return out
+}
