@@ -311,6 +311,9 @@ func (m *cgMember) subscribedTopics(im *TopicImage) []string {
 	if m.regex != "" {
 		if re, err := compileTopicRegex(m.regex); err == nil {
 			for n := range im.ByName {
+				if kafkaInternalTopics[n] {
+					continue
+				}
 				if re.MatchString(n) && !slices.Contains(m.subscribedNames, n) {
 					out = append(out, n)
 				}
@@ -320,6 +323,11 @@ func (m *cgMember) subscribedTopics(im *TopicImage) []string {
 	sort.Strings(out)
 	return out
 }
+
+// kafkaInternalTopics are never matched by a subscription regex (the Java
+// consumer's exclude.internal.topics default); named, they are
+// subscribed to like any topic.
+var kafkaInternalTopics = map[string]bool{"__consumer_offsets": true, "__transaction_state": true}
 
 // metadataHashOf hashes the metadata of the subscribed topics (name, id,
 // partition count), FNV-1a over them in name order. Kafka 4.1 keeps such a
