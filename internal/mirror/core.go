@@ -89,6 +89,9 @@ const (
 	EvStepFailed Event = "step-failed" // a STOPPING step failed (a disk error)
 	EvRetryDue   Event = "retry"       // a retriable failure's backoff is over
 	EvFetchOK    Event = "fetch-ok"    // a fetch succeeded after a retry: the streak ends
+	// EvSourceEpoch: the source answered the partition's leader epoch
+	// (Epoch), on a Metadata answer of the fetcher or the group sync.
+	EvSourceEpoch Event = "source-epoch"
 )
 
 // failKind is why a partition fails, which decides how it leaves FAILED.
@@ -123,6 +126,8 @@ type coreEvent struct {
 	Open int64
 	// Mode is the mirror's failover mode (stop).
 	Mode FailoverMode
+	// Epoch is the source's leader epoch (source-epoch).
+	Epoch int32
 }
 
 // retryPolicy is the part of the settings a retriable failure reads.
@@ -147,10 +152,11 @@ const (
 	effArmRetry                       // arm the retry timer for At (unix ms)
 	effDisarmRetry                    // disarm the retry timer
 	effAbortTxn                       // an ABORT marker at At for the earliest transaction still open, unless one is there
+	effRaiseEpoch                     // raise the partition's leader epoch to Epoch (never lowers it)
 )
 
 var effectNames = [...]string{"persist", "set-mode", "start-fetcher", "pause-fetcher", "stop-fetcher",
-	"find-lso", "truncate", "clamp-groups", "write-barrier", "arm-retry", "disarm-retry", "abort-txn"}
+	"find-lso", "truncate", "clamp-groups", "write-barrier", "arm-retry", "disarm-retry", "abort-txn", "raise-epoch"}
 
 func (k effectKind) String() string { return effectNames[k] }
 
@@ -164,6 +170,7 @@ type effect struct {
 	// NewEpoch: the failover's first write of its own (the first ABORT
 	// marker) starts a leader epoch above every one in the log.
 	NewEpoch bool
+	Epoch    int32
 }
 
 // modeOf is the partition's mode in a state: writable only when the mirror
@@ -228,16 +235,35 @@ func stepRules(kn knobs, rec partitionRecord, ev coreEvent) (partitionRecord, []
 	persist := effect{Kind: effPersist}
 	switch ev.Kind {
 	case EvRecover:
+		// The leader epoch first: the partition opened at its log's
+		// latest epoch, which can be below the source's the record kept.
+		var effs []effect
+		if rec.SourceLeaderEpoch > 0 {
+			effs = append(effs, effect{Kind: effRaiseEpoch, Epoch: rec.SourceLeaderEpoch})
+		}
 		switch {
 		case from == Stopping:
-			return rec, append([]effect{{Kind: effSetMode, Mode: partition.Mirrored}}, stoppingNext(rec)...), nil
+			effs = append(append(effs, effect{Kind: effSetMode, Mode: partition.Mirrored}), stoppingNext(rec)...)
 		case from.active():
-			return rec, []effect{{Kind: effSetMode, Mode: partition.Mirrored}, {Kind: effStartFetcher, Paused: from == Paused}}, nil
+			effs = append(effs, effect{Kind: effSetMode, Mode: partition.Mirrored}, effect{Kind: effStartFetcher, Paused: from == Paused})
 		case from == Failed && rec.Retriable && rec.RetryAt > 0:
-			return rec, []effect{{Kind: effSetMode, Mode: partition.Mirrored}, {Kind: effArmRetry, At: rec.RetryAt}}, nil
+			effs = append(effs, effect{Kind: effSetMode, Mode: partition.Mirrored}, effect{Kind: effArmRetry, At: rec.RetryAt})
 		default:
-			return rec, []effect{{Kind: effSetMode, Mode: modeOf(from)}}, nil
+			effs = append(effs, effect{Kind: effSetMode, Mode: modeOf(from)})
 		}
+		return rec, effs, nil
+	case EvSourceEpoch:
+		// KIP-1279's leader-epoch invariant: this node's leader epoch is
+		// never below the source's, or a consumer validating an offset
+		// committed at the source's epoch (KIP-320) finds an epoch this
+		// node does not know. Persisted before the partition's epoch is
+		// raised, so a restart raises it again before anything is served
+		// (recover); only while the source is followed, and only upwards.
+		if !from.active() || ev.Epoch <= rec.SourceLeaderEpoch {
+			return rec, nil, nil
+		}
+		rec.SourceLeaderEpoch = ev.Epoch
+		return rec, []effect{persist, {Kind: effRaiseEpoch, Epoch: ev.Epoch}}, nil
 	case EvLSO:
 		if from != Stopping || rec.LastMirroredOffset >= 0 {
 			return refused()
@@ -292,7 +318,10 @@ func stepRules(kn knobs, rec partitionRecord, ev coreEvent) (partitionRecord, []
 	switch ev.Kind {
 	case EvStart:
 		// A new mirroring session: a record of its own.
-		rec = partitionRecord{State: to, LastMirroredOffset: -1, BarrierOffset: -1, AllowTruncate: ev.Approval}
+		// The source's leader epoch stays: the partition's epoch was raised
+		// to it and never goes back.
+		rec = partitionRecord{State: to, LastMirroredOffset: -1, BarrierOffset: -1, AllowTruncate: ev.Approval,
+			SourceLeaderEpoch: rec.SourceLeaderEpoch}
 		return rec, []effect{{Kind: effSetMode, Mode: partition.Mirrored}, persist, {Kind: effDisarmRetry},
 			{Kind: effStartFetcher}}, nil
 	case EvPrepared:

@@ -20,10 +20,11 @@ import (
 //
 //	record STATE [last=N] [barrier=N] [lost=N] [streak=N] [retries=N]
 //	       [retry-at=N] [retriable] [security] [approval] [mode=abort] [aborted=N]
+//	       [source-epoch=N]
 //	    sets the record (no output but the record).
 //	event KIND [now=N] [paused] [reason=S] [fail=security|truncate|retriable|identity]
 //	      [end=N] [lost=N] [open=N] [offset=N] [attempts=N] [initial=MS] [max=MS]
-//	      [mode=abort|truncate]
+//	      [mode=abort|truncate] [epoch=N]
 //	    steps the record: prints the transition, the effects in order
 //	    and the record after (or the refusal).
 //	crash-matrix failover|start log=E,E,… [mode=abort]
@@ -121,6 +122,8 @@ func parseRecord(t *testing.T, d *datadriven.TestData) partitionRecord {
 			rec.FailoverMode = modeArg(t, a.Vals[0])
 		case "aborted":
 			rec.AbortedTxns = n()
+		case "source-epoch":
+			rec.SourceLeaderEpoch = int32(n())
 		default:
 			t.Fatalf("record: unknown argument %q", a.Key)
 		}
@@ -175,6 +178,8 @@ func parseEvent(t *testing.T, d *datadriven.TestData) coreEvent {
 			ev.Retry.Max = time.Duration(n()) * time.Millisecond
 		case "approval":
 			ev.Approval = &truncateApproval{TruncateTo: 3, LocalLogEnd: 5}
+		case "epoch":
+			ev.Epoch = int32(n())
 		default:
 			t.Fatalf("event: unknown argument %q", a.Key)
 		}
@@ -214,6 +219,7 @@ func formatRecord(r partitionRecord) string {
 	add(r.SecurityFailure, "security")
 	add(r.AllowTruncate != nil, "approval")
 	add(r.Reason != "", "reason=%q", r.Reason)
+	add(r.SourceLeaderEpoch != 0, "source-epoch=%d", r.SourceLeaderEpoch)
 	return strings.Join(parts, " ")
 }
 
@@ -251,6 +257,8 @@ func formatEffect(e effect) string {
 		if e.NewEpoch {
 			s += " new-epoch"
 		}
+	case effRaiseEpoch:
+		s += fmt.Sprintf(" to=%d", e.Epoch)
 	}
 	return s
 }

@@ -262,6 +262,10 @@ func (f *fetcher) run() {
 			}
 			continue
 		}
+		if err := f.m.noteSourceEpoch(f.rt, f.k, f.p, info.Epochs[f.k.partition]); err != nil {
+			// Not followed yet; the next describe (or group sync) tries again.
+			log.Warn("persisting the source's leader epoch failed", zap.Error(err))
+		}
 		leader, ok := info.Partitions[f.k.partition]
 		if !ok || leader < 0 {
 			if !fail(fmt.Errorf("source has no leader for %s-%d", f.k.topic, f.k.partition)) {

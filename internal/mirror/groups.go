@@ -3,6 +3,8 @@ package mirror
 import (
 	"context"
 	"fmt"
+	"maps"
+	"slices"
 	"strings"
 	"time"
 
@@ -56,6 +58,7 @@ func (m *Manager) syncGroupOffsets(ctx context.Context, rt *runtime) (synced int
 	if err != nil {
 		return 0, err
 	}
+	m.syncSourceEpochs(ctx, rt, src, mirrored)
 	listed, err := kmsg.NewPtrListGroupsRequest().RequestWith(ctx, src.cl)
 	if err != nil {
 		return 0, fmt.Errorf("source list groups: %w", err)
@@ -107,8 +110,21 @@ func (m *Manager) commitSynced(rt *runtime, group string, offsets map[coordinato
 			delete(offsets, tp)
 			continue
 		}
-		o := parts[tp.Partition].Offsets()
-		om.Offset = min(max(om.Offset, o.LogStart), o.LogEnd)
+		p := parts[tp.Partition]
+		o := p.Offsets()
+		clamped := min(max(om.Offset, o.LogStart), o.LogEnd)
+		if clamped != om.Offset && !m.opts.TestHooks.KeepSourceLeaderEpoch() {
+			// A clamped offset carries the local epoch (KIP-1279): the
+			// source's is that of a batch this log does not have yet,
+			// possibly above every epoch here. The epoch of the local
+			// batch before the offset is one a validating consumer's
+			// OffsetForLeaderEpoch finds ending at or past it.
+			om.LeaderEpoch = -1
+			if clamped > o.LogStart {
+				om.LeaderEpoch = p.EpochAt(clamped - 1)
+			}
+		}
+		om.Offset = clamped
 		offsets[tp] = om
 	}
 	if len(offsets) == 0 {
@@ -136,6 +152,39 @@ func (m *Manager) clampGroupOffsets(ends map[coordinator.TopicPartition]int64) (
 	m.groupSyncMu.Lock()
 	defer m.groupSyncMu.Unlock()
 	return m.opts.Groups.ClampOffsets(ends)
+}
+
+// syncSourceEpochs asks the source for the leader epochs of the mirrored
+// topics' partitions and raises the local ones to them (epoch.go: the
+// KIP's periodic bump), before offsets committed at those epochs are
+// copied. A source that does not answer leaves them: the fetchers' next
+// Metadata answer raises them.
+func (m *Manager) syncSourceEpochs(ctx context.Context, rt *runtime, src *source, mirrored map[string]bool) {
+	if m.opts.TestHooks.KeepSourceLeaderEpoch() {
+		return
+	}
+	topics := slices.Sorted(maps.Keys(mirrored))
+	infos, err := src.describeTopics(ctx, topics)
+	if err != nil {
+		m.logger.Debug("source leader epochs", zap.Error(err))
+		return
+	}
+	for _, topic := range topics {
+		info, ok := infos[topic]
+		if !ok || m.checkIdentity(rt, topic, info) != nil {
+			continue // the fetchers report a topic gone or changed
+		}
+		parts := m.local.Partitions(topic)
+		for idx, epoch := range info.Epochs {
+			if int(idx) >= len(parts) {
+				continue
+			}
+			if err := m.noteSourceEpoch(rt, tp{topic, idx}, parts[idx], epoch); err != nil {
+				m.logger.Warn("persisting the source's leader epoch failed", zap.String("topic", topic),
+					zap.Int32("partition", idx), zap.Error(err))
+			}
+		}
+	}
 }
 
 func (m *Manager) sourceGroupOffsets(ctx context.Context, src *source, group string, mirrored map[string]bool) (map[coordinator.TopicPartition]coordinator.OffsetAndMetadata, error) {

@@ -61,6 +61,11 @@ type TestHooks interface {
 	// and that no mirror knows (negative control: its local records are
 	// truncated to the source's).
 	TakeOverLocalTopics() bool
+	// KeepSourceLeaderEpoch leaves out KIP-1279's leader-epoch
+	// invariant: this node's leader epoch is not raised to the source's,
+	// and a synced offset clamped to the local log end keeps the source's
+	// epoch (the behaviour before issue 34 item 3).
+	KeepSourceLeaderEpoch() bool
 }
 
 // NoTestHooks does nothing; it is what a nil Options.TestHooks means.
@@ -81,6 +86,7 @@ func (NoTestHooks) AfterLocalTopicCreate(string) error           { return nil }
 func (NoTestHooks) SkipPendingTopics() bool                      { return false }
 func (NoTestHooks) BeforeConfigSync(string) error                { return nil }
 func (NoTestHooks) TakeOverLocalTopics() bool                    { return false }
+func (NoTestHooks) KeepSourceLeaderEpoch() bool                  { return false }
 
 // knobs are the package's unexported test seams (pebble's Options.private
 // style), set only by this package's tests (export_test.go), never by a

@@ -179,12 +179,13 @@ func (s *source) describeTopics(ctx context.Context, topics []string) (map[strin
 		if t.Topic == nil || t.ErrorCode != 0 {
 			continue
 		}
-		info := topicInfo{ID: t.TopicID, Partitions: map[int32]int32{}}
+		info := topicInfo{ID: t.TopicID, Partitions: map[int32]int32{}, Epochs: map[int32]int32{}}
 		if resp.ClusterID != nil {
 			info.ClusterID = *resp.ClusterID
 		}
 		for _, p := range t.Partitions {
 			info.Partitions[p.Partition] = p.Leader
+			info.Epochs[p.Partition] = p.LeaderEpoch
 		}
 		out[*t.Topic] = info
 	}

@@ -222,6 +222,8 @@ func (m *Manager) resume(spec *mirrorSpec) error {
 			_, effs, _ := step(*rec, coreEvent{Kind: EvRecover})
 			for _, e := range effs {
 				switch e.Kind {
+				case effRaiseEpoch:
+					p.RaiseLeaderEpoch(e.Epoch)
 				case effSetMode:
 					applyMode(p, e.Mode, spec.Name)
 				case effStartFetcher:

@@ -138,6 +138,7 @@ func (s *source) close() {
 type topicInfo struct {
 	ID         [16]byte
 	Partitions map[int32]int32 // partition → leader
+	Epochs     map[int32]int32 // partition → leader epoch (-1: not said)
 	ClusterID  string
 }
 
@@ -150,7 +151,7 @@ func (s *source) describeTopic(ctx context.Context, topic string) (topicInfo, er
 	if err != nil {
 		return topicInfo{}, fmt.Errorf("source metadata: %w", err)
 	}
-	info := topicInfo{Partitions: map[int32]int32{}}
+	info := topicInfo{Partitions: map[int32]int32{}, Epochs: map[int32]int32{}}
 	if resp.ClusterID != nil {
 		info.ClusterID = *resp.ClusterID
 	}
@@ -164,6 +165,7 @@ func (s *source) describeTopic(ctx context.Context, topic string) (topicInfo, er
 	info.ID = t.TopicID
 	for _, p := range t.Partitions {
 		info.Partitions[p.Partition] = p.Leader
+		info.Epochs[p.Partition] = p.LeaderEpoch
 	}
 	return info, nil
 }

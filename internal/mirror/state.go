@@ -125,6 +125,11 @@ type partitionRecord struct {
 	AllowTruncate *truncateApproval `json:"allow_truncate,omitempty"`
 	// Truncated is what PREPARING last cut, for describe.
 	Truncated *PartitionTruncation `json:"truncated,omitempty"`
+	// SourceLeaderEpoch is the highest leader epoch the source answered
+	// for the partition while it was mirrored: the partition's own leader
+	// epoch is kept at or above it (KIP-1279's leader-epoch invariant),
+	// also across a restart, which opens the log at its latest batch's.
+	SourceLeaderEpoch int32 `json:"source_leader_epoch,omitempty"`
 }
 
 // truncateApproval bounds the truncation `mirror start --allow-truncate`

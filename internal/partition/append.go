@@ -353,6 +353,14 @@ func (p *Partition) appendControlBatch(raw []byte, newEpoch bool) (int64, error)
 	return off, nil
 }
 
+// RaiseLeaderEpoch makes e the partition's leader epoch if it is above
+// the current one, with no batch: a mirror keeps a mirrored partition's
+// epoch at or above its source's (KIP-1279's leader-epoch invariant) when
+// the source's rose with no record. In memory only: the mirror's state
+// keeps it and raises it again when the broker starts. The next batch
+// this node writes itself (the barrier) takes an epoch above it.
+func (p *Partition) RaiseLeaderEpoch(e int32) { p.raiseLeaderEpoch(e) }
+
 // raiseLeaderEpoch makes e the leader epoch if it is above the current.
 func (p *Partition) raiseLeaderEpoch(e int32) {
 	p.mu.Lock()

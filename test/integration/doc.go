@@ -75,6 +75,13 @@
 //   - Group offsets synced from the source are clamped to the failover's
 //     cut: TestMirrorFailoverClampsSyncedGroupOffsets, TestMirrorCrashBeforeGroupClamp.
 //     Negative control: TestMirrorFailoverWithoutGroupClamp.
+//   - KIP-1279's leader-epoch invariant: a mirrored partition's leader
+//     epoch is never below the source's (also after a restart), and a
+//     synced offset clamped to the local log end carries the local epoch,
+//     so a consumer validating it (librdkafka's seek, kgo, a group member)
+//     resumes at the barrier after failover: TestMirrorLeaderEpochInvariant.
+//     Negative control: TestMirrorLeaderEpochInvariantOff (librdkafka
+//     resets to the start).
 //   - A mirrored topic is read-only to every client, failing fast:
 //     TestMirroredTopicRefusesEveryClientFast.
 //   - A mirror checks its source is the same cluster and topic:

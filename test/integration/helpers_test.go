@@ -600,6 +600,8 @@ var castagnoli = crc32.MakeTable(crc32.Castagnoli)
 type mirrorHooks struct {
 	mirror.NoTestHooks
 	skipBarrier, skipGroupClamp, skipEpochWalkBack bool
+	// issue 34's leader-epoch invariant.
+	keepSourceEpoch bool
 	// issue 23's rules: source identity, the failback guard, loops.
 	skipIdentity, skipTopicID, skipTruncateGuard, skipLoop bool
 	stopStep                                               func(step mirror.StopStep, topic string, partition int32) error
@@ -610,9 +612,10 @@ func (h mirrorHooks) SkipTopicIDCheck() bool  { return h.skipTopicID }
 func (h mirrorHooks) SkipTruncateGuard() bool { return h.skipTruncateGuard }
 func (h mirrorHooks) SkipLoopCheck() bool     { return h.skipLoop }
 
-func (h mirrorHooks) SkipBarrier() bool       { return h.skipBarrier }
-func (h mirrorHooks) SkipGroupClamp() bool    { return h.skipGroupClamp }
-func (h mirrorHooks) SkipEpochWalkBack() bool { return h.skipEpochWalkBack }
+func (h mirrorHooks) SkipBarrier() bool           { return h.skipBarrier }
+func (h mirrorHooks) SkipGroupClamp() bool        { return h.skipGroupClamp }
+func (h mirrorHooks) SkipEpochWalkBack() bool     { return h.skipEpochWalkBack }
+func (h mirrorHooks) KeepSourceLeaderEpoch() bool { return h.keepSourceEpoch }
 func (h mirrorHooks) BeforeStopStep(step mirror.StopStep, topic string, partition int32) error {
 	if h.stopStep == nil {
 		return nil

@@ -1,0 +1,58 @@
+package mirror
+
+import (
+	"github.com/minibroker/minibroker/internal/partition"
+)
+
+// KIP-1279's leader-epoch invariant: a mirrored partition's leader epoch
+// (what this node's Metadata answers, DLE) is never below the source's
+// (SLE). Mirrored batches keep the source's epochs, so DLE follows them,
+// but the source's epoch can rise with no batch (a leader election with
+// no write since, or while the mirror lags), and an offset committed at
+// the source at that epoch names an epoch this node does not know: a
+// consumer that validates it (KIP-320: librdkafka after a seek, Kafka's
+// Java consumer, which then waits for metadata at that epoch) finds no
+// such epoch and resets, or keeps refreshing metadata.
+//
+// The mirror raises DLE to SLE each time the source answers SLE: each
+// Metadata answer a fetcher reads before it joins its broker loop (the
+// KIP's reactive bump; a source leader change evicts the fetcher, which
+// asks again) and each group sync (the KIP's periodic bump, before the
+// offsets are copied). The KIP's proactive bump (ahead of SLE) is not
+// done. The raised epoch is persisted in the partition's record first
+// (source_leader_epoch) and raised again at start-up. And a synced offset
+// that the clamp lowered to the local log end carries the local epoch,
+// the epoch of the local batch before it (groups.go).
+
+// noteSourceEpoch steps the partition's record with the source's leader
+// epoch: when it rose, the record is saved, then the partition's epoch
+// raised.
+func (m *Manager) noteSourceEpoch(rt *runtime, k tp, p *partition.Partition, epoch int32) error {
+	if epoch < 0 || m.opts.TestHooks.KeepSourceLeaderEpoch() {
+		return nil
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	ts := rt.spec.Topics[k.topic]
+	if ts == nil || ts.Partitions[k.partition] == nil {
+		return nil
+	}
+	rec := ts.Partitions[k.partition]
+	next, effs, err := step(*rec, coreEvent{Kind: EvSourceEpoch, Epoch: epoch})
+	if err != nil || len(effs) == 0 {
+		return err
+	}
+	snap := snapshotLocked(rt, []tp{k})
+	*rec = next
+	for _, e := range effs {
+		switch e.Kind {
+		case effPersist:
+			if err := m.saveOrRestoreLocked(snap); err != nil {
+				return err
+			}
+		case effRaiseEpoch:
+			p.RaiseLeaderEpoch(e.Epoch)
+		}
+	}
+	return nil
+}
