@@ -263,14 +263,14 @@ func (l *Log) writeRunLocked(seg *segment, data []byte, hs []framed, checked boo
 func (l *Log) rollLocked(base int64, now time.Time) (*segment, error) {
 	old := l.active()
 	if err := old.maybeAppendTimeEntry(); err != nil {
-		return nil, l.failLocked(err)
+		return nil, l.failedSealLocked(old, err)
 	}
 	if base <= old.base {
 		return nil, fmt.Errorf("%w: cannot roll to base %d below active segment %d", ErrInvalidBatch, base, old.base)
 	}
 	seal, err := old.sealIndex()
 	if err != nil {
-		return nil, l.failLocked(err)
+		return nil, l.failedSealLocked(old, err)
 	}
 	// The roll fsyncs only the sealing offset entry: the time entry just
 	// added, and the time index file the sealed offset index requires

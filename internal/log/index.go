@@ -247,6 +247,11 @@ func (x *indexFile) appendRaw(b []byte) error {
 	return nil
 }
 
+// errIndexOpen marks a failure to open (or create) an index file before
+// anything was written to it: the entries stay pending, in memory, and a
+// later flushPending tries again (retry.go).
+var errIndexOpen = errors.New("index file not opened; its entries stay pending")
+
 // flushPending writes the pending entries to the file, creating it if
 // need be.
 func (x *indexFile) flushPending() error {
@@ -255,7 +260,7 @@ func (x *indexFile) flushPending() error {
 	}
 	f, err := x.fileForWrite()
 	if err != nil {
-		return err
+		return fmt.Errorf("%w (%w)", err, errIndexOpen)
 	}
 	if _, err := f.Write(x.pending); err != nil {
 		return storageErr("write", x.path, err)

@@ -24,6 +24,11 @@ import (
 //     EMFILE, ...): writable, once whatever the attempt created is
 //     removed. Nothing was written to the log; the next Append retries
 //     the roll. If what was created cannot be removed, offline.
+//   - a failed opening or creation, in a roll, of the old segment's index
+//     files (created lazily, so a roll may be the first to write one: a
+//     read-only directory refuses it as it refuses the new segment):
+//     writable. Nothing was written; the sealing entries stay pending in
+//     memory and the next Append's roll writes them.
 //   - anything else (a write failing with EIO, an index that cannot be
 //     written): offline, as before.
 //
@@ -71,6 +76,20 @@ func (l *Log) failedRollLocked(base int64, cause error) error {
 	l.retryableFailures++
 	l.logger.Warn("segment roll failed before anything was written: the log stays writable and retries it",
 		zap.Int64("base", base), zap.Error(cause))
+	return cause
+}
+
+// failedSealLocked handles a roll that could not write the old segment's
+// index entries: when the index file could not be opened or created
+// (errIndexOpen) the entries stay pending and the log stays writable (the
+// next Append retries the roll); any other failure takes it offline.
+func (l *Log) failedSealLocked(old *segment, cause error) error {
+	if !errors.Is(cause, errIndexOpen) || l.opts.seams.storageFailuresFatal {
+		return l.failLocked(cause)
+	}
+	l.retryableFailures++
+	l.logger.Warn("segment roll could not open the old segment's index: the log stays writable and retries it",
+		zap.String("segment", old.logPath), zap.Error(cause))
 	return cause
 }
 

@@ -7,6 +7,7 @@ package errorfs
 import (
 	"errors"
 	"os"
+	"path/filepath"
 	"strings"
 	"sync"
 	"syscall"
@@ -76,6 +77,8 @@ type FS struct {
 	rules []*rule
 	space int64 // bytes writable before ENOSPC; < 0 unlimited
 	log   []string
+	// readOnly are directories without write permission (SetReadOnlyDir).
+	readOnly map[string]bool
 }
 
 // Wrap returns an FS that passes everything to inner until rules are added.
@@ -105,6 +108,51 @@ func (e *FS) SetSpace(n int64) {
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	e.space = n
+}
+
+// SetReadOnlyDir makes dir act as a directory without write permission
+// does for a process that is not root (chmod a-w; root passes the check,
+// so a test run as root cannot use chmod): creating, removing or renaming
+// an entry of dir fails with EACCES, while files already open, and
+// existing files opened without creating, stay writable; removing an
+// entry that does not exist still fails with ENOENT. on=false lifts it.
+func (e *FS) SetReadOnlyDir(dir string, on bool) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if e.readOnly == nil {
+		e.readOnly = map[string]bool{}
+	}
+	e.readOnly[filepath.Clean(dir)] = on
+}
+
+// denied is the EACCES a read-only parent directory gives op on path.
+func (e *FS) denied(op Op, path string) error {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if !e.readOnly[filepath.Dir(filepath.Clean(path))] {
+		return nil
+	}
+	e.log = append(e.log, op.String()+" "+path+": read-only directory")
+	return &os.PathError{Op: op.String(), Path: path, Err: syscall.EACCES}
+}
+
+// createDenied: an open that would create name in a read-only directory.
+func (e *FS) createDenied(name string, flag int) error {
+	if flag&os.O_CREATE == 0 {
+		return nil
+	}
+	if _, err := e.inner.Stat(name); err == nil {
+		return nil
+	}
+	return e.denied(OpOpen, name)
+}
+
+// removeDenied: a remove of an existing entry of a read-only directory.
+func (e *FS) removeDenied(name string) error {
+	if _, err := e.inner.Stat(name); err != nil {
+		return nil // the inner FS answers ENOENT
+	}
+	return e.denied(OpRemove, name)
 }
 
 // Injected lists the faults fired so far ("op path: err").
@@ -144,6 +192,9 @@ func (e *FS) OpenFile(name string, flag int, perm os.FileMode) (vfs.File, error)
 	if err := e.fail(OpOpen, name); err != nil {
 		return nil, err
 	}
+	if err := e.createDenied(name, flag); err != nil {
+		return nil, err
+	}
 	f, err := e.inner.OpenFile(name, flag, perm)
 	if err != nil {
 		return nil, err
@@ -155,11 +206,17 @@ func (e *FS) Remove(name string) error {
 	if err := e.fail(OpRemove, name); err != nil {
 		return err
 	}
+	if err := e.removeDenied(name); err != nil {
+		return err
+	}
 	return e.inner.Remove(name)
 }
 
 func (e *FS) RemoveAll(path string) error {
 	if err := e.fail(OpRemove, path); err != nil {
+		return err
+	}
+	if err := e.removeDenied(path); err != nil {
 		return err
 	}
 	return e.inner.RemoveAll(path)
@@ -169,12 +226,23 @@ func (e *FS) Rename(oldpath, newpath string) error {
 	if err := e.fail(OpRename, oldpath); err != nil {
 		return err
 	}
+	if err := e.denied(OpRename, oldpath); err != nil {
+		return err
+	}
+	if err := e.denied(OpRename, newpath); err != nil {
+		return err
+	}
 	return e.inner.Rename(oldpath, newpath)
 }
 
 func (e *FS) MkdirAll(path string, perm os.FileMode) error {
 	if err := e.fail(OpMkdir, path); err != nil {
 		return err
+	}
+	if _, err := e.inner.Stat(path); err != nil {
+		if err := e.denied(OpMkdir, path); err != nil {
+			return err
+		}
 	}
 	return e.inner.MkdirAll(path, perm)
 }

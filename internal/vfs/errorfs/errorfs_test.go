@@ -5,6 +5,7 @@ import (
 	"io"
 	"math/rand/v2"
 	"os"
+	"syscall"
 	"testing"
 
 	"github.com/minibroker/minibroker/internal/vfs"
@@ -160,4 +161,36 @@ func TestTornCrashClone(t *testing.T) {
 	if len(seen) < 5 {
 		t.Fatalf("torn clone kept only %d different lengths", len(seen))
 	}
+}
+
+// SetReadOnlyDir refuses what chmod a-w refuses a non-root process:
+// creating, removing and renaming entries (EACCES), and nothing else.
+func TestReadOnlyDir(t *testing.T) {
+	dir := t.TempDir()
+	e := Wrap(vfs.Default)
+	old := write(t, e, dir+"/old", "x", false)
+	e.SetReadOnlyDir(dir, true)
+	if _, err := e.OpenFile(dir+"/new", os.O_RDWR|os.O_CREATE, 0o644); !errors.Is(err, syscall.EACCES) {
+		t.Errorf("create in a read-only dir: %v", err)
+	}
+	if f, err := e.OpenFile(dir+"/old", os.O_RDWR|os.O_CREATE|os.O_APPEND, 0o644); err != nil {
+		t.Errorf("open an existing file in a read-only dir: %v", err)
+	} else {
+		f.Close()
+	}
+	if _, err := old.Write([]byte("y")); err != nil {
+		t.Errorf("write to an open file in a read-only dir: %v", err)
+	}
+	if err := e.Remove(dir + "/old"); !errors.Is(err, syscall.EACCES) {
+		t.Errorf("remove in a read-only dir: %v", err)
+	}
+	if err := e.Remove(dir + "/absent"); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("remove of a missing entry in a read-only dir: %v", err)
+	}
+	if err := e.Rename(dir+"/old", dir+"/renamed"); !errors.Is(err, syscall.EACCES) {
+		t.Errorf("rename in a read-only dir: %v", err)
+	}
+	e.SetReadOnlyDir(dir, false)
+	write(t, e, dir+"/new", "z", false).Close()
+	old.Close()
 }
