@@ -28,8 +28,10 @@ import (
 //     describe);
 //   - deletion: a mirrored topic the source answers
 //     UNKNOWN_TOPIC_OR_PARTITION for, on two refreshes in a row, from the
-//     same cluster (its cluster id), is stopped as `mirror stop` would
-//     (KIP-1279: STOPPING, the barrier, writable), and describe says why;
+//     same cluster (its cluster id), goes FAILED for the operator to fail
+//     over (KIP-1279), or with mirror.topic.deleted.policy=stop is stopped
+//     as `mirror stop` would (STOPPING, the barrier, writable); describe
+//     and the log say which;
 //   - config sync: each mirrored topic's overrides at the source, minus
 //     mirror.topic.properties.exclude, are applied to the local topic; an
 //     override the sync set earlier and the source no longer has is
@@ -176,9 +178,13 @@ func (m *Manager) sourceTopicSeen(rt *runtime, topic string) {
 }
 
 // sourceTopicMissing counts a refresh that found topic gone at the source
-// and, at missingRefreshes in a row, stops the topic's mirror. Only an
-// answer from the cluster the mirror was created on counts: a bootstrap
-// address that now reaches another cluster must not fail anything over.
+// and, at missingRefreshes in a row, does what mirror.topic.deleted.policy
+// says: fail (the default, KIP-1279's) makes the topic's partitions
+// FAILED, read-only, never retried, for the operator to fail over (`mirror
+// stop`) or delete; stop fails it over at once, as `mirror stop` would.
+// Only an answer from the cluster the mirror was created on counts: a
+// bootstrap address that now reaches another cluster must not change
+// anything.
 func (m *Manager) sourceTopicMissing(rt *runtime, topic, clusterID, want string) {
 	if want != "" && clusterID != want {
 		return
@@ -194,19 +200,78 @@ func (m *Manager) sourceTopicMissing(rt *runtime, topic, clusterID, want string)
 		return
 	}
 	now := time.Now().UnixMilli()
-	if err := m.setTopic(rt, topic, func(ts *topicSpec) { ts.SourceDeletedAtMs = now }); err != nil {
-		m.logger.Error("source topic deleted: not persisted", zap.String("mirror", rt.spec.Name), zap.String("topic", topic), zap.Error(err))
-		return
-	}
-	m.logger.Warn("source topic deleted; stopping its mirror (STOPPING, barrier, writable)",
-		zap.String("mirror", rt.spec.Name), zap.String("topic", topic))
-	if err := m.Stop(rt.spec.Name, []string{topic}); err != nil {
-		m.logger.Error("stopping the mirror of a deleted source topic", zap.String("mirror", rt.spec.Name), zap.String("topic", topic), zap.Error(err))
+	policy := rt.settings().TopicDeletedPolicy
+	if policy == TopicDeletedStop {
+		if err := m.setTopic(rt, topic, func(ts *topicSpec) { ts.SourceDeletedAtMs = now }); err != nil {
+			m.logger.Error("source topic deleted: not persisted", zap.String("mirror", rt.spec.Name), zap.String("topic", topic), zap.Error(err))
+			return
+		}
+		m.logger.Warn("source topic deleted; failing it over on its own ("+SettingTopicDeletedPolicy+"=stop: STOPPING, barrier, writable)",
+			zap.String("mirror", rt.spec.Name), zap.String("topic", topic))
+		if err := m.Stop(rt.spec.Name, []string{topic}); err != nil {
+			m.logger.Error("stopping the mirror of a deleted source topic", zap.String("mirror", rt.spec.Name), zap.String("topic", topic), zap.Error(err))
+			return
+		}
+	} else if err := m.failSourceDeleted(rt, topic, now); err != nil {
+		m.logger.Error("source topic deleted: FAILED not persisted", zap.String("mirror", rt.spec.Name), zap.String("topic", topic), zap.Error(err))
 		return
 	}
 	m.mu.Lock()
 	delete(rt.missing, topic)
 	m.mu.Unlock()
+}
+
+// failSourceDeleted records when the source deleted topic and makes its
+// followed partitions FAILED (never retried), in one save, and stops
+// their fetchers (without waiting: STOPPING and shutdown wait for them).
+// The local log stays as it is, read-only.
+func (m *Manager) failSourceDeleted(rt *runtime, topic string, now int64) error {
+	reason := fmt.Sprintf("source topic deleted (found %s): mirror FAILED, read-only; `mirror stop` fails it over (%s=%s)",
+		time.UnixMilli(now).UTC().Format(time.RFC3339), SettingTopicDeletedPolicy, TopicDeletedFail)
+	m.mu.Lock()
+	ts := rt.spec.Topics[topic]
+	if ts == nil {
+		m.mu.Unlock()
+		return nil
+	}
+	var ks []tp
+	for idx := range ts.Partitions {
+		ks = append(ks, tp{topic, idx})
+	}
+	snap := snapshotLocked(rt, ks)
+	was := ts.SourceDeletedAtMs
+	ts.SourceDeletedAtMs = now
+	var failed []tp
+	for _, k := range ks {
+		rec := ts.Partitions[k.partition]
+		next, _, terr := step(*rec, coreEvent{Kind: EvFail, Fail: failIdentity, Reason: reason})
+		if terr != nil {
+			continue // STOPPING goes on; STOPPED and FAILED stay
+		}
+		*rec = next
+		failed = append(failed, k)
+	}
+	if err := m.saveOrRestoreLocked(snap); err != nil {
+		ts.SourceDeletedAtMs = was
+		m.mu.Unlock()
+		return err
+	}
+	for _, k := range failed {
+		if t := rt.retries[k]; t != nil {
+			t.Stop()
+			delete(rt.retries, k)
+		}
+		if f := rt.fetchers[k]; f != nil {
+			f.stop()
+			rt.closing = append(rt.closing, f)
+			delete(rt.fetchers, k)
+		}
+	}
+	m.mu.Unlock()
+	m.logger.Warn("source topic deleted; its partitions are FAILED, read-only, for the operator to fail over (`mirror stop`) or delete",
+		zap.String("mirror", rt.spec.Name), zap.String("topic", topic), zap.Int("partitions", len(failed)),
+		zap.String(SettingTopicDeletedPolicy, TopicDeletedFail))
+	return nil
 }
 
 // setTopic updates a topic's persisted spec.

@@ -41,6 +41,14 @@ const (
 	SettingFailedRetryMaxAttempts = "mirror.failed.retry.max.attempts"
 	SettingACLInclude             = "mirror.acl.include"
 	SettingFailoverMode           = "mirror.failover.mode"
+	SettingTopicDeletedPolicy     = "mirror.topic.deleted.policy"
+)
+
+// Values of mirror.topic.deleted.policy: what the refresh does with a
+// mirrored topic the source deleted (discover.go).
+const (
+	TopicDeletedFail = "fail" // FAILED, read-only: the operator fails it over (KIP-1279)
+	TopicDeletedStop = "stop" // stopped as `mirror stop` would: barrier, writable
 )
 
 // FailoverMode is what STOPPING does with the transactions open in the
@@ -112,6 +120,8 @@ type Settings struct {
 	// FailoverMode is what a failover does with open transactions, and
 	// so the isolation of the mirror's fetches.
 	FailoverMode FailoverMode
+	// TopicDeletedPolicy is TopicDeletedFail or TopicDeletedStop.
+	TopicDeletedPolicy string
 
 	topicFilter, groupFilter patternFilter
 	propsExclude             patternFilter
@@ -211,6 +221,15 @@ var settingDefs = []settingDef{
 				return nil
 			}
 			return fmt.Errorf("must be %s or %s", FailoverTruncateToLSO, FailoverAbortOpenTxns)
+		}},
+	{name: SettingTopicDeletedPolicy, def: TopicDeletedFail, dynamic: true,
+		kip: "not a setting in KIP-1279, which always fails the topic (fail); stop is minibroker's earlier behaviour",
+		set: func(s *Settings, v string) error {
+			if v != TopicDeletedFail && v != TopicDeletedStop {
+				return fmt.Errorf("want %s or %s", TopicDeletedFail, TopicDeletedStop)
+			}
+			s.TopicDeletedPolicy = v
+			return nil
 		}},
 }
 

@@ -138,8 +138,10 @@
 //     up topics created after the start and never an excluded one:
 //     TestMirrorTopicFilters (negative control: the exclude list removed);
 //     a local topic is never taken over: TestMirrorAutoCreationLeavesLocalTopics
-//     (negative control in it); a source topic deleted stops its mirror:
-//     TestMirrorSourceTopicDeleted; configs follow the source minus the
+//     (negative control in it); a source topic deleted makes its mirror
+//     FAILED, read-only, for the operator to fail over (KIP-1279):
+//     TestMirrorSourceTopicDeletedFails; with mirror.topic.deleted.policy=stop
+//     it is failed over on its own: TestMirrorSourceTopicDeleted; configs follow the source minus the
 //     excluded properties: TestMirrorConfigSync (negative control in it);
 //     the same from a kfake source: TestMirrorTopicFiltersFromKfake; a
 //     failover of the whole mirror ends its filters:

@@ -242,8 +242,10 @@ func TestMirrorConfigSync(t *testing.T) {
 	})
 }
 
-// TestMirrorSourceTopicDeleted: a mirrored topic deleted at the source is
-// stopped as a failover would (KIP-1279: STOPPING, barrier, writable):
+// TestMirrorSourceTopicDeleted: with mirror.topic.deleted.policy=stop, a
+// mirrored topic deleted at the source is stopped as a failover would
+// (STOPPING, barrier, writable; the default, KIP-1279's FAILED, is
+// TestMirrorSourceTopicDeletedFails):
 // its records up to the deletion are kept, one barrier follows them, a
 // local producer then writes after it, and describe says why. Another
 // topic of the same mirror keeps mirroring.
@@ -252,7 +254,8 @@ func TestMirrorSourceTopicDeleted(t *testing.T) {
 	a := minibrokertest.Start(t, minibrokertest.Topic("orders", 1), minibrokertest.Topic("payments", 1))
 	b := minibrokertest.Start(t)
 	produceTo(t, a.Addr(), "orders", "a", 5)
-	m := createAutoMirror(t, b, a.Addr(), map[string]string{mirror.SettingTopicsInclude: "orders|payments|marker.*"})
+	m := createAutoMirror(t, b, a.Addr(), map[string]string{mirror.SettingTopicsInclude: "orders|payments|marker.*",
+		mirror.SettingTopicDeletedPolicy: mirror.TopicDeletedStop})
 	waitFor(t, "topics created", func() bool { return hasTopic(b, "orders") && hasTopic(b, "payments") })
 	waitMirrored(t, a, b, "orders", 1)
 	resp, err := kadmClient(t, a.Addr()).DeleteTopics(context.Background(), "orders")
@@ -358,7 +361,8 @@ func TestMirrorCrashAfterAutoCreatedTopic(t *testing.T) {
 // TestMirrorTopicFiltersFromKfake: the same with a foreign source
 // (franz-go's kfake): a topic created there after the start is mirrored,
 // an excluded one is not, a config change reaches the mirror (an excluded
-// property does not), and a topic deleted there stops its mirror.
+// property does not), and a topic deleted there stops its mirror (with
+// mirror.topic.deleted.policy=stop).
 func TestMirrorTopicFiltersFromKfake(t *testing.T) {
 	t.Parallel()
 	src, err := kfake.NewCluster(kfake.NumBrokers(1), kfake.SeedTopics(1, "orders"), kfake.ClusterID("kfake-src"))
@@ -369,7 +373,8 @@ func TestMirrorTopicFiltersFromKfake(t *testing.T) {
 	addr := src.ListenAddrs()[0]
 	b := minibrokertest.Start(t)
 	produceTo(t, addr, "orders", "o", 5)
-	m := createAutoMirror(t, b, addr, map[string]string{mirror.SettingTopicsInclude: "orders.*|skip-.*", mirror.SettingTopicsExclude: "skip-.*"})
+	m := createAutoMirror(t, b, addr, map[string]string{mirror.SettingTopicsInclude: "orders.*|skip-.*", mirror.SettingTopicsExclude: "skip-.*",
+		mirror.SettingTopicDeletedPolicy: mirror.TopicDeletedStop})
 	waitFor(t, "orders mirrored", func() bool { return hasTopic(b, "orders") && logEnd(b, "orders", 0) == 5 })
 	must(t, "create", kadmCreate(t, addr, "orders-eu", 1, map[string]*string{"retention.ms": kmsgStr("3600000")}))
 	must(t, "create", kadmCreate(t, addr, "skip-me", 1))
