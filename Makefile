@@ -95,19 +95,22 @@ docker:
 	@if docker buildx version >/dev/null 2>&1; then b="docker build"; else b="env DOCKER_BUILDKIT=0 docker build"; fi; \
 	  echo "$$b -t $(DOCKER_IMAGE) -f docker/Dockerfile bin/docker"; $$b -t $(DOCKER_IMAGE) -f docker/Dockerfile bin/docker
 
-## demo: the docker-compose failover demo (docker/demo.sh): three clusters, a network cut, failover, failback
+## demo: the docker-compose failover demo (docker/demo.sh): three clusters, a network cut, failover, failback,
+## on the documented host ports (19091-19093, 19641-19643); DEMO_PORTS=docker lets Docker choose them
+DEMO_PORTS ?= fixed
 demo: docker
 	$(GO) build -o bin/minibroker-demo ./cmd/minibroker-demo
-	docker/demo.sh
+	DEMO_PORTS=$(DEMO_PORTS) docker/demo.sh
 
 ## drill-docker: `minibroker drill --failback` against the compose demo's a and b (docker/drill.sh: unique project, Docker-chosen host ports; exits non-zero unless the drill passed)
 drill-docker: docker
 	DRILL_IMAGE=$(DOCKER_IMAGE) docker/drill.sh
 
-## demo-if-docker: `make demo` when a Docker engine and compose answer, else a line saying it was skipped
+## demo-if-docker: `make demo` when a Docker engine and compose answer, else a line saying it was skipped;
+## Docker chooses the host ports and the project name is unique (DEMO_PORTS=docker), so no fixed port must be free
 demo-if-docker:
 	@if docker info >/dev/null 2>&1 && { docker compose version >/dev/null 2>&1 || docker-compose version >/dev/null 2>&1; }; then \
-	  $(MAKE) --no-print-directory demo; \
+	  $(MAKE) --no-print-directory demo DEMO_PORTS=docker; \
 	else echo "SKIPPED the docker-compose failover demo (docker/demo.sh): no Docker engine with compose answers here"; fi
 
 clean:

@@ -12,10 +12,28 @@
 # missing or stored or read twice, or when any check fails. Everything it
 # creates (containers, networks, volumes) is removed when it ends, however
 # it ends. Output: bin/demo/ (ledgers, log dumps, timeline.svg).
+#
+# DEMO_PORTS=docker (what `make test` runs, through make demo-if-docker):
+# no fixed host port. Docker chooses the published ports (MB_*_PORT=0)
+# and the project name is unique, so the demo runs while another program
+# holds 19091–19093 or 19641–19643, and beside a `make demo`. The host
+# reaches the HTTP listeners through the ports Docker chose (docker port);
+# the clients of the HOST Kafka listeners, which advertise
+# localhost:19091 (b: 19092, c: 19093), run in a container sharing that
+# broker's network namespace, where localhost:1909n is that listener.
+# Without it the documented ports are published and used from the host.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-PROJECT=${DEMO_PROJECT:-mbdemo}
+PORTS=${DEMO_PORTS:-fixed}
+case $PORTS in
+fixed) PROJECT=${DEMO_PROJECT:-mbdemo} ;;
+docker)
+	PROJECT=${DEMO_PROJECT:-mbdemo$$}
+	export MB_A_KAFKA_PORT=0 MB_A_HTTP_PORT=0 MB_B_KAFKA_PORT=0 MB_B_HTTP_PORT=0 MB_C_KAFKA_PORT=0 MB_C_HTTP_PORT=0
+	;;
+*) echo "DEMO_PORTS=$PORTS: want fixed or docker" >&2; exit 2 ;;
+esac
 IMAGE=${DEMO_IMAGE:-minibroker:dev}
 export MB_IMAGE=$IMAGE # the image docker/compose.yaml runs
 OUT=${DEMO_OUT:-bin/demo}
@@ -46,11 +64,33 @@ mb() {
 	docker exec "$(cid "$svc")" /minibroker "$@"
 }
 mbq() { local svc=$1; shift; docker exec "$(cid "$svc")" /minibroker "$@"; }
-admin() { case $1 in a) echo 127.0.0.1:19641 ;; b) echo 127.0.0.1:19642 ;; c) echo 127.0.0.1:19643 ;; esac; }
+# admin SERVICE: the host address of its HTTP listener (with DEMO_PORTS=docker
+# asked each time: a restarted container may be given another port).
+admin() {
+	if [ "$PORTS" = docker ]; then
+		docker port "$(cid "$1")" 9644/tcp | head -1
+		return
+	fi
+	case $1 in a) echo 127.0.0.1:19641 ;; b) echo 127.0.0.1:19642 ;; c) echo 127.0.0.1:19643 ;; esac
+}
+# hostk SERVICE ARGS…: minibroker-demo as a client of SERVICE's HOST
+# listener (localhost:19091 for a, 19092 b, 19093 c): on the host through
+# the published port, or with DEMO_PORTS=docker in a container sharing
+# SERVICE's network namespace, where that address is the listener itself.
+hostk() {
+	local svc=$1
+	shift
+	if [ "$PORTS" = docker ]; then
+		docker run --rm --label "minibroker-demo=$PROJECT" --network "container:$(cid "$svc")" \
+			--entrypoint /minibroker-demo "$IMAGE" "$@"
+	else
+		"$DEMO" "$@"
+	fi
+}
 # client NETWORK ARGS…: minibroker-demo in a container on that network,
 # connecting through the clusters' container listeners (a:9092, b:9092).
-# The demo's own checks ("$DEMO" offsets/wait) run on the host, through
-# the HOST listeners (localhost:19091…).
+# The demo's own checks (hostk … offsets/wait) go through the HOST
+# listeners (localhost:19091…).
 client() {
 	local net=$1
 	shift
@@ -116,12 +156,12 @@ show "${COMPOSE[*]} -p $PROJECT -f docker/compose.yaml up -d"
 compose up -d a 2>&1 | sed 's/^/   /'
 wait_healthy a
 note "a is healthy (its HEALTHCHECK is 'minibroker healthcheck': ApiVersions on its listener); creating topic demo on a"
-"$DEMO" offsets --brokers localhost:19091 --create 1 >/dev/null
+hostk a offsets --brokers localhost:19091 --create 1 >/dev/null
 compose up -d 2>&1 | sed 's/^/   /'
 wait_healthy b
 wait_healthy c
-"$DEMO" timeline record --out "$OUT/samples.jsonl" --target a=http://127.0.0.1:19641/metrics \
-	--target b=http://127.0.0.1:19642/metrics --target c=http://127.0.0.1:19643/metrics &
+"$DEMO" timeline record --out "$OUT/samples.jsonl" --target "a=http://$(admin a)/metrics" \
+	--target "b=http://$(admin b)/metrics" --target "c=http://$(admin c)/metrics" &
 RECORDER=$!
 event "up"
 note "b and c start their static mirrors (docker/b.yaml, docker/c.yaml) by themselves; waiting for MIRRORING"
@@ -136,8 +176,10 @@ client ab roundtrip --brokers a:9092 --tag container-client --expect-advertised 
 pids+=($!)
 client bc roundtrip --brokers c:9092 --tag container-client --expect-advertised c:9092 >"$OUT/rt-2" 2>&1 &
 pids+=($!)
-for n in 1 2 3; do
-	"$DEMO" roundtrip --brokers "localhost:1909$n" --tag host-client --expect-advertised "localhost:1909$n" >"$OUT/rt-h$n" 2>&1 &
+n=0
+for svc in a b c; do
+	n=$((n + 1))
+	hostk "$svc" roundtrip --brokers "localhost:1909$n" --tag host-client --expect-advertised "localhost:1909$n" >"$OUT/rt-h$n" 2>&1 &
 	pids+=($!)
 done
 client ab roundtrip --brokers a:19091 --tag wrong-listener --expect-advertised localhost:19091 --timeout 5s >"$OUT/rt-wrong" 2>&1 &
@@ -192,10 +234,10 @@ note "counts it). So that the ledger can demand zero loss, the application stops
 stop_app produce-1
 stop_app consume-1
 NEXT=$(json_field "$OUT/produce-1.json" next)
-A_COMMITTED=$("$DEMO" offsets --brokers localhost:19091 --group "$GROUP" | sed -nE 's/.*"committed":(-?[0-9]+).*/\1/p')
+A_COMMITTED=$(hostk a offsets --brokers localhost:19091 --group "$GROUP" | sed -nE 's/.*"committed":(-?[0-9]+).*/\1/p')
 "$DEMO" wait mirror --admin "$(admin b)" --name from-a --state MIRRORING --caught-up --timeout 30s
 note "group $GROUP committed offset $A_COMMITTED on a; waiting for the mirror's group-offset sync to copy it to b (every 10 s)"
-"$DEMO" wait group --brokers localhost:19092 --group "$GROUP" --committed "$A_COMMITTED" --timeout 30s
+hostk b wait group --brokers localhost:19092 --group "$GROUP" --committed "$A_COMMITTED" --timeout 30s
 show "${COMPOSE[*]} kill a"
 compose kill a 2>&1 | sed 's/^/   /'
 event "kill a"
@@ -209,11 +251,11 @@ sleep 3
 note "the MIRROR_PID_RESET barrier b wrote where its mirrored data ends (dump-log decodes it):"
 show "minibroker dump-log /data/demo-0 | grep -B1 mirrorPidReset        # on b"
 barriers b | sed 's/^/   /'
-B_END=$("$DEMO" offsets --brokers localhost:19092 | sed -nE 's/.*"end":(-?[0-9]+).*/\1/p')
+B_END=$(hostk b offsets --brokers localhost:19092 | sed -nE 's/.*"end":(-?[0-9]+).*/\1/p')
 "$DEMO" wait mirror --admin "$(admin c)" --name from-b --state MIRRORING --timeout 30s
 note "c mirrors b, so the barrier reached c through the chain:"
 show "minibroker dump-log /data/demo-0 | grep -B1 mirrorPidReset        # on c"
-"$DEMO" wait end --brokers localhost:19093 --end "$B_END" --timeout 30s
+hostk c wait end --brokers localhost:19093 --end "$B_END" --timeout 30s
 barriers c >"$OUT/barriers-c.txt"
 sed 's/^/   /' "$OUT/barriers-c.txt"
 grep -q mirrorPidReset "$OUT/barriers-c.txt" || fail "no barrier on c"
@@ -226,7 +268,7 @@ wait_healthy a
 event "a back"
 note "a does not know it was failed over: its topic is writable, and a stale client on the host writes 20 records to it"
 show "minibroker-demo produce --brokers localhost:19091 --prefix stray- --count 20"
-"$DEMO" produce --brokers localhost:19091 --prefix stray- --count 20 --rate 100 >"$OUT/produce-stray.json" 2>>"$OUT/clients.log"
+hostk a produce --brokers localhost:19091 --prefix stray- --count 20 --rate 100 >"$OUT/produce-stray.json" 2>>"$OUT/clients.log"
 mb a mirror create from-b --source b:9092
 note "mirror start refuses to cut a's stray records silently: --dry-run shows what it would remove, --allow-truncate removes it"
 mb a mirror start from-b --topics demo --dry-run
@@ -242,9 +284,9 @@ note "fail back: the application stops on b, a catches up, the group's offset is
 stop_app produce-2
 stop_app consume-2
 NEXT=$(json_field "$OUT/produce-2.json" next)
-B_COMMITTED=$("$DEMO" offsets --brokers localhost:19092 --group "$GROUP" | sed -nE 's/.*"committed":(-?[0-9]+).*/\1/p')
+B_COMMITTED=$(hostk b offsets --brokers localhost:19092 --group "$GROUP" | sed -nE 's/.*"committed":(-?[0-9]+).*/\1/p')
 "$DEMO" wait mirror --admin "$(admin a)" --name from-b --state MIRRORING --caught-up --timeout 30s
-"$DEMO" wait group --brokers localhost:19091 --group "$GROUP" --committed "$B_COMMITTED" --timeout 30s
+hostk a wait group --brokers localhost:19091 --group "$GROUP" --committed "$B_COMMITTED" --timeout 30s
 event "mirror stop on a"
 mb a mirror stop from-b --topics demo --wait
 event "a writable"
