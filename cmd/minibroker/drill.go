@@ -116,6 +116,10 @@ func printDrill(w io.Writer, rep *drill.Report) {
 			label, pl.WouldTruncate, pl.OpenTransactions, pl.MissingRecords, pl.LostRecords, pl.UncommittedRecords, pl.RPOMillis, pl.DivergenceTruncate, pl.AtRisk)
 	}
 	plan("plan", &rep.Plan)
+	if rep.Plan.FailoverMode != "" {
+		fmt.Fprintf(w, "failover mode  %s; the plan's modes side by side:\n", rep.Plan.FailoverMode)
+		printModes(w, rep.Plan)
+	}
 	fmt.Fprintf(w, "acknowledged   A %d, B %d, A after failback %d (produce errors %d)\n", rep.AckedOnA, rep.AckedOnB, rep.AckedOnA2, rep.ProduceErrors)
 	if sp := rep.FailbackStartPlan; sp != nil {
 		plan("failback start", sp)

@@ -120,5 +120,23 @@ func printPlan(w io.Writer, pl mirror.Plan) error {
 	fmt.Fprintf(w, "total: truncate %d offsets (%d open transactions), missing %d offsets; lost %d records, %d uncommitted (%d transactions), RPO %d ms; a start would cut %d; at risk %v\n",
 		pl.WouldTruncate, pl.OpenTransactions, pl.MissingRecords, pl.LostRecords, pl.UncommittedRecords, pl.UncommittedTransactions,
 		pl.RPOMillis, pl.DivergenceTruncate, pl.AtRisk)
-	return nil
+	return printModes(w, pl)
+}
+
+// printModes is the plan's failover modes side by side (the mirror's
+// marked): what the choice of mirror.failover.mode costs.
+func printModes(w io.Writer, pl mirror.Plan) error {
+	if len(pl.Modes) == 0 {
+		return nil
+	}
+	tw := tabwriter.NewWriter(w, 2, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "FAILOVER MODE	BASIS	TRUNCATE	ABORT TXNS	LOST RECORDS	UNCOMMITTED	RPO MS")
+	for _, ml := range pl.Modes {
+		name := string(ml.Mode)
+		if ml.Mode == pl.FailoverMode {
+			name += " (this mirror's)"
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%d\t%d\t%d\t%d\t%d\n", name, ml.Basis, ml.Truncate, ml.AbortTransactions, ml.LostRecords, ml.UncommittedRecords, ml.RPOMillis)
+	}
+	return tw.Flush()
 }

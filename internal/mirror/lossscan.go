@@ -27,6 +27,14 @@ type lossScan struct {
 	oldestTS int64                // -1: none
 	newestTS int64
 	tsType   string
+	// local is set while the local log is scanned. What is counted lost
+	// then (not transactional, or its transaction ended in the local log)
+	// is still in the log at the failover: abort-open-transactions keeps
+	// it (keptByAbort); lostPastLocal and its timestamps count the rest,
+	// what that mode loses.
+	local                      bool
+	keptByAbort, lostPastLocal int64
+	pastOldestTS, pastNewestTS int64 // -1: none
 }
 
 type pendingTxn struct {
@@ -36,7 +44,7 @@ type pendingTxn struct {
 }
 
 func newLossScan(from int64) *lossScan {
-	return &lossScan{next: from, pending: map[int64]pendingTxn{}, oldestTS: -1, newestTS: -1}
+	return &lossScan{next: from, pending: map[int64]pendingTxn{}, oldestTS: -1, newestTS: -1, pastOldestTS: -1, pastNewestTS: -1}
 }
 
 // batchTimes is the oldest and newest record timestamp of a batch from
@@ -52,6 +60,15 @@ func batchTimes(h *batch.Header) (oldest, newest int64, kind string) {
 }
 
 func (s *lossScan) addLost(n, oldest, newest int64) {
+	if s.local {
+		s.keptByAbort += n
+	} else if n > 0 {
+		s.lostPastLocal += n
+		if s.pastOldestTS < 0 || oldest < s.pastOldestTS {
+			s.pastOldestTS = oldest
+		}
+		s.pastNewestTS = max(s.pastNewestTS, newest)
+	}
 	s.lost += n
 	if n > 0 && (s.oldestTS < 0 || oldest < s.oldestTS) {
 		s.oldestTS = oldest
@@ -129,6 +146,8 @@ const scanMaxBytes = 32 << 20
 
 // scanLocal feeds the local batches from..to.
 func (s *lossScan) scanLocal(p *partition.Partition, to int64) error {
+	s.local = true
+	defer func() { s.local = false }()
 	read := 0
 	for s.next < to && read < scanMaxBytes {
 		raw, err := p.ReadRaw(s.next, to, 1<<20)

@@ -56,9 +56,11 @@ func TestLossScan(t *testing.T) {
 	src = append(src, marker(6, true, 7, 130)...)
 	src = append(src, marker(7, false, 8, 140)...)
 	s := newLossScan(1)
+	s.local = true // as scanLocal sets it
 	if !s.feed(local, 4) || s.next != 4 {
 		t.Fatalf("local feed: next %d", s.next)
 	}
+	s.local = false
 	if !s.feed(append(local, src...), 8) || s.next != 8 {
 		t.Fatalf("source feed: next %d", s.next)
 	}
@@ -68,6 +70,12 @@ func TestLossScan(t *testing.T) {
 	}
 	if s.oldestTS != 100 || s.newestTS != 125 || s.tsType != "CreateTime" {
 		t.Fatalf("timestamps %d..%d %s", s.oldestTS, s.newestTS, s.tsType)
+	}
+	// abort-open-transactions keeps the 2 plain records of the local log
+	// and aborts producer 7's transaction, open locally and committed at
+	// the source: its 2 records are the mode's loss, its RPO theirs.
+	if s.keptByAbort != 2 || s.lostPastLocal != 2 || s.pastOldestTS != 120 || s.pastNewestTS != 125 {
+		t.Fatalf("abort mode: kept %d, lost %d (%d..%d)", s.keptByAbort, s.lostPastLocal, s.pastOldestTS, s.pastNewestTS)
 	}
 	// LogAppendTime: every record has the batch's max timestamp.
 	s = newLossScan(0)

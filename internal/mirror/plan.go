@@ -72,6 +72,9 @@ type PartitionPlan struct {
 	// a partition already aligned; -1 when the source could not be asked.
 	DivergenceTruncate int64 `json:"divergence_truncate"`
 	DivergenceCut      int64 `json:"divergence_cut"`
+	// Modes is the failover's loss in each mode, side by side
+	// (planmodes.go); the fields above are those of the mirror's mode.
+	Modes []ModeLoss `json:"modes,omitempty"`
 	// Unknown is set when no fetch answer came from the source yet, so the
 	// missing records cannot be counted.
 	Unknown     bool   `json:"source_unknown,omitempty"`
@@ -107,6 +110,10 @@ type Plan struct {
 	UncommittedTransactions int   `json:"uncommitted_transactions"`
 	RPOMillis               int64 `json:"rpo_ms"`
 	DivergenceTruncate      int64 `json:"divergence_truncate"`
+	// FailoverMode is the mirror's (mirror.failover.mode), which the
+	// counts above follow; Modes has both modes' counts summed.
+	FailoverMode FailoverMode `json:"failover_mode"`
+	Modes        []ModeLoss   `json:"modes"`
 	// AtRisk: a failover now would lose records (truncated or missing),
 	// a partition's source offsets are unknown, or a start of a partition
 	// not yet mirrored (or PREPARING, FAILED) would cut local records.
@@ -152,7 +159,8 @@ func (m *Manager) Plan(ctx context.Context, name string, topics []string) (Plan,
 		}
 	}
 	now := time.Now().UnixMilli()
-	pl := Plan{Mirror: rt.spec.Name, At: now, Partitions: []PartitionPlan{}, Groups: []GroupPlan{}}
+	mode := rt.settings().FailoverMode
+	pl := Plan{Mirror: rt.spec.Name, At: now, Partitions: []PartitionPlan{}, Groups: []GroupPlan{}, FailoverMode: mode}
 	type item struct {
 		k   tp
 		rec partitionRecord
@@ -185,8 +193,9 @@ func (m *Manager) Plan(ctx context.Context, name string, topics []string) (Plan,
 	pl.Partitions = make([]PartitionPlan, len(items))
 	parallel(len(items), func(i int) {
 		it := items[i]
-		pl.Partitions[i] = m.planPartition(ctx, now, src, srcErr, it.k, it.rec, it.f, it.p)
+		pl.Partitions[i] = m.planPartition(ctx, now, src, srcErr, it.k, it.rec, it.f, it.p, mode)
 	})
+	pl.Modes = sumModes(pl.Partitions)
 	for _, pp := range pl.Partitions {
 		pl.WouldTruncate += pp.WouldTruncate
 		pl.MissingRecords += pp.MissingRecords
@@ -197,7 +206,7 @@ func (m *Manager) Plan(ctx context.Context, name string, topics []string) (Plan,
 		pl.RPOMillis = max(pl.RPOMillis, pp.RPOMillis)
 		pl.DivergenceTruncate += max(pp.DivergenceTruncate, 0)
 		starts := pp.State == NoState || pp.State == Preparing || pp.State == Failed
-		pl.AtRisk = pl.AtRisk || pp.WouldTruncate > 0 || pp.MissingRecords > 0 || pp.Unknown ||
+		pl.AtRisk = pl.AtRisk || pp.WouldTruncate > 0 || pp.MissingRecords > 0 || pp.Unknown || pp.LostRecords > 0 ||
 			(starts && pp.DivergenceTruncate != 0)
 	}
 	if gl, ok := m.opts.Groups.(groupLister); ok && m.opts.Groups != nil {
@@ -214,7 +223,7 @@ func (m *Manager) Plan(ctx context.Context, name string, topics []string) (Plan,
 }
 
 // planPartition is one partition of Plan.
-func (m *Manager) planPartition(ctx context.Context, now int64, src *source, srcErr error, k tp, rec partitionRecord, f *fetcher, p *partition.Partition) PartitionPlan {
+func (m *Manager) planPartition(ctx context.Context, now int64, src *source, srcErr error, k tp, rec partitionRecord, f *fetcher, p *partition.Partition, mode FailoverMode) PartitionPlan {
 	pp := PartitionPlan{Topic: k.topic, Partition: k.partition, State: rec.State,
 		SourceHighWatermark: -1, SourceLastStable: -1, LocalLogEndOffset: -1, LocalLastStable: -1,
 		OldestLostTimestamp: -1, NewestLostTimestamp: -1, LostRecords: -1, DivergenceTruncate: 0, DivergenceCut: -1}
@@ -289,6 +298,15 @@ func (m *Manager) planPartition(ctx context.Context, now int64, src *source, src
 	if scan.lost > 0 {
 		pp.OldestLostTimestamp, pp.NewestLostTimestamp = scan.oldestTS, scan.newestTS
 		pp.RPOMillis = max(now-scan.oldestTS, 0)
+	}
+	pp.Modes = modeLosses(now, mode, pp, scan)
+	if mode == FailoverAbortOpenTxns {
+		// The mirror's mode cuts nothing: the counts are the abort's.
+		pp.WouldTruncate, pp.LostRecords = 0, scan.lostPastLocal
+		pp.OldestLostTimestamp, pp.NewestLostTimestamp, pp.RPOMillis = scan.pastOldestTS, scan.pastNewestTS, 0
+		if scan.lostPastLocal > 0 {
+			pp.RPOMillis = max(now-scan.pastOldestTS, 0)
+		}
 	}
 	return pp
 }

@@ -64,6 +64,11 @@
 //     TestMirrorFailoverModesCrashAtEachStep. Negative control: without
 //     the markers the barrier forgets the open transactions and
 //     read_committed reads their records: TestMirrorAbortModeWithoutMarkers.
+//     The plan predicts both modes side by side and the drill measures
+//     the mirror's, on the same held-LSO scenario: truncate-to-lso loses
+//     the canary records past the LSO as predicted, abort-open-transactions
+//     loses none and aborts the 2 open transactions, as predicted:
+//     TestDrillFailoverModesSideBySide.
 //   - Topologies: TestMirrorFailback, TestMirrorChain, TestMirrorFanOut,
 //     TestMirrorFanIn, TestMirrorFailoverFailbackCycles,
 //     TestMirrorFromKfakeCluster.
