@@ -253,6 +253,7 @@ func newBroker(opts Options, seams func(*Broker)) (*Broker, error) {
 	if b.groups, err = coordinator.OpenGroups(coordinator.GroupsOptions{
 		FS: b.fs, Dir: b.dataDir, Config: groupConfig(cfg), Logger: b.logger.Named("groups"),
 		Metrics: coordinator.NewGroupMetrics(opts.Registry), Topics: b.topicImage,
+		OffsetsTopic: b.offsetsTopicLog(),
 	}); err != nil {
 		return nil, fmt.Errorf("group coordinator: %w", err)
 	}

@@ -33,6 +33,9 @@ type GroupsOptions struct {
 	// subscriptions against it); it must not call into Groups. nil: no
 	// topics.
 	Topics func() *TopicImage
+	// OffsetsTopic, if set, is __consumer_offsets: the coordinator writes
+	// its state there in Kafka's schemas (offsets_topic.go).
+	OffsetsTopic OffsetsTopic
 
 	// seams are set only by this package's tests.
 	seams groupSeams
@@ -70,6 +73,10 @@ type Groups struct {
 	nextWaiter Waiter
 
 	store *groupStore // its own lock, taken inside mu
+	// view follows the core into __consumer_offsets (nil: no topic);
+	// guarded by mu, whose holder appends to the topic's partitions
+	// (lock order: mu, then the partitions' locks).
+	view *offsetsView
 
 	stop      chan struct{}
 	done      chan struct{}
@@ -111,6 +118,12 @@ func OpenGroups(opts GroupsOptions) (*Groups, error) {
 	}
 	g.store = store
 	g.logger.Info("loaded group log", zap.Int("groups", len(g.core.groups)), zap.Duration("took", time.Since(start)))
+	if opts.OffsetsTopic != nil && opts.OffsetsTopic.Partitions() > 0 {
+		if err := g.openView(opts.OffsetsTopic); err != nil {
+			store.close(true)
+			return nil, err
+		}
+	}
 	g.updateMetricsLocked()
 	go g.loop()
 	return g, nil
@@ -146,7 +159,14 @@ type batch struct {
 // records are queued for the group log, the replies matched to waiters.
 func (g *Groups) collectLocked() batch {
 	var b batch
-	b.ticket, b.err = g.store.append(g.core.takeRecords())
+	recs := g.core.takeRecords()
+	b.ticket, b.err = g.store.append(recs)
+	if g.view != nil {
+		if err := g.view.write(g.view.follow(g.core, recs)); err != nil {
+			// The group log holds them: the next start-up writes them.
+			g.logger.Error("writing __consumer_offsets failed; the next start-up writes what it lacks", zap.Error(err))
+		}
+	}
 	for _, r := range g.core.takeReplies() {
 		ch := g.waiters[r.Waiter]
 		if ch == nil {

@@ -245,7 +245,12 @@
 //     exist from start-up as Kafka's internal topics (listed as internal,
 //     read under READ ACLs, never written, deleted or grown by a client,
 //     an older plain one adopted): TestInternalTopics,
-//     TestInternalTopicsFetchACLs, TestInternalTopicAdopted.
+//     TestInternalTopicsFetchACLs, TestInternalTopicAdopted. The group
+//     coordinator's commits, deletions and memberships are in
+//     __consumer_offsets in Kafka's schemas, read by a kgo consumer with
+//     kmsg's types: TestOffsetsTopicKgo, TestOffsetsTopicTxnOffsets; a
+//     data dir written before the topic existed fills it at start-up (with
+//     its negative control): TestOffsetsTopicFromOlderDataDir.
 //
 // # Bad input and limits
 //
