@@ -22,7 +22,7 @@ func confluentCompatVersion(t *testing.T) string {
 func confluentCompat(t *testing.T, m *compatMatrix) {
 	const client = "confluent"
 	compatSecurityRows(t, m, client, confluentSecureProduce)
-	c := minibrokertest.Start(t)
+	c := minibrokertest.Start(t, fast848()...)
 	compatProduceRows(t, m, client, c, nil, func(t *testing.T, topic string, values []string, spec produceSpec) string {
 		cfg := kafka.ConfigMap{"acks": spec.acks, "linger.ms": 5,
 			"compression.codec": map[int8]string{batch.CodecNone: "none", batch.CodecGzip: "gzip", batch.CodecSnappy: "snappy",
@@ -76,6 +76,11 @@ func confluentCompat(t *testing.T, m *compatMatrix) {
 	})
 	compatGroupRow(t, m, client, c, func(t *testing.T, group, topic string) compatMember {
 		return startConfluentMember(t, c.Addr(), group, topic)
+	})
+	compatGroup848Row(t, m, client, c, func(t *testing.T, group, topic string) compatMember {
+		// librdkafka refuses session.timeout.ms and heartbeat.interval.ms
+		// with the consumer protocol: the broker gives both.
+		return startConfluentMemberWith(t, c.Addr(), group, topic, kafka.ConfigMap{"group.protocol": "consumer"})
 	})
 
 	admin := func(t *testing.T) *kafka.AdminClient {
@@ -181,9 +186,16 @@ type confluentMember struct {
 }
 
 func startConfluentMember(t *testing.T, addr, group, topic string) compatMember {
-	cons, err := kafka.NewConsumer(&kafka.ConfigMap{"bootstrap.servers": addr, "group.id": group,
-		"auto.offset.reset": "earliest", "enable.auto.commit": false, "session.timeout.ms": 6000,
-		"heartbeat.interval.ms": 200, "fetch.wait.max.ms": 100})
+	return startConfluentMemberWith(t, addr, group, topic, kafka.ConfigMap{"session.timeout.ms": 6000, "heartbeat.interval.ms": 200})
+}
+
+func startConfluentMemberWith(t *testing.T, addr, group, topic string, extra kafka.ConfigMap) compatMember {
+	cfg := kafka.ConfigMap{"bootstrap.servers": addr, "group.id": group,
+		"auto.offset.reset": "earliest", "enable.auto.commit": false, "fetch.wait.max.ms": 100}
+	for k, v := range extra {
+		cfg[k] = v
+	}
+	cons, err := kafka.NewConsumer(&cfg)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -99,6 +99,7 @@ func kafkagoCompat(t *testing.T, m *compatMatrix) {
 	compatGroupRow(t, m, client, c, func(t *testing.T, group, topic string) compatMember {
 		return startKafkagoMember(t, c.Addr(), group, topic)
 	})
+	m.lacks(t, client, rowGroup848, "kafka-go's consumer group speaks the classic protocol only (no ConsumerGroupHeartbeat).")
 
 	kafkagoConnCreateTopics(t, m, c, kc)
 	compatAdminRows(t, m, client, c, adminOps{

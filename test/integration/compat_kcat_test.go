@@ -80,6 +80,15 @@ func kcatCompat(t *testing.T, m *compatMatrix) {
 	compatGroupRow(t, m, client, c, func(t *testing.T, group, topic string) compatMember {
 		return startKcatMember(t, c.Addr(), group, topic)
 	})
+	m.lacksVerified(t, client, rowGroup848, func(t *testing.T) string {
+		// kcat's builtin librdkafka predates KIP-848 (2.10): it refuses
+		// the setting that would select the consumer protocol.
+		out, err := exec.Command(kcatBinary(t), "-b", c.Addr(), "-G", "g848", "-X", "group.protocol=consumer", "-e", "-q", "t848").CombinedOutput()
+		if err == nil || !strings.Contains(string(out), "group.protocol") {
+			t.Fatalf("kcat -X group.protocol=consumer: %v, output %q", err, out)
+		}
+		return "kcat's librdkafka (" + librdkafkaVersion(t) + ") has no group.protocol setting (KIP-848 consumers need librdkafka 2.10+)."
+	})
 
 	query := func(t *testing.T, topic string, ts int64) int64 {
 		out, _ := runKcat(t, "", "-Q", "-b", c.Addr(), "-t", fmt.Sprintf("%s:0:%d", topic, ts))

@@ -26,7 +26,7 @@ func kgoCodec(codec int8) kgo.CompressionCodec {
 func kgoCompat(t *testing.T, m *compatMatrix) {
 	const client = "kgo"
 	compatSecurityRows(t, m, client, kgoSecureProduce)
-	c := minibrokertest.Start(t)
+	c := minibrokertest.Start(t, fast848()...)
 	compatProduceRows(t, m, client, c, nil, func(t *testing.T, topic string, values []string, spec produceSpec) string {
 		opts := []kgo.Opt{kgo.DefaultProduceTopic(topic), kgo.ProducerBatchCompression(kgoCodec(spec.codec)),
 			kgo.ProducerLinger(5 * time.Millisecond)}
@@ -74,6 +74,9 @@ func kgoCompat(t *testing.T, m *compatMatrix) {
 	})
 	compatGroupRow(t, m, client, c, func(t *testing.T, group, topic string) compatMember {
 		return startKgoMember(t, c.Addr(), group, topic)
+	})
+	compatGroup848Row(t, m, client, c, func(t *testing.T, group, topic string) compatMember {
+		return startKgoMember(t, c.Addr(), group, topic, kgo.ServerSideBalancer(), kgo.Balancers(kgo.CooperativeStickyBalancer()))
 	})
 
 	ctx := func(t *testing.T) context.Context { return compatCtx(t) }

@@ -43,6 +43,7 @@ var (
 	rowTxn        = compatRow{"transactions", "transactions: commit visible, abort invisible (read_committed, same client)"}
 	rowControl    = compatRow{"control-batches", "consume over txn markers and a MIRROR_PID_RESET barrier"}
 	rowGroup      = compatRow{"group", "consumer group: 2 members, leave, rebalance, resume from commits"}
+	rowGroup848   = compatRow{"group-848", "KIP-848 consumer group (server-side assignment): the same"}
 	rowCreate     = compatRow{"create-topics", "admin: create topics"}
 	rowDelete     = compatRow{"delete-topics", "admin: delete topics"}
 	rowConfigs    = compatRow{"describe-configs", "admin: describe configs"}
@@ -51,7 +52,7 @@ var (
 )
 
 var compatRows = []compatRow{rowAcks0, rowAcks1, rowAcksAll, rowGzip, rowSnappy, rowLz4, rowZstd, rowIdempotent,
-	rowTxn, rowControl, rowGroup, rowCreate, rowDelete, rowConfigs, rowListEnds, rowListTime}
+	rowTxn, rowControl, rowGroup, rowGroup848, rowCreate, rowDelete, rowConfigs, rowListEnds, rowListTime}
 
 // compatClient is one column: run exercises every row with the client.
 type compatClient struct {

@@ -92,6 +92,7 @@ func saramaCompat(t *testing.T, m *compatMatrix) {
 	compatGroupRow(t, m, client, c, func(t *testing.T, group, topic string) compatMember {
 		return startSaramaMember(t, addrs, group, topic)
 	})
+	m.lacks(t, client, rowGroup848, "sarama's consumer group speaks the classic protocol only (no ConsumerGroupHeartbeat).")
 
 	admin := func(t *testing.T) sarama.ClusterAdmin {
 		adm, err := sarama.NewClusterAdmin(addrs, saramaCompatConfig())

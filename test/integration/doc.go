@@ -210,7 +210,10 @@
 //     revoked (internal/coordinator, TestConsumerGroupRevokeBeforeAssign;
 //     negative control: with assignment before revocation, a partition
 //     has two holders); the group log replays them
-//     (internal/coordinator, TestConsumerGroupReplay).
+//     (internal/coordinator, TestConsumerGroupReplay). The compat
+//     matrix's group-848 row runs the group row's scenario with kgo
+//     (ServerSideBalancer) and confluent-kafka-go (group.protocol=consumer):
+//     TestCompatMatrix.
 //
 // # Fetch, offsets and topics
 //

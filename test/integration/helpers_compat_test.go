@@ -390,13 +390,28 @@ func (l *recordLog) records() []compatRecord {
 // records, none lost, none again.
 func compatGroupRow(t *testing.T, m *compatMatrix, client string, c *minibrokertest.Cluster,
 	join func(t *testing.T, group, topic string) compatMember) {
-	m.cell(t, client, rowGroup, func(t *testing.T) string {
-		const topic, group, parts = "grp", "compat-group", 4
+	compatGroupCell(t, m, client, c, rowGroup, "grp", waitGroupAssignment, join)
+}
+
+// compatGroup848Row is compatGroupRow with a KIP-848 consumer group: join
+// must make a member speaking the consumer group protocol; the group's
+// assignment is read with ConsumerGroupDescribe.
+func compatGroup848Row(t *testing.T, m *compatMatrix, client string, c *minibrokertest.Cluster,
+	join func(t *testing.T, group, topic string) compatMember) {
+	compatGroupCell(t, m, client, c, rowGroup848, "grp848", waitGroup848Assignment, join)
+}
+
+func compatGroupCell(t *testing.T, m *compatMatrix, client string, c *minibrokertest.Cluster, row compatRow, topic string,
+	wait func(t *testing.T, adm *kadm.Client, group, topic string, members int) map[string][]int32,
+	join func(t *testing.T, group, topic string) compatMember) {
+	m.cell(t, client, row, func(t *testing.T) string {
+		const parts = 4
+		group := "compat-" + topic
 		createCompatTopic(t, c, topic, parts)
 		adm := kadmClient(t, c.Addr())
 		m1 := join(t, group, topic)
 		m2 := join(t, group, topic)
-		owners := waitGroupAssignment(t, adm, group, topic, 2)
+		owners := wait(t, adm, group, topic, 2)
 		produce := func(prefix string, perPartition int) map[string]int32 {
 			cl := newClient(t, c.Addr(), kgo.DefaultProduceTopic(topic), kgo.RecordPartitioner(kgo.ManualPartitioner()))
 			defer cl.Close()
@@ -440,7 +455,7 @@ func compatGroupRow(t *testing.T, m *compatMatrix, client string, c *minibrokert
 
 		n1 := len(m1.records())
 		m2.close(t)
-		waitGroupAssignment(t, adm, group, topic, 1)
+		wait(t, adm, group, topic, 1)
 		second := produce("b", 5)
 		waitFor(t, "the survivor to read the 20 new records", func() bool { return len(m1.records()) >= n1+len(second) })
 		got := map[string]bool{}
@@ -457,6 +472,39 @@ func compatGroupRow(t *testing.T, m *compatMatrix, client string, c *minibrokert
 		}
 		return ""
 	})
+}
+
+// waitGroup848Assignment is waitGroupAssignment for a KIP-848 consumer
+// group (ConsumerGroupDescribe): Stable, members members each holding at
+// least one of the 4 partitions of topic, all held.
+func waitGroup848Assignment(t *testing.T, adm *kadm.Client, group, topic string, members int) map[string][]int32 {
+	t.Helper()
+	var last string
+	deadline := time.Now().Add(45 * time.Second)
+	for time.Now().Before(deadline) {
+		dg, err := adm.DescribeConsumerGroups(compatCtx(t), group)
+		if err != nil {
+			last = err.Error()
+			time.Sleep(50 * time.Millisecond)
+			continue
+		}
+		g := dg[group]
+		out := map[string][]int32{}
+		total := 0
+		for _, mem := range g.Members {
+			for p := range mem.Assignment[topic] {
+				out[mem.MemberID] = append(out[mem.MemberID], p)
+				total++
+			}
+		}
+		last = fmt.Sprintf("error %v, state %s, %d members, assignment %v", g.Err, g.State, len(g.Members), out)
+		if g.Err == nil && g.State == "Stable" && len(g.Members) == members && len(out) == members && total == 4 {
+			return out
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	t.Fatalf("consumer group %s never Stable with %d members owning the 4 partitions: %s", group, members, last)
+	return nil
 }
 
 // waitGroupAssignment waits until the group is Stable with members
@@ -718,15 +766,15 @@ func kgoCompatRead(t *testing.T, addr, topic string, committed bool, n int) []co
 	return out
 }
 
-func startKgoMember(t *testing.T, addr, group, topic string) compatMember {
+func startKgoMember(t *testing.T, addr, group, topic string, extra ...kgo.Opt) compatMember {
 	m := &kgoMember{done: make(chan struct{})}
-	m.cl = newClient(t, addr, kgo.ConsumerGroup(group), kgo.ConsumeTopics(topic),
+	m.cl = newClient(t, addr, append([]kgo.Opt{kgo.ConsumerGroup(group), kgo.ConsumeTopics(topic),
 		kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()), kgo.DisableAutoCommit(),
 		kgo.SessionTimeout(6*time.Second), kgo.HeartbeatInterval(100*time.Millisecond),
 		kgo.RebalanceTimeout(5*time.Second), kgo.FetchMaxWait(100*time.Millisecond),
 		kgo.OnPartitionsRevoked(func(ctx context.Context, cl *kgo.Client, _ map[string][]int32) {
 			cl.CommitUncommittedOffsets(ctx)
-		}))
+		})}, extra...)...)
 	ctx, cancel := context.WithCancel(context.Background())
 	m.stop = cancel
 	go func() {
