@@ -770,8 +770,8 @@ func startKgoMember(t *testing.T, addr, group, topic string, extra ...kgo.Opt) c
 	m := &kgoMember{done: make(chan struct{})}
 	m.cl = newClient(t, addr, append([]kgo.Opt{kgo.ConsumerGroup(group), kgo.ConsumeTopics(topic),
 		kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()), kgo.DisableAutoCommit(),
-		kgo.SessionTimeout(6*time.Second), kgo.HeartbeatInterval(100*time.Millisecond),
-		kgo.RebalanceTimeout(5*time.Second), kgo.FetchMaxWait(100*time.Millisecond),
+		kgo.SessionTimeout(6 * time.Second), kgo.HeartbeatInterval(100 * time.Millisecond),
+		kgo.RebalanceTimeout(5 * time.Second), kgo.FetchMaxWait(100 * time.Millisecond),
 		kgo.OnPartitionsRevoked(func(ctx context.Context, cl *kgo.Client, _ map[string][]int32) {
 			cl.CommitUncommittedOffsets(ctx)
 		})}, extra...)...)
