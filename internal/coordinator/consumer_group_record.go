@@ -3,6 +3,7 @@ package coordinator
 import (
 	"fmt"
 	"sort"
+	"strings"
 
 	"github.com/twmb/franz-go/pkg/kbin"
 )
@@ -354,4 +355,42 @@ func snapshotCG(id string, cg *consumerGroup) []record {
 		out = append(out, record{typ: recCGTargetMember, group: id, cg: &cgRecord{member: mid, partitions: cg.target[mid]}})
 	}
 	return out
+}
+
+// formatCGRecord is a consumer group record as dump-log shows it, with
+// Kafka's record and field names.
+func formatCGRecord(r record) string {
+	x := r.cg
+	key := fmt.Sprintf("group=%q", r.group)
+	if hasMemberKey(r.typ) {
+		key += fmt.Sprintf(" member=%q", x.member)
+	}
+	name := map[recordType]string{recCGMetadata: "ConsumerGroupMetadata", recCGMemberMetadata: "ConsumerGroupMemberMetadata",
+		recCGTargetMetadata: "ConsumerGroupTargetAssignmentMetadata", recCGTargetMember: "ConsumerGroupTargetAssignmentMember",
+		recCGCurrentMember: "ConsumerGroupCurrentMemberAssignment"}[r.typ]
+	if x.tombstone {
+		return fmt.Sprintf("%s %s tombstone", name, key)
+	}
+	parts := func(a assignment) string {
+		var out []string
+		for _, t := range a.topics() {
+			out = append(out, fmt.Sprintf("%x:%v", t, a[t]))
+		}
+		return "[" + strings.Join(out, " ") + "]"
+	}
+	switch r.typ {
+	case recCGMetadata:
+		return fmt.Sprintf("%s %s epoch=%d metadataHash=%d", name, key, x.epoch, x.metadataHash)
+	case recCGMemberMetadata:
+		m := x.meta
+		return fmt.Sprintf("%s %s instanceId=%q rackId=%q clientId=%q clientHost=%q subscribedTopicNames=%v subscribedTopicRegex=%q rebalanceTimeoutMs=%d serverAssignor=%q",
+			name, key, m.instanceID, m.rackID, m.clientID, m.clientHost, m.subscribedNames, m.regex, m.rebalanceTimeoutMs, m.serverAssignor)
+	case recCGTargetMetadata:
+		return fmt.Sprintf("%s %s assignmentEpoch=%d", name, key, x.assignmentEpoch)
+	case recCGTargetMember:
+		return fmt.Sprintf("%s %s topicPartitions=%s", name, key, parts(x.partitions))
+	default:
+		return fmt.Sprintf("%s %s memberEpoch=%d previousMemberEpoch=%d state=%s assignedPartitions=%s partitionsPendingRevocation=%s",
+			name, key, x.memberEpoch, x.prevEpoch, x.state, parts(x.assigned), parts(x.pending))
+	}
 }

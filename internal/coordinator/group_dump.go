@@ -27,6 +27,9 @@ func DumpGroupLog(w io.Writer, data []byte) error {
 }
 
 func formatRecord(r record) string {
+	if isCGRecord(r.typ) {
+		return formatCGRecord(r)
+	}
 	tp := fmt.Sprintf("%s-%d", r.tp.Topic, r.tp.Partition)
 	om := fmt.Sprintf("offset=%d leaderEpoch=%d metadata=%q commitTimestamp=%d", r.offset.Offset, r.offset.LeaderEpoch, r.offset.Metadata, r.offset.CommitTimestamp)
 	switch r.typ {
