@@ -230,7 +230,7 @@ func configType(k config.Kind) kmsg.ConfigType {
 // does (a partition not yet STOPPED): mirror.name (KIP-1279's topic
 // config) and mirror.source.cluster.id (a minibroker extension), read-only,
 // as DYNAMIC_TOPIC_CONFIG. Another minibroker asked to mirror the topic
-// from here reads them to refuse a mirror loop (internal/mirror/loop.go).
+// from here reads them to refuse a mirror loop (internal/mirror/cycle.go).
 // They are not settings: AlterConfigs refuses them as unknown names, and a
 // mirror copying this topic's overrides drops them.
 func (b *Broker) mirrorConfigEntries(topic string, want func(string) bool, version int16) []kmsg.DescribeConfigsResponseResourceConfig {

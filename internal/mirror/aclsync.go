@@ -145,7 +145,7 @@ func (m *Manager) SyncACLs(ctx context.Context, name string) (ACLSyncStatus, err
 
 // syncACLs is one sync; its status is kept for describe, and a change of
 // its error is logged.
-func (m *Manager) syncACLs(ctx context.Context, rt *runtime, src *source) ACLSyncStatus {
+func (m *Manager) syncACLs(ctx context.Context, rt *liveMirror, src *source) ACLSyncStatus {
 	st := ACLSyncStatus{AtMs: time.Now().UnixMilli()}
 	if err := m.syncACLsOnce(ctx, rt, src, &st); err != nil {
 		st.Error = err.Error()
@@ -164,7 +164,7 @@ func (m *Manager) syncACLs(ctx context.Context, rt *runtime, src *source) ACLSyn
 	return st
 }
 
-func (m *Manager) syncACLsOnce(ctx context.Context, rt *runtime, src *source, st *ACLSyncStatus) error {
+func (m *Manager) syncACLsOnce(ctx context.Context, rt *liveMirror, src *source, st *ACLSyncStatus) error {
 	rt.aclMu.Lock()
 	defer rt.aclMu.Unlock()
 	store := m.opts.ACLs

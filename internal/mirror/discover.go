@@ -98,7 +98,7 @@ func (ts *topicSpec) mirrored() bool {
 // refreshTopics is the refresh's work on the mirror's topics: growth,
 // deletion at the source and config sync for the mirrored ones, then
 // auto-creation.
-func (m *Manager) refreshTopics(ctx context.Context, rt *runtime, src *source) {
+func (m *Manager) refreshTopics(ctx context.Context, rt *liveMirror, src *source) {
 	s := rt.settings()
 	m.mu.Lock()
 	var mirrored, pending []string
@@ -157,7 +157,7 @@ func (m *Manager) refreshTopics(ctx context.Context, rt *runtime, src *source) {
 }
 
 // growTopic starts the partitions the source added to a mirrored topic.
-func (m *Manager) growTopic(ctx context.Context, rt *runtime, src *source, topic string, sourceParts int) {
+func (m *Manager) growTopic(ctx context.Context, rt *liveMirror, src *source, topic string, sourceParts int) {
 	m.mu.Lock()
 	known := len(rt.spec.Topics[topic].Partitions)
 	m.mu.Unlock()
@@ -171,7 +171,7 @@ func (m *Manager) growTopic(ctx context.Context, rt *runtime, src *source, topic
 	}
 }
 
-func (m *Manager) sourceTopicSeen(rt *runtime, topic string) {
+func (m *Manager) sourceTopicSeen(rt *liveMirror, topic string) {
 	m.mu.Lock()
 	delete(rt.missing, topic)
 	m.mu.Unlock()
@@ -185,7 +185,7 @@ func (m *Manager) sourceTopicSeen(rt *runtime, topic string) {
 // Only an answer from the cluster the mirror was created on counts: a
 // bootstrap address that now reaches another cluster must not change
 // anything.
-func (m *Manager) sourceTopicMissing(rt *runtime, topic, clusterID, want string) {
+func (m *Manager) sourceTopicMissing(rt *liveMirror, topic, clusterID, want string) {
 	if want != "" && clusterID != want {
 		return
 	}
@@ -225,7 +225,7 @@ func (m *Manager) sourceTopicMissing(rt *runtime, topic, clusterID, want string)
 // followed partitions FAILED (never retried), in one save, and stops
 // their fetchers (without waiting: STOPPING and shutdown wait for them).
 // The local log stays as it is, read-only.
-func (m *Manager) failSourceDeleted(rt *runtime, topic string, now int64) error {
+func (m *Manager) failSourceDeleted(rt *liveMirror, topic string, now int64) error {
 	reason := fmt.Sprintf("source topic deleted (found %s): mirror FAILED, read-only; `mirror stop` fails it over (%s=%s)",
 		time.UnixMilli(now).UTC().Format(time.RFC3339), SettingTopicDeletedPolicy, TopicDeletedFail)
 	m.mu.Lock()
@@ -275,7 +275,7 @@ func (m *Manager) failSourceDeleted(rt *runtime, topic string, now int64) error 
 }
 
 // setTopic updates a topic's persisted spec.
-func (m *Manager) setTopic(rt *runtime, topic string, update func(*topicSpec)) error {
+func (m *Manager) setTopic(rt *liveMirror, topic string, update func(*topicSpec)) error {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	ts := rt.spec.Topics[topic]
@@ -288,7 +288,7 @@ func (m *Manager) setTopic(rt *runtime, topic string, update func(*topicSpec)) e
 
 // discoverTopics starts every source topic the settings select that the
 // mirror does not know yet (see the comment at the top).
-func (m *Manager) discoverTopics(ctx context.Context, rt *runtime, src *source, s *Settings) error {
+func (m *Manager) discoverTopics(ctx context.Context, rt *liveMirror, src *source, s *Settings) error {
 	answers, _, err := src.metadataOf(ctx, nil)
 	if err != nil {
 		return err
@@ -345,7 +345,7 @@ func (m *Manager) discoverTopics(ctx context.Context, rt *runtime, src *source, 
 
 // startAuto is `mirror start` without topics: it records that the mirror
 // follows its topic filters, and starts what they select now.
-func (m *Manager) startAuto(ctx context.Context, rt *runtime, src *source) error {
+func (m *Manager) startAuto(ctx context.Context, rt *liveMirror, src *source) error {
 	s := rt.settings()
 	if len(s.TopicsInclude) == 0 {
 		return fmt.Errorf("%w: no topics named and %s selects none", ErrBadRequest, SettingTopicsInclude)
@@ -384,7 +384,7 @@ func wantedConfigs(source map[string]string, s *Settings) map[string]string {
 // the topic's SyncedConfigs, first with the new ones added (so a crash
 // after the change still knows they came from the source), then as they
 // are after it.
-func (m *Manager) syncTopicConfigs(ctx context.Context, rt *runtime, src *source, topic string, s *Settings) error {
+func (m *Manager) syncTopicConfigs(ctx context.Context, rt *liveMirror, src *source, topic string, s *Settings) error {
 	srcConfigs, err := src.topicConfigs(ctx, topic)
 	if err != nil {
 		return err

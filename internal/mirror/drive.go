@@ -26,7 +26,7 @@ import (
 // stopDriver is one failover's partitions and where each stands.
 type stopDriver struct {
 	m     *Manager
-	rt    *runtime
+	rt    *liveMirror
 	tps   []tp
 	parts []*partition.Partition
 	errs  []error        // a partition's failed effect: it leaves the run
@@ -37,7 +37,7 @@ type stopDriver struct {
 // STOPPING, from the first step each record does not say is done (so a
 // crash anywhere resumes here on restart, and never writes a second
 // barrier).
-func (m *Manager) stopPartitions(rt *runtime, tps []tp) error {
+func (m *Manager) stopPartitions(rt *liveMirror, tps []tp) error {
 	// One failover at a time: a stop asked again while one runs, or
 	// resumed at start-up, waits here, then goes on with what is still
 	// STOPPING (a partition STOPPED meanwhile must not be clamped again:

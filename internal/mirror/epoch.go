@@ -27,7 +27,7 @@ import (
 // noteSourceEpoch steps the partition's record with the source's leader
 // epoch: when it rose, the record is saved, then the partition's epoch
 // raised.
-func (m *Manager) noteSourceEpoch(rt *runtime, k tp, p *partition.Partition, epoch int32) error {
+func (m *Manager) noteSourceEpoch(rt *liveMirror, k tp, p *partition.Partition, epoch int32) error {
 	if epoch < 0 || m.opts.TestHooks.KeepSourceLeaderEpoch() {
 		return nil
 	}

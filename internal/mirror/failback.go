@@ -144,7 +144,7 @@ func (m *Manager) Start(ctx context.Context, name string, topics []string) error
 // planTopic asks the source about a topic and works out, changing
 // nothing, what starting it does: identity, loop and ownership checks,
 // then the divergence truncation of each partition the start selects.
-func (m *Manager) planTopic(ctx context.Context, rt *runtime, src *source, topic string, rep *StartReport) (*topicStart, error) {
+func (m *Manager) planTopic(ctx context.Context, rt *liveMirror, src *source, topic string, rep *StartReport) (*topicStart, error) {
 	info, err := src.describeTopic(ctx, topic)
 	if err != nil {
 		return nil, err
@@ -187,7 +187,7 @@ func (m *Manager) planTopic(ctx context.Context, rt *runtime, src *source, topic
 }
 
 // recordedState is a partition's mirror state (NoState when not recorded).
-func (m *Manager) recordedState(rt *runtime, k tp) State {
+func (m *Manager) recordedState(rt *liveMirror, k tp) State {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	if ts := rt.spec.Topics[k.topic]; ts != nil {
@@ -200,7 +200,7 @@ func (m *Manager) recordedState(rt *runtime, k tp) State {
 
 // startTopic starts a topic without a report (the metadata loop, for
 // partitions added at the source): no local data may be cut.
-func (m *Manager) startTopic(ctx context.Context, rt *runtime, src *source, topic string) error {
+func (m *Manager) startTopic(ctx context.Context, rt *liveMirror, src *source, topic string) error {
 	info, err := src.describeTopic(ctx, topic)
 	if err != nil {
 		return err
@@ -223,7 +223,7 @@ func (m *Manager) startTopic(ctx context.Context, rt *runtime, src *source, topi
 
 // sourceConfigsFor is what a topic is created with: the source's overrides
 // minus mirror.topic.properties.exclude (nil when the source does not say).
-func (m *Manager) sourceConfigsFor(ctx context.Context, rt *runtime, src *source, topic string) map[string]string {
+func (m *Manager) sourceConfigsFor(ctx context.Context, rt *liveMirror, src *source, topic string) map[string]string {
 	configs, err := src.topicConfigs(ctx, topic)
 	if err != nil {
 		m.logger.Warn("source topic configs unavailable; creating with defaults", zap.String("topic", topic), zap.Error(err))
@@ -235,7 +235,7 @@ func (m *Manager) sourceConfigsFor(ctx context.Context, rt *runtime, src *source
 // startPlanned creates the local topic and moves its selected partitions
 // to PREPARING, with the start's permission to truncate (approvals, when
 // --allow-truncate was given) recorded, and starts their fetchers.
-func (m *Manager) startPlanned(rt *runtime, plan *topicStart) error {
+func (m *Manager) startPlanned(rt *liveMirror, plan *topicStart) error {
 	topic, info := plan.topic, plan.info
 	// The topic is the mirror's before it exists locally (Pending): a
 	// crash after the local create and before the partitions are

@@ -20,7 +20,7 @@ import (
 // after it exits.
 type fetcher struct {
 	m     *Manager
-	rt    *runtime
+	rt    *liveMirror
 	k     tp
 	p     *partition.Partition
 	ctx   context.Context
@@ -54,13 +54,13 @@ type fetcher struct {
 	lastProgress atomic.Int64
 }
 
-func (m *Manager) startFetcher(rt *runtime, topic string, idx int32, p *partition.Partition, paused bool) {
+func (m *Manager) startFetcher(rt *liveMirror, topic string, idx int32, p *partition.Partition, paused bool) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	m.startFetcherLocked(rt, topic, idx, p, paused)
 }
 
-func (m *Manager) startFetcherLocked(rt *runtime, topic string, idx int32, p *partition.Partition, paused bool) {
+func (m *Manager) startFetcherLocked(rt *liveMirror, topic string, idx int32, p *partition.Partition, paused bool) {
 	k := tp{topic, idx}
 	rt.closing = slices.DeleteFunc(rt.closing, func(f *fetcher) bool { // those that have exited
 		select {
@@ -385,7 +385,7 @@ func (f *fetcher) state() State {
 // refused truncation does not. Identity failures go through failIdentity.
 // It answers the error of persisting FAILED (nil when the transition is
 // refused): the record is then as before.
-func (m *Manager) fail(rt *runtime, k tp, err error) error {
+func (m *Manager) fail(rt *liveMirror, k tp, err error) error {
 	m.logger.Error("mirror partition failed", zap.String("mirror", rt.spec.Name), zap.String("topic", k.topic),
 		zap.Int32("partition", k.partition), zap.Error(err))
 	// A refused truncation is the operator's to decide (start again with

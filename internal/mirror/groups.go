@@ -36,7 +36,7 @@ type GroupOffsets interface {
 // only for partitions still MIRRORING or PAUSED, so a sync that races a
 // failover either commits before STOPPING clamps (which then corrects it)
 // or sees STOPPING and leaves the partition alone.
-func (m *Manager) syncGroupOffsets(ctx context.Context, rt *runtime) (synced int, err error) {
+func (m *Manager) syncGroupOffsets(ctx context.Context, rt *liveMirror) (synced int, err error) {
 	if m.opts.Groups == nil {
 		return 0, nil
 	}
@@ -93,7 +93,7 @@ func (m *Manager) syncGroupOffsets(ctx context.Context, rt *runtime) (synced int
 // commitSynced commits a source group's offsets for the partitions still
 // mirrored, each clamped to the local log; it drops the others (offsets
 // is changed).
-func (m *Manager) commitSynced(rt *runtime, group string, offsets map[coordinator.TopicPartition]coordinator.OffsetAndMetadata) error {
+func (m *Manager) commitSynced(rt *liveMirror, group string, offsets map[coordinator.TopicPartition]coordinator.OffsetAndMetadata) error {
 	m.groupSyncMu.Lock()
 	defer m.groupSyncMu.Unlock()
 	m.mu.Lock()
@@ -159,7 +159,7 @@ func (m *Manager) clampGroupOffsets(ends map[coordinator.TopicPartition]int64) (
 // KIP's periodic bump), before offsets committed at those epochs are
 // copied. A source that does not answer leaves them: the fetchers' next
 // Metadata answer raises them.
-func (m *Manager) syncSourceEpochs(ctx context.Context, rt *runtime, src *source, mirrored map[string]bool) {
+func (m *Manager) syncSourceEpochs(ctx context.Context, rt *liveMirror, src *source, mirrored map[string]bool) {
 	if m.opts.TestHooks.KeepSourceLeaderEpoch() {
 		return
 	}

@@ -50,13 +50,13 @@ func topicIDString(id [16]byte) string {
 // what the mirror recorded. It records the cluster id when none is known
 // yet (a mirror created with --no-check, or declared in the config file).
 // topic may be "" to check the cluster id only.
-func (m *Manager) checkIdentity(rt *runtime, topic string, info topicInfo) error {
+func (m *Manager) checkIdentity(rt *liveMirror, topic string, info topicInfo) error {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	return m.checkIdentityLocked(rt, topic, info)
 }
 
-func (m *Manager) checkIdentityLocked(rt *runtime, topic string, info topicInfo) error {
+func (m *Manager) checkIdentityLocked(rt *liveMirror, topic string, info topicInfo) error {
 	spec := rt.spec
 	if info.ClusterID != "" && !m.opts.TestHooks.SkipIdentityCheck() {
 		switch spec.SourceClusterID {
@@ -95,7 +95,7 @@ func (m *Manager) checkIdentityLocked(rt *runtime, topic string, info topicInfo)
 // of them), and kept in rt.closing, which STOPPING and shutdownRuntime
 // wait for (before, each was closed by a goroutine nothing waited for:
 // Manager.Close could return with them running).
-func (m *Manager) failIdentity(rt *runtime, topic string, err error) error {
+func (m *Manager) failIdentity(rt *liveMirror, topic string, err error) error {
 	var ie *identityError
 	if !errors.As(err, &ie) {
 		return nil
@@ -144,7 +144,7 @@ func (m *Manager) failIdentity(rt *runtime, topic string, err error) error {
 // only when the topic still has the id the mirror copies, checked after
 // the fetch answered, so they were read from that topic. It returns the
 // identity error of each topic whose id changed.
-func (s *source) verifyTopicIDs(ctx context.Context, m *Manager, rt *runtime, topics []string) (map[string]error, error) {
+func (s *source) verifyTopicIDs(ctx context.Context, m *Manager, rt *liveMirror, topics []string) (map[string]error, error) {
 	infos, err := s.describeTopics(ctx, topics)
 	if err != nil {
 		return nil, err

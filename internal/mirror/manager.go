@@ -105,7 +105,7 @@ type Manager struct {
 	mu      sync.Mutex // guards store, doc and mirrors; never held across network I/O
 	store   *store     // the persisted state (statelog.go)
 	doc     *doc
-	mirrors map[string]*runtime
+	mirrors map[string]*liveMirror
 	closed  bool
 
 	// groupSyncMu orders the offset sync's local commits with STOPPING's
@@ -120,8 +120,8 @@ type Manager struct {
 	knobs knobs // test seams (hooks.go); zero in production
 }
 
-// runtime is a mirror's live part.
-type runtime struct {
+// liveMirror is a mirror's live part.
+type liveMirror struct {
 	spec *mirrorSpec
 	// aclMu runs one ACL sync at a time (taken before Manager.mu);
 	// aclSync is the last one's status, guarded by Manager.mu.
@@ -186,7 +186,7 @@ func Open(local Local, dataDir string, opts Options) (*Manager, error) {
 		return nil, err
 	}
 	m := &Manager{local: local, dataDir: dataDir, opts: opts, logger: opts.Logger.Named("mirror"),
-		store: st, doc: d, mirrors: map[string]*runtime{}}
+		store: st, doc: d, mirrors: map[string]*liveMirror{}}
 	for _, n := range notes {
 		m.logger.Warn(n)
 	}
@@ -248,18 +248,18 @@ func (m *Manager) resume(spec *mirrorSpec) error {
 	return nil
 }
 
-func (m *Manager) newRuntime(spec *mirrorSpec) (*runtime, error) {
+func (m *Manager) newRuntime(spec *mirrorSpec) (*liveMirror, error) {
 	s, err := resolveSettings(spec.Config, m.defaultOverrides())
 	if err != nil {
 		return nil, err
 	}
-	rt := &runtime{spec: spec, fetchers: map[tp]*fetcher{}, stop: make(chan struct{}), done: make(chan struct{})}
+	rt := &liveMirror{spec: spec, fetchers: map[tp]*fetcher{}, stop: make(chan struct{}), done: make(chan struct{})}
 	rt.cfg.Store(&s)
 	return rt, nil
 }
 
 // settings is the mirror's current settings (never nil).
-func (rt *runtime) settings() *Settings { return rt.cfg.Load() }
+func (rt *liveMirror) settings() *Settings { return rt.cfg.Load() }
 
 // defaultOverrides are the Options that change settings' defaults.
 func (m *Manager) defaultOverrides() defaultOverrides {
@@ -287,7 +287,7 @@ func (m *Manager) Settings(name string) (Settings, error) {
 var errStopped = errors.New("mirror: shutting down")
 
 // source returns the mirror's source client, creating it on first use.
-func (m *Manager) source(rt *runtime) (*source, error) {
+func (m *Manager) source(rt *liveMirror) (*source, error) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	if rt.src != nil {
@@ -487,7 +487,7 @@ func (m *Manager) Delete(name string) error {
 	return err
 }
 
-func (m *Manager) runtime(name string) (*runtime, error) {
+func (m *Manager) runtime(name string) (*liveMirror, error) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	rt, ok := m.mirrors[name]
@@ -528,7 +528,7 @@ func (m *Manager) ownerOf(topic string) string {
 
 // partitionsOf lists a mirror's partitions of the given topics (all topics
 // when none are named) that are in one of the states.
-func (m *Manager) partitionsOf(rt *runtime, topics []string, states ...State) ([]tp, error) {
+func (m *Manager) partitionsOf(rt *liveMirror, topics []string, states ...State) ([]tp, error) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	if len(topics) == 0 {
@@ -608,7 +608,7 @@ func (m *Manager) setPaused(name string, topics []string, paused bool) error {
 // setRecord updates one partition's persisted record: the change is kept
 // in memory only once it is saved (a failed save puts the record back and
 // answers the error).
-func (m *Manager) setRecord(rt *runtime, k tp, update func(*partitionRecord)) error {
+func (m *Manager) setRecord(rt *liveMirror, k tp, update func(*partitionRecord)) error {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	snap := snapshotLocked(rt, []tp{k})
@@ -632,7 +632,7 @@ type recordSnapshot struct {
 // snapshotLocked copies the records of ks (and the mirror's AutoTopics);
 // m.mu held. A record's pointer fields are replaced, never changed in
 // place, so a shallow copy is the record.
-func snapshotLocked(rt *runtime, ks []tp) recordSnapshot {
+func snapshotLocked(rt *liveMirror, ks []tp) recordSnapshot {
 	s := recordSnapshot{spec: rt.spec, auto: rt.spec.AutoTopics}
 	for _, k := range ks {
 		if ts := rt.spec.Topics[k.topic]; ts != nil {
@@ -678,7 +678,7 @@ func (m *Manager) Close() {
 		return
 	}
 	m.closed = true
-	rts := make([]*runtime, 0, len(m.mirrors))
+	rts := make([]*liveMirror, 0, len(m.mirrors))
 	for _, rt := range m.mirrors {
 		rts = append(rts, rt)
 	}
@@ -704,7 +704,7 @@ func (m *Manager) Close() {
 	}
 }
 
-func (m *Manager) shutdownRuntime(rt *runtime) {
+func (m *Manager) shutdownRuntime(rt *liveMirror) {
 	m.mu.Lock()
 	select {
 	case <-rt.stop:

@@ -7,7 +7,7 @@ import (
 	"go.uber.org/zap"
 )
 
-func (m *Manager) startRefresher(rt *runtime) {
+func (m *Manager) startRefresher(rt *liveMirror) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	m.startRefresherLocked(rt)
@@ -15,7 +15,7 @@ func (m *Manager) startRefresher(rt *runtime) {
 
 // startRefresherLocked starts the mirror's metadata loop (refresh) and
 // its group offset sync. It exits when rt.stop closes.
-func (m *Manager) startRefresherLocked(rt *runtime) {
+func (m *Manager) startRefresherLocked(rt *liveMirror) {
 	go func() {
 		defer close(rt.done)
 		// mirror.metadata.refresh.interval.ms, read again after each
@@ -45,7 +45,7 @@ func (m *Manager) startRefresherLocked(rt *runtime) {
 // refresh looks at the source's topics (discover.go): partitions added to
 // mirrored topics, topics deleted, configs changed, and, when the mirror
 // follows its topic filters, new topics.
-func (m *Manager) refresh(rt *runtime) {
+func (m *Manager) refresh(rt *liveMirror) {
 	m.mu.Lock()
 	work := rt.spec.AutoTopics
 	for _, ts := range rt.spec.Topics {
@@ -67,7 +67,7 @@ func (m *Manager) refresh(rt *runtime) {
 
 // runtimeContext is a context with a timeout that also ends when the
 // mirror stops.
-func (m *Manager) runtimeContext(rt *runtime, d time.Duration) (context.Context, context.CancelFunc) {
+func (m *Manager) runtimeContext(rt *liveMirror, d time.Duration) (context.Context, context.CancelFunc) {
 	ctx, cancel := context.WithTimeout(context.Background(), d)
 	go func() {
 		select {

@@ -66,7 +66,7 @@ func retryPolicyOf(s *Settings) retryPolicy {
 // schedules its retry (unless the attempts in a row are used up). It
 // answers the error of persisting FAILED: the record is then as before and
 // no retry is armed.
-func (m *Manager) failRetriable(rt *runtime, k tp, err error) error {
+func (m *Manager) failRetriable(rt *liveMirror, k tp, err error) error {
 	m.mu.Lock()
 	rec := rt.spec.Topics[k.topic].Partitions[k.partition]
 	next, effs, terr := step(*rec, coreEvent{Kind: EvFail, Fail: failRetriable, Reason: err.Error(),
@@ -96,7 +96,7 @@ func (m *Manager) failRetriable(rt *runtime, k tp, err error) error {
 }
 
 // scheduleRetryLocked arms the partition's retry timer; m.mu held.
-func (m *Manager) scheduleRetryLocked(rt *runtime, k tp, d time.Duration) {
+func (m *Manager) scheduleRetryLocked(rt *liveMirror, k tp, d time.Duration) {
 	if rt.retries == nil {
 		rt.retries = map[tp]*time.Timer{}
 	}
@@ -107,7 +107,7 @@ func (m *Manager) scheduleRetryLocked(rt *runtime, k tp, d time.Duration) {
 }
 
 // stopRetriesLocked disarms every retry timer of rt; m.mu held.
-func stopRetriesLocked(rt *runtime) {
+func stopRetriesLocked(rt *liveMirror) {
 	for k, t := range rt.retries {
 		t.Stop()
 		delete(rt.retries, k)
@@ -115,7 +115,7 @@ func stopRetriesLocked(rt *runtime) {
 }
 
 // retry starts a partition FAILED for a retriable reason again.
-func (m *Manager) retry(rt *runtime, k tp) {
+func (m *Manager) retry(rt *liveMirror, k tp) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	delete(rt.retries, k)

@@ -87,7 +87,7 @@ const defaultTopicPropertiesExclude = "follower.replication.throttled.replicas,l
 	"message.timestamp.type,unclean.leader.election.enable,min.insync.replicas,mirror.name"
 
 // Settings is a mirror's settings resolved: every value set or defaulted.
-// Read it with Manager.Settings (or runtime.settings inside the package);
+// Read it with Manager.Settings (or liveMirror.settings inside the package);
 // it is replaced, never changed in place, when a setting is altered.
 type Settings struct {
 	// TopicsInclude selects the source topics `mirror start` without
@@ -137,7 +137,7 @@ func (s *Settings) GroupSelected(group string) bool { return s.groupFilter.match
 // PropertyExcluded reports whether a topic config is never copied.
 func (s *Settings) PropertyExcluded(name string) bool {
 	// mirror.source.cluster.id: how a minibroker source mirrors the topic
-	// itself (loop.go), never a property of the copy.
+	// itself (cycle.go), never a property of the copy.
 	return name == ConfigMirrorName || name == ConfigMirrorSourceClusterID || s.propsExclude.matchAny(name)
 }
 

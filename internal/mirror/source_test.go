@@ -11,7 +11,7 @@ import (
 // leak its goroutines past the broker's Close. Without the check, source
 // hands out a new client here.
 func TestNoSourceClientAfterShutdown(t *testing.T) {
-	m := &Manager{mirrors: map[string]*runtime{}}
+	m := &Manager{mirrors: map[string]*liveMirror{}}
 	rt, err := m.newRuntime(&mirrorSpec{Name: "m", Source: []string{"127.0.0.1:1"}})
 	if err != nil {
 		t.Fatal(err)

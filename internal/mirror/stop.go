@@ -21,7 +21,7 @@ func (m *Manager) Stop(name string, topics []string) error {
 // background.
 type StopRun struct {
 	m        *Manager
-	rt       *runtime
+	rt       *liveMirror
 	selected []tp // every partition of the topics named, in any state
 	done     chan struct{}
 	err      error // the steps' error; read after done
@@ -161,7 +161,7 @@ func stepFailed(err error) string {
 	return "failover step failed (run mirror stop again to resume it): " + err.Error()
 }
 
-func (m *Manager) stateOf(rt *runtime, k tp) State {
+func (m *Manager) stateOf(rt *liveMirror, k tp) State {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	return rt.spec.Topics[k.topic].Partitions[k.partition].State

@@ -9,7 +9,8 @@ import (
 	"go.uber.org/zap"
 )
 
-// Mirror loops. A cluster B that mirrors topic T from A, and A that
+// Mirror loops: cycles between clusters (not the fetch loop of
+// brokerloop.go). A cluster B that mirrors topic T from A, and A that
 // mirrors T from B at the same time, would each copy the other's copy:
 // neither is the source of truth, and each PREPARING could cut what the
 // other just mirrored. `mirror start` refuses it.
@@ -60,7 +61,7 @@ func (m *Manager) TopicMirror(topic string) (name, sourceClusterID string, ok bo
 
 // checkLoop refuses to mirror a topic that the source mirrors from this
 // cluster.
-func (m *Manager) checkLoop(ctx context.Context, rt *runtime, src *source, topic string) error {
+func (m *Manager) checkLoop(ctx context.Context, rt *liveMirror, src *source, topic string) error {
 	if m.opts.TestHooks.SkipLoopCheck() {
 		return nil
 	}
