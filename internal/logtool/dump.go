@@ -22,6 +22,10 @@ type Options struct {
 	Deep bool
 	// JSON prints one JSON object per line instead of text.
 	JSON bool
+	// OffsetsDecoder prints each record's key and value as
+	// kafka-dump-log --offsets-decoder does (offsets_decoder.go); it
+	// implies PrintData.
+	OffsetsDecoder bool
 	// MaxDecompressedBytes bounds one batch's decompressed records;
 	// 0 means DefaultMaxDecompressedBytes.
 	MaxDecompressedBytes int
@@ -215,12 +219,19 @@ func (d *Dumper) printBatch(file string, b *Batch) {
 		j.ControlRecord = controlToJSON(c)
 		d.emitText(controlText(h, c))
 	}
-	if d.opts.PrintData && !h.IsControl() {
+	if (d.opts.PrintData || d.opts.OffsetsDecoder) && !h.IsControl() {
 		recs, err := DecodeRecords(b.Raw, h, d.opts.MaxDecompressedBytes)
 		j.Records = make([]recordJSON, 0, len(recs))
 		for i := range recs {
-			j.Records = append(j.Records, recordToJSON(&recs[i]))
-			d.emitText(recordText(&recs[i]))
+			rj := recordToJSON(&recs[i])
+			if d.opts.OffsetsDecoder {
+				k, p := DecodeOffsetsRecord(recs[i].Offset, recs[i].Key, recs[i].Value)
+				rj.OffsetsKey, rj.OffsetsPayload = k, p
+				d.emitText(offsetsRecordText(&recs[i], k, p))
+			} else {
+				d.emitText(recordText(&recs[i]))
+			}
+			j.Records = append(j.Records, rj)
 		}
 		if err != nil {
 			d.Damaged++

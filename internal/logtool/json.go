@@ -78,6 +78,9 @@ type recordJSON struct {
 	Value     json.RawMessage `json:"value,omitempty"`
 	ValueHex  string          `json:"value_hex,omitempty"`
 	Headers   []headerJSON    `json:"headers"`
+	// The offsets decoder's key and payload (OffsetsDecoder).
+	OffsetsKey     string `json:"offsets_key,omitempty"`
+	OffsetsPayload string `json:"offsets_payload,omitempty"`
 }
 
 type headerJSON struct {
@@ -249,6 +252,17 @@ func recordText(r *Record) string {
 	}
 	return fmt.Sprintf("| offset: %d timestamp: %d sequence: %d keySize: %d valueSize: %d headers: [%s] key: %s payload: %s\n",
 		r.Offset, r.Timestamp, r.Sequence, sizeOf(r.Key), sizeOf(r.Value), strings.Join(hs, " "), bytesText(r.Key), bytesText(r.Value))
+}
+
+// offsetsRecordText is recordText with the offsets decoder's key and
+// payload, as kafka-dump-log --offsets-decoder prints them.
+func offsetsRecordText(r *Record, key, payload string) string {
+	s := fmt.Sprintf("| offset: %d timestamp: %d sequence: %d keySize: %d valueSize: %d key: %s",
+		r.Offset, r.Timestamp, r.Sequence, sizeOf(r.Key), sizeOf(r.Value), key)
+	if payload != "" {
+		s += " payload: " + payload
+	}
+	return s + "\n"
 }
 
 func sizeOf(b []byte) int {

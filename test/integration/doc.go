@@ -253,7 +253,9 @@
 //     __consumer_offsets in Kafka's schemas, read by a kgo consumer with
 //     kmsg's types: TestOffsetsTopicKgo, TestOffsetsTopicTxnOffsets; a
 //     data dir written before the topic existed fills it at start-up (with
-//     its negative control): TestOffsetsTopicFromOlderDataDir.
+//     its negative control): TestOffsetsTopicFromOlderDataDir. dump-log
+//     --offsets-decoder prints them as kafka-dump-log does:
+//     TestDumpLogOffsetsDecoder.
 //
 // # Bad input and limits
 //

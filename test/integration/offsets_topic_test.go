@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -323,5 +324,41 @@ func TestOffsetsTopicTxnOffsets(t *testing.T) {
 	offsets, _, _ = offsetsTopicState(t, c.Addr())
 	if got := offsets[group][key]; got != want || fetched() != want {
 		t.Fatalf("after an abort: topic %d, OffsetFetch %d, want %d", got, fetched(), want)
+	}
+}
+
+// TestDumpLogOffsetsDecoder (issue 38 item 7): dump-log --offsets-decoder
+// prints a __consumer_offsets segment's records as kafka-dump-log
+// --offsets-decoder does: the key and payload as Kafka's JSON, a deleted
+// offset's payload <DELETE>.
+func TestDumpLogOffsetsDecoder(t *testing.T) {
+	t.Parallel()
+	c := minibrokertest.Start(t, minibrokertest.Topic("orders", 2))
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	const group = "dump-me"
+	adm := kadmClient(t, c.Addr())
+	os := kadm.Offsets{}
+	os.Add(kadm.Offset{Topic: "orders", Partition: 1, At: 42, LeaderEpoch: 7, Metadata: "m"})
+	if r, err := adm.CommitOffsets(ctx, group, os); err != nil || r.Error() != nil {
+		t.Fatal(err, r.Error())
+	}
+	if _, err := adm.DeleteOffsets(ctx, group, kadm.TopicsSet{"orders": {1: {}}}); err != nil {
+		t.Fatal(err)
+	}
+	p := coordinator.PartitionFor(group, 50)
+	seg := filepath.Join(c.DataDir(), "__consumer_offsets-"+strconv.Itoa(int(p)), "00000000000000000000.log")
+	out, errOut, code := runTool(t, "dump-log", "--offsets-decoder", seg)
+	if code != 0 {
+		t.Fatalf("dump-log: exit %d\n%s\n%s", code, out, errOut)
+	}
+	key := `key: {"type":"1","data":{"group":"dump-me","topic":"orders","partition":1}}`
+	for _, want := range []string{
+		key + ` payload: {"version":"3","data":{"offset":42,"leaderEpoch":7,"metadata":"m","commitTimestamp":`,
+		key + " payload: <DELETE>",
+	} {
+		if !strings.Contains(out, want) {
+			t.Fatalf("dump-log --offsets-decoder lacks %q:\n%s", want, out)
+		}
 	}
 }
