@@ -59,14 +59,28 @@ func (m *Manager) syncGroupOffsets(ctx context.Context, rt *liveMirror) (synced 
 		return 0, err
 	}
 	m.syncSourceEpochs(ctx, rt, src, mirrored)
-	listed, err := kmsg.NewPtrListGroupsRequest().RequestWith(ctx, src.cl)
+	// Both kinds of consumer group (KIP-1279 syncs offsets whatever the
+	// protocol): classic groups and KIP-848 consumer groups. ListGroups
+	// v5 names the types; an older source lists every group, and a group
+	// that has no offsets (another kind) answers none.
+	lreq := kmsg.NewPtrListGroupsRequest()
+	lreq.TypesFilter = []string{"classic", "consumer"}
+	listed, err := lreq.RequestWith(ctx, src.cl)
 	if err != nil {
 		return 0, fmt.Errorf("source list groups: %w", err)
 	}
+	if err := kerr.ErrorForCode(listed.ErrorCode); err != nil {
+		return 0, fmt.Errorf("source list groups: %w", err)
+	}
 	for _, g := range listed.Groups {
-		if !filter.GroupSelected(g.Group) || m.opts.Groups.GroupIsActive(g.Group) {
+		if !filter.GroupSelected(g.Group) {
 			continue
 		}
+		if m.opts.Groups.GroupIsActive(g.Group) {
+			m.groupSkipped(rt, g.Group, g.GroupType, true)
+			continue
+		}
+		m.groupSkipped(rt, g.Group, g.GroupType, false)
 		offsets, err := m.sourceGroupOffsets(ctx, src, g.Group, mirrored)
 		if err != nil {
 			m.logger.Debug("source group offsets", zap.String("group", g.Group), zap.Error(err))
@@ -88,6 +102,28 @@ func (m *Manager) syncGroupOffsets(ctx context.Context, rt *liveMirror) (synced 
 	}
 	m.metrics.groupsSynced.WithLabelValues(rt.spec.Name).Add(float64(synced))
 	return synced, nil
+}
+
+// groupSkipped records whether the sync left a source group alone
+// because the group has members here (they commit for themselves; the
+// KIP's reviewers asked that this be logged): logged once each time a
+// group starts being skipped.
+func (m *Manager) groupSkipped(rt *liveMirror, group, typ string, skipped bool) {
+	m.mu.Lock()
+	was := rt.groupsSkipped[group]
+	if skipped {
+		if rt.groupsSkipped == nil {
+			rt.groupsSkipped = map[string]bool{}
+		}
+		rt.groupsSkipped[group] = true
+	} else {
+		delete(rt.groupsSkipped, group)
+	}
+	m.mu.Unlock()
+	if skipped && !was {
+		m.logger.Info("group offsets not synced: the group is active on this cluster (its members commit for themselves)",
+			zap.String("mirror", rt.spec.Name), zap.String("group", group), zap.String("type", typ))
+	}
 }
 
 // commitSynced commits a source group's offsets for the partitions still

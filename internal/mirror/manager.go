@@ -140,6 +140,10 @@ type liveMirror struct {
 	// groupSyncedAt is when each group's offsets were last synced
 	// (unix ms), guarded by Manager.mu; shown by Plan.
 	groupSyncedAt map[string]int64
+	// groupsSkipped are the source groups the last syncs left alone
+	// because they are active here, so each is logged once when it
+	// starts being skipped (groups.go).
+	groupsSkipped map[string]bool
 	// retries are the armed retry timers of partitions FAILED for a
 	// retriable reason (retry.go), guarded by Manager.mu.
 	retries map[tp]*time.Timer

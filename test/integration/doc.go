@@ -78,7 +78,11 @@
 //     one: TestLogToolsCLI, TestVerifyLogFailoverWithBarrier,
 //     TestVerifyLogSwallowedFailoverLeavesNoTrace.
 //   - Group offsets synced from the source are clamped to the failover's
-//     cut: TestMirrorFailoverClampsSyncedGroupOffsets, TestMirrorCrashBeforeGroupClamp.
+//     cut: TestMirrorFailoverClampsSyncedGroupOffsets (classic and KIP-848
+//     members), TestMirrorCrashBeforeGroupClamp.
+//   - Both kinds of consumer group are synced (classic, KIP-848), a group
+//     active on the destination is skipped and logged, and a KIP-848
+//     member resumes after failover: TestMirrorSyncsConsumerGroups.
 //     Negative control: TestMirrorFailoverWithoutGroupClamp.
 //   - KIP-1279's leader-epoch invariant: a mirrored partition's leader
 //     epoch is never below the source's (also after a restart), and a

@@ -73,6 +73,8 @@ func resumeAndRead(t *testing.T, client, addr, group string) []compatRecord {
 		member = startKafkagoMember(t, addr, group, "ledger")
 	case "kgo":
 		member = startKgoMember(t, addr, group, "ledger")
+	case "kgo-848":
+		member = startKgo848Member(t, addr, group, "ledger")
 	}
 	defer member.close(t)
 	deadline := time.Now().Add(30 * time.Second)
@@ -97,13 +99,14 @@ func resumeAndRead(t *testing.T, client, addr, group string) []compatRecord {
 // offset synced from the source (16) lies past where the failover cuts the
 // partition (the local LSO, 11). STOPPING lowers it to the cut, durably,
 // before the partition becomes writable, so sarama and kafka-go's group
-// Reader (which check no leader epoch) and kgo resume at the barrier and
-// read B's first records. An offset committed on B after the failover is
+// Reader (which check no leader epoch) and kgo, a classic member and a
+// KIP-848 one (issue 33 item 3), resume at the barrier and read B's first
+// records. An offset committed on B after the failover is
 // left alone. The negative control runs the same failover without the
 // clamp: the offset stays 16 and sarama skips B's records 12..15.
 func TestMirrorFailoverClampsSyncedGroupOffsets(t *testing.T) {
 	t.Parallel()
-	clients := []string{"sarama", "kafka-go", "kgo"}
+	clients := []string{"sarama", "kafka-go", "kgo", "kgo-848"}
 	b := failoverGroupsScenario(t, mirror.Options{}, clients...)
 	for _, c := range clients {
 		if got := committedOffset(t, b.Addr(), c); got != 11 {
