@@ -58,7 +58,7 @@ compat: deps
 ecosystem: build
 	$(GO) run ./test/ecosystem -broker $(BIN) -tools bin/tools -out docs/ECOSYSTEM.md
 
-## bench: minibroker beside kfake on this machine (< 15 min, plus about 10 min for the client quota section), regenerates docs/PERFORMANCE.md.
+## bench: minibroker beside kfake on this machine (< 15 min, plus about 10 min for the client quota section and a few for compaction), regenerates docs/PERFORMANCE.md.
 ## BENCH_STARTUP_MB sets the data held in the start-up-with-data measurement.
 BENCH_RUNS       ?= 5
 BENCH_DURATION   ?= 3s

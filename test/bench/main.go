@@ -57,7 +57,7 @@ func main() {
 	flag.StringVar(&o.mirrorBase, "mirror-compare", "", "a second minibroker binary (e.g. built from an older commit) whose mirror catch-up runs beside this tree's, as a destination, in the same run")
 	flag.IntVar(&o.securityMB, "security-mb", 64, "MINIBROKER_BENCH_SECURITY_MB: data produced and consumed per listener in the SASL_SSL/PLAINTEXT benchmark")
 	flag.IntVar(&o.maxInFlight, "max-in-flight", 0, "produce requests in flight for the non-idempotent produce workloads (0: kgo's default, 1)")
-	flag.StringVar(&o.only, "only", "", "run only the sections whose name contains this (limits, produce, consume, fetchsessions, startup, rss, gobench, mirrorspeed, failover, security, authz, quotas)")
+	flag.StringVar(&o.only, "only", "", "run only the sections whose name contains this (limits, produce, consume, fetchsessions, startup, rss, gobench, mirrorspeed, failover, security, authz, quotas, compaction)")
 	flag.StringVar(&o.workload, "workload", "", "run only the produce, consume and mirrorspeed workloads whose name contains this (mirrorspeed: \"catch-up 1\", \"catch-up 8\", \"lag\")")
 	flag.StringVar(&o.cpuProfile, "cpuprofile", "", "write a CPU profile of this process (the limits, the in-process start-up runs; brokers and load tool run as processes of their own)")
 	flag.StringVar(&o.memProfile, "memprofile", "", "write an allocation profile at the end")
@@ -123,6 +123,7 @@ func main() {
 		{"security", runSecurityBench},
 		{"authz", runAuthzBench},
 		{"quotas", runQuotaBench},
+		{"compaction", runCompactionBench},
 	}
 	for _, s := range steps {
 		if o.only != "" && !contains(o.only, s.name) ||

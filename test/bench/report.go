@@ -34,6 +34,9 @@ type report struct {
 	quotasCmd                                       string
 	quotas                                          []goBenchLine
 	quotasTook                                      time.Duration
+	compactionCmds                                  []string
+	compaction                                      []goBenchLine
+	compactionTook                                  time.Duration
 	mirrorCatchUp                                   []*mirrorCatchUpRow
 	mirrorLag, mirrorLagBase                        *mirrorLagResult
 	fetchSessions                                   []*fetchSessionRow
@@ -267,6 +270,7 @@ func (r *report) render(b *strings.Builder) {
 		}
 		p("\n")
 	}
+	r.renderCompaction(p)
 	if r.securityCmd != "" {
 		p("## Security benchmarks\n\n`%s` (took %s; `test/integration/security_bench_test.go`): 10 KiB records produced, then consumed, "+
 			"over SASL_SSL (SCRAM-SHA-512, TLS) and over PLAINTEXT on the same broker in the same run, in rounds alternating the order, "+

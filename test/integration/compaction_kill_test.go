@@ -80,6 +80,7 @@ func TestBinaryKill9DuringCleaning(t *testing.T) {
 	// callbacks (a killed broker fails what was in flight).
 	produce := func(addr string, stop <-chan struct{}) (done func() int) {
 		cl, err := kgo.NewClient(kgo.SeedBrokers(addr), kgo.DefaultProduceTopic(topic),
+			kgo.ProducerBatchCompression(kgo.NoCompression()), // the sizes below are the log's
 			kgo.RecordRetries(2), kgo.RecordDeliveryTimeout(2*time.Second), kgo.ProducerLinger(5*time.Millisecond))
 		if err != nil {
 			t.Fatal(err)
@@ -248,7 +249,7 @@ func TestBinaryKill9DuringCleaning(t *testing.T) {
 	for _, r := range truth {
 		lastKeyed = max(lastKeyed, r.offset)
 	}
-	filler := newClient(t, p.addr, kgo.DefaultProduceTopic(topic))
+	filler := newClient(t, p.addr, kgo.DefaultProduceTopic(topic), kgo.ProducerBatchCompression(kgo.NoCompression()))
 	for i := range 700 { // > 512 KiB
 		rec := &kgo.Record{Key: []byte(fmt.Sprintf("filler-%d", i)), Value: []byte(pad),
 			Headers: []kgo.RecordHeader{{Key: "seq", Value: []byte("filler-" + strconv.Itoa(i))}}}
@@ -261,17 +262,8 @@ func TestBinaryKill9DuringCleaning(t *testing.T) {
 	if err := filler.Flush(context.Background()); err != nil || t.Failed() {
 		t.Fatalf("filler: %v", err)
 	}
-	// The cleaner's checkpoint (Kafka's cleaner-offset-checkpoint, "0"
-	// then the first dirty offset) passes the last keyed record.
-	checkpoint := func() int64 {
-		data, _ := os.ReadFile(filepath.Join(partDir, "cleaner-offset-checkpoint"))
-		lines := strings.Fields(string(data))
-		if len(lines) != 2 {
-			return -1
-		}
-		off, _ := strconv.ParseInt(lines[1], 10, 64)
-		return off
-	}
+	// The cleaner's checkpoint passes the last keyed record.
+	checkpoint := func() int64 { return checkpointFile(partDir) }
 	for deadline := time.Now().Add(120 * time.Second); checkpoint() <= lastKeyed; time.Sleep(50 * time.Millisecond) {
 		if time.Now().After(deadline) {
 			ents, _ := os.ReadDir(partDir)
