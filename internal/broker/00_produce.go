@@ -1,6 +1,12 @@
 package broker
 
-// Produce, v3–v11 (v0–v2 too with client.protocol.version=3.9).
+// Produce, v3–v12 (v0–v2 too with client.protocol.version=3.9, which
+// serves up to v11).
+//
+// v12 is v11 on the wire; a transactional producer sending it uses
+// transaction version 2 (KIP-890 part 2): its partitions join its
+// transaction with the Produce itself, no AddPartitionsToTxn
+// (checkTxnProduce in txn.go). v13 (topic ids) is not served.
 //
 // v0–v2 (Kafka 3.9's oldest) take the same magic-2 batches; a message set
 // of magic 0 or 1, which Kafka 3.9 would convert to magic 2, is refused
@@ -73,7 +79,7 @@ func (b *Broker) handleProduce(_ context.Context, r *protocol.Request) kmsg.Resp
 				// Kafka's ProduceRequest.validateRecords: zstd needs v7+.
 				sp.ErrorCode = kerr.UnsupportedCompressionType.Code
 			default:
-				b.produceChecked(req.TransactionID, rt.Topic, t, rp, &sp)
+				b.produceChecked(req.Version, req.TransactionID, rt.Topic, t, rp, &sp)
 			}
 			if sp.ErrorCode != 0 {
 				b.metrics.ProduceErrors.WithLabelValues(kerr.ErrorForCode(sp.ErrorCode).Error()).Inc()
@@ -93,8 +99,8 @@ func (b *Broker) handleProduce(_ context.Context, r *protocol.Request) kmsg.Resp
 // (recovered by the connection) still lets the transaction be decided;
 // a release called after the append would be skipped by the panic and
 // every later EndTxn would wait for the coordinator's lock for ever.
-func (b *Broker) produceChecked(txnID *string, topic string, t *Topic, rp kmsg.ProduceRequestTopicPartition, sp *kmsg.ProduceResponseTopicPartition) {
-	code, release := b.checkTxnProduce(txnID, topic, &rp)
+func (b *Broker) produceChecked(version int16, txnID *string, topic string, t *Topic, rp kmsg.ProduceRequestTopicPartition, sp *kmsg.ProduceResponseTopicPartition) {
+	code, release := b.checkTxnProduce(version, txnID, topic, &rp)
 	defer release()
 	if sp.ErrorCode = code; code == 0 {
 		b.producePartition(t, rp, sp)

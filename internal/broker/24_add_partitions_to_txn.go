@@ -1,6 +1,7 @@
 package broker
 
-// AddPartitionsToTxn, v0–v3 (the client form).
+// AddPartitionsToTxn, v0–v5: v0–v3 the client form, v4–v5 the batched
+// broker-to-broker form (KIP-890).
 //
 // Adds partitions to the producer's transaction, starting it (and its
 // timeout clock) if none is open; the change is fsynced to the transaction
@@ -10,9 +11,18 @@ package broker
 // the code Produce gives it (POLICY_VIOLATION) — Kafka has no mirrors.
 // PRODUCER_FENCED is INVALID_PRODUCER_EPOCH before v2.
 //
-// Deviation: v4+ (the batched, broker-to-broker verification form of
-// KIP-890) is not served; the coordinator is in-process, so Produce checks
-// the transaction directly (see checkTxnProduce).
+// v4+ carries a list of transactions, each verify-only or not, and needs
+// CLUSTER_ACTION on the cluster (authz_table.go), as Kafka's brokers send
+// it to the coordinator: a verify-only transaction gets, per partition,
+// NONE when the partition is in its open transaction and
+// TRANSACTION_ABORTABLE when not (v4 included: the calling broker maps it
+// back for old clients), or for every partition INVALID_PRODUCER_ID_MAPPING,
+// PRODUCER_FENCED or CONCURRENT_TRANSACTIONS (Kafka's
+// handleVerifyPartitionsInTransaction); one not verify-only adds its
+// partitions as the client form does (v5: transaction version 2, what a
+// Produce v12 does). minibroker's own Produce does not send it (the
+// coordinator is in-process: checkTxnProduce in txn.go); it is served for
+// tools and for parity with Kafka's ApiVersions.
 
 import (
 	"context"
@@ -28,6 +38,12 @@ import (
 func (b *Broker) handleAddPartitionsToTxn(_ context.Context, r *protocol.Request) kmsg.Response {
 	req := r.Body.(*kmsg.AddPartitionsToTxnRequest)
 	resp := req.ResponseKind().(*kmsg.AddPartitionsToTxnResponse)
+	if req.Version >= 4 {
+		for _, tx := range req.Transactions {
+			resp.Transactions = append(resp.Transactions, b.addPartitionsToTxnV4(req.Version, tx))
+		}
+		return resp
+	}
 	codes := map[coordinator.TopicPartition]int16{}
 	var parts []coordinator.TopicPartition
 	refused := false
@@ -70,4 +86,60 @@ func (b *Broker) handleAddPartitionsToTxn(_ context.Context, r *protocol.Request
 		resp.Topics = append(resp.Topics, st)
 	}
 	return resp
+}
+
+// addPartitionsToTxnV4 answers one transaction of a v4+ request.
+func (b *Broker) addPartitionsToTxnV4(version int16, tx kmsg.AddPartitionsToTxnRequestTransaction) kmsg.AddPartitionsToTxnResponseTransaction {
+	out := kmsg.NewAddPartitionsToTxnResponseTransaction()
+	out.TransactionalID = tx.TransactionalID
+	codes := map[coordinator.TopicPartition]int16{}
+	var parts []coordinator.TopicPartition
+	refused := false
+	for _, rt := range tx.Topics {
+		for _, p := range rt.Partitions {
+			tp := coordinator.TopicPartition{Topic: rt.Topic, Partition: p}
+			parts = append(parts, tp)
+			part, ok := b.partitionOf(rt.Topic, p)
+			switch {
+			case !ok:
+				codes[tp], refused = kerr.UnknownTopicOrPartition.Code, true
+			default:
+				if mode, mirror := part.Mode(); mode == partition.Mirrored && !tx.VerifyOnly {
+					codes[tp], refused = errorCode(&partition.MirroredError{Mirror: mirror}), true
+				}
+			}
+		}
+	}
+	var all int16
+	switch {
+	case tx.TransactionalID == "":
+		all = kerr.InvalidRequest.Code
+	case refused:
+		all = kerr.OperationNotAttempted.Code
+	case tx.VerifyOnly:
+		perPart, err := b.txns.VerifyPartitions(tx.TransactionalID, tx.ProducerID, tx.ProducerEpoch, parts)
+		all = errorCode(err)
+		for tp, perr := range perPart {
+			codes[tp] = errorCode(perr)
+		}
+	case version >= 5:
+		all = errorCode(b.txns.AddPartitionsImplicit(tx.TransactionalID, tx.ProducerID, tx.ProducerEpoch, parts))
+	default:
+		all = errorCode(b.txns.AddPartitions(tx.TransactionalID, tx.ProducerID, tx.ProducerEpoch, parts))
+	}
+	for _, rt := range tx.Topics {
+		st := kmsg.NewAddPartitionsToTxnResponseTransactionTopic()
+		st.Topic = rt.Topic
+		for _, p := range rt.Partitions {
+			sp := kmsg.NewAddPartitionsToTxnResponseTransactionTopicPartition()
+			sp.Partition = p
+			sp.ErrorCode = all
+			if c, ok := codes[coordinator.TopicPartition{Topic: rt.Topic, Partition: p}]; ok && (all == 0 || all == kerr.OperationNotAttempted.Code) {
+				sp.ErrorCode = c
+			}
+			st.Partitions = append(st.Partitions, sp)
+		}
+		out.Topics = append(out.Topics, st)
+	}
+	return out
 }

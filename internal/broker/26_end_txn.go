@@ -1,6 +1,6 @@
 package broker
 
-// EndTxn, v0–v4.
+// EndTxn, v0–v5.
 //
 // Commits or aborts the producer's open transaction: once the
 // transactional appends already verified are done (so no data of the
@@ -27,8 +27,21 @@ package broker
 // The abort then completes; the mirrored partition gets no marker.
 // Deviation: Kafka's coordinator answers once the decision is logged and
 // retries a marker it cannot deliver until some leader takes it; here no
-// one ever would. Deviation: v5 (KIP-890 part 2: an epoch bump per
-// transaction, transaction.version 2) is not served.
+// one ever would.
+//
+// v5 is transaction version 2 (KIP-890 part 2, TxnMachine.EndTxnV2 in
+// internal/coordinator/txn_tv2.go): every commit and abort bumps the
+// producer epoch, the markers are written with the bumped epoch, and the
+// answer carries the producer id and epoch the client goes on with (a new
+// producer id at epoch 0 when the epoch was exhausted). A retry at the
+// previous epoch is answered as Kafka 4 answers it (NONE with the current
+// id and epoch for the same decision), an abort with nothing open bumps
+// the epoch (an empty abort), and a late EndTxn at an epoch the
+// coordinator moved past is PRODUCER_FENCED. Errors answer id and epoch
+// -1. Deviation: when the epoch is exhausted minibroker answers the new
+// producer id at epoch 0 (what the client uses next); Kafka 4.0 answers
+// from the PrepareCommit/PrepareAbort state. The broker's noTV2EpochBump
+// knob removes the bump (the negative control of its fencing).
 
 import (
 	"context"
@@ -44,6 +57,12 @@ func (b *Broker) handleEndTxn(_ context.Context, r *protocol.Request) kmsg.Respo
 	resp := req.ResponseKind().(*kmsg.EndTxnResponse)
 	if req.TransactionalID == "" {
 		resp.ErrorCode = kerr.InvalidRequest.Code
+		return resp
+	}
+	if req.Version >= 5 {
+		res, err := b.txns.EndTxnV2(req.TransactionalID, req.ProducerID, req.ProducerEpoch, req.Commit, b.noTV2EpochBump)
+		resp.ErrorCode = txnErrorCode(err, req.Version, 2)
+		resp.ProducerID, resp.ProducerEpoch = res.ProducerID, res.ProducerEpoch
 		return resp
 	}
 	resp.ErrorCode = txnErrorCode(b.txns.EndTxn(req.TransactionalID, req.ProducerID, req.ProducerEpoch, req.Commit), req.Version, 2)

@@ -1,6 +1,6 @@
 package broker
 
-// TxnOffsetCommit, v0–v4.
+// TxnOffsetCommit, v0–v5.
 //
 // Stages a transactional producer's offsets for a group with the group
 // coordinator (durable, invisible to OffsetFetch until the COMMIT marker;
@@ -13,12 +13,16 @@ package broker
 // accepted the offsets and left them pending). Partitions of unknown
 // topics get UNKNOWN_TOPIC_OR_PARTITION.
 //
-// v4 only lets the broker answer TRANSACTION_ABORTABLE (KIP-890), which
-// minibroker never does: it is served as v3.
+// v4 lets the broker answer TRANSACTION_ABORTABLE (KIP-890): a group not
+// in the open transaction is TRANSACTION_ABORTABLE from v4 on,
+// INVALID_TXN_STATE before (Kafka's verification, genericError for v4+).
+// v5 is transaction version 2 (KIP-890 part 2): the client sends no
+// AddOffsetsToTxn; the group joins the transaction with the offset
+// commit itself, durably, before the offsets are staged (Kafka adds the
+// group's __consumer_offsets partition).
 //
 // Deviation: the v3 generation, member id and instance id are not checked
-// against the group. v5+ (KIP-890 part 2: the group joins the transaction
-// implicitly) is not served.
+// against the group.
 
 import (
 	"context"
@@ -60,12 +64,22 @@ func (b *Broker) handleTxnOffsetCommit(_ context.Context, r *protocol.Request) k
 		}
 	}
 	if all == 0 {
-		all = errorCode(b.txns.TxnOffsetCommit(req.TransactionalID, req.ProducerID, req.ProducerEpoch, req.Group, func() error {
+		stage := func() error {
 			if len(offsets) == 0 {
 				return nil
 			}
 			return groups.StageTxnOffsets(req.Group, req.ProducerID, req.ProducerEpoch, offsets)
-		}))
+		}
+		var err error
+		if req.Version >= 5 {
+			err = b.txns.TxnOffsetCommitV2(req.TransactionalID, req.ProducerID, req.ProducerEpoch, req.Group, stage)
+		} else {
+			err = b.txns.TxnOffsetCommit(req.TransactionalID, req.ProducerID, req.ProducerEpoch, req.Group, stage)
+		}
+		all = errorCode(err)
+		if all == kerr.InvalidTxnState.Code && req.Version >= 4 {
+			all = kerr.TransactionAbortable.Code
+		}
 	}
 	for _, rt := range req.Topics {
 		st := kmsg.NewTxnOffsetCommitResponseTopic()

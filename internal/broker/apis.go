@@ -39,7 +39,7 @@ func (b *Broker) apis() map[int16]api {
 // older than Kafka 2.1's), up to the newest minibroker implements.
 func (b *Broker) kafka4APIs() map[int16]api {
 	return map[int16]api{
-		0:  {3, 11, b.handleProduce},
+		0:  {3, 12, b.handleProduce},
 		1:  {4, 18, b.handleFetch},
 		2:  {1, 10, b.handleListOffsets},
 		3:  {0, 13, b.handleMetadata},
@@ -59,11 +59,11 @@ func (b *Broker) kafka4APIs() map[int16]api {
 		21: {0, 2, b.handleDeleteRecords},
 		22: {0, 5, b.handleInitProducerID},
 		23: {2, 4, b.handleOffsetForLeaderEpoch},
-		24: {0, 3, b.handleAddPartitionsToTxn},
+		24: {0, 5, b.handleAddPartitionsToTxn},
 		25: {0, 4, b.handleAddOffsetsToTxn},
-		26: {0, 4, b.handleEndTxn},
+		26: {0, 5, b.handleEndTxn},
 		27: {0, 1, b.handleWriteTxnMarkers},
-		28: {0, 4, b.handleTxnOffsetCommit},
+		28: {0, 5, b.handleTxnOffsetCommit},
 		29: {0, 3, b.handleDescribeAcls},
 		30: {0, 3, b.handleCreateAcls},
 		31: {0, 3, b.handleDeleteAcls},

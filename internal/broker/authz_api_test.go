@@ -112,7 +112,7 @@ func txnAuthzCases() []authzAPICase {
 			rt.Topic, rt.Partitions = tp, []int32{0}
 			req.Topics = append(req.Topics, rt)
 		}
-		return e.send(user, req)
+		return e.send(user, req, 24, 3) // the client form
 	}
 	txnPartitions := func(id string) func(e *authzEnv) string {
 		return func(e *authzEnv) string {
@@ -148,7 +148,7 @@ func txnAuthzCases() []authzAPICase {
 			rt.Partitions = append(rt.Partitions, rp)
 			req.Topics = append(req.Topics, rt)
 		}
-		return e.send(user, req)
+		return e.send(user, req, 24, 3) // the client form
 	}
 	staged := func(e *authzEnv) string { return e.committed("g-toc-bob", "t") }
 	markers := func(e *authzEnv, user string) kmsg.Response {
@@ -174,7 +174,7 @@ func txnAuthzCases() []authzAPICase {
 		rt := kmsg.NewAddPartitionsToTxnRequestTopic()
 		rt.Topic, rt.Partitions = "p", []int32{0}
 		add.Topics = append(add.Topics, rt)
-		if got := codesOf(e.send("admin", add)); got != "p:0" {
+		if got := codesOf(e.send("admin", add, 24, 3)); got != "p:0" {
 			e.t.Fatalf("AddPartitionsToTxn: %s", got)
 		}
 	}
@@ -241,7 +241,7 @@ func txnAuthzCases() []authzAPICase {
 				rt := kmsg.NewAddPartitionsToTxnRequestTopic()
 				rt.Topic, rt.Partitions = "t", []int32{0}
 				add.Topics = append(add.Topics, rt)
-				if got := codesOf(e.send("admin", add)); got != "t:0" {
+				if got := codesOf(e.send("admin", add, 24, 3)); got != "t:0" {
 					e.t.Fatalf("AddPartitionsToTxn: %s", got)
 				}
 				return e.send(user, &kmsg.DescribeTransactionsRequest{TransactionalIDs: []string{id}})

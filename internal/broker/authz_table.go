@@ -95,7 +95,7 @@ var authzTable = map[int16]authzRule{
 	21: rule[*kmsg.DeleteRecordsRequest]("DELETE on each topic", deleteRecordsTopics(aclDelete)),
 	22: rule[*kmsg.InitProducerIDRequest]("transactional: WRITE on the transactional id; idempotent: IDEMPOTENT_WRITE on the cluster or WRITE on any topic (Kafka 3.x, KIP-679)", applyInitProducerID),
 	23: rule[*kmsg.OffsetForLeaderEpochRequest]("CLUSTER_ACTION on the cluster, or DESCRIBE on each topic (KIP-320: consumers use it too; the replica id does not matter)", applyOffsetForLeaderEpoch),
-	24: rule[*kmsg.AddPartitionsToTxnRequest]("WRITE on the transactional id; WRITE on each topic, all or nothing: a denied topic fails the whole request (OPERATION_NOT_ATTEMPTED for the others)", txnRule(aclWrite), applyAddPartitionsToTxn),
+	24: rule[*kmsg.AddPartitionsToTxnRequest]("v0–v3: WRITE on the transactional id; WRITE on each topic, all or nothing: a denied topic fails the whole request (OPERATION_NOT_ATTEMPTED for the others); v4+ (broker to broker): CLUSTER_ACTION on the cluster", addPartitionsToTxnRule),
 	25: rule[*kmsg.AddOffsetsToTxnRequest]("WRITE on the transactional id; READ on the group", txnRule(aclWrite), groupRule(aclRead)),
 	26: rule[*kmsg.EndTxnRequest]("WRITE on the transactional id", txnRule(aclWrite)),
 	27: rule[*kmsg.WriteTxnMarkersRequest]("ALTER or CLUSTER_ACTION on the cluster", clusterRule(aclAlter, aclClusterAction)),
@@ -265,7 +265,8 @@ func transactionalIDOf(body kmsg.Request) (string, bool) {
 	switch r := body.(type) {
 	case *kmsg.AddPartitionsToTxnRequest:
 		// v4+ (KIP-890, broker to broker) carries a list of
-		// transactions instead: not served, and not read here.
+		// transactions instead, authorized by CLUSTER_ACTION
+		// (addPartitionsToTxnRule), not read here.
 		return r.TransactionalID, r.Version <= 3
 	case *kmsg.AddOffsetsToTxnRequest:
 		return r.TransactionalID, true
@@ -292,6 +293,21 @@ func groupRule(op kmsg.ACLOperation) ruleFn {
 }
 
 // txnRule checks op on the request's one transactional id.
+// addPartitionsToTxnRule is Kafka's: the client form (v0–v3) needs WRITE
+// on its transactional id and topics; the broker-to-broker form (v4+)
+// CLUSTER_ACTION on the cluster (top-level CLUSTER_AUTHORIZATION_FAILED).
+func addPartitionsToTxnRule(b *Broker, req *protocol.Request) (kmsg.Response, afterFn) {
+	if r, ok := req.Body.(*kmsg.AddPartitionsToTxnRequest); ok && r.Version >= 4 {
+		if b.authorizedCluster(req, aclClusterAction) {
+			return nil, nil
+		}
+		resp := r.ResponseKind().(*kmsg.AddPartitionsToTxnResponse)
+		resp.ErrorCode = codeCluster
+		return resp, nil
+	}
+	return chain(txnRule(aclWrite), applyAddPartitionsToTxn)(b, req)
+}
+
 func txnRule(op kmsg.ACLOperation) ruleFn {
 	return func(b *Broker, req *protocol.Request) (kmsg.Response, afterFn) {
 		id, ok := transactionalIDOf(req.Body)

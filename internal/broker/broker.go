@@ -101,6 +101,7 @@ type Broker struct {
 	telemetry    telemetryClients // GetTelemetrySubscriptions / PushTelemetry (telemetry.go)
 	// resourceConfigs: GROUP and CLIENT_METRICS configs (resource_configs.go).
 	resourceConfigs resourceConfigs
+	features        features // KIP-584 finalized levels (features.go)
 
 	// adminMu serializes changes to the registry (create, grow, delete
 	// a topic, alter its configs) and so every write of topics.json, as
@@ -145,6 +146,10 @@ type Broker struct {
 	// skipCommitMarkerCheck makes CheckTxnMarker pass every partition, a
 	// mirrored one included, so EndTxn decides such a commit (txn.go).
 	skipCommitMarkerCheck bool
+	// noTV2EpochBump serves EndTxn v5+ without its epoch bump (the
+	// decision keeps the epoch, as transaction version 0 does): the
+	// negative control of KIP-890's fencing (26_end_txn.go).
+	noTV2EpochBump bool
 	// skipAuthzRule, when it returns true for an API key, serves that
 	// API without its authzTable rule (authz_table.go); the checks inside
 	// handlers (Metadata, DescribeGroups, …) still apply.
@@ -284,6 +289,9 @@ func newBroker(opts Options, seams func(*Broker)) (*Broker, error) {
 		return nil, err
 	}
 	if err := b.resourceConfigs.open(b.fs, b.dataDir); err != nil {
+		return nil, err
+	}
+	if err := b.features.open(b.fs, b.dataDir); err != nil {
 		return nil, err
 	}
 	quotaStore, err := quota.OpenStore(b.fs, b.dataDir)

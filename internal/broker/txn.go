@@ -105,11 +105,17 @@ func txnErrorCode(err error, version, fencedSince int16) int16 {
 // Kafka 3.6+ verifies through AddPartitionsToTxn v4, KIP-890 part 1). A
 // batch from a producer whose epoch the coordinator moved past gets
 // INVALID_PRODUCER_EPOCH; a partition not added, or no open transaction,
-// INVALID_TXN_STATE. Transactional records without a transactional id get
+// TRANSACTION_ABORTABLE from Produce v11 on and INVALID_TXN_STATE before
+// (Kafka's AddPartitionsToTxnManager: genericError for v11+, defaultError
+// before). Produce v12+ (transaction version 2, KIP-890 part 2) adds the
+// partition to the transaction itself, durably, before the append
+// (Transactions.AddAndVerifyProduce); a decision being carried out then
+// answers CONCURRENT_TRANSACTIONS, which clients retry.
+// Transactional records without a transactional id get
 // TRANSACTIONAL_ID_AUTHORIZATION_FAILED, as Kafka answers. The caller
 // calls release after the append: until then the transaction cannot be
 // decided, so its marker always follows its data.
-func (b *Broker) checkTxnProduce(txnID *string, topic string, rp *kmsg.ProduceRequestTopicPartition) (code int16, release func()) {
+func (b *Broker) checkTxnProduce(version int16, txnID *string, topic string, rp *kmsg.ProduceRequestTopicPartition) (code int16, release func()) {
 	none := func() {}
 	h, err := batch.ParseHeader(rp.Records)
 	if err != nil || !h.IsTransactional() || h.IsControl() {
@@ -118,8 +124,24 @@ func (b *Broker) checkTxnProduce(txnID *string, topic string, rp *kmsg.ProduceRe
 	if txnID == nil {
 		return kerr.TransactionalIDAuthorizationFailed.Code, none
 	}
-	release, err = b.txns.VerifyProduce(*txnID, h.ProducerID, h.ProducerEpoch, coordinator.TopicPartition{Topic: topic, Partition: rp.Partition})
-	if errors.Is(err, coordinator.ErrInvalidProducerIDMapping) {
+	tp := coordinator.TopicPartition{Topic: topic, Partition: rp.Partition}
+	if version >= 12 {
+		if _, ok := b.partitionOf(topic, rp.Partition); !ok {
+			return 0, none // the append path answers UNKNOWN_TOPIC_OR_PARTITION; nothing is added
+		}
+		release, err = b.txns.AddAndVerifyProduce(*txnID, h.ProducerID, h.ProducerEpoch, tp)
+	} else {
+		release, err = b.txns.VerifyProduce(*txnID, h.ProducerID, h.ProducerEpoch, tp)
+	}
+	switch {
+	case errors.Is(err, coordinator.ErrProducerFenced):
+		return kerr.InvalidProducerEpoch.Code, release
+	case errors.Is(err, coordinator.ErrInvalidProducerIDMapping) && version < 12:
+		return kerr.InvalidTxnState.Code, release
+	case errors.Is(err, coordinator.ErrInvalidTxnState):
+		if version >= 11 {
+			return kerr.TransactionAbortable.Code, release
+		}
 		return kerr.InvalidTxnState.Code, release
 	}
 	return errorCode(err), release

@@ -16,11 +16,16 @@ import (
 // Regenerate with MINIBROKER_UPDATE_GOLDEN=1 after an intended format
 // change, and bump txnLogVersion.
 var goldenTxnStates = []TxnMetadata{
-	{TransactionalID: "a", ProducerID: 1000, LastProducerID: -1, ProducerEpoch: 3, LastProducerEpoch: -1, TimeoutMs: 60000,
+	{TransactionalID: "a", ProducerID: 1000, LastProducerID: -1, NextProducerID: -1, ProducerEpoch: 3, LastProducerEpoch: -1, TimeoutMs: 60000,
 		State: TxnOngoing, StartMs: 1767225600000, LastUpdateMs: 1767225600001,
 		Partitions: []TopicPartition{{"orders", 0}, {"orders", 1}}, Groups: []string{"g"}},
-	{TransactionalID: "b", ProducerID: 1001, LastProducerID: 999, ProducerEpoch: 0, LastProducerEpoch: 32767, TimeoutMs: 1000,
+	{TransactionalID: "b", ProducerID: 1001, LastProducerID: 999, NextProducerID: -1, ProducerEpoch: 0, LastProducerEpoch: 32767, TimeoutMs: 1000,
 		State: TxnCompleteCommit, StartMs: -1, LastUpdateMs: 1767225600002},
+	// A type-3 record: transaction version 2, a commit that exhausted the
+	// epoch, moving to producer id 1003 once its markers are written.
+	{TransactionalID: "c", ProducerID: 1002, LastProducerID: -1, NextProducerID: 1003, ProducerEpoch: 32767, LastProducerEpoch: 32766,
+		TimeoutMs: 1000, State: TxnPrepareCommit, StartMs: 1767225600003, LastUpdateMs: 1767225600004,
+		Partitions: []TopicPartition{{"orders", 0}}, ClientTxnVersion: 2},
 }
 
 // TestTxnLogGolden pins the transaction log's bytes and reads them back
@@ -52,7 +57,7 @@ func TestTxnLogGolden(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer l.close()
-	if epoch != 5 || len(states) != 2 {
+	if epoch != 5 || len(states) != len(goldenTxnStates) {
 		t.Fatalf("epoch %d, %d states", epoch, len(states))
 	}
 	for _, md := range goldenTxnStates {

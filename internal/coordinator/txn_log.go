@@ -57,6 +57,17 @@ import (
 //	0  1  type (2)
 //	1  4  coordinator epoch
 //
+// Body, type 3 (transactional id state with the transaction version 2
+// fields, written when a state has them: a client version above 0 or a
+// next producer id): type 1's body with type 3, then
+//
+//	8  next producer id (-1: none)
+//	1  client transaction version (0, 1 or 2)
+//
+// A type-1 record reads as next producer id -1, client version 0. (Type 3
+// came after version 1 of the file; a build that predates it refuses a
+// file holding one as corrupt rather than misreading it.)
+//
 // The file is a recordlog (internal/recordlog: header, frames, torn-tail
 // cut, group commit, rewrite by rename), written through: a record is
 // written to the file when the coordinator persists it, under its lock, and
@@ -73,8 +84,9 @@ const (
 	txnLogFile    = "transaction-state.log"
 	txnLogVersion = 1
 
-	txnRecordState = 1
-	txnRecordEpoch = 2
+	txnRecordState   = 1
+	txnRecordEpoch   = 2
+	txnRecordStateV2 = 3
 
 	txnLogCompactBytes = 4 << 20
 )
@@ -101,7 +113,7 @@ func openTxnLog(fs vfs.FS, dir string) (*txnLog, map[string]TxnMetadata, int32, 
 	w, rec, err := recordlog.Open(recordlog.Options{FS: fs, Dir: dir, Name: txnLogFile, Format: txnLogFormat, WriteThrough: true},
 		func(pos int, body []byte) error {
 			switch body[0] {
-			case txnRecordState:
+			case txnRecordState, txnRecordStateV2:
 				md, err := decodeTxnState(body)
 				if err != nil {
 					return fmt.Errorf("%w at byte %d: %v", ErrTxnLogCorrupt, pos, err)
@@ -233,7 +245,12 @@ func appendString16(b []byte, s string) []byte {
 }
 
 func encodeTxnState(md TxnMetadata) []byte {
-	b := []byte{txnRecordState}
+	typ := byte(txnRecordState)
+	v2 := md.ClientTxnVersion != 0 || md.NextProducerID >= 0
+	if v2 {
+		typ = txnRecordStateV2
+	}
+	b := []byte{typ}
 	b = appendString16(b, md.TransactionalID)
 	b = binary.BigEndian.AppendUint64(b, uint64(md.ProducerID))
 	b = binary.BigEndian.AppendUint64(b, uint64(md.LastProducerID))
@@ -251,6 +268,10 @@ func encodeTxnState(md TxnMetadata) []byte {
 	b = binary.BigEndian.AppendUint32(b, uint32(len(md.Groups)))
 	for _, g := range md.Groups {
 		b = appendString16(b, g)
+	}
+	if v2 {
+		b = binary.BigEndian.AppendUint64(b, uint64(md.NextProducerID))
+		b = append(b, byte(md.ClientTxnVersion))
 	}
 	return b
 }
@@ -306,6 +327,11 @@ func decodeTxnState(body []byte) (TxnMetadata, error) {
 	for i := 0; i < n && d.err == nil; i++ {
 		md.Groups = append(md.Groups, d.str())
 	}
+	md.NextProducerID = noProducerID
+	if body[0] == txnRecordStateV2 {
+		md.NextProducerID = int64(d.u64())
+		md.ClientTxnVersion = int8(d.take(1)[0])
+	}
 	switch {
 	case d.err != nil:
 		return md, d.err
@@ -315,6 +341,8 @@ func decodeTxnState(body []byte) (TxnMetadata, error) {
 		return md, fmt.Errorf("state %d", md.State)
 	case md.TransactionalID == "" || md.ProducerID < 0:
 		return md, errors.New("empty transactional id or negative producer id")
+	case md.ClientTxnVersion < 0 || md.ClientTxnVersion > TxnVersion2:
+		return md, fmt.Errorf("client transaction version %d", md.ClientTxnVersion)
 	}
 	return md, nil
 }

@@ -37,8 +37,9 @@ type TxnConfig struct {
 //     __consumer_offsets partition to add), and TxnOffsetCommit must name
 //     a group of the open transaction (Kafka 3.6+ verification; older
 //     Kafka accepted it).
-//   - Only the pre-KIP-890 protocol: EndTxn keeps the epoch, there is no
-//     TRANSACTION_ABORTABLE.
+//   - Transaction version 2 (KIP-890 part 2) is in txn_tv2.go: EndTxnV2
+//     bumps the epoch on every commit and abort; EndTxn keeps it, as
+//     transaction version 0 does.
 type TxnMachine struct {
 	cfg     TxnConfig
 	newPID  func() (int64, error)
@@ -124,7 +125,7 @@ func (m *TxnMachine) InitProducerID(txnID string, timeoutMs int32, expectedPID i
 		if err != nil {
 			return fail, nil, fmt.Errorf("%w: producer id: %v", ErrTxnLogUnavailable, err)
 		}
-		cur = &TxnMetadata{TransactionalID: txnID, ProducerID: pid, LastProducerID: noProducerID,
+		cur = &TxnMetadata{TransactionalID: txnID, ProducerID: pid, LastProducerID: noProducerID, NextProducerID: noProducerID,
 			ProducerEpoch: noProducerEpoch, LastProducerEpoch: noProducerEpoch, TimeoutMs: timeoutMs,
 			State: TxnEmpty, StartMs: -1, LastUpdateMs: nowMs}
 		m.txns[txnID] = cur
@@ -153,6 +154,7 @@ func (m *TxnMachine) InitProducerID(txnID string, timeoutMs int32, expectedPID i
 	}
 	next := transition(cur, TxnEmpty, nowMs)
 	next.TimeoutMs = timeoutMs
+	next.NextProducerID, next.ClientTxnVersion = noProducerID, TxnVersion0
 	next.Partitions, next.Groups, next.StartMs = nil, nil, -1
 	if epochExhausted(cur.ProducerEpoch) && (!expected || expectedEpoch == cur.ProducerEpoch) {
 		// Kafka's prepareProducerIdRotation.
@@ -196,8 +198,12 @@ func (m *TxnMachine) lookup(txnID string, pid int64, epoch int16) (*TxnMetadata,
 	return cur, nil
 }
 
-// AddPartitions serves AddPartitionsToTxn (client form).
+// AddPartitions serves AddPartitionsToTxn (client form, v0-v3).
 func (m *TxnMachine) AddPartitions(txnID string, pid int64, epoch int16, parts []TopicPartition, nowMs int64) error {
+	return m.addPartitions(txnID, pid, epoch, parts, TxnVersion0, nowMs)
+}
+
+func (m *TxnMachine) addPartitions(txnID string, pid int64, epoch int16, parts []TopicPartition, tv int8, nowMs int64) error {
 	cur, err := m.lookup(txnID, pid, epoch)
 	if err != nil {
 		return err
@@ -211,6 +217,7 @@ func (m *TxnMachine) AddPartitions(txnID string, pid int64, epoch int16, parts [
 		}
 	}
 	next := m.begin(cur, nowMs)
+	next.ClientTxnVersion = tv
 	next.Partitions = addPartitions(next.Partitions, parts)
 	return m.apply(next)
 }
@@ -229,6 +236,10 @@ func (m *TxnMachine) begin(cur *TxnMetadata, nowMs int64) TxnMetadata {
 // AddOffsets serves AddOffsetsToTxn: the group joins the transaction (Kafka
 // adds the group's __consumer_offsets partition).
 func (m *TxnMachine) AddOffsets(txnID string, pid int64, epoch int16, group string, nowMs int64) error {
+	return m.addOffsets(txnID, pid, epoch, group, TxnVersion0, nowMs)
+}
+
+func (m *TxnMachine) addOffsets(txnID string, pid int64, epoch int16, group string, tv int8, nowMs int64) error {
 	cur, err := m.lookup(txnID, pid, epoch)
 	if err != nil {
 		return err
@@ -242,6 +253,7 @@ func (m *TxnMachine) AddOffsets(txnID string, pid int64, epoch int16, group stri
 		}
 	}
 	next := m.begin(cur, nowMs)
+	next.ClientTxnVersion = tv
 	next.Groups = append(next.Groups, group)
 	slices.Sort(next.Groups)
 	next.Groups = slices.Compact(next.Groups)
@@ -264,7 +276,9 @@ func (m *TxnMachine) EndTxn(txnID string, pid int64, epoch int16, commit bool, n
 		if commit {
 			state = TxnPrepareCommit
 		}
-		if err := m.apply(transition(cur, state, nowMs)); err != nil {
+		next := transition(cur, state, nowMs)
+		next.ClientTxnVersion = TxnVersion0
+		if err := m.apply(next); err != nil {
 			return nil, err
 		}
 		return jobFor(m.txns[txnID]), nil
@@ -308,6 +322,7 @@ func (m *TxnMachine) CompleteMarkers(job *MarkerJob, nowMs int64) error {
 	}
 	next := transition(cur, state, nowMs)
 	next.Partitions, next.Groups = nil, nil
+	completeV2(&next)
 	return m.apply(next)
 }
 

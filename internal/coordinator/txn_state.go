@@ -114,6 +114,20 @@ type TxnMetadata struct {
 	// StartMs is when the open (or last) transaction began, -1 if none.
 	StartMs      int64
 	LastUpdateMs int64
+
+	// Transaction version 2 (KIP-890 part 2), persisted in type-3 records
+	// of the transaction log (txn_log.go). Kafka's TransactionLogValue
+	// fields: LastProducerID is PreviousProducerId, NextProducerID is
+	// NextProducerId, ClientTxnVersion is ClientTransactionVersion.
+
+	// NextProducerID is the producer id a version 2 commit or abort that
+	// exhausted the epoch moves to once its markers are written; -1 if
+	// none.
+	NextProducerID int64
+	// ClientTxnVersion is the transaction version of the request that
+	// made this state (2: EndTxn v5+, Produce v12+, TxnOffsetCommit v5+,
+	// AddPartitionsToTxn v5; else 0).
+	ClientTxnVersion int8
 }
 
 func (m TxnMetadata) clone() TxnMetadata {

@@ -401,11 +401,18 @@ func (c *conn) logUnsupported(e *unsupportedError) {
 		zap.String("peer", c.raw.RemoteAddr().String()), zap.String("listener", c.listener.Name))
 }
 
+// unsupportedApiVersions answers an ApiVersions request above the served
+// range as Kafka 2.4+ does (KIP-511, ApiVersionsRequest.getErrorResponse):
+// UNSUPPORTED_VERSION in a v0 body listing only ApiVersions' own range, so
+// the client retries at a version it can use. Listing every API instead
+// made kgo (which sends ApiVersions v5) take that v0 answer as final, and
+// a v0 answer has no features: it never saw transaction.version.
 func unsupportedApiVersions(h Handler) kmsg.Response {
 	resp := kmsg.NewPtrApiVersionsResponse()
 	resp.Version = 0
 	resp.ErrorCode = kerr.UnsupportedVersion.Code
-	resp.ApiKeys = h.ApiKeys()
+	lo, hi, _ := h.VersionRange(apiVersionsKey)
+	resp.ApiKeys = []kmsg.ApiVersionsResponseApiKey{{ApiKey: apiVersionsKey, MinVersion: lo, MaxVersion: hi}}
 	return resp
 }
 

@@ -41,15 +41,12 @@ import (
 // serve although a client would use them with Kafka; the client then
 // negotiates minibroker's highest. Key → reason.
 var versionExceptions = map[int16]string{
-	0: "Produce v12 is KIP-890 part 2 (transaction.version 2: partitions join a transaction without " +
-		"AddPartitionsToTxn) and v13 names topics by id (KIP-516): not served, clients send v11",
+	0:  "Produce v13 names topics by id (KIP-516): not served, clients send v12",
 	2:  "ListOffsets v11 adds -6, earliest pending upload (KIP-1023, tiered storage): not served, v10 is",
 	8:  "OffsetCommit v10 names topics by id instead of name: not served, v9 is",
 	9:  "OffsetFetch v10 names topics by id instead of name: not served, v9 is",
-	18: "ApiVersions is negotiated by downgrade: v5 is answered UNSUPPORTED_VERSION with the ranges (as Kafka answers a version it does not know) and the client retries at v4",
-	24: "AddPartitionsToTxn v4 is the broker-to-broker batched form (KIP-890 part 1) and v5 KIP-890 part 2: clients send v3",
-	26: "EndTxn v5 is KIP-890 part 2 (an epoch bump per transaction): not served, v4 is",
-	28: "TxnOffsetCommit v5 is KIP-890 part 2 (the group joins the transaction implicitly), v6 names topics by id: not served, v4 is",
+	18: "ApiVersions is negotiated by downgrade: v5 is answered UNSUPPORTED_VERSION with ApiVersions' own range (as Kafka 2.4+ answers a version it does not know, KIP-511) and the client retries at v4",
+	28: "TxnOffsetCommit v6 names topics by id: not served, v5 is",
 	35: "DescribeLogDirs v5 adds IsCordoned (KIP-1066, cordoned log directories): not served, v4 is",
 	66: "ListTransactions v2 filters by a transactional-id regular expression (KIP-1152): not served, v1 is",
 }

@@ -66,6 +66,7 @@ func kafkagoCompat(t *testing.T, m *compatMatrix) {
 
 	m.lacks(t, client, rowTxn, "kafka-go has no transactional producer. Its Reader takes IsolationLevel "+
 		"read_committed: see the control-batches row, over transactions kgo wrote.")
+	m.lacks(t, client, rowTxnV2, "kafka-go has no transactional producer.")
 	m.cell(t, client, rowControl, func(t *testing.T) string {
 		src, v := barrierPartition(t, c)
 		names := map[string]string{}

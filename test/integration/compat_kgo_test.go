@@ -69,6 +69,15 @@ func kgoCompat(t *testing.T, m *compatMatrix) {
 	}, func(t *testing.T, topic string, committed bool, n int) []compatRecord {
 		return kgoCompatRead(t, c.Addr(), topic, committed, n)
 	})
+	var v2 *kgo.Client
+	compatTxnV2Row(t, m, client, c, "kgo-compat-v2", func(t *testing.T, topic string, commit bool, values []string) {
+		if v2 == nil {
+			v2 = txnClient(t, c.Addr(), "kgo-compat-v2", topic)
+		}
+		produceTxn(t, v2, commit, values...)
+	}, func(t *testing.T, topic string, committed bool, n int) []compatRecord {
+		return kgoCompatRead(t, c.Addr(), topic, committed, n)
+	}, true, "")
 	compatControlRow(t, m, client, c, func(t *testing.T, topic string, committed bool, n int) []compatRecord {
 		return kgoCompatRead(t, c.Addr(), topic, committed, n)
 	})

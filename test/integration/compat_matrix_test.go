@@ -41,6 +41,7 @@ var (
 	rowZstd       = compatRow{"zstd", "produce zstd"}
 	rowIdempotent = compatRow{"idempotent", "idempotent produce (producer id, sequences)"}
 	rowTxn        = compatRow{"transactions", "transactions: commit visible, abort invisible (read_committed, same client)"}
+	rowTxnV2      = compatRow{"transactions-v2", "transactions v2 (transaction.version 2 finalized: Produce v12 adds partitions, EndTxn v5 bumps the epoch)"}
 	rowControl    = compatRow{"control-batches", "consume over txn markers and a MIRROR_PID_RESET barrier"}
 	rowGroup      = compatRow{"group", "consumer group: 2 members, leave, rebalance, resume from commits"}
 	rowGroup848   = compatRow{"group-848", "KIP-848 consumer group (server-side assignment): the same"}
@@ -52,7 +53,7 @@ var (
 )
 
 var compatRows = []compatRow{rowAcks0, rowAcks1, rowAcksAll, rowGzip, rowSnappy, rowLz4, rowZstd, rowIdempotent,
-	rowTxn, rowControl, rowGroup, rowGroup848, rowCreate, rowDelete, rowConfigs, rowListEnds, rowListTime}
+	rowTxn, rowTxnV2, rowControl, rowGroup, rowGroup848, rowCreate, rowDelete, rowConfigs, rowListEnds, rowListTime}
 
 // compatClient is one column: run exercises every row with the client.
 type compatClient struct {

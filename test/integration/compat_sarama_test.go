@@ -86,6 +86,8 @@ func saramaCompat(t *testing.T, m *compatMatrix) {
 	}, func(t *testing.T, topic string, committed bool, n int) []compatRecord {
 		return saramaCompatRead(t, addrs, topic, committed, n)
 	})
+	m.lacks(t, client, rowTxnV2, "sarama v1.61.1 does not use transaction version 2 (KIP-890 part 2): it sends EndTxn up to v3 and "+
+		"Produce up to v10 and adds partitions with AddPartitionsToTxn; its transactions run on the older protocol (the transactions row).")
 	compatControlRow(t, m, client, c, func(t *testing.T, topic string, committed bool, n int) []compatRecord {
 		return saramaCompatRead(t, addrs, topic, committed, n)
 	})

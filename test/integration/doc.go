@@ -189,6 +189,19 @@
 //     TestProducerStateThroughTheBroker, TestIdleProducersExpire.
 //   - A transactional produce is verified against its transaction:
 //     TestTxnProduceVerification.
+//   - Transactions v2 (KIP-890 part 2, docs/TRANSACTIONS.md):
+//     transaction.version 2 finalized, kgo uses it by itself (no
+//     AddPartitionsToTxn, an epoch bump per EndTxn v5) while a client of
+//     the older protocol keeps working, and UpdateFeatures moves the level
+//     durably: TestTxnTV2Kgo; TxnOffsetCommit v5 joins its group and
+//     TRANSACTION_ABORTABLE where Kafka answers it:
+//     TestTxnTV2OffsetCommitAndAbortable; kill -9 of the binary during a
+//     version 2 commit: TestBinaryKill9DuringTV2Commit; the epoch bump
+//     fences a zombie's late commit and record, and with the bump removed
+//     (negative control) the late commit is accepted: (internal/broker,
+//     TestTV2EpochBumpFencesZombie); Kafka 4's EndTxn retry table:
+//     (internal/coordinator, TestEndTxnV2RetryTable,
+//     TestEndTxnV2EpochExhaustion).
 //   - Records are validated as Kafka's LogValidator validates them:
 //     TestProduceValidatesRecords, TestProduceBoundsTimestamps,
 //     TestProduceRewritesMaxTimestamp, TestProduceCorruptCRCAndPipelining.

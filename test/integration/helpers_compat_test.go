@@ -270,6 +270,52 @@ func compatTxnRow(t *testing.T, m *compatMatrix, client string, c *minibrokertes
 	})
 }
 
+// compatTxnV2Row runs three transactions (commit, abort, commit) through
+// txn, whose producer keeps one session of transactional id id, on c,
+// which finalizes transaction.version 2. The producer epoch
+// DescribeTransactions shows after the first commit and after the third
+// tells which protocol the client used: a bump per EndTxn (v5,
+// transaction version 2) or none (v0–v4, the older protocol, which
+// minibroker still serves). read_committed must see both commits either
+// way. A client that uses version 2 passes; one that does not "lacks",
+// with reason, and the missing bump is what shows it.
+func compatTxnV2Row(t *testing.T, m *compatMatrix, client string, c *minibrokertest.Cluster, id string,
+	txn func(t *testing.T, topic string, commit bool, values []string),
+	read func(t *testing.T, topic string, committed bool, n int) []compatRecord, usesTV2 bool, reason string) {
+	run := func(t *testing.T) (first, last int16) {
+		t.Helper()
+		const topic = "txn-v2"
+		createCompatTopic(t, c, topic, 1)
+		a, x, b := compatValues("v2-committed-a", 2), compatValues("v2-aborted", 2), compatValues("v2-committed-b", 2)
+		txn(t, topic, true, a)
+		first = txnEpoch(t, c.Addr(), id)
+		txn(t, topic, false, x)
+		txn(t, topic, true, b)
+		last = txnEpoch(t, c.Addr(), id)
+		waitFor(t, "last stable offset 9", func() bool {
+			p, _ := c.Broker().Partition(topic, 0)
+			return p.Offsets().LastStable == 9
+		})
+		checkRecords(t, client+" read_committed", read(t, topic, true, 4), concat(a, b), []int64{0, 1, 6, 7})
+		return first, last
+	}
+	if usesTV2 {
+		m.cell(t, client, rowTxnV2, func(t *testing.T) string {
+			if first, last := run(t); last != first+2 {
+				t.Fatalf("producer epoch %d after the first commit, %d two transactions later: want a bump per EndTxn", first, last)
+			}
+			return ""
+		})
+		return
+	}
+	m.lacksVerified(t, client, rowTxnV2, func(t *testing.T) string {
+		if first, last := run(t); last != first {
+			t.Fatalf("producer epoch %d after the first commit, %d two transactions later: want none (the older protocol)", first, last)
+		}
+		return reason
+	})
+}
+
 // checkRecords fails unless got holds exactly the values at the offsets.
 func checkRecords(t *testing.T, who string, got []compatRecord, values []string, offsets []int64) {
 	t.Helper()

@@ -159,10 +159,11 @@ func featureUpdate(name string, level int16, typ int8) kmsg.UpdateFeaturesReques
 	return u
 }
 
-// UpdateFeatures as Kafka's controller answers on a node that finalizes
-// no feature: level 0 is a no-op (NONE; a NONE result per feature for
-// v0–v1, none for v2); a level above 0, a negative level or an unknown
-// upgrade type fails the whole request with a top-level
+// UpdateFeatures as Kafka's controller answers: level 0 of a feature not
+// served is a no-op, as is transaction.version at its level (NONE; a NONE
+// result per feature for v0–v1, none for v2); a level above the supported
+// ones, a negative level, an unknown upgrade type or a downgrade asked as
+// an UPGRADE fails the whole request with a top-level
 // INVALID_UPDATE_VERSION and no results, validate_only or not; ALTER on
 // the cluster is needed (CLUSTER_AUTHORIZATION_FAILED for alice, not for
 // the super user). Before it was served kgo refused ("broker is too old").
@@ -174,7 +175,7 @@ func TestUpdateFeaturesOneNode(t *testing.T) {
 		pinned.SetMaxKeyVersion(57, v) // kgo sends the highest version both sides allow
 		cl := newClient(t, c.Addr(), kgo.MaxVersions(pinned))
 		for _, validate := range []bool{false, true} {
-			r := updateFeatures(t, cl, v, validate, featureUpdate("group.version", 0, 1), featureUpdate("transaction.version", 0, 2))
+			r := updateFeatures(t, cl, v, validate, featureUpdate("group.version", 0, 1), featureUpdate("transaction.version", 2, 1))
 			wantResults := 2
 			if v == 2 {
 				wantResults = 0
@@ -188,7 +189,9 @@ func TestUpdateFeaturesOneNode(t *testing.T) {
 				}
 			}
 			for _, bad := range []kmsg.UpdateFeaturesRequestFeatureUpdate{
-				featureUpdate("transaction.version", 2, 1),
+				featureUpdate("transaction.version", 3, 1),
+				featureUpdate("transaction.version", 1, 1),
+				featureUpdate("group.version", 1, 1),
 				featureUpdate("group.version", -1, 3),
 				featureUpdate("group.version", 0, 9),
 			} {

@@ -44,7 +44,7 @@ func TestKafka39ApiVersions(t *testing.T) {
 	if got, want := ranges(minibrokertest.Start(t, kafka39)), "0:0-11 1:0-17 2:0-9 3:0-12 19:0-7 20:0-6 23:0-4 34:0-2"; got != want {
 		t.Errorf("3.9: %s, want %s", got, want)
 	}
-	if got, want := ranges(minibrokertest.Start(t)), "0:3-11 1:4-18 2:1-10 3:0-13 19:2-7 20:1-6 23:2-4 34:1-2"; got != want {
+	if got, want := ranges(minibrokertest.Start(t)), "0:3-12 1:4-18 2:1-10 3:0-13 19:2-7 20:1-6 23:2-4 34:1-2"; got != want {
 		t.Errorf("4.0: %s, want %s", got, want)
 	}
 }

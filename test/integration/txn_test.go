@@ -18,6 +18,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
+	"github.com/twmb/franz-go/pkg/kversion"
 
 	"go.uber.org/zap"
 
@@ -440,11 +441,21 @@ func txnBatch(value []byte, pid int64, epoch int16, seq int32) []byte {
 // TestTxnProduceVerification: a transactional batch is accepted only for a
 // partition in the producer's open transaction (Kafka 3.6+ verification),
 // which also keeps a late batch from opening a transaction no coordinator
-// will ever end (a hanging transaction).
+// will ever end (a hanging transaction). The client speaks transaction
+// version 0/1 (Produce v11, AddPartitionsToTxn v3, EndTxn v4): a partition
+// not added is TRANSACTION_ABORTABLE (Produce v11+; INVALID_TXN_STATE
+// before, checked at v10).
 func TestTxnProduceVerification(t *testing.T) {
 	const topic = "tv"
 	c := minibrokertest.Start(t, minibrokertest.Topic(topic, 2))
-	cl := newClient(t, c.Addr())
+	tv1 := kversion.Stable()
+	tv1.SetMaxKeyVersion(0, 11)
+	tv1.SetMaxKeyVersion(24, 3)
+	tv1.SetMaxKeyVersion(26, 4)
+	cl := newClient(t, c.Addr(), kgo.MaxVersions(tv1))
+	v10 := kversion.Stable()
+	v10.SetMaxKeyVersion(0, 10)
+	cl10 := newClient(t, c.Addr(), kgo.MaxVersions(v10))
 	ctx := txnCtx(t)
 	txnID := "verify"
 	init := kmsg.NewPtrInitProducerIDRequest()
@@ -454,7 +465,7 @@ func TestTxnProduceVerification(t *testing.T) {
 		t.Fatalf("init: %v %d", err, ir.ErrorCode)
 	}
 	pid, epoch := ir.ProducerID, ir.ProducerEpoch
-	produce := func(p int32, seq int32, e int16, txn *string) int16 {
+	produceWith := func(cl *kgo.Client, p int32, seq int32, e int16, txn *string) int16 {
 		t.Helper()
 		req := kmsg.NewPtrProduceRequest()
 		req.Acks, req.TimeoutMillis, req.TransactionID = -1, 5000, txn
@@ -470,6 +481,10 @@ func TestTxnProduceVerification(t *testing.T) {
 		}
 		return resp.Topics[0].Partitions[0].ErrorCode
 	}
+	produce := func(p int32, seq int32, e int16, txn *string) int16 {
+		t.Helper()
+		return produceWith(cl, p, seq, e, txn)
+	}
 	add := kmsg.NewPtrAddPartitionsToTxnRequest()
 	add.TransactionalID, add.ProducerID, add.ProducerEpoch = txnID, pid, epoch
 	at := kmsg.NewAddPartitionsToTxnRequestTopic()
@@ -480,8 +495,11 @@ func TestTxnProduceVerification(t *testing.T) {
 		t.Fatalf("add partitions: %v %+v", err, ar)
 	}
 
-	if code := produce(1, 0, epoch, &txnID); code != kerr.InvalidTxnState.Code {
-		t.Fatalf("partition not in the transaction: code %d, want INVALID_TXN_STATE", code)
+	if code := produce(1, 0, epoch, &txnID); code != kerr.TransactionAbortable.Code {
+		t.Fatalf("partition not in the transaction: code %d, want TRANSACTION_ABORTABLE", code)
+	}
+	if code := produceWith(cl10, 1, 0, epoch, &txnID); code != kerr.InvalidTxnState.Code {
+		t.Fatalf("partition not in the transaction, Produce v10: code %d, want INVALID_TXN_STATE", code)
 	}
 	if code := produce(0, 0, epoch, nil); code != kerr.TransactionalIDAuthorizationFailed.Code {
 		t.Fatalf("transactional batch without a transactional id: code %d", code)
@@ -495,8 +513,8 @@ func TestTxnProduceVerification(t *testing.T) {
 		t.Fatalf("end: %v %+v", err, er)
 	}
 	// A late batch after the commit would open a transaction nobody ends.
-	if code := produce(0, 1, epoch, &txnID); code != kerr.InvalidTxnState.Code {
-		t.Fatalf("batch after the commit: code %d, want INVALID_TXN_STATE", code)
+	if code := produce(0, 1, epoch, &txnID); code != kerr.TransactionAbortable.Code {
+		t.Fatalf("batch after the commit: code %d, want TRANSACTION_ABORTABLE", code)
 	}
 	if lso, hw := lastStable(t, c.Addr(), topic), hwOf(t, c.Addr(), topic); lso != hw || hw != 2 {
 		t.Fatalf("last stable %d, high watermark %d; want 2 and 2 (record, marker)", lso, hw)

@@ -1,0 +1,132 @@
+package coordinator
+
+import (
+	"errors"
+	"fmt"
+)
+
+// The transaction coordinator's transaction version 2 entry points
+// (KIP-890 part 2); the rules are TxnMachine's (txn_tv2.go).
+
+// EndTxnV2 serves EndTxn v5+ (TxnMachine.EndTxnV2): as EndTxn, the
+// decision is durable and its markers written before it returns, and the
+// answer is the producer id and epoch the client goes on with. noBump
+// removes the epoch bump (the broker's negative-control knob).
+func (t *Transactions) EndTxnV2(txnID string, pid int64, epoch int16, commit, noBump bool) (EndResult, error) {
+	t.decideMu.Lock()
+	t.mu.Lock()
+	if commit {
+		if err := t.checkCommitLocked(txnID, pid, epoch); err != nil {
+			t.mu.Unlock()
+			t.decideMu.Unlock()
+			return noEndResult, err
+		}
+	}
+	res, job, err := t.machine.EndTxnV2(txnID, pid, epoch, commit, noBump, t.nowMs())
+	after := t.log.seq()
+	claimed := t.claimLocked(job)
+	t.mu.Unlock()
+	t.decideMu.Unlock()
+	if err != nil {
+		return noEndResult, err
+	}
+	if err := t.durable(after); err != nil {
+		if claimed {
+			t.release(job)
+		}
+		return noEndResult, err
+	}
+	if claimed && t.runJob(job) != nil {
+		t.poke()
+	}
+	t.poke() // an empty abort or a new epoch: the id's expiration moved
+	return res, nil
+}
+
+// AddPartitionsImplicit serves the broker-to-broker AddPartitionsToTxn v5
+// (not verify-only): partitions join the transaction as a Produce v12
+// would add them.
+func (t *Transactions) AddPartitionsImplicit(txnID string, pid int64, epoch int16, parts []TopicPartition) error {
+	t.mu.Lock()
+	err := t.machine.AddPartitionsImplicit(txnID, pid, epoch, parts, t.nowMs())
+	after := t.log.seq()
+	t.mu.Unlock()
+	t.poke()
+	if err != nil {
+		return err
+	}
+	return t.durable(after)
+}
+
+// VerifyPartitions serves the verify-only AddPartitionsToTxn v4+.
+func (t *Transactions) VerifyPartitions(txnID string, pid int64, epoch int16, parts []TopicPartition) (map[TopicPartition]error, error) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return t.machine.VerifyPartitions(txnID, pid, epoch, parts)
+}
+
+// AddAndVerifyProduce is VerifyProduce for a Produce v12+ (transaction
+// version 2): a partition not yet in the producer's transaction is added
+// first, durably, as Kafka's AddPartitionsToTxnManager adds it before the
+// append (so no data can land outside a transaction the coordinator
+// knows of, even across a crash). The add and the append happen under
+// the same shared decideMu, so no decision can come between them. On
+// success the caller must call release once its append is done.
+func (t *Transactions) AddAndVerifyProduce(txnID string, pid int64, epoch int16, tp TopicPartition) (release func(), err error) {
+	t.decideMu.RLock()
+	t.mu.Lock()
+	now := t.nowMs()
+	added := false
+	if t.machine.needsAdd(txnID, pid, epoch, tp) {
+		err = t.machine.AddPartitionsImplicit(txnID, pid, epoch, []TopicPartition{tp}, now)
+		added = err == nil
+	}
+	if err == nil {
+		err = t.machine.CheckProduce(txnID, pid, epoch, tp)
+		if errors.Is(err, ErrInvalidTxnState) {
+			// Only a decision being carried out leaves a version 2
+			// producer's partition outside an open transaction here.
+			err = fmt.Errorf("%w: %v", ErrConcurrentTransactions, err)
+		}
+	}
+	after := t.log.seq()
+	t.mu.Unlock()
+	if added {
+		t.poke() // a new transaction's timeout may be the next deadline
+	}
+	if err == nil {
+		err = t.durable(after)
+	}
+	if err != nil {
+		t.decideMu.RUnlock()
+		return func() {}, err
+	}
+	return t.decideMu.RUnlock, nil
+}
+
+// TxnOffsetCommitV2 is TxnOffsetCommit for v5+: the group joins the
+// producer's transaction itself (no AddOffsetsToTxn), durably, before the
+// offsets are staged.
+func (t *Transactions) TxnOffsetCommitV2(txnID string, pid int64, epoch int16, group string, stage func() error) error {
+	t.decideMu.RLock()
+	defer t.decideMu.RUnlock()
+	t.mu.Lock()
+	now := t.nowMs()
+	err := t.machine.AddOffsetsImplicit(txnID, pid, epoch, group, now)
+	if err == nil {
+		err = t.machine.CheckTxnOffsetCommit(txnID, pid, epoch, group)
+	} else if cur, ok := t.machine.txns[txnID]; ok && cur.ProducerID == pid && errors.Is(err, ErrProducerFenced) {
+		// What the offsets partition's producer-state check answers.
+		err = fmt.Errorf("%w: %v", ErrInvalidProducerEpoch, err)
+	}
+	after := t.log.seq()
+	t.mu.Unlock()
+	t.poke()
+	if err != nil {
+		return err
+	}
+	if err := t.durable(after); err != nil {
+		return err
+	}
+	return stage()
+}
