@@ -230,7 +230,10 @@
 //     (internal/coordinator, TestConsumerGroupReplay). The compat
 //     matrix's group-848 row runs the group row's scenario with kgo
 //     (ServerSideBalancer) and confluent-kafka-go (group.protocol=consumer):
-//     TestCompatMatrix.
+//     TestCompatMatrix. A consumer group mid-rebalance is the same after a
+//     crash: TestConsumerGroup848SurvivesCrash; kill -9 of the binary while
+//     kgo members rebalance loses no acknowledged commit and a new member
+//     resumes at the commits: TestConsumerGroup848BinaryKill9.
 //
 // # Fetch, offsets and topics
 //
