@@ -300,6 +300,18 @@
 //     (internal/broker, TestNoPanicPropertyNegativeControl); on the
 //     rules before they were typed, the authorizer-on sweep failed at
 //     DeleteTopics v1–v5.
+//   - A recovered panic leaves no lock or flag held: a panic in a
+//     transactional append still lets EndTxn decide
+//     (internal/broker, TestPanicInProduceLeavesEndTxnWorking); one in a
+//     group commit's fsync lets later waiters commit, syncing again what
+//     it had taken (internal/log, TestFlushPanicLeavesWaitersWorking).
+//   - Storage failures fail safe: an ABORT whose .txnindex write fails
+//     takes the partition offline for writes and read_committed still
+//     filters the aborted records
+//     (internal/broker, TestFailedTxnIndexWriteKeepsAbortFiltered); a
+//     roll refused by a read-only partition directory is retried once it
+//     is writable, every acknowledged record served
+//     (internal/broker, TestRollRefusedByReadOnlyDirRetried).
 //   - 1,000 connections stalled mid-TLS or mid-SASL handshake do not stop
 //     other clients: TestHostileHandshakes.
 //   - Bad settings are refused at start (the binary exits having bound
