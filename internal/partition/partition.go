@@ -7,6 +7,7 @@ package partition
 import (
 	"errors"
 	"fmt"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -83,6 +84,9 @@ type testSeams struct {
 	// cleanDropsBarriers lets the cleaner remove MIRROR_PID_RESET
 	// barriers as it removes markers, ignoring barrierDiscardable.
 	cleanDropsBarriers bool
+	// noReindexAborted leaves out reindexAborted: a replay does not put
+	// back the index entry of an aborted transaction a crash left out.
+	noReindexAborted bool
 }
 
 // Partition is one topic partition on this node.
@@ -291,7 +295,7 @@ func (p *Partition) rebuildProducerStateLocked(upTo int64, metrics *psm.Metrics)
 			if err != nil {
 				return fmt.Errorf("replay producer state at %d: %w", h.BaseOffset, err)
 			}
-			pend.Apply()
+			p.reindexAborted(m, pend.Apply())
 			from = h.LastOffset() + 1
 		}
 		if it.Err() != nil {
@@ -302,6 +306,42 @@ func (p *Partition) rebuildProducerStateLocked(upTo int64, metrics *psm.Metrics)
 	// A snapshot may hold producers idle past producer.id.expiration.ms.
 	m.RemoveExpired(p.now().UnixMilli())
 	return nil
+}
+
+// reindexAborted puts back in the transaction index an aborted
+// transaction whose ABORT marker a replay met and the index lacks. The
+// marker reaches the log before its index entry (applyLocked), and the
+// entry's write can wait for the log's lock behind a flush: a process
+// killed in between (kill -9) left the marker on disk, the transaction
+// closed in the producer state rebuilt from it, and no entry, so
+// read_committed consumers read the aborted records. Entries are written
+// in marker order, so a missing one is past every entry present.
+func (p *Partition) reindexAborted(m *psm.Manager, done []psm.CompletedTxn) {
+	if p.seams.noReindexAborted {
+		return
+	}
+	for _, t := range done {
+		if !t.Aborted {
+			continue
+		}
+		if slices.ContainsFunc(p.log.AbortedTxns(t.LastOffset, t.LastOffset+1), func(e mlog.AbortedTxn) bool {
+			return e.ProducerID == t.ProducerID && e.LastOffset == t.LastOffset
+		}) {
+			continue
+		}
+		lso := t.LastOffset + 1
+		if first, ok := m.FirstUnstableOffset(); ok {
+			lso = min(lso, first)
+		}
+		if err := p.log.AppendAbortedTxn(mlog.AbortedTxn{ProducerID: t.ProducerID, FirstOffset: t.FirstOffset,
+			LastOffset: t.LastOffset, LastStableOffset: lso}); err != nil {
+			p.logger.Error("transaction index: re-adding an aborted transaction failed", zap.Int64("producer_id", t.ProducerID),
+				zap.Int64("marker_offset", t.LastOffset), zap.Error(err))
+			continue
+		}
+		p.logger.Warn("transaction index: re-added an aborted transaction its marker's crash left out",
+			zap.Int64("producer_id", t.ProducerID), zap.Int64("marker_offset", t.LastOffset))
+	}
 }
 
 // Dir is the partition's directory.

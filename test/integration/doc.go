@@ -64,6 +64,14 @@
 //     TestMirrorFailoverModesCrashAtEachStep. Negative control: without
 //     the markers the barrier forgets the open transactions and
 //     read_committed reads their records: TestMirrorAbortModeWithoutMarkers.
+//     kill -9 of the built binary after the stop answered, in both modes
+//     (16 partitions): one barrier and the markers once on disk
+//     (dump-log), the mode's records read_committed, local writes kept
+//     over another kill: TestMirrorBinaryKill9DuringFailoverModes. It
+//     found an ABORT marker on disk without its transaction index entry
+//     (the entry's write waited behind a flush when the kill came); a
+//     restart's replay now puts it back: TestAbortedTxnReindexedAfterCrash
+//     (internal/partition), with its negative control.
 //     The plan predicts both modes side by side and the drill measures
 //     the mirror's, on the same held-LSO scenario: truncate-to-lso loses
 //     the canary records past the LSO as predicted, abort-open-transactions
