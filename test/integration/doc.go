@@ -203,7 +203,9 @@
 //     the older protocol keeps working, and UpdateFeatures moves the level
 //     durably: TestTxnTV2Kgo; TxnOffsetCommit v5 joins its group and
 //     TRANSACTION_ABORTABLE where Kafka answers it:
-//     TestTxnTV2OffsetCommitAndAbortable; kill -9 of the binary during a
+//     TestTxnTV2OffsetCommitAndAbortable; AddPartitionsToTxn v4-v5
+//     (verify-only and add, CLUSTER_ACTION):
+//     TestAddPartitionsToTxnV5VerifyAndAdd; kill -9 of the binary during a
 //     version 2 commit: TestBinaryKill9DuringTV2Commit; the epoch bump
 //     fences a zombie's late commit and record, and with the bump removed
 //     (negative control) the late commit is accepted: (internal/broker,

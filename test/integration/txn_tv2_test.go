@@ -262,3 +262,90 @@ func TestKversionGuessWithTV2(t *testing.T) {
 		t.Logf("Kafka 4.0 client-facing keys not served: %v", missing)
 	}
 }
+
+// TestAddPartitionsToTxnV5VerifyAndAdd: the broker-to-broker form of
+// AddPartitionsToTxn (v4+, what Kafka's brokers send the coordinator): a
+// verify-only transaction answers NONE for a partition in the open
+// transaction (added here by a Produce v12) and TRANSACTION_ABORTABLE for
+// one not in it, PRODUCER_FENCED for every partition at a stale epoch;
+// one not verify-only (v5) adds its partitions. It needs CLUSTER_ACTION
+// on the cluster: alice (no ACL) gets CLUSTER_AUTHORIZATION_FAILED, the
+// super user does not.
+func TestAddPartitionsToTxnV5VerifyAndAdd(t *testing.T) {
+	const topic = "apt5"
+	c := minibrokertest.Start(t, minibrokertest.Topic(topic, 2))
+	cl := newClient(t, c.Addr())
+	ctx := txnCtx(t)
+	init := kmsg.NewPtrInitProducerIDRequest()
+	init.TransactionalID, init.TransactionTimeoutMillis = kmsg.StringPtr("apt5"), 30_000
+	ir, err := init.RequestWith(ctx, cl)
+	if err != nil || ir.ErrorCode != 0 {
+		t.Fatalf("init: %v %+v", err, ir)
+	}
+	pr := kmsg.NewPtrProduceRequest()
+	pr.Acks, pr.TimeoutMillis, pr.TransactionID = -1, 5000, kmsg.StringPtr("apt5")
+	prt := kmsg.NewProduceRequestTopic()
+	prt.Topic = topic
+	prp := kmsg.NewProduceRequestTopicPartition()
+	prp.Partition, prp.Records = 0, txnBatch([]byte("x"), ir.ProducerID, ir.ProducerEpoch, 0)
+	prt.Partitions = append(prt.Partitions, prp)
+	pr.Topics = append(pr.Topics, prt)
+	presp, err := pr.RequestWith(ctx, cl)
+	if err != nil || presp.Version < 12 || presp.Topics[0].Partitions[0].ErrorCode != 0 {
+		t.Fatalf("produce v12: %v %+v", err, presp)
+	}
+	apt := func(epoch int16, verifyOnly bool, parts ...int32) map[int32]int16 {
+		t.Helper()
+		req := kmsg.NewPtrAddPartitionsToTxnRequest()
+		tx := kmsg.NewAddPartitionsToTxnRequestTransaction()
+		tx.TransactionalID, tx.ProducerID, tx.ProducerEpoch, tx.VerifyOnly = "apt5", ir.ProducerID, epoch, verifyOnly
+		tt := kmsg.NewAddPartitionsToTxnRequestTransactionTopic()
+		tt.Topic, tt.Partitions = topic, parts
+		tx.Topics = append(tx.Topics, tt)
+		req.Transactions = append(req.Transactions, tx)
+		// Straight to the broker: kgo's sharded path sends a lone
+		// transaction that is not verify-only in the client form (v3).
+		kresp, err := cl.Broker(int(c.Broker().NodeID())).Request(ctx, req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp := kresp.(*kmsg.AddPartitionsToTxnResponse)
+		if resp.ErrorCode != 0 || len(resp.Transactions) != 1 || resp.Version != 5 {
+			t.Fatalf("AddPartitionsToTxn: %+v", resp)
+		}
+		out := map[int32]int16{}
+		for _, rt := range resp.Transactions[0].Topics {
+			for _, rp := range rt.Partitions {
+				out[rp.Partition] = rp.ErrorCode
+			}
+		}
+		return out
+	}
+	if got := apt(ir.ProducerEpoch, true, 0, 1); got[0] != 0 || got[1] != kerr.TransactionAbortable.Code {
+		t.Fatalf("verify p0 (added by the produce) and p1: %v, want NONE and TRANSACTION_ABORTABLE", got)
+	}
+	if got := apt(ir.ProducerEpoch-1, true, 0); got[0] != kerr.ProducerFenced.Code {
+		t.Fatalf("verify at a stale epoch: %v, want PRODUCER_FENCED", got)
+	}
+	if got := apt(ir.ProducerEpoch, false, 1); got[1] != 0 {
+		t.Fatalf("add p1: %v, want NONE", got)
+	}
+	if got := apt(ir.ProducerEpoch, true, 0, 1); got[0] != 0 || got[1] != 0 {
+		t.Fatalf("verify after the add: %v, want NONE for both", got)
+	}
+
+	a := aclBroker(t, true)
+	for user, want := range map[string]int16{"alice": kerr.ClusterAuthorizationFailed.Code, "admin": 0} {
+		req := kmsg.NewPtrAddPartitionsToTxnRequest()
+		tx := kmsg.NewAddPartitionsToTxnRequestTransaction()
+		tx.TransactionalID, tx.ProducerID, tx.VerifyOnly = "nobody", 1, true
+		req.Transactions = append(req.Transactions, tx)
+		kresp, err := aclClient(t, a, user).Broker(int(a.Broker().NodeID())).Request(ctx, req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := kresp.(*kmsg.AddPartitionsToTxnResponse).ErrorCode; got != want {
+			t.Errorf("%s: %v, want %v", user, kerr.ErrorForCode(got), kerr.ErrorForCode(want))
+		}
+	}
+}
