@@ -2,29 +2,60 @@ package main
 
 import (
 	"bufio"
+	"cmp"
 	"encoding/json"
 	"fmt"
-	"html"
+	"image/color"
 	"math"
 	"os"
-	"sort"
-	"strings"
+	"slices"
+
+	"gonum.org/v1/plot"
+	"gonum.org/v1/plot/plotter"
+	"gonum.org/v1/plot/vg"
+	"gonum.org/v1/plot/vg/draw"
+
+	"github.com/minibroker/minibroker/internal/timeplot"
 )
 
-// series is one cluster's curve: x in ms since the start, y a value.
-type series struct {
-	name   string
-	colour string
-	dashed bool
-	points [][2]float64
+var clusterColours = map[string]color.Color{
+	"a": color.RGBA{0x1f, 0x77, 0xb4, 0xff},
+	"b": color.RGBA{0xd6, 0x27, 0x28, 0xff},
+	"c": color.RGBA{0x2c, 0xa0, 0x2c, 0xff},
 }
 
-var clusterColours = map[string]string{"a": "#1f77b4", "b": "#d62728", "c": "#2ca02c"}
-
+// renderTimeline draws the samples of `timeline record` and the demo's
+// events as an SVG with gonum/plot: above, the records each cluster
+// appended per second; below, each cluster's lag. Every value is drawn as
+// a step over the interval it was measured on (a rate between two
+// scrapes at least a second apart; a gauge from its scrape to the next),
+// and a cluster that did not answer has no curve there.
 func renderTimeline(samplesPath, eventsPath, out, title string) error {
-	f, err := os.Open(samplesPath)
+	all, err := readSamples(samplesPath)
 	if err != nil {
 		return err
+	}
+	var events []event
+	if eventsPath != "" {
+		if events, err = readEvents(eventsPath); err != nil {
+			return err
+		}
+	}
+	f, err := os.Create(out)
+	if err != nil {
+		return err
+	}
+	err = timelineFigure(all, events, title).WriteSVG(f)
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	return err
+}
+
+func readSamples(path string) ([]sample, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, err
 	}
 	defer f.Close()
 	var all []sample
@@ -35,158 +66,217 @@ func renderTimeline(samplesPath, eventsPath, out, title string) error {
 			all = append(all, s)
 		}
 	}
+	if err := sc.Err(); err != nil {
+		return nil, err
+	}
 	if len(all) == 0 {
-		return fmt.Errorf("%s: no samples", samplesPath)
+		return nil, fmt.Errorf("%s: no samples", path)
 	}
-	var events []event
-	if eventsPath != "" {
-		if events, err = readEvents(eventsPath); err != nil {
-			return err
-		}
-	}
+	return all, nil
+}
+
+// clusterSeries is one cluster's measurements, as runs of steps (a run
+// ends where the cluster stopped answering).
+type clusterSeries struct {
+	rate, behind, reported []plotter.XYs
+}
+
+func timelineFigure(all []sample, events []event, title string) *timeplot.Figure {
 	t0 := all[0].Ms
-	names := []string{}
-	rate, lag, reported := map[string]*series{}, map[string]*series{}, map[string]*series{}
-	history := map[string][]sample{} // since the cluster last answered
-	furthest := map[int]float64{}    // per round: the longest log end of any cluster
+	sec := func(ms int64) float64 { return float64(ms-t0) / 1000 }
+	furthest := map[int]float64{} // per round: the longest log end of any cluster
 	for _, s := range all {
 		if s.Up {
 			furthest[s.Round] = math.Max(furthest[s.Round], s.LogEnd)
 		}
 	}
-	gap := [2]float64{math.NaN(), math.NaN()}
+	var names []string
+	byCluster := map[string][]sample{}
 	for _, s := range all {
-		if _, ok := rate[s.Cluster]; !ok {
+		if byCluster[s.Cluster] == nil {
 			names = append(names, s.Cluster)
-			c := clusterColours[s.Cluster]
-			if c == "" {
-				c = "#7f7f7f"
-			}
-			rate[s.Cluster] = &series{name: s.Cluster, colour: c}
-			lag[s.Cluster] = &series{name: s.Cluster, colour: c}
-			reported[s.Cluster] = &series{name: s.Cluster, colour: c, dashed: true}
 		}
-		if !s.Up { // a cluster that does not answer has no curve there
-			rate[s.Cluster].points = append(rate[s.Cluster].points, gap)
-			lag[s.Cluster].points = append(lag[s.Cluster].points, gap)
-			reported[s.Cluster].points = append(reported[s.Cluster].points, gap)
-			delete(history, s.Cluster)
-			continue
-		}
-		x := float64(s.Ms-t0) / 1000
-		h := append(history[s.Cluster], s)
-		for len(h) > 1 && s.Ms-h[1].Ms >= 1000 { // rate over the last second
-			h = h[1:]
-		}
-		history[s.Cluster] = h
-		if p := h[0]; s.Ms-p.Ms >= 500 {
-			r := (s.LogEnd - p.LogEnd) / (float64(s.Ms-p.Ms) / 1000)
-			rate[s.Cluster].points = append(rate[s.Cluster].points, [2]float64{x, math.Max(r, 0)})
-		}
-		lag[s.Cluster].points = append(lag[s.Cluster].points, [2]float64{x, furthest[s.Round] - s.LogEnd})
-		reported[s.Cluster].points = append(reported[s.Cluster].points, [2]float64{x, s.Lag})
+		byCluster[s.Cluster] = append(byCluster[s.Cluster], s)
 	}
-	for _, n := range names { // the dashed curves are drawn in the lag panel too
-		lag[n+" reported"] = reported[n]
-	}
-	xmax := float64(all[len(all)-1].Ms-t0) / 1000
-	var b strings.Builder
-	const W, H = 960, 560
-	fmt.Fprintf(&b, `<svg xmlns="http://www.w3.org/2000/svg" width="%d" height="%d" viewBox="0 0 %d %d" font-family="sans-serif" font-size="12">`+"\n", W, H, W, H)
-	fmt.Fprintf(&b, `<rect width="%d" height="%d" fill="white"/>`+"\n", W, H)
-	fmt.Fprintf(&b, `<text x="%d" y="22" font-size="16" text-anchor="middle">%s</text>`+"\n", W/2, html.EscapeString(title))
-	top := panel{x: 70, y: 50, w: W - 100, h: 190, xmax: xmax, label: "records/s appended (log end offset, per second)"}
-	bottom := panel{x: 70, y: 300, w: W - 100, h: 190, xmax: xmax,
-		label: "lag: records behind the longest log of the three (solid); minibroker_mirror_lag_records (dashed)"}
-	top.draw(&b, names, rate)
-	var lagNames []string
+	xmax := sec(all[len(all)-1].Ms)
+	series := map[string]*clusterSeries{}
 	for _, n := range names {
-		lagNames = append(lagNames, n, n+" reported")
-	}
-	bottom.draw(&b, lagNames, lag)
-	for i, e := range events {
-		x := top.px(float64(e.ms-t0) / 1000)
-		fmt.Fprintf(&b, `<line x1="%.1f" y1="%d" x2="%.1f" y2="%d" stroke="#999" stroke-dasharray="4,3"/>`+"\n", x, top.y, x, bottom.y+bottom.h)
-		y := bottom.y + bottom.h + 14 + (i%3)*14
-		fmt.Fprintf(&b, `<text x="%.1f" y="%d" font-size="10" fill="#444">%d %s</text>`+"\n", x+2, y, i+1, html.EscapeString(e.label))
-	}
-	for i, n := range names {
-		fmt.Fprintf(&b, `<rect x="%d" y="34" width="12" height="4" fill="%s"/><text x="%d" y="40">cluster %s</text>`+"\n", W-300+i*90, rate[n].colour, W-284+i*90, n)
-	}
-	b.WriteString("</svg>\n")
-	return os.WriteFile(out, []byte(b.String()), 0o644)
-}
-
-type panel struct {
-	x, y, w, h int
-	xmax, ymax float64
-	clipped    bool
-	label      string
-}
-
-func (p *panel) px(x float64) float64 { return float64(p.x) + x/p.xmax*float64(p.w) }
-func (p *panel) py(y float64) float64 {
-	return float64(p.y+p.h) - math.Min(y, p.ymax)/p.ymax*float64(p.h)
-}
-
-func (p *panel) draw(b *strings.Builder, names []string, s map[string]*series) {
-	// The scale fits the bulk of the values: a catch-up burst (thousands
-	// of records in a second) would flatten everything else, so values
-	// above 3 × the 90th percentile are clipped at the top (and the label
-	// says so).
-	var vals []float64
-	for _, n := range names {
-		for _, pt := range s[n].points {
-			if !math.IsNaN(pt[1]) && pt[1] > 0 {
-				vals = append(vals, pt[1])
-			}
-		}
-	}
-	sort.Float64s(vals)
-	p.ymax = 1
-	if len(vals) > 0 {
-		p.ymax = vals[len(vals)-1]
-		if cap := 3 * vals[len(vals)*9/10]; cap < p.ymax {
-			p.ymax, p.clipped = cap, true
-		}
-	}
-	p.ymax = niceCeil(p.ymax * 1.05)
-	if p.clipped {
-		p.label += " — peaks clipped"
-	}
-	fmt.Fprintf(b, `<text x="%d" y="%d">%s</text>`+"\n", p.x, p.y-8, html.EscapeString(p.label))
-	fmt.Fprintf(b, `<rect x="%d" y="%d" width="%d" height="%d" fill="none" stroke="#333"/>`+"\n", p.x, p.y, p.w, p.h)
-	for i := 0; i <= 4; i++ {
-		v := p.ymax * float64(i) / 4
-		y := p.py(v)
-		fmt.Fprintf(b, `<line x1="%d" y1="%.1f" x2="%d" y2="%.1f" stroke="#eee"/><text x="%d" y="%.1f" text-anchor="end">%g</text>`+"\n",
-			p.x, y, p.x+p.w, y, p.x-4, y+4, v)
-	}
-	step := niceCeil(p.xmax / 10)
-	for t := 0.0; t <= p.xmax; t += step {
-		fmt.Fprintf(b, `<text x="%.1f" y="%d" text-anchor="middle">%gs</text>`+"\n", p.px(t), p.y+p.h+14, t)
-	}
-	for _, n := range names {
-		var path strings.Builder
-		pen := false
-		for _, pt := range s[n].points {
-			if math.IsNaN(pt[0]) {
-				pen = false
+		cs := &clusterSeries{}
+		series[n] = cs
+		ss := byCluster[n]
+		for i := 0; i < len(ss); {
+			if !ss[i].Up {
+				i++
 				continue
 			}
-			cmd := "L"
-			if !pen {
-				cmd = "M"
+			j := i
+			for j < len(ss) && ss[j].Up {
+				j++
 			}
-			fmt.Fprintf(&path, "%s%.1f,%.1f ", cmd, p.px(pt[0]), p.py(pt[1]))
-			pen = true
+			run := ss[i:j]
+			// A gauge holds from its scrape to the next one (the last
+			// until the next scrape of any cluster would have come).
+			var edges, behind, reported []float64
+			for k, s := range run {
+				edges = append(edges, sec(s.Ms))
+				behind = append(behind, furthest[s.Round]-s.LogEnd)
+				reported = append(reported, s.Lag)
+				if k == len(run)-1 {
+					end := xmax
+					if j < len(ss) {
+						end = sec(ss[j].Ms)
+					}
+					edges = append(edges, end)
+				}
+			}
+			cs.behind = append(cs.behind, timeplot.Steps(edges, behind))
+			cs.reported = append(cs.reported, timeplot.Steps(edges, reported))
+			// The rate between scrapes at least a second apart, drawn
+			// over the interval between them.
+			edges, rate := []float64{sec(run[0].Ms)}, []float64(nil)
+			from := run[0]
+			for _, s := range run[1:] {
+				if s.Ms-from.Ms < 1000 {
+					continue
+				}
+				r := (s.LogEnd - from.LogEnd) / (float64(s.Ms-from.Ms) / 1000)
+				rate = append(rate, math.Max(r, 0)) // a truncation appends nothing
+				edges = append(edges, sec(s.Ms))
+				from = s
+			}
+			if len(rate) > 0 {
+				cs.rate = append(cs.rate, timeplot.Steps(edges, rate))
+			}
+			i = j
 		}
-		dash := ""
-		if s[n].dashed {
-			dash = ` stroke-dasharray="5,3"`
-		}
-		fmt.Fprintf(b, `<path d="%s" fill="none" stroke="%s" stroke-width="1.5"%s/>`+"\n", strings.TrimSpace(path.String()), s[n].colour, dash)
 	}
+
+	solid := func(n string) draw.LineStyle {
+		c := clusterColours[n]
+		if c == nil {
+			c = color.Gray{Y: 0x7f}
+		}
+		return draw.LineStyle{Color: c, Width: vg.Points(1.5)}
+	}
+	dashed := func(n string) draw.LineStyle {
+		ls := solid(n)
+		ls.Width = vg.Points(1.2)
+		ls.Dashes = []vg.Length{vg.Points(5), vg.Points(3)}
+		return ls
+	}
+
+	fig := &timeplot.Figure{
+		Title:  title,
+		XLabel: "time since the first scrape (s)",
+		XMax:   xmax,
+		Footer: []string{
+			"Scraped from each broker's /metrics every 250 ms. Appended: growth of minibroker_partition_log_end_offset between scrapes ≥ 1 s apart. " +
+				"Behind: the longest log end of the three minus the cluster's own. Reported: minibroker_mirror_lag_records. Both summed over the topic's partitions.",
+		},
+		Width:  vg.Points(720),
+		Height: vg.Points(500),
+	}
+	top := timeplot.NewPanel("appended (records/s)")
+	bottom := timeplot.NewPanel("lag (records)")
+	var rates, lags []plotter.XYs
+	reportedZero := true
+	for _, n := range names {
+		fig.AddLegend("cluster "+n, timeplot.AddSteps(top, series[n].rate, solid(n)))
+		timeplot.AddSteps(bottom, series[n].behind, solid(n))
+		timeplot.AddSteps(bottom, series[n].reported, dashed(n))
+		rates = append(rates, series[n].rate...)
+		lags = append(lags, series[n].behind...)
+		lags = append(lags, series[n].reported...)
+		reportedZero = reportedZero && !hasNonZero(series[n].reported)
+	}
+	black := draw.LineStyle{Color: color.Black, Width: vg.Points(1.5)}
+	fig.AddLegend("lag: behind the longest log", &plotter.Line{LineStyle: black})
+	black.Dashes = dashed("").Dashes
+	reported := "lag: reported by the mirror"
+	if reportedZero {
+		reported += " (0 throughout)"
+	}
+	fig.AddLegend(reported, &plotter.Line{LineStyle: black})
+	for _, pn := range []struct {
+		p    *plot.Plot
+		runs []plotter.XYs
+		what string
+	}{{top, rates, "appended"}, {bottom, lags, "lag"}} {
+		if mark, limit, peak := scale(pn.p, pn.runs); mark != nil {
+			fig.AddLegend(fmt.Sprintf("%s above %g (peak %.0f)", pn.what, limit, peak), mark)
+		}
+	}
+	fig.Panels = []*plot.Plot{top, bottom}
+	for i, e := range events {
+		fig.Events = append(fig.Events, timeplot.Event{X: sec(e.ms), Label: fmt.Sprintf("%d %s", i+1, e.label)})
+	}
+	return fig
+}
+
+func hasNonZero(runs []plotter.XYs) bool {
+	for _, r := range runs {
+		for _, p := range r {
+			if p.Y != 0 {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// scale fits the plot's Y axis to the bulk of the values: a catch-up
+// burst (thousands of records in a second) would flatten everything
+// else, so the axis stops at 3 × the 90th percentile of the non-zero
+// values (weighted by how long each held; rounded up) when the peak is
+// higher, and each step above it is marked with a triangle at the top:
+// the marks are returned for the legend, with the axis limit and the
+// peak.
+func scale(p *plot.Plot, runs []plotter.XYs) (mark *plotter.Scatter, limit, peak float64) {
+	type held struct{ v, d float64 }
+	var vals []held
+	total := 0.0
+	for _, r := range runs {
+		for i := 0; i+1 < len(r); i++ {
+			if r[i].Y > 0 {
+				vals = append(vals, held{r[i].Y, r[i+1].X - r[i].X})
+				total += r[i+1].X - r[i].X
+			}
+		}
+	}
+	if len(vals) == 0 {
+		p.Y.Max = 1
+		return nil, 0, 0
+	}
+	slices.SortFunc(vals, func(a, b held) int { return cmp.Compare(a.v, b.v) })
+	peak = vals[len(vals)-1].v
+	p90, sum := peak, 0.0
+	for _, h := range vals {
+		if sum += h.d; sum >= 0.9*total {
+			p90 = h.v
+			break
+		}
+	}
+	limit = niceCeil(3 * p90)
+	if peak <= limit {
+		p.Y.Max = peak * 1.05
+		return nil, 0, peak
+	}
+	p.Y.Max = limit
+	var above plotter.XYs
+	for _, r := range runs {
+		for i := 0; i+1 < len(r); i++ {
+			if r[i].Y > limit {
+				above = append(above, plotter.XY{X: (r[i].X + r[i+1].X) / 2, Y: limit})
+			}
+		}
+	}
+	mark, err := plotter.NewScatter(above)
+	if err != nil {
+		return nil, 0, peak
+	}
+	mark.GlyphStyle = draw.GlyphStyle{Color: color.Black, Radius: vg.Points(3), Shape: draw.TriangleGlyph{}}
+	p.Add(mark)
+	return mark, limit, peak
 }
 
 // niceCeil rounds v up to 1, 2 or 5 times a power of ten.

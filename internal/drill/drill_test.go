@@ -3,8 +3,10 @@ package drill
 import (
 	"bytes"
 	"encoding/xml"
+	"fmt"
 	"io"
 	"slices"
+	"strings"
 	"testing"
 )
 
@@ -56,17 +58,85 @@ func TestAnalyse(t *testing.T) {
 		t.Fatalf("clean run failed: %q", rep.Problems)
 	}
 
-	// The picture is well-formed XML.
+	// The picture is well-formed SVG with the legend's names, the axis
+	// labels with their units and the events' labels, and draws the
+	// per-second counts as steps: each segment of A's and B's lines is
+	// horizontal or vertical.
 	var buf bytes.Buffer
 	if err := rep.WriteSVG(&buf); err != nil {
 		t.Fatal(err)
 	}
-	dec := xml.NewDecoder(&buf)
+	texts, paths := svgContents(t, buf.Bytes())
+	for _, want := range []string{"A", "B", "acknowledged to the producer", "read by the group",
+		"records per second (count in each 1 s)", "time since the drill started (s)",
+		"mirror stop", "first produce on B (+100 ms)", "first consume on B (+300 ms)"} {
+		if !slices.Contains(texts, want) {
+			t.Errorf("no text %q in %q", want, texts)
+		}
+	}
+	for _, col := range []string{"#1f77b4", "#d62728"} {
+		if len(paths[col]) < 2 { // the legend's thumbnail and the counts
+			t.Fatalf("%d paths of colour %s", len(paths[col]), col)
+		}
+		for _, pts := range paths[col] {
+			for i := 1; i < len(pts); i++ {
+				if pts[i][0] != pts[i-1][0] && pts[i][1] != pts[i-1][1] {
+					t.Fatalf("%s: a sloped segment %v → %v", col, pts[i-1], pts[i])
+				}
+			}
+		}
+	}
+}
+
+// svgContents parses an SVG: the texts, and each stroked path's points by
+// stroke colour.
+func svgContents(t *testing.T, b []byte) (texts []string, paths map[string][][][2]float64) {
+	t.Helper()
+	paths = map[string][][][2]float64{}
+	dec := xml.NewDecoder(bytes.NewReader(b))
+	inText := false
 	for {
-		if _, err := dec.Token(); err == io.EOF {
-			break
-		} else if err != nil {
+		tok, err := dec.Token()
+		if err == io.EOF {
+			return texts, paths
+		}
+		if err != nil {
 			t.Fatalf("SVG does not parse: %v", err)
+		}
+		switch el := tok.(type) {
+		case xml.StartElement:
+			var style, d string
+			for _, a := range el.Attr {
+				switch a.Name.Local {
+				case "style":
+					style = a.Value
+				case "d":
+					d = a.Value
+				}
+			}
+			inText = el.Name.Local == "text"
+			if inText {
+				texts = append(texts, "")
+			}
+			_, stroke, ok := strings.Cut(style, "stroke:")
+			if el.Name.Local != "path" || !ok {
+				continue
+			}
+			var pts [][2]float64
+			for _, p := range strings.FieldsFunc(d, func(r rune) bool { return r == 'M' || r == 'L' || r == 'Z' }) {
+				var x, y float64
+				if _, err := fmt.Sscanf(p, "%g,%g", &x, &y); err == nil {
+					pts = append(pts, [2]float64{x, y})
+				}
+			}
+			col := strings.ToLower(strings.Split(stroke, ";")[0])
+			paths[col] = append(paths[col], pts)
+		case xml.CharData:
+			if inText {
+				texts[len(texts)-1] += string(el)
+			}
+		case xml.EndElement:
+			inText = false
 		}
 	}
 }

@@ -2,99 +2,186 @@ package drill
 
 import (
 	"fmt"
+	"image/color"
 	"io"
+	"math"
 	"strings"
+
+	"gonum.org/v1/plot"
+	"gonum.org/v1/plot/plotter"
+	"gonum.org/v1/plot/vg"
+	"gonum.org/v1/plot/vg/draw"
+
+	"github.com/minibroker/minibroker/internal/timeplot"
 )
 
-// WriteSVG draws the report's timeline by hand: per second, the records
-// acknowledged and consumed on each cluster (one line each), the stop
-// command, the first produce and consume on B, and every gap and
-// duplicate as a mark.
+// Series names and colours of the drill's picture: per cluster, records
+// acknowledged (solid) and consumed (dashed).
+var (
+	clusterColor = map[string]color.Color{
+		"A":  color.RGBA{0x1f, 0x77, 0xb4, 0xff},
+		"B":  color.RGBA{0xd6, 0x27, 0x28, 0xff},
+		"A2": color.RGBA{0x2c, 0xa0, 0x2c, 0xff},
+	}
+	clusterName = map[string]string{"A": "A", "B": "B", "A2": "A after the failback"}
+)
+
+// WriteSVG draws the report's timeline with gonum/plot: the records
+// acknowledged and consumed on each cluster, counted per second of the
+// run and drawn as steps over that second; the stop command and the
+// first produce and consume on B as marked lines; every gap, duplicate
+// and lost record as a mark on the time axis; the counts in a footer.
 func (rep *Report) WriteSVG(w io.Writer) error {
-	const width, height, left, top, bottom = 900, 360, 60, 40, 300
-	secs := int((rep.EndMs-rep.StartMs)/1000) + 1
+	// Whole seconds from the start; the last one runs past the end of
+	// the drill (marked), so its count covers less than a second.
+	span := float64(max(rep.EndMs-rep.StartMs, 1)) / 1000
+	bins := int(math.Ceil(span))
+	edges := make([]float64, bins+1)
+	for i := range edges {
+		edges[i] = float64(i)
+	}
 	type key struct{ kind, cluster string }
-	counts := map[key][]int{}
-	maxN := 1
+	counts := map[key][]float64{}
 	for _, e := range rep.Timeline {
 		if e.Kind != "acked" && e.Kind != "consumed" {
 			continue
 		}
 		k := key{e.Kind, e.Cluster}
 		if counts[k] == nil {
-			counts[k] = make([]int, secs)
+			counts[k] = make([]float64, bins)
 		}
-		i := int((e.AtMs - rep.StartMs) / 1000)
-		if i >= 0 && i < secs {
+		if i := int((e.AtMs - rep.StartMs) / 1000); i >= 0 && i < bins {
 			counts[k][i]++
-			maxN = max(maxN, counts[k][i])
 		}
 	}
-	x := func(ms int64) float64 {
-		return left + float64(ms-rep.StartMs)/float64(max(rep.EndMs-rep.StartMs, 1))*(width-left-20)
+
+	fig := &timeplot.Figure{
+		XLabel: "time since the drill started (s)",
+		XMax:   float64(bins),
+		Width:  vg.Points(680),
+		Height: vg.Points(340),
 	}
-	y := func(n int) float64 { return bottom - float64(n)/float64(maxN)*(bottom-top) }
-	var b strings.Builder
-	fmt.Fprintf(&b, `<svg xmlns="http://www.w3.org/2000/svg" width="%d" height="%d" font-family="sans-serif" font-size="12">`+"\n", width, height)
-	fmt.Fprintf(&b, `<rect width="100%%" height="100%%" fill="white"/>`+"\n")
-	status := "PASSED"
-	if !rep.Passed {
-		status = "FAILED: " + strings.Join(rep.Problems, "; ")
-	}
-	fmt.Fprintf(&b, `<text x="%d" y="20">drill of mirror %s: %s</text>`+"\n", left, esc(rep.Mirror), esc(status))
-	fmt.Fprintf(&b, `<line x1="%d" y1="%d" x2="%d" y2="%d" stroke="black"/>`+"\n", left, bottom, width-20, bottom)
-	fmt.Fprintf(&b, `<line x1="%d" y1="%d" x2="%d" y2="%d" stroke="black"/>`+"\n", left, top, left, bottom)
-	fmt.Fprintf(&b, `<text x="5" y="%d">%d/s</text><text x="5" y="%d">0</text>`+"\n", top+4, maxN, bottom)
-	for s := 0; s < secs; s += max(secs/10, 1) {
-		fmt.Fprintf(&b, `<text x="%.0f" y="%d">%ds</text>`+"\n", x(rep.StartMs+int64(s)*1000), bottom+15, s)
-	}
-	styles := []struct {
-		k     key
-		color string
-		dash  string
-	}{{key{"acked", "A"}, "#1f77b4", ""}, {key{"consumed", "A"}, "#1f77b4", "4,3"}, {key{"acked", "B"}, "#d62728", ""}, {key{"consumed", "B"}, "#d62728", "4,3"},
-		{key{"acked", "A2"}, "#2ca02c", ""}, {key{"consumed", "A2"}, "#2ca02c", "4,3"}}
-	for i, st := range styles {
-		c := counts[st.k]
-		if c != nil {
-			var pts []string
-			for s, n := range c {
-				pts = append(pts, fmt.Sprintf("%.1f,%.1f", x(rep.StartMs+int64(s)*1000+500), y(n)))
+	p := timeplot.NewPanel("records per second (count in each 1 s)")
+	dashes := []vg.Length{vg.Points(5), vg.Points(3)}
+	for _, cl := range []string{"A", "B", "A2"} {
+		if counts[key{"acked", cl}] == nil && counts[key{"consumed", cl}] == nil {
+			continue
+		}
+		for _, kind := range []string{"acked", "consumed"} {
+			ls := draw.LineStyle{Color: clusterColor[cl], Width: vg.Points(1.8)}
+			if kind == "consumed" {
+				ls.Dashes = dashes
 			}
-			fmt.Fprintf(&b, `<polyline fill="none" stroke="%s" stroke-dasharray="%s" stroke-width="2" points="%s"/>`+"\n", st.color, st.dash, strings.Join(pts, " "))
+			if c := counts[key{kind, cl}]; c != nil {
+				timeplot.AddSteps(p, []plotter.XYs{activeSpan(edges, c)}, ls)
+			}
 		}
-		fmt.Fprintf(&b, `<line x1="%d" y1="%d" x2="%d" y2="%d" stroke="%s" stroke-dasharray="%s" stroke-width="2"/><text x="%d" y="%d">%s on %s</text>`+"\n",
-			left+(i%4)*200, height-36+14*(i/4), left+(i%4)*200+30, height-36+14*(i/4), st.color, st.dash, left+(i%4)*200+35, height-32+14*(i/4), st.k.kind, st.k.cluster)
+		fig.AddLegend(clusterName[cl], &plotter.Line{LineStyle: draw.LineStyle{Color: clusterColor[cl], Width: vg.Points(1.8)}})
 	}
-	vline := func(ms int64, color, label string, row int) {
-		fmt.Fprintf(&b, `<line x1="%.1f" y1="%d" x2="%.1f" y2="%d" stroke="%s"/><text x="%.1f" y="%d" fill="%s">%s</text>`+"\n",
-			x(ms), top, x(ms), bottom, color, x(ms)+3, top+12+14*row, color, esc(label))
+	black := draw.LineStyle{Color: color.Black, Width: vg.Points(1.8)}
+	fig.AddLegend("acknowledged to the producer", &plotter.Line{LineStyle: black})
+	black.Dashes = dashes
+	fig.AddLegend("read by the group", &plotter.Line{LineStyle: black})
+	marks := func(name string, shape draw.GlyphDrawer, col color.Color, xs []float64) {
+		if len(xs) == 0 {
+			return
+		}
+		xys := make(plotter.XYs, len(xs))
+		for i, x := range xs {
+			xys[i] = plotter.XY{X: x}
+		}
+		s, err := plotter.NewScatter(xys)
+		if err != nil {
+			return
+		}
+		s.GlyphStyle = draw.GlyphStyle{Color: col, Radius: vg.Points(3.5), Shape: shape}
+		p.Add(s)
+		fig.AddLegend(fmt.Sprintf("%s: %d", name, len(xs)), s)
 	}
-	vline(rep.StopAtMs, "black", "mirror stop", 0)
-	if rep.RTOProduceMs >= 0 {
-		vline(rep.StopAtMs+rep.RTOProduceMs, "green", fmt.Sprintf("first produce on B (+%d ms)", rep.RTOProduceMs), 1)
-	}
-	if rep.RTOConsumeMs >= 0 {
-		vline(rep.StopAtMs+rep.RTOConsumeMs, "purple", fmt.Sprintf("first consume on B (+%d ms)", rep.RTOConsumeMs), 2)
-	}
+	sec := func(ms int64) float64 { return float64(ms-rep.StartMs) / 1000 }
+	var gaps, dups, lost []float64
 	for _, e := range rep.Timeline {
 		switch e.Kind {
-		case "duplicate":
-			fmt.Fprintf(&b, `<circle cx="%.1f" cy="%d" r="3" fill="orange"><title>duplicate %d</title></circle>`+"\n", x(e.AtMs), bottom-6, e.Seq)
 		case "gap":
-			fmt.Fprintf(&b, `<rect x="%.1f" y="%d" width="5" height="5" fill="red"><title>gap %d</title></rect>`+"\n", x(e.AtMs)-6, bottom-14, e.Seq)
+			gaps = append(gaps, sec(e.AtMs))
+		case "duplicate":
+			dups = append(dups, sec(e.AtMs))
 		}
 	}
 	for _, s := range append(append([]int64{}, rep.LostAtFailover...), rep.LostOnB...) {
-		fmt.Fprintf(&b, `<rect x="%.1f" y="%d" width="5" height="5" fill="red"><title>lost %d</title></rect>`+"\n", x(rep.StopAtMs)-6, bottom-24, s)
+		at, ok := rep.ackAt[s]
+		if !ok {
+			at = rep.StopAtMs
+		}
+		lost = append(lost, sec(at))
 	}
-	fmt.Fprintf(&b, `<text x="%d" y="%d">lost at failover %d (predicted ≤ %d offsets), lost on B %d, gaps %d, duplicates %d, out of order %d</text>`+"\n",
-		left, height-4, len(rep.LostAtFailover), rep.PredictedLoss, len(rep.LostOnB), len(rep.Gaps), len(rep.Duplicates), len(rep.OutOfOrder))
-	b.WriteString("</svg>\n")
-	_, err := io.WriteString(w, b.String())
-	return err
+	marks("lost (at its ack)", draw.CrossGlyph{}, color.RGBA{0xd6, 0x27, 0x28, 0xff}, lost)
+	marks("never read (gap)", draw.BoxGlyph{}, color.RGBA{0x94, 0x67, 0xbd, 0xff}, gaps)
+	marks("read again (duplicate)", draw.RingGlyph{}, color.RGBA{0xff, 0x7f, 0x0e, 0xff}, dups)
+	p.Y.Max *= 1.05
+
+	events := []timeplot.Event{{X: sec(rep.StopAtMs), Label: "mirror stop", Color: color.Black}}
+	if rep.RTOProduceMs >= 0 {
+		events = append(events, timeplot.Event{X: sec(rep.StopAtMs + rep.RTOProduceMs),
+			Label: fmt.Sprintf("first produce on B (+%d ms)", rep.RTOProduceMs), Color: color.RGBA{0x2c, 0x80, 0x2c, 0xff}})
+	}
+	if rep.RTOConsumeMs >= 0 {
+		events = append(events, timeplot.Event{X: sec(rep.StopAtMs + rep.RTOConsumeMs),
+			Label: fmt.Sprintf("first consume on B (+%d ms)", rep.RTOConsumeMs), Color: color.RGBA{0x80, 0x30, 0xa0, 0xff}})
+	}
+	events = append(events, timeplot.Event{X: span, Label: "end of the drill"})
+	status := "PASSED"
+	if !rep.Passed {
+		status = "FAILED"
+	}
+	// The footer's problems are wrapped to the width; the first few only.
+	footer := []string{fmt.Sprintf("lost at failover %d (predicted ≤ %d %s), lost on %s %d, gaps %d, duplicates %d, out of order %d",
+		len(rep.LostAtFailover), rep.PredictedLoss, orDefault(rep.PredictedUnit, "offsets"), clusterName[orDefault(rep.final, "B")],
+		len(rep.LostOnB), len(rep.Gaps), len(rep.Duplicates), len(rep.OutOfOrder))}
+	for i, pr := range rep.Problems {
+		if i == 4 {
+			footer = append(footer, fmt.Sprintf("… and %d more problems (see the report)", len(rep.Problems)-i))
+			break
+		}
+		footer = append(footer, "problem: "+shorten(pr, 160))
+	}
+	fig.Title = fmt.Sprintf("drill of mirror %s (topics %s): %s", rep.Mirror, strings.Join(rep.Topics, ", "), status)
+	fig.Panels = []*plot.Plot{p}
+	fig.Events = events
+	fig.Footer = footer
+	return fig.WriteSVG(w)
 }
 
-func esc(s string) string {
-	return strings.NewReplacer("&", "&amp;", "<", "&lt;", ">", "&gt;", `"`, "&quot;").Replace(s)
+// activeSpan is the steps of v from its first non-zero second to the
+// second after its last (the drop to zero), so that a series does not
+// run along the axis where its cluster had no traffic.
+func activeSpan(edges, v []float64) plotter.XYs {
+	first, last := -1, -1
+	for i, x := range v {
+		if x != 0 {
+			if first < 0 {
+				first = i
+			}
+			last = i
+		}
+	}
+	if first < 0 {
+		return nil
+	}
+	last = min(last+1, len(v)-1)
+	return timeplot.Steps(edges[first:last+2], v[first:last+1])
+}
+
+func orDefault(s, d string) string {
+	if s == "" {
+		return d
+	}
+	return s
+}
+
+func shorten(s string, n int) string {
+	if r := []rune(s); len(r) > n {
+		return string(r[:n-1]) + "…"
+	}
+	return s
 }
