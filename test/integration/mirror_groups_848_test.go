@@ -138,7 +138,6 @@ func kgoValues(rs []*kgo.Record) []string {
 	return out
 }
 
-
 // startKgo848Member is startKgoMember with the consumer group protocol
 // (KIP-848): kgo with ServerSideBalancer.
 func startKgo848Member(t *testing.T, addr, group, topic string) compatMember {
