@@ -243,7 +243,13 @@
 //     TestCompatMatrix. A consumer group mid-rebalance is the same after a
 //     crash: TestConsumerGroup848SurvivesCrash; kill -9 of the binary while
 //     kgo members rebalance loses no acknowledged commit and a new member
-//     resumes at the commits: TestConsumerGroup848BinaryKill9.
+//     resumes at the commits: TestConsumerGroup848BinaryKill9. The
+//     rebalance ledger: 10 kgo members join and 5 leave under load, no
+//     partition held by two members at once, no record lost, the time to a
+//     stable assignment logged beside a classic group's
+//     (internal/broker, TestConsumerGroupRebalanceLedger; negative control:
+//     with assignment before revocation, partitions are held twice and
+//     records read twice).
 //
 // # Fetch, offsets and topics
 //
