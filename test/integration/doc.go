@@ -70,8 +70,8 @@
 //     over another kill: TestMirrorBinaryKill9DuringFailoverModes. It
 //     found an ABORT marker on disk without its transaction index entry
 //     (the entry's write waited behind a flush when the kill came); a
-//     restart's replay now puts it back: TestAbortedTxnReindexedAfterCrash
-//     (internal/partition), with its negative control.
+//     restart's replay now puts it back (internal/partition,
+//     TestAbortedTxnReindexedAfterCrash), with its negative control.
 //     The plan predicts both modes side by side and the drill measures
 //     the mirror's, on the same held-LSO scenario: truncate-to-lso loses
 //     the canary records past the LSO as predicted, abort-open-transactions
