@@ -354,3 +354,32 @@ func TestConsumerGroup848GroupConfigs(t *testing.T) {
 		t.Fatalf("group config: heartbeat interval %d, want 7000", got)
 	}
 }
+
+// A kgo member subscribed by regex (SubscribedTopicRegex, kgo.ConsumeRegex
+// with ServerSideBalancer) is assigned a topic created after it joined, and
+// reads it; a topic the regex does not match is not assigned.
+func TestConsumerGroup848RegexNewTopic(t *testing.T) {
+	c := minibrokertest.Start(t, append(fast848(), minibrokertest.Topic("orders-a", 1), minibrokertest.Topic("other", 1))...)
+	cl := new848Consumer(t, c.Addr(), "gre", []string{"orders-.*"}, kgo.ConsumeRegex())
+	ctx, cancel := context.WithTimeout(context.Background(), 45*time.Second)
+	defer cancel()
+	go func() {
+		for ctx.Err() == nil {
+			cl.PollFetches(ctx)
+		}
+	}()
+	if _, err := kadmClient(t, c.Addr()).CreateTopic(ctx, 2, 1, nil, "orders-b"); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, "orders-b assigned to the regex member", func() bool {
+		d := describe848(t, c.Addr(), "gre")
+		if len(d.Members) != 1 {
+			return false
+		}
+		topics := map[string]int{}
+		for _, tp := range d.Members[0].Assignment.TopicPartitions {
+			topics[tp.Topic] = len(tp.Partitions)
+		}
+		return d.State == "Stable" && topics["orders-a"] == 1 && topics["orders-b"] == 2 && len(topics) == 2
+	})
+}

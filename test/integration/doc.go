@@ -232,7 +232,8 @@
 //     partitions with a second member: TestConsumerGroup848Kgo; Kafka's
 //     answers (validation, FENCED_MEMBER_EPOCH, UNRELEASED_INSTANCE_ID,
 //     STALE_MEMBER_EPOCH on OffsetCommit/OffsetFetch, DeleteGroups,
-//     DescribeGroups): TestConsumerGroup848Errors. A partition goes to its
+//     DescribeGroups): TestConsumerGroup848Errors. A regex member is given
+//     a matching topic created after it joined: TestConsumerGroup848RegexNewTopic. A partition goes to its
 //     new owner only after its previous owner's heartbeat shows it
 //     revoked (internal/coordinator, TestConsumerGroupRevokeBeforeAssign;
 //     negative control: with assignment before revocation, a partition
