@@ -90,7 +90,11 @@ var librdkafkaMax = map[string]map[int16]int16{
 	// v2.11.1, bundled with confluent-kafka-go v2.11.1.
 	"2.11.1": {0: 10, 1: 16, 2: 7, 3: 13, 8: 9, 9: 9, 10: 2, 11: 5, 12: 3, 13: 1, 14: 3, 15: 4, 16: 5,
 		18: 3, 19: 4, 20: 1, 21: 1, 22: 4, 23: 2, 24: 0, 25: 0, 26: 1, 28: 3, 32: 1, 33: 2, 37: 0, 42: 1, 44: 1, 47: 0,
-		71: 0, 72: 0}, // KIP-714 telemetry (rd_kafka_GetTelemetrySubscriptionsRequest, rd_kafka_PushTelemetryRequest: v0)
+		71: 0, 72: 0, // KIP-714 telemetry (rd_kafka_GetTelemetrySubscriptionsRequest, rd_kafka_PushTelemetryRequest: v0)
+		// ConsumerGroupDescribe (rdkafka_admin.c's DescribeConsumerGroups
+		// tries it first): v0, the version it sends while minibroker
+		// offers v0-1.
+		69: 0},
 	// v2.0.2, Debian's kcat.
 	"2.0.2": {0: 7, 1: 11, 2: 2, 3: 4, 8: 7, 9: 7, 10: 2, 11: 5, 12: 3, 13: 1, 14: 3, 15: 4, 16: 4,
 		18: 3, 19: 4, 20: 1, 21: 1, 22: 4, 24: 0, 25: 0, 26: 1, 28: 3, 32: 1, 37: 0, 42: 1, 47: 0},

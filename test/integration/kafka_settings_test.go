@@ -80,7 +80,9 @@ func TestKafkaServerPropertiesFile(t *testing.T) {
 		t.Fatalf("the CONTROLLER listener (controller.listener.names) is open")
 	}
 	logs := p.output()
-	for _, name := range []string{"offsets.topic.replication.factor", "transaction.state.log.min.isr", "process.roles", "controller.quorum.voters", "num.network.threads"} {
+	// transaction.state.log.min.isr is not among them: it is the
+	// min.insync.replicas of __transaction_state (checked below).
+	for _, name := range []string{"offsets.topic.replication.factor", "transaction.state.log.replication.factor", "process.roles", "controller.quorum.voters", "num.network.threads"} {
 		if !strings.Contains(logs, `"`+name+`"`) || !strings.Contains(logs, "accepted and ignored") {
 			t.Fatalf("start-up log does not name %s as accepted and ignored:\n%s", name, logs)
 		}
@@ -104,6 +106,23 @@ func TestKafkaServerPropertiesFile(t *testing.T) {
 	}
 	if !found {
 		t.Fatal("log.retention.ms not described")
+	}
+	tc, err := kadmClient(t, addr).DescribeTopicConfigs(ctx, "__transaction_state")
+	if err != nil {
+		t.Fatal(err)
+	}
+	isr, err := tc.On("__transaction_state", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := "(not described)"
+	for _, c := range isr.Configs {
+		if c.Key == "min.insync.replicas" {
+			got = c.MaybeValue()
+		}
+	}
+	if got != "1" {
+		t.Fatalf("__transaction_state min.insync.replicas %s, want 1 (transaction.state.log.min.isr=1)", got)
 	}
 }
 
