@@ -242,6 +242,10 @@ func (m *Manager) startPlanned(rt *liveMirror, plan *topicStart) error {
 	// recorded leaves a topic the refresh resumes, never one that auto-
 	// creation would take for a local topic.
 	m.mu.Lock()
+	if m.goneLocked(rt) {
+		m.mu.Unlock()
+		return fmt.Errorf("%w: %s", ErrNotFound, rt.spec.Name)
+	}
 	if rt.spec.Topics[topic] == nil && !m.opts.TestHooks.SkipPendingTopics() {
 		rt.spec.Topics[topic] = &topicSpec{Partitions: map[int32]*partitionRecord{}, Pending: true}
 		if err := m.saveLocked(); err != nil {
@@ -260,6 +264,9 @@ func (m *Manager) startPlanned(rt *liveMirror, plan *topicStart) error {
 	}
 	m.mu.Lock()
 	defer m.mu.Unlock()
+	if m.goneLocked(rt) { // deleted while the topic was being created
+		return fmt.Errorf("%w: %s", ErrNotFound, rt.spec.Name)
+	}
 	ts := rt.spec.Topics[topic]
 	if ts == nil {
 		ts = &topicSpec{Partitions: map[int32]*partitionRecord{}}

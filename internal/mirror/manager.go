@@ -464,6 +464,15 @@ func (m *Manager) Delete(name string) error {
 			}
 		}
 	}
+	// The partitions to make writable again, listed under the lock: a
+	// start that began before the delete writes these maps under m.mu
+	// (until it sees the mirror gone), so they are not read after Unlock.
+	var ks []tp
+	for topic, ts := range rt.spec.Topics {
+		for idx := range ts.Partitions {
+			ks = append(ks, tp{topic, idx})
+		}
+	}
 	delete(m.mirrors, name)
 	for i, s := range m.doc.Mirrors {
 		if s.Name == name {
@@ -478,17 +487,30 @@ func (m *Manager) Delete(name string) error {
 	m.mu.Unlock()
 	m.shutdownRuntime(rt)
 	// A failed partition stays read-only until its mirror is gone.
-	for topic, ts := range rt.spec.Topics {
-		parts := m.local.Partitions(topic)
-		for idx := range ts.Partitions {
-			if int(idx) < len(parts) {
-				if mode, owner := parts[idx].Mode(); mode == partition.Mirrored && owner == name {
-					parts[idx].SetMode(partition.Writable, "")
-				}
+	for _, k := range ks {
+		if parts := m.local.Partitions(k.topic); int(k.partition) < len(parts) {
+			if mode, owner := parts[k.partition].Mode(); mode == partition.Mirrored && owner == name {
+				parts[k.partition].SetMode(partition.Writable, "")
 			}
 		}
 	}
 	return err
+}
+
+// goneLocked reports whether rt was deleted or shut down (m.mu held): a
+// start that looked its mirror up before then must not record partitions
+// or start fetchers on it (nothing would stop them, and the partitions
+// would stay read-only under a mirror that no longer exists).
+func (m *Manager) goneLocked(rt *liveMirror) bool {
+	if m.mirrors[rt.spec.Name] != rt {
+		return true
+	}
+	select {
+	case <-rt.stop:
+		return true
+	default:
+		return false
+	}
 }
 
 func (m *Manager) runtime(name string) (*liveMirror, error) {
