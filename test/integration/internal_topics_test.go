@@ -28,6 +28,7 @@ import (
 func TestInternalTopics(t *testing.T) {
 	t.Parallel()
 	c := minibrokertest.Start(t, minibrokertest.Topic("plain", 1),
+		minibrokertest.Set("offsets.topic.num.partitions", "50"), // Kafka's default (minibrokertest sets 1)
 		minibrokertest.Set("transaction.state.log.num.partitions", "7"))
 	cl := newClient(t, c.Addr())
 	adm := kadm.NewClient(cl)
@@ -165,14 +166,14 @@ func TestInternalTopicsFetchACLs(t *testing.T) {
 func TestInternalTopicAdopted(t *testing.T) {
 	t.Parallel()
 	dir := t.TempDir()
-	c := minibrokertest.Start(t, minibrokertest.DataDir(dir))
+	c := minibrokertest.Start(t, append(kafkaCoordinatorTopics(), minibrokertest.DataDir(dir))...)
 	c.Close()
 	// What an older minibroker left: the topic as a plain one, 1
 	// partition, no configs (topics.json as it writes it).
 	if err := os.WriteFile(filepath.Join(dir, "topics.json"), []byte(`{"version":1,"topics":[{"name":"__consumer_offsets","id":"0123456789abcdef0123456789abcdef","partitions":1}]}`), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	c2 := minibrokertest.Start(t, minibrokertest.DataDir(dir))
+	c2 := minibrokertest.Start(t, append(kafkaCoordinatorTopics(), minibrokertest.DataDir(dir))...)
 	if got := (partitionsOf(c2, "__consumer_offsets")); got != 1 {
 		t.Fatalf("adopted topic: %d partitions, want 1", got)
 	}
@@ -219,4 +220,14 @@ func partitionsOf(c *minibrokertest.Cluster, topic string) int {
 		return -1
 	}
 	return len(t.Partitions)
+}
+
+// kafkaCoordinatorTopics gives a cluster Kafka's default partition counts
+// for __consumer_offsets and __transaction_state (50 each), which
+// minibrokertest lowers to 1 to keep start-up fast.
+func kafkaCoordinatorTopics() []minibrokertest.Option {
+	return []minibrokertest.Option{
+		minibrokertest.Set("offsets.topic.num.partitions", "50"),
+		minibrokertest.Set("transaction.state.log.num.partitions", "50"),
+	}
 }

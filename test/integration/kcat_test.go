@@ -21,7 +21,7 @@ import (
 // topic with its partitions, each led by node 0 with replicas and ISR [0].
 func TestKcatMetadata(t *testing.T) {
 	t.Parallel()
-	c := minibrokertest.Start(t, minibrokertest.Topic("alpha", 3), minibrokertest.Topic("beta", 1))
+	c := minibrokertest.Start(t, append(kafkaCoordinatorTopics(), minibrokertest.Topic("alpha", 3), minibrokertest.Topic("beta", 1))...)
 
 	text, _ := runKcat(t, "", "-L", "-b", c.Addr())
 	for _, want := range []string{

@@ -98,7 +98,7 @@ func offsetsTopicState(t *testing.T, addr string) (offsets map[string]map[kmsg.O
 // are tombstones.
 func TestOffsetsTopicKgo(t *testing.T) {
 	t.Parallel()
-	c := minibrokertest.Start(t, minibrokertest.Topic("orders", 3))
+	c := minibrokertest.Start(t, append(kafkaCoordinatorTopics(), minibrokertest.Topic("orders", 3))...)
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
 	prod := newClient(t, c.Addr(), kgo.DefaultProduceTopic("orders"), kgo.RecordPartitioner(kgo.RoundRobinPartitioner()))
@@ -333,7 +333,7 @@ func TestOffsetsTopicTxnOffsets(t *testing.T) {
 // offset's payload <DELETE>.
 func TestDumpLogOffsetsDecoder(t *testing.T) {
 	t.Parallel()
-	c := minibrokertest.Start(t, minibrokertest.Topic("orders", 2))
+	c := minibrokertest.Start(t, append(kafkaCoordinatorTopics(), minibrokertest.Topic("orders", 2))...)
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	const group = "dump-me"

@@ -52,7 +52,7 @@ func metadataFor(t *testing.T, cl *kgo.Client, names ...string) *kmsg.MetadataRe
 // succeeded.
 func TestReservedTopicNames(t *testing.T) {
 	t.Parallel()
-	c := minibrokertest.Start(t)
+	c := minibrokertest.Start(t, kafkaCoordinatorTopics()...)
 	cl := newClient(t, c.Addr())
 	reserved := map[string]bool{"__consumer_offsets": true, "__transaction_state": true, "__share_group_state": true, "__cluster_metadata": false, "__mirror_state": true}
 	made := map[string]bool{"__consumer_offsets": true, "__transaction_state": true}
