@@ -2,12 +2,10 @@ package drill
 
 import (
 	"bytes"
-	"encoding/xml"
-	"fmt"
-	"io"
 	"slices"
-	"strings"
 	"testing"
+
+	"github.com/minibroker/minibroker/internal/timeplot"
 )
 
 // TestAnalyse: the report's arithmetic on a hand-made run. Records 1–4
@@ -88,55 +86,13 @@ func TestAnalyse(t *testing.T) {
 	}
 }
 
-// svgContents parses an SVG: the texts, and each stroked path's points by
-// stroke colour.
+// svgContents parses an SVG (timeplot.ReadSVG): the texts, and each
+// stroked path's points by stroke colour.
 func svgContents(t *testing.T, b []byte) (texts []string, paths map[string][][][2]float64) {
 	t.Helper()
-	paths = map[string][][][2]float64{}
-	dec := xml.NewDecoder(bytes.NewReader(b))
-	inText := false
-	for {
-		tok, err := dec.Token()
-		if err == io.EOF {
-			return texts, paths
-		}
-		if err != nil {
-			t.Fatalf("SVG does not parse: %v", err)
-		}
-		switch el := tok.(type) {
-		case xml.StartElement:
-			var style, d string
-			for _, a := range el.Attr {
-				switch a.Name.Local {
-				case "style":
-					style = a.Value
-				case "d":
-					d = a.Value
-				}
-			}
-			inText = el.Name.Local == "text"
-			if inText {
-				texts = append(texts, "")
-			}
-			_, stroke, ok := strings.Cut(style, "stroke:")
-			if el.Name.Local != "path" || !ok {
-				continue
-			}
-			var pts [][2]float64
-			for _, p := range strings.FieldsFunc(d, func(r rune) bool { return r == 'M' || r == 'L' || r == 'Z' }) {
-				var x, y float64
-				if _, err := fmt.Sscanf(p, "%g,%g", &x, &y); err == nil {
-					pts = append(pts, [2]float64{x, y})
-				}
-			}
-			col := strings.ToLower(strings.Split(stroke, ";")[0])
-			paths[col] = append(paths[col], pts)
-		case xml.CharData:
-			if inText {
-				texts[len(texts)-1] += string(el)
-			}
-		case xml.EndElement:
-			inText = false
-		}
+	texts, paths, err := timeplot.ReadSVG(b)
+	if err != nil {
+		t.Fatal(err)
 	}
+	return texts, paths
 }
