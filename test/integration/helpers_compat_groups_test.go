@@ -1,0 +1,236 @@
+package integration
+
+import (
+	"fmt"
+	"slices"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/minibroker/minibroker/minibrokertest"
+)
+
+// The consumer-group rows of the compat matrix (classic and KIP-848
+// groups) and the waits they share; the other rows' helpers are in
+// helpers_compat_test.go.
+
+// compatMember is one consumer-group member run by a client: it consumes
+// in the background, committing what it handed to the application.
+type compatMember interface {
+	records() []compatRecord
+	close(t *testing.T) // leaves the group
+}
+
+// recordLog is a concurrency-safe list of consumed records for members.
+type recordLog struct {
+	mu   sync.Mutex
+	recs []compatRecord
+}
+
+func (l *recordLog) add(r compatRecord) {
+	l.mu.Lock()
+	l.recs = append(l.recs, r)
+	l.mu.Unlock()
+}
+
+func (l *recordLog) records() []compatRecord {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return slices.Clone(l.recs)
+}
+
+// compatGroupRow: two members of a group split a four-partition topic;
+// both commit what they read; one leaves; the survivor takes every
+// partition and resumes from the committed offsets: exactly the new
+// records, none lost, none again.
+func compatGroupRow(t *testing.T, m *compatMatrix, client string, c *minibrokertest.Cluster,
+	join func(t *testing.T, group, topic string) compatMember) {
+	compatGroupCell(t, m, client, c, rowGroup, "grp", waitGroupAssignment, join)
+}
+
+// compatGroup848Row is compatGroupRow with a KIP-848 consumer group: join
+// must make a member speaking the consumer group protocol; the group's
+// assignment is read with ConsumerGroupDescribe.
+func compatGroup848Row(t *testing.T, m *compatMatrix, client string, c *minibrokertest.Cluster,
+	join func(t *testing.T, group, topic string) compatMember) {
+	compatGroupCell(t, m, client, c, rowGroup848, "grp848", waitGroup848Assignment, join)
+}
+
+func compatGroupCell(t *testing.T, m *compatMatrix, client string, c *minibrokertest.Cluster, row compatRow, topic string,
+	wait func(t *testing.T, adm *kadm.Client, group, topic string, members int) map[string][]int32,
+	join func(t *testing.T, group, topic string) compatMember) {
+	m.cell(t, client, row, func(t *testing.T) string {
+		const parts = 4
+		group := "compat-" + topic
+		createCompatTopic(t, c, topic, parts)
+		adm := kadmClient(t, c.Addr())
+		m1 := join(t, group, topic)
+		m2 := join(t, group, topic)
+		owners := wait(t, adm, group, topic, 2)
+		produce := func(prefix string, perPartition int) map[string]int32 {
+			cl := newClient(t, c.Addr(), kgo.DefaultProduceTopic(topic), kgo.RecordPartitioner(kgo.ManualPartitioner()))
+			defer cl.Close()
+			where := map[string]int32{}
+			var recs []*kgo.Record
+			for p := range int32(parts) {
+				for i := range perPartition {
+					v := compatValue(fmt.Sprintf("%s-p%d", prefix, p), i)
+					where[v] = p
+					recs = append(recs, &kgo.Record{Partition: p, Value: []byte(v)})
+				}
+			}
+			if err := cl.ProduceSync(compatCtx(t), recs...).FirstErr(); err != nil {
+				t.Fatal(err)
+			}
+			return where
+		}
+		first := produce("a", 10)
+		waitFor(t, "the two members to read the 40 records", func() bool {
+			return len(m1.records())+len(m2.records()) >= len(first)
+		})
+		// Each member read only its own partitions; together everything once.
+		seen := map[string]bool{}
+		members := map[string]compatMember{"m1": m1, "m2": m2}
+		var ownersOf []map[int32]bool
+		for _, name := range []string{"m1", "m2"} {
+			mine := map[int32]bool{}
+			for _, r := range members[name].records() {
+				if seen[r.Value] || first[r.Value] != r.Partition {
+					t.Fatalf("%s read %s from partition %d (duplicate %v)", name, short(r.Value), r.Partition, seen[r.Value])
+				}
+				seen[r.Value] = true
+				mine[r.Partition] = true
+			}
+			ownersOf = append(ownersOf, mine)
+		}
+		if len(seen) != len(first) || len(ownersOf[0]) == 0 || len(ownersOf[1]) == 0 {
+			t.Fatalf("members read %d of %d records; partitions %v and %v (assignment %v)", len(seen), len(first), ownersOf[0], ownersOf[1], owners)
+		}
+		waitCommitted(t, adm, group, topic, parts, 10)
+
+		n1 := len(m1.records())
+		m2.close(t)
+		wait(t, adm, group, topic, 1)
+		second := produce("b", 5)
+		waitFor(t, "the survivor to read the 20 new records", func() bool { return len(m1.records()) >= n1+len(second) })
+		got := map[string]bool{}
+		for _, r := range m1.records()[n1:] {
+			if _, ok := second[r.Value]; !ok || got[r.Value] || second[r.Value] != r.Partition {
+				t.Fatalf("survivor read %s from partition %d after the rebalance (resumed before the committed offset?)", short(r.Value), r.Partition)
+			}
+			got[r.Value] = true
+		}
+		waitCommitted(t, adm, group, topic, parts, 15)
+		m1.close(t)
+		if n := len(m1.records()) - n1; n != len(second) {
+			t.Fatalf("survivor read %d records after the rebalance, want %d", n, len(second))
+		}
+		return ""
+	})
+}
+
+// waitGroup848Assignment is waitGroupAssignment for a KIP-848 consumer
+// group (ConsumerGroupDescribe): Stable, members members each holding at
+// least one of the 4 partitions of topic, all held.
+func waitGroup848Assignment(t *testing.T, adm *kadm.Client, group, topic string, members int) map[string][]int32 {
+	t.Helper()
+	var last string
+	deadline := time.Now().Add(45 * time.Second)
+	for time.Now().Before(deadline) {
+		dg, err := adm.DescribeConsumerGroups(compatCtx(t), group)
+		if err != nil {
+			last = err.Error()
+			time.Sleep(50 * time.Millisecond)
+			continue
+		}
+		g := dg[group]
+		out := map[string][]int32{}
+		total := 0
+		for _, mem := range g.Members {
+			for p := range mem.Assignment[topic] {
+				out[mem.MemberID] = append(out[mem.MemberID], p)
+				total++
+			}
+		}
+		last = fmt.Sprintf("error %v, state %s, %d members, assignment %v", g.Err, g.State, len(g.Members), out)
+		if g.Err == nil && g.State == "Stable" && len(g.Members) == members && len(out) == members && total == 4 {
+			return out
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	t.Fatalf("consumer group %s never Stable with %d members owning the 4 partitions: %s", group, members, last)
+	return nil
+}
+
+// waitGroupAssignment waits until the group is Stable with members
+// members, each assigned at least one partition of topic, all partitions
+// assigned; it returns member id → partitions.
+func waitGroupAssignment(t *testing.T, adm *kadm.Client, group, topic string, members int) map[string][]int32 {
+	t.Helper()
+	var last string
+	deadline := time.Now().Add(45 * time.Second)
+	for time.Now().Before(deadline) {
+		dg, err := adm.DescribeGroups(compatCtx(t), group)
+		if err != nil {
+			last = err.Error()
+			time.Sleep(50 * time.Millisecond)
+			continue
+		}
+		g := dg[group]
+		out := map[string][]int32{}
+		total := 0
+		for _, mem := range g.Members {
+			if a, ok := mem.Assigned.AsConsumer(); ok {
+				for _, tp := range a.Topics {
+					if tp.Topic == topic {
+						out[mem.MemberID] = append(out[mem.MemberID], tp.Partitions...)
+						total += len(tp.Partitions)
+					}
+				}
+			}
+		}
+		last = fmt.Sprintf("state %s, %d members, assignment %v", g.State, len(g.Members), out)
+		if g.State == "Stable" && len(g.Members) == members && len(out) == members && total == 4 {
+			return out
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	t.Fatalf("group %s never Stable with %d members owning the 4 partitions: %s", group, members, last)
+	return nil
+}
+
+// waitCommitted waits until the group committed offset want on every
+// partition of topic.
+func waitCommitted(t *testing.T, adm *kadm.Client, group, topic string, parts int32, want int64) {
+	t.Helper()
+	var last string
+	deadline := time.Now().Add(45 * time.Second)
+	for time.Now().Before(deadline) {
+		offs, err := adm.FetchOffsets(compatCtx(t), group)
+		if err != nil {
+			last = err.Error()
+			time.Sleep(50 * time.Millisecond)
+			continue
+		}
+		done := true
+		var got []int64
+		for p := range parts {
+			o, ok := offs.Lookup(topic, p)
+			at := int64(-1)
+			if ok && o.Err == nil {
+				at = o.At
+			}
+			got = append(got, at)
+			done = done && at == want
+		}
+		if done {
+			return
+		}
+		last = fmt.Sprint(got)
+		time.Sleep(50 * time.Millisecond)
+	}
+	t.Fatalf("group %s never committed offset %d on every partition of %s: last %s", group, want, topic, last)
+}
