@@ -137,32 +137,20 @@ func compatGroupCell(t *testing.T, m *compatMatrix, client string, c *minibroker
 // least one of the 4 partitions of topic, all held.
 func waitGroup848Assignment(t *testing.T, adm *kadm.Client, group, topic string, members int) map[string][]int32 {
 	t.Helper()
-	var last string
-	deadline := time.Now().Add(45 * time.Second)
-	for time.Now().Before(deadline) {
+	return waitAssignment(t, "consumer group "+group, members, func() (string, int, map[string][]int32, error) {
 		dg, err := adm.DescribeConsumerGroups(compatCtx(t), group)
 		if err != nil {
-			last = err.Error()
-			time.Sleep(50 * time.Millisecond)
-			continue
+			return "", 0, nil, err
 		}
 		g := dg[group]
 		out := map[string][]int32{}
-		total := 0
 		for _, mem := range g.Members {
 			for p := range mem.Assignment[topic] {
 				out[mem.MemberID] = append(out[mem.MemberID], p)
-				total++
 			}
 		}
-		last = fmt.Sprintf("error %v, state %s, %d members, assignment %v", g.Err, g.State, len(g.Members), out)
-		if g.Err == nil && g.State == "Stable" && len(g.Members) == members && len(out) == members && total == 4 {
-			return out
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
-	t.Fatalf("consumer group %s never Stable with %d members owning the 4 partitions: %s", group, members, last)
-	return nil
+		return g.State, len(g.Members), out, g.Err
+	})
 }
 
 // waitGroupAssignment waits until the group is Stable with members
@@ -170,35 +158,44 @@ func waitGroup848Assignment(t *testing.T, adm *kadm.Client, group, topic string,
 // assigned; it returns member id → partitions.
 func waitGroupAssignment(t *testing.T, adm *kadm.Client, group, topic string, members int) map[string][]int32 {
 	t.Helper()
-	var last string
-	deadline := time.Now().Add(45 * time.Second)
-	for time.Now().Before(deadline) {
+	return waitAssignment(t, "group "+group, members, func() (string, int, map[string][]int32, error) {
 		dg, err := adm.DescribeGroups(compatCtx(t), group)
 		if err != nil {
-			last = err.Error()
-			time.Sleep(50 * time.Millisecond)
-			continue
+			return "", 0, nil, err
 		}
 		g := dg[group]
 		out := map[string][]int32{}
-		total := 0
 		for _, mem := range g.Members {
 			if a, ok := mem.Assigned.AsConsumer(); ok {
 				for _, tp := range a.Topics {
 					if tp.Topic == topic {
 						out[mem.MemberID] = append(out[mem.MemberID], tp.Partitions...)
-						total += len(tp.Partitions)
 					}
 				}
 			}
 		}
-		last = fmt.Sprintf("state %s, %d members, assignment %v", g.State, len(g.Members), out)
-		if g.State == "Stable" && len(g.Members) == members && len(out) == members && total == 4 {
+		return g.State, len(g.Members), out, nil
+	})
+}
+
+// waitAssignment polls describe until the group is Stable with members
+// members, each owning at least one partition, the 4 partitions all
+// owned; it returns member id → partitions.
+func waitAssignment(t *testing.T, what string, members int, describe func() (state string, n int, owned map[string][]int32, err error)) map[string][]int32 {
+	t.Helper()
+	var last string
+	for deadline := time.Now().Add(45 * time.Second); time.Now().Before(deadline); time.Sleep(50 * time.Millisecond) {
+		state, n, out, err := describe()
+		total := 0
+		for _, ps := range out {
+			total += len(ps)
+		}
+		last = fmt.Sprintf("error %v, state %s, %d members, assignment %v", err, state, n, out)
+		if err == nil && state == "Stable" && n == members && len(out) == members && total == 4 {
 			return out
 		}
-		time.Sleep(50 * time.Millisecond)
 	}
-	t.Fatalf("group %s never Stable with %d members owning the 4 partitions: %s", group, members, last)
+	t.Fatalf("%s never Stable with %d members owning the 4 partitions: %s", what, members, last)
 	return nil
 }
 
