@@ -51,14 +51,8 @@ func (b *Broker) handleAddPartitionsToTxn(_ context.Context, r *protocol.Request
 		for _, p := range rt.Partitions {
 			tp := coordinator.TopicPartition{Topic: rt.Topic, Partition: p}
 			parts = append(parts, tp)
-			part, ok := b.partitionOf(rt.Topic, p)
-			switch {
-			case !ok:
-				codes[tp], refused = kerr.UnknownTopicOrPartition.Code, true
-			default:
-				if mode, mirror := part.Mode(); mode == partition.Mirrored {
-					codes[tp], refused = errorCode(&partition.MirroredError{Mirror: mirror}), true
-				}
+			if c, bad := b.txnPartitionRefusal(rt.Topic, p, false); bad {
+				codes[tp], refused = c, true
 			}
 		}
 	}
@@ -99,14 +93,8 @@ func (b *Broker) addPartitionsToTxnV4(version int16, tx kmsg.AddPartitionsToTxnR
 		for _, p := range rt.Partitions {
 			tp := coordinator.TopicPartition{Topic: rt.Topic, Partition: p}
 			parts = append(parts, tp)
-			part, ok := b.partitionOf(rt.Topic, p)
-			switch {
-			case !ok:
-				codes[tp], refused = kerr.UnknownTopicOrPartition.Code, true
-			default:
-				if mode, mirror := part.Mode(); mode == partition.Mirrored && !tx.VerifyOnly {
-					codes[tp], refused = errorCode(&partition.MirroredError{Mirror: mirror}), true
-				}
+			if c, bad := b.txnPartitionRefusal(rt.Topic, p, tx.VerifyOnly); bad {
+				codes[tp], refused = c, true
 			}
 		}
 	}
@@ -142,4 +130,18 @@ func (b *Broker) addPartitionsToTxnV4(version int16, tx kmsg.AddPartitionsToTxnR
 		out.Topics = append(out.Topics, st)
 	}
 	return out
+}
+
+// txnPartitionRefusal is the code AddPartitionsToTxn refuses a partition
+// with, if any: UNKNOWN_TOPIC_OR_PARTITION, or the mirrored partition's
+// error unless the request only verifies.
+func (b *Broker) txnPartitionRefusal(topic string, p int32, verifyOnly bool) (int16, bool) {
+	part, ok := b.partitionOf(topic, p)
+	if !ok {
+		return kerr.UnknownTopicOrPartition.Code, true
+	}
+	if mode, mirror := part.Mode(); mode == partition.Mirrored && !verifyOnly {
+		return errorCode(&partition.MirroredError{Mirror: mirror}), true
+	}
+	return 0, false
 }
