@@ -1,14 +1,18 @@
 package psm
 
-// The scripted state-machine tests: testdata/*.txt, one event per line and
-// "expect" lines checking the outcome of the last event or the state after
-// it (etcd raft's testdata model). The language:
+// The scripted state-machine tests: testdata/*.txt in the datadriven
+// format (github.com/cockroachdb/datadriven, as pebble and CockroachDB use
+// it): a directive, "----", and what the manager answered. Events print
+// their outcome; queries print the state. `go test ./internal/psm -run
+// TestScripts -rewrite` regenerates the answers (read the diff).
+//
+// Events:
 //
 //	new [window=N] [expiration=MS]          fresh manager (one is made at start)
-//	append ORIGIN ITEM [; ITEM]...          one append of several batches
+//	append ORIGIN [ITEM]                    one append; more ITEMs, one a line, as input
 //	marker commit|abort pid= epoch= coord= offset= [origin=]   (default coordinator)
 //	barrier offset= [origin=]               MIRROR_PID_RESET (default coordinator)
-//	expire now=MS                           RemoveExpired
+//	expire now=MS                           RemoveExpired; prints expired=N
 //	snapshot-reload                         write a snapshot, load it back
 //
 //	ITEM: data pid= epoch= seq=A[-B]|none offset=X[-Y] [txn] [ts=]
@@ -19,30 +23,29 @@ package psm
 //	      txnbarrier offset=                (type 7 in a transactional batch)
 //	      badcontrol pid= offset=           (a marker that cannot be decoded)
 //
-//	expect ok | error NAME | duplicate offset=X-Y | expired=N
-//	expect completed none | completed pid= offset=X-Y commit|abort lso=N [; ...]
-//	expect entry pid= [epoch=] [coord=] [txn=] [seqs=A-B,..] [offsets=X-Y,..] [ts=]
-//	expect no-entry pid=
-//	expect producers=N [ids=1,2]
-//	expect lso=N | lso=none
-//	expect ongoing none | ongoing PID@OFFSET,...
-//	expect anomalies KIND=N ...            (cumulative counter values)
-//	expect end=N                           LastOffset
+// An append prints "ok" and one "completed pid= offset=X-Y commit|abort
+// lso=N" line per transaction it completed, or "error NAME", or
+// "duplicate offset=X-Y".
 //
-// An append that fails must be followed by an "expect error" or "expect
-// duplicate" line.
+// Queries:
+//
+//	entry pid=N        the producer's entry (epoch, coordinator epoch, open
+//	                   transaction, timestamp, batch sequences and offsets), or none
+//	producers          how many entries, and their ids
+//	lso                the first unstable offset, or none
+//	ongoing            open transactions as PID@FIRST_OFFSET, or none
+//	anomalies          the replication anomaly counters above zero, or none
+//	end                LastOffset
 
 import (
-	"bufio"
 	"errors"
 	"fmt"
-	"os"
-	"path/filepath"
-	"slices"
+	"sort"
 	"strconv"
 	"strings"
 	"testing"
 
+	"github.com/cockroachdb/datadriven"
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/minibroker/minibroker/internal/batch"
@@ -50,81 +53,99 @@ import (
 )
 
 func TestScripts(t *testing.T) {
-	files, err := filepath.Glob("testdata/*.txt")
-	if err != nil || len(files) == 0 {
-		t.Fatalf("no scripts: %v", err)
-	}
-	for _, f := range files {
-		t.Run(strings.TrimSuffix(filepath.Base(f), ".txt"), func(t *testing.T) { runScript(t, f) })
-	}
+	datadriven.Walk(t, "testdata", func(t *testing.T, path string) {
+		if !strings.HasSuffix(path, ".txt") {
+			t.Skip("not a script")
+		}
+		r := &scriptRun{t: t}
+		r.reset(Config{})
+		datadriven.RunTest(t, path, func(t *testing.T, d *datadriven.TestData) string {
+			r.t, r.where = t, d.Pos+": "+d.FullCmd()
+			return r.run(d)
+		})
+	})
 }
 
 type scriptRun struct {
-	t         *testing.T
-	reg       *prometheus.Registry
-	m         *Manager
-	err       error
-	completed []CompletedTxn
-	expired   int
-	unchecked bool // last event failed and no expect line looked at it yet
-	where     string
+	t     *testing.T
+	reg   *prometheus.Registry
+	m     *Manager
+	where string
 }
 
-func runScript(t *testing.T, path string) {
-	f, err := os.Open(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
-	r := &scriptRun{t: t}
-	r.reset(Config{})
-	sc := bufio.NewScanner(f)
-	for n := 1; sc.Scan(); n++ {
-		line := strings.TrimSpace(sc.Text())
-		if line == "" || strings.HasPrefix(line, "#") {
-			continue
+func (r *scriptRun) run(d *datadriven.TestData) string {
+	fields := strings.Fields(d.FullCmd())
+	switch d.Cmd {
+	case "new":
+		kv := parseKV(r, fields[1:])
+		r.reset(Config{MaxBatchesPerProducer: int(kv.int("window", 0)), ProducerIDExpirationMs: kv.int("expiration", 0)})
+		return "ok\n"
+	case "append":
+		if len(fields) < 2 {
+			r.fail("append ORIGIN [ITEM]")
 		}
-		r.where = fmt.Sprintf("%s:%d: %s", path, n, line)
-		cmd, rest, _ := strings.Cut(line, " ")
-		if cmd != "expect" && r.unchecked {
-			r.fail("previous event failed unchecked: %v", r.err)
+		var bs []PreparedBatch
+		if len(fields) > 2 {
+			bs = append(bs, r.item(fields[2:]))
 		}
-		switch cmd {
-		case "new":
-			kv := parseKV(r, strings.Fields(rest))
-			r.reset(Config{MaxBatchesPerProducer: int(kv.int("window", 0)), ProducerIDExpirationMs: kv.int("expiration", 0)})
-		case "append":
-			origin, items, _ := strings.Cut(rest, " ")
-			var bs []PreparedBatch
-			for _, item := range strings.Split(items, ";") {
-				bs = append(bs, r.item(strings.Fields(item)))
+		for _, line := range strings.Split(d.Input, "\n") {
+			if line = strings.TrimSpace(line); line != "" {
+				bs = append(bs, r.item(strings.Fields(line)))
 			}
-			r.append(r.origin(origin), bs)
-		case "marker", "barrier":
-			fields := strings.Fields(line)
-			kv := parseKV(r, fields[1:])
-			r.append(r.origin(kv.str("origin", "coordinator")), []PreparedBatch{r.item(fields)})
-		case "expire":
-			r.expired = r.m.RemoveExpired(parseKV(r, strings.Fields(rest)).int("now", -1))
-		case "snapshot-reload":
-			dir := t.TempDir()
-			if err := r.m.WriteSnapshot(vfs.Default, dir, r.m.LastOffset()); err != nil {
-				r.fail("%v", err)
-			}
-			m, _, err := LoadLatestSnapshot(vfs.Default, dir, r.m.LastOffset(), r.m.cfg, nil, r.m.metrics)
-			if err != nil {
-				r.fail("%v", err)
-			}
-			r.m = m
-		case "expect":
-			r.expect(rest)
-		default:
-			r.fail("unknown command %q", cmd)
 		}
+		return r.append(r.origin(fields[1]), bs)
+	case "marker", "barrier":
+		kv := parseKV(r, fields[1:])
+		return r.append(r.origin(kv.str("origin", "coordinator")), []PreparedBatch{r.item(fields)})
+	case "expire":
+		return fmt.Sprintf("expired=%d\n", r.m.RemoveExpired(parseKV(r, fields[1:]).int("now", -1)))
+	case "snapshot-reload":
+		dir := r.t.TempDir()
+		if err := r.m.WriteSnapshot(vfs.Default, dir, r.m.LastOffset()); err != nil {
+			r.fail("%v", err)
+		}
+		m, _, err := LoadLatestSnapshot(vfs.Default, dir, r.m.LastOffset(), r.m.cfg, nil, r.m.metrics)
+		if err != nil {
+			r.fail("%v", err)
+		}
+		r.m = m
+		return "ok\n"
+	case "entry":
+		return r.entry(parseKV(r, fields[1:]).int("pid", -1))
+	case "producers":
+		var ids []string
+		for _, e := range r.m.Entries() {
+			ids = append(ids, strconv.FormatInt(e.ProducerID, 10))
+		}
+		if r.m.Len() != len(ids) {
+			r.fail("Len %d, Entries %d", r.m.Len(), len(ids))
+		}
+		return fmt.Sprintf("producers=%d ids=%s\n", len(ids), orNone(ids))
+	case "lso":
+		if fuo, ok := r.m.FirstUnstableOffset(); ok {
+			return fmt.Sprintf("lso=%d\n", fuo)
+		}
+		return "lso=none\n"
+	case "ongoing":
+		var got []string
+		for _, tx := range r.m.OngoingTxns() {
+			got = append(got, fmt.Sprintf("%d@%d", tx.ProducerID, tx.FirstOffset))
+		}
+		return orNone(got) + "\n"
+	case "anomalies":
+		return r.anomalies()
+	case "end":
+		return fmt.Sprintf("end=%d\n", r.m.LastOffset())
 	}
-	if r.unchecked {
-		t.Errorf("%s: script ends with an unchecked failure: %v", path, r.err)
+	r.fail("unknown directive %q", d.Cmd)
+	return ""
+}
+
+func orNone(s []string) string {
+	if len(s) == 0 {
+		return "none"
 	}
+	return strings.Join(s, ",")
 }
 
 func (r *scriptRun) fail(format string, args ...any) {
@@ -135,7 +156,6 @@ func (r *scriptRun) fail(format string, args ...any) {
 func (r *scriptRun) reset(cfg Config) {
 	r.reg = prometheus.NewRegistry()
 	r.m = NewManager(cfg, nil, NewMetrics(r.reg))
-	r.err, r.completed, r.unchecked = nil, nil, false
 }
 
 func (r *scriptRun) origin(s string) Origin {
@@ -151,12 +171,31 @@ func (r *scriptRun) origin(s string) Origin {
 	return 0
 }
 
-func (r *scriptRun) append(origin Origin, bs []PreparedBatch) {
+// append prepares and applies bs, and prints the outcome.
+func (r *scriptRun) append(origin Origin, bs []PreparedBatch) string {
 	p, err := r.m.Prepare(origin, bs, testTS)
-	r.err, r.completed, r.unchecked = err, nil, err != nil
-	if err == nil {
-		r.completed = p.Apply()
+	if err != nil {
+		var dup *DuplicateError
+		if errors.As(err, &dup) {
+			return fmt.Sprintf("duplicate offset=%d-%d\n", dup.FirstOffset, dup.LastOffset)
+		}
+		for name, e := range errorNames {
+			if errors.Is(err, e) {
+				return "error " + name + "\n"
+			}
+		}
+		r.fail("an error the scripts do not name: %v", err)
 	}
+	var b strings.Builder
+	b.WriteString("ok\n")
+	for _, c := range p.Apply() {
+		what := "commit"
+		if c.Aborted {
+			what = "abort"
+		}
+		fmt.Fprintf(&b, "completed pid=%d offset=%d-%d %s lso=%d\n", c.ProducerID, c.FirstOffset, c.LastOffset, what, c.LastStableOffset)
+	}
+	return b.String()
 }
 
 type kvs struct {
@@ -284,148 +323,41 @@ var errorNames = map[string]error{
 	"MalformedControl":             ErrMalformedControl,
 }
 
-func (r *scriptRun) expect(rest string) {
-	what, args, _ := strings.Cut(rest, " ")
-	fields := strings.Fields(args)
-	kv := parseKV(r, fields)
-	if k, v, ok := strings.Cut(what, "="); ok { // expect lso=3, producers=2, end=7, expired=1
-		kv.m[k] = v
-		what = k
-	}
-	switch what {
-	case "ok":
-		if r.err != nil {
-			r.fail("got error %v", r.err)
-		}
-	case "error":
-		want, ok := errorNames[args]
-		if !ok {
-			r.fail("unknown error name %q", args)
-		}
-		if !errors.Is(r.err, want) {
-			r.fail("want %v, got %v", want, r.err)
-		}
-		r.unchecked = false
-	case "duplicate":
-		var dup *DuplicateError
-		if !errors.As(r.err, &dup) {
-			r.fail("want a duplicate, got %v", r.err)
-		}
-		first, last := kv.rng("offset")
-		if dup.FirstOffset != first || dup.LastOffset != last {
-			r.fail("duplicate of %d-%d, want %d-%d", dup.FirstOffset, dup.LastOffset, first, last)
-		}
-		r.unchecked = false
-	case "completed":
-		r.expectCompleted(args)
-	case "entry":
-		r.expectEntry(kv)
-	case "no-entry":
-		if e, ok := r.m.Entry(kv.int("pid", -1)); ok {
-			r.fail("entry exists: %+v", e)
-		}
-	case "producers":
-		if got := r.m.Len(); int64(got) != kv.int("producers", -1) {
-			r.fail("%d producers: %+v", got, r.m.Entries())
-		}
-		if ids, ok := kv.m["ids"]; ok {
-			var got []string
-			for _, e := range r.m.Entries() {
-				got = append(got, strconv.FormatInt(e.ProducerID, 10))
-			}
-			if strings.Join(got, ",") != ids {
-				r.fail("producer ids %v", got)
-			}
-		}
-	case "lso":
-		fuo, ok := r.m.FirstUnstableOffset()
-		got := "none"
-		if ok {
-			got = strconv.FormatInt(fuo, 10)
-		}
-		if got != kv.m["lso"] {
-			r.fail("first unstable offset %s", got)
-		}
-	case "ongoing":
-		var got []string
-		for _, tx := range r.m.OngoingTxns() {
-			got = append(got, fmt.Sprintf("%d@%d", tx.ProducerID, tx.FirstOffset))
-		}
-		want := strings.TrimSpace(args)
-		if (want == "none" && len(got) != 0) || (want != "none" && strings.Join(got, ",") != want) {
-			r.fail("ongoing %v", got)
-		}
-	case "anomalies":
-		for k := range kv.m {
-			if got := counterValue(r.t, r.reg, "minibroker_psm_replication_anomalies_total", k); int64(got) != kv.int(k, -1) {
-				r.fail("anomaly %s = %v", k, got)
-			}
-		}
-	case "end":
-		if got := r.m.LastOffset(); got != kv.int("end", -1) {
-			r.fail("LastOffset %d", got)
-		}
-	case "expired":
-		if int64(r.expired) != kv.int("expired", -1) {
-			r.fail("expired %d", r.expired)
-		}
-	default:
-		r.fail("unknown expectation %q", what)
-	}
-}
-
-func (r *scriptRun) expectCompleted(args string) {
-	if r.err != nil {
-		r.fail("last event failed: %v", r.err)
-	}
-	var want []CompletedTxn
-	if strings.TrimSpace(args) != "none" {
-		for _, part := range strings.Split(args, ";") {
-			kv := parseKV(r, strings.Fields(part))
-			first, last := kv.rng("offset")
-			if kv.flags["commit"] == kv.flags["abort"] {
-				r.fail("completed needs commit or abort")
-			}
-			want = append(want, CompletedTxn{ProducerID: kv.int("pid", -1), FirstOffset: first, LastOffset: last,
-				Aborted: kv.flags["abort"], LastStableOffset: kv.int("lso", -1)})
-		}
-	}
-	if !slices.Equal(r.completed, want) {
-		r.fail("completed %+v, want %+v", r.completed, want)
-	}
-}
-
-func (r *scriptRun) expectEntry(kv kvs) {
-	pid := kv.int("pid", -1)
+// entry prints producer pid's entry, or none.
+func (r *scriptRun) entry(pid int64) string {
 	e, ok := r.m.Entry(pid)
 	if !ok {
-		r.fail("no entry for %d", pid)
+		return "none\n"
 	}
-	check := func(key string, got int64) {
-		if kv.has(key) && kv.int(key, 0) != got {
-			r.fail("%s=%d, want %s (entry %+v)", key, got, kv.m[key], e)
+	var seqs, offs []string
+	for _, b := range e.Batches {
+		seqs = append(seqs, fmt.Sprintf("%d-%d", b.FirstSeq, b.LastSeq))
+		offs = append(offs, fmt.Sprintf("%d-%d", b.FirstOffset, b.LastOffset))
+	}
+	return fmt.Sprintf("pid=%d epoch=%d coord=%d txn=%d ts=%d seqs=%s offsets=%s\n",
+		e.ProducerID, e.Epoch, e.CoordinatorEpoch, e.CurrentTxnFirstOffset, e.LastTimestamp, orNone(seqs), orNone(offs))
+}
+
+// anomalies prints the replication anomaly counters that are not zero, by
+// kind (none when all are).
+func (r *scriptRun) anomalies() string {
+	mfs, err := r.reg.Gather()
+	if err != nil {
+		r.fail("%v", err)
+	}
+	var got []string
+	for _, mf := range mfs {
+		if mf.GetName() != "minibroker_psm_replication_anomalies_total" {
+			continue
+		}
+		for _, mt := range mf.GetMetric() {
+			for _, l := range mt.GetLabel() {
+				if v := mt.GetCounter().GetValue(); v != 0 {
+					got = append(got, fmt.Sprintf("%s=%v", l.GetValue(), v))
+				}
+			}
 		}
 	}
-	check("epoch", int64(e.Epoch))
-	check("coord", int64(e.CoordinatorEpoch))
-	check("txn", e.CurrentTxnFirstOffset)
-	check("ts", e.LastTimestamp)
-	if v, ok := kv.m["seqs"]; ok {
-		var got []string
-		for _, b := range e.Batches {
-			got = append(got, fmt.Sprintf("%d-%d", b.FirstSeq, b.LastSeq))
-		}
-		if strings.Join(got, ",") != v && !(v == "none" && len(got) == 0) {
-			r.fail("seqs %v (entry %+v)", got, e)
-		}
-	}
-	if v, ok := kv.m["offsets"]; ok {
-		var got []string
-		for _, b := range e.Batches {
-			got = append(got, fmt.Sprintf("%d-%d", b.FirstOffset, b.LastOffset))
-		}
-		if strings.Join(got, ",") != v && !(v == "none" && len(got) == 0) {
-			r.fail("offsets %v (entry %+v)", got, e)
-		}
-	}
+	sort.Strings(got)
+	return orNone(got) + "\n"
 }
