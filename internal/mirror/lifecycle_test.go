@@ -1,30 +1,30 @@
 package mirror
 
 import (
-	"bufio"
 	"errors"
-	"os"
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/cockroachdb/datadriven"
 )
 
-// TestLifecycleScripts runs testdata/lifecycle*.txt through transition,
-// as psm's scripts run the producer-state manager. A line is
+// TestLifecycleScripts runs testdata/lifecycle*.txt through transition in
+// the datadriven format, as psm's scripts run the producer-state manager:
 //
-//	state S               set the state (none: no record)
-//	EVENT -> S            the event leads to S
-//	EVENT -> refused      the event is refused (the state stays)
+//	state S      set the state (none: no record); prints it
+//	EVENT        apply the event; prints the state it leads to, or
+//	             "refused" (the state stays)
 //
-// and # starts a comment. Every (state, event) pair must appear in the
-// scripts, so each refused transition is tested too.
+// Every (state, event) pair must appear in the scripts, so each refused
+// transition is tested too.
 func TestLifecycleScripts(t *testing.T) {
-	files, err := filepath.Glob(filepath.Join("testdata", "lifecycle*.txt"))
-	if err != nil || len(files) == 0 {
-		t.Fatalf("no scripts: %v", err)
-	}
 	states := map[string]State{"none": NoState, "PREPARING": Preparing, "MIRRORING": Mirroring, "PAUSED": Paused,
 		"STOPPING": Stopping, "STOPPED": Stopped, "FAILED": Failed}
+	name := map[State]string{}
+	for n, s := range states {
+		name[s] = n
+	}
 	events := map[string]Event{}
 	for ev := range transitions {
 		events[string(ev)] = ev
@@ -34,54 +34,42 @@ func TestLifecycleScripts(t *testing.T) {
 		e Event
 	}
 	seen := map[pair]bool{}
-	for _, file := range files {
-		f, err := os.Open(file)
-		if err != nil {
-			t.Fatal(err)
-		}
-		sc := bufio.NewScanner(f)
-		cur, line := NoState, 0
-		for sc.Scan() {
-			line++
-			text, _, _ := strings.Cut(sc.Text(), "#")
-			fields := strings.Fields(text)
-			switch {
-			case len(fields) == 0:
-				continue
-			case len(fields) == 2 && fields[0] == "state":
-				s, ok := states[fields[1]]
+	files, err := filepath.Glob(filepath.Join("testdata", "lifecycle*.txt"))
+	if err != nil || len(files) == 0 {
+		t.Fatalf("no scripts: %v", err)
+	}
+	for _, path := range files {
+		cur := NoState
+		datadriven.RunTest(t, path, func(t *testing.T, d *datadriven.TestData) string {
+			if d.Cmd == "state" {
+				if len(d.CmdArgs) != 1 {
+					t.Fatalf("%s: state S", d.Pos)
+				}
+				s, ok := states[d.CmdArgs[0].Key]
 				if !ok {
-					t.Fatalf("%s:%d: unknown state %q", file, line, fields[1])
+					t.Fatalf("%s: unknown state %q", d.Pos, d.CmdArgs[0].Key)
 				}
 				cur = s
-			case len(fields) == 3 && fields[1] == "->":
-				ev, ok := events[fields[0]]
-				if !ok {
-					t.Fatalf("%s:%d: unknown event %q", file, line, fields[0])
-				}
-				seen[pair{cur, ev}] = true
-				next, err := transition(cur, ev)
-				if fields[2] == "refused" {
-					if !errors.Is(err, ErrRefusedTransition) || next != cur {
-						t.Errorf("%s:%d: %s in %q: got %q, %v; want refused", file, line, ev, cur, next, err)
-					} else if !strings.Contains(err.Error(), string(ev)) {
-						t.Errorf("%s:%d: refusal %q does not name the event", file, line, err)
-					}
-					continue
-				}
-				want, ok := states[fields[2]]
-				if !ok {
-					t.Fatalf("%s:%d: unknown state %q", file, line, fields[2])
-				}
-				if err != nil || next != want {
-					t.Errorf("%s:%d: %s in %q: got %q, %v; want %q", file, line, ev, cur, next, err, want)
-				}
-				cur = next
-			default:
-				t.Fatalf("%s:%d: cannot parse %q", file, line, sc.Text())
+				return name[cur] + "\n"
 			}
-		}
-		f.Close()
+			ev, ok := events[d.Cmd]
+			if !ok || len(d.CmdArgs) != 0 {
+				t.Fatalf("%s: unknown directive %q", d.Pos, d.FullCmd())
+			}
+			seen[pair{cur, ev}] = true
+			next, err := transition(cur, ev)
+			if err != nil {
+				if !errors.Is(err, ErrRefusedTransition) || next != cur {
+					t.Fatalf("%s: %s in %q: %q, %v: an error that is not a refusal, or a refusal that moved", d.Pos, ev, cur, next, err)
+				}
+				if !strings.Contains(err.Error(), string(ev)) {
+					t.Errorf("%s: refusal %q does not name the event", d.Pos, err)
+				}
+				return "refused\n"
+			}
+			cur = next
+			return name[cur] + "\n"
+		})
 	}
 	for _, s := range states {
 		for _, e := range events {
