@@ -1,15 +1,18 @@
 package main
 
 import (
+	"context"
 	"fmt"
 	"io"
 	"os"
 	"os/signal"
+	"slices"
 	"text/tabwriter"
 	"time"
 
 	"github.com/spf13/cobra"
 
+	"github.com/minibroker/minibroker/internal/adminclient"
 	"github.com/minibroker/minibroker/internal/drill"
 	"github.com/minibroker/minibroker/internal/mirror"
 )
@@ -26,15 +29,24 @@ func (errDrillFailed) ExitCode() int   { return 3 }
 func newDrillCmd() *cobra.Command {
 	var admin adminFlags
 	var cfg drill.Config
+	var tf topicFlags
 	var asJSON bool
 	var svgFile, jsonFile string
 	cmd := &cobra.Command{
-		Use:   "drill --from A --to B --mirror NAME --topics T[,…] --admin B_ADMIN",
+		Use:   "drill --from A --to B --mirror NAME --topics T|PATTERN[,…] --admin B_ADMIN",
 		Short: "Rehearse a failover: canary traffic on A, plan, mirror stop on B, traffic on B; measures RPO, RTO, gaps, duplicates",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			cfg.Admin = admin.client()
 			cfg.ToAdmin = admin.addr
+			topics, note, err := drillTopics(cmd.Context(), cfg.Admin, cfg.Mirror, tf.request())
+			if err != nil {
+				return err
+			}
+			cfg.Topics = topics
+			if !asJSON {
+				fmt.Fprint(cmd.OutOrStdout(), note)
+			}
 			if cfg.Failback {
 				fa := admin
 				fa.addr = cfg.FromAdmin
@@ -92,7 +104,7 @@ func newDrillCmd() *cobra.Command {
 	f.StringSliceVar(&cfg.From, "from", nil, "bootstrap servers of the primary (A)")
 	f.StringSliceVar(&cfg.To, "to", nil, "bootstrap servers of the standby (B), which mirrors A")
 	f.StringVar(&cfg.Mirror, "mirror", "", "the mirror on B that mirrors the topics from A")
-	f.StringSliceVar(&cfg.Topics, "topics", nil, "topics to drill (the canary writes to every partition of each, in turn)")
+	tf.register(cmd, "topics to drill (the canary writes to every partition of each, in turn; patterns are resolved against the mirror's topics on B, as stop resolves them)", false)
 	f.DurationVar(&cfg.Duration, "duration", 10*time.Second, "total drill time: half on A, half on B")
 	f.IntVar(&cfg.Rate, "rate", 50, "canary records per second")
 	f.BoolVar(&cfg.Failback, "failback", false, "after the phase on B, have A mirror B (mirror --failback-mirror, created on A through --from-admin), fail over to A again and run a third phase there")
@@ -107,6 +119,30 @@ func newDrillCmd() *cobra.Command {
 		cmd.MarkFlagRequired(n)
 	}
 	return cmd
+}
+
+// drillTopics is the drill's topics: --topics names as given, and the
+// topics of the mirror its patterns match on B, resolved once before the
+// drill (by the plan endpoint, as a stop resolves them), so the canary,
+// the plan and the stop all cover the same topics; note says what the
+// patterns matched.
+func drillTopics(ctx context.Context, b *adminclient.Client, name string, req mirror.TopicsRequest) (topics []string, note string, err error) {
+	if len(req.TopicPatterns) == 0 {
+		return req.Topics, "", nil
+	}
+	pl, err := b.PlanMirrorTopics(ctx, name, mirror.TopicsRequest{TopicPatterns: req.TopicPatterns})
+	if err != nil {
+		return nil, "", err
+	}
+	topics = req.Topics
+	if pl.Match != nil {
+		for _, t := range pl.Match.Matched {
+			if !slices.Contains(topics, t) {
+				topics = append(topics, t)
+			}
+		}
+	}
+	return topics, matchNote(pl.Match), nil
 }
 
 func printDrill(w io.Writer, rep *drill.Report) {

@@ -24,26 +24,27 @@ func (errAtRisk) ExitCode() int { return 2 }
 
 // newMirrorPlanCmd is `mirror plan`: the dry run of `mirror stop`.
 func newMirrorPlanCmd(client func() *adminclient.Client, asJSON *bool) *cobra.Command {
-	var topics []string
+	var tf topicFlags
 	var all bool
 	c := &cobra.Command{
-		Use:   "plan NAME --topics T[,…] | --all-topics",
+		Use:   "plan NAME --topics T|PATTERN[,…] | --all-topics",
 		Short: "Dry run of stop: what a failover now would truncate and lose, per partition (exits 2 when data is at risk)",
 		Args:  cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			if len(topics) == 0 && !all {
+			if !tf.given() && !all {
 				return fmt.Errorf("name the topics with --topics, or --all-topics")
 			}
-			if len(topics) > 0 && all {
+			if tf.given() && all {
 				return fmt.Errorf("--topics and --all-topics exclude each other")
 			}
-			pl, err := client().PlanMirror(cmd.Context(), args[0], topics)
+			pl, err := client().PlanMirrorTopics(cmd.Context(), args[0], tf.request())
 			if err != nil {
 				return err
 			}
 			if *asJSON {
 				err = printJSON(cmd.OutOrStdout(), pl)
 			} else {
+				fmt.Fprint(cmd.OutOrStdout(), matchNote(pl.Match))
 				err = printPlan(cmd.OutOrStdout(), pl)
 			}
 			if err != nil {
@@ -56,7 +57,7 @@ func newMirrorPlanCmd(client func() *adminclient.Client, asJSON *bool) *cobra.Co
 			return nil
 		},
 	}
-	c.Flags().StringSliceVar(&topics, "topics", nil, "topics the failover would stop")
+	tf.register(c, "topics the failover would stop (resolved against the mirror's topics, as stop resolves them)", false)
 	c.Flags().BoolVar(&all, "all-topics", false, "all of the mirror's topics")
 	return c
 }

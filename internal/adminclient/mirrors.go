@@ -150,6 +150,18 @@ func (c *Client) ResumeMirror(ctx context.Context, name string, req mirror.Topic
 // PlanMirror is the dry run of a stop of topics (all of the mirror's
 // when none).
 func (c *Client) PlanMirror(ctx context.Context, name string, topics []string) (mirror.Plan, error) {
+	return c.PlanMirrorTopics(ctx, name, mirror.TopicsRequest{Topics: topics})
+}
+
+// PlanMirrorTopics is the dry run of a stop of req.Topics and the topics
+// of the mirror req.TopicPatterns match (as a stop resolves them; the
+// plan's Match says what they matched); all of the mirror's when req
+// names none. Only Topics and TopicPatterns are read.
+func (c *Client) PlanMirrorTopics(ctx context.Context, name string, req mirror.TopicsRequest) (mirror.Plan, error) {
+	q := url.Values{"topics": {strings.Join(req.Topics, ",")}}
+	if len(req.TopicPatterns) > 0 {
+		q["topic_pattern"] = req.TopicPatterns
+	}
 	var pl mirror.Plan
-	return pl, c.do(ctx, "GET", mirrorPath(name, "/plan?topics="+url.QueryEscape(strings.Join(topics, ","))), nil, &pl, 0)
+	return pl, c.do(ctx, "GET", mirrorPath(name, "/plan?"+q.Encode()), nil, &pl, 0)
 }

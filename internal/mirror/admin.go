@@ -127,7 +127,7 @@ func (m *Manager) Routes(handle func(pattern string, h http.Handler)) {
 		reply(w, err, st)
 	}))
 	handle("GET /v1/mirrors/{name}/plan", http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		pl, err := m.Plan(r.Context(), r.PathValue("name"), splitTopics(r.URL.Query().Get("topics")))
+		pl, err := m.planRequest(r.Context(), r.PathValue("name"), r.URL.Query())
 		reply(w, err, pl)
 	}))
 	handle("DELETE /v1/mirrors/{name}", http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {

@@ -118,6 +118,9 @@ type Plan struct {
 	// a partition's source offsets are unknown, or a start of a partition
 	// not yet mirrored (or PREPARING, FAILED) would cut local records.
 	AtRisk bool `json:"at_risk"`
+	// Match is how the request's topic patterns were resolved (against
+	// the mirror's topics, as a stop resolves them); nil without patterns.
+	Match *TopicMatch `json:"match,omitempty"`
 }
 
 // groupLister is what Plan needs from the local group coordinator beyond
@@ -311,7 +314,7 @@ func (m *Manager) planPartition(ctx context.Context, now int64, src *source, src
 	return pp
 }
 
-// splitTopics parses the plan endpoint's ?topics=a,b (empty: all).
+// splitTopics parses the plan endpoint's ?topics=a,b (names).
 func splitTopics(s string) []string {
 	var out []string
 	for _, t := range strings.Split(s, ",") {

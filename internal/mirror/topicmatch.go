@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"maps"
+	"net/url"
 	"slices"
 	"sort"
 	"strings"
@@ -145,4 +146,29 @@ func describePatterns(patterns, exclude []string) string {
 		s += " excluding " + strings.Join(exclude, ",")
 	}
 	return s
+}
+
+// planRequest is the plan endpoint's query: ?topics=a,b names topics,
+// each ?topic_pattern= (repeatable: a pattern may hold a comma) is a
+// pattern resolved against the mirror's topics as a stop's are, so the
+// dry run covers what `mirror stop --topics` with the same patterns would
+// fail over. Neither: all of the mirror's topics.
+func (m *Manager) planRequest(ctx context.Context, name string, q url.Values) (Plan, error) {
+	topics := splitTopics(q.Get("topics"))
+	var match *TopicMatch
+	if patterns := q["topic_pattern"]; len(patterns) > 0 {
+		tm, err := m.MatchTopics(ctx, name, "plan", patterns, nil)
+		if err != nil {
+			return Plan{Mirror: name}, err
+		}
+		match = &tm
+		for _, t := range tm.Matched {
+			if !slices.Contains(topics, t) {
+				topics = append(topics, t)
+			}
+		}
+	}
+	pl, err := m.Plan(ctx, name, topics)
+	pl.Match = match
+	return pl, err
 }

@@ -55,7 +55,7 @@ func mirrorStates(t *testing.T, p *brokerProc, name string) map[string]mirror.St
 }
 
 // TestMirrorCLITopicPatterns: --topics takes names and regular
-// expressions at start, pause, resume and stop, and start --exclude,
+// expressions at start, pause, resume, plan and stop, and start --exclude,
 // between two built binaries. A pattern is resolved by the broker once
 // (the source's topics at start, the mirror's after), the answer says
 // what it matched and left alone (b's own orders-local is never taken
@@ -125,6 +125,28 @@ func TestMirrorCLITopicPatterns(t *testing.T) {
 	must("mirror", "resume", "from-a", "--topics", "orders-.*")
 	want["orders-1-0"] = mirror.Mirroring
 	waitFor(t, "orders-1 resumed", func() bool { return fmt.Sprint(mirrorStates(t, b, "from-a")) == fmt.Sprint(want) })
+
+	// Plan (the stop's dry run) by the same pattern: it covers what the
+	// stop will, orders-1 and orders-2 and nothing else, and changes
+	// nothing. A plan exits 2 when data is at risk: its output is read
+	// either way.
+	refused("no topic of mirror from-a matches patterns zzz.*", "mirror", "plan", "from-a", "--topics", "zzz.*")
+	out, _ = cli("mirror", "plan", "from-a", "--topics", "orders-[12]")
+	if !strings.Contains(out, "topics matched  orders-1,orders-2  (patterns orders-[12])") {
+		t.Fatalf("plan by pattern:\n%s", out)
+	}
+	var planned []string
+	for _, l := range strings.Split(out, "\n") {
+		if f := strings.Fields(l); len(f) > 2 && (f[1] == "0" || f[1] == "PARTITION") {
+			planned = append(planned, f[0])
+		}
+	}
+	if strings.Join(planned, ",") != "TOPIC,orders-1,orders-2" {
+		t.Fatalf("plan by pattern planned %v:\n%s", planned, out)
+	}
+	if got := mirrorStates(t, b, "from-a"); fmt.Sprint(got) != fmt.Sprint(want) {
+		t.Fatalf("a plan changed states: %v", got)
+	}
 
 	// Stop (the failover) by pattern: orders-1 and orders-2, nothing else.
 	out = must("mirror", "stop", "from-a", "--topics", "orders-[12]", "--wait")
