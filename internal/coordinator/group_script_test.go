@@ -2,23 +2,24 @@ package coordinator
 
 import (
 	"fmt"
-	"os"
 	"path/filepath"
 	"sort"
 	"strconv"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/cockroachdb/datadriven"
 )
 
-// Scripted group state-machine tests (testdata/group_*.txt). One event per
-// line; the lines after it starting with "> " are what the event must
-// print: replies to blocked JoinGroup/SyncGroup requests, the call's own
+// Scripted group state-machine tests (testdata/group_*.txt) in the
+// datadriven format (github.com/cockroachdb/datadriven): an event, "----",
+// and what the event must print: replies to blocked JoinGroup/SyncGroup requests, the call's own
 // result, and the state of the group(s) afterwards. Time is injected: "at
 // MS" moves the clock to MS milliseconds and runs the timers. "restart"
 // replays every record written so far (through the on-disk encoding) into
 // a fresh core, "compact" does the same from a snapshot. Run with
-// UPDATE_GROUP_SCRIPTS=1 to rewrite the expectations.
+// -rewrite to rewrite the expectations (and read the diff).
 //
 //	at MS
 //	join GROUP w=NAME [member=ID] [inst=ID] [client=ID] [session=MS] [rebalance=MS] [protocols=p1,p2:meta] [type=T] [v=N]
@@ -93,43 +94,15 @@ func (s *groupScript) memberID(prefix string) string {
 }
 
 func runGroupScript(t *testing.T, path string) {
-	raw, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatal(err)
-	}
 	s := newGroupScript(t)
-	var rewritten []string
-	lines := strings.Split(strings.TrimRight(string(raw), "\n"), "\n")
-	failed := false
-	for i := 0; i < len(lines); {
-		line := lines[i]
-		i++
-		if strings.HasPrefix(line, "> ") || line == ">" {
-			continue // expectations of a line already run
-		}
-		rewritten = append(rewritten, line)
-		trim := strings.TrimSpace(line)
-		if trim == "" || strings.HasPrefix(trim, "#") {
-			continue
-		}
-		var want []string
-		for i < len(lines) && (strings.HasPrefix(lines[i], "> ") || lines[i] == ">") {
-			want = append(want, strings.TrimPrefix(strings.TrimPrefix(lines[i], ">"), " "))
-			i++
-		}
+	datadriven.RunTest(t, path, func(t *testing.T, d *datadriven.TestData) string {
 		s.out = nil
-		s.event(strings.Fields(trim))
-		for _, o := range s.out {
-			rewritten = append(rewritten, "> "+o)
+		s.event(strings.Fields(d.FullCmd()))
+		if len(s.out) == 0 {
+			return ""
 		}
-		if strings.Join(s.out, "\n") != strings.Join(want, "\n") && !failed {
-			failed = true
-			t.Errorf("%s:%d: %s\n got:\n  %s\nwant:\n  %s", path, i, trim, strings.Join(s.out, "\n  "), strings.Join(want, "\n  "))
-		}
-	}
-	if os.Getenv("UPDATE_GROUP_SCRIPTS") != "" {
-		os.WriteFile(path, []byte(strings.Join(rewritten, "\n")+"\n"), 0o644)
-	}
+		return strings.Join(s.out, "\n") + "\n"
+	})
 }
 
 func (s *groupScript) printf(format string, args ...any) {

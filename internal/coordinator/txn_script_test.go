@@ -1,45 +1,50 @@
 package coordinator
 
-// Scripted transaction state-machine tests: testdata/txn_*.txt, one event
-// per line, "expect" lines checking the outcome of the last event or the
-// state after it (etcd raft's testdata model). Time is injected with "now".
+// Scripted transaction state-machine tests: testdata/txn_*.txt in the
+// datadriven format (github.com/cockroachdb/datadriven): a directive,
+// "----", and what the machine answered. Events print their outcome;
+// queries print the state. Time is injected with "now". -rewrite
+// regenerates the answers (read the diff).
+//
+// Events (each prints "error NAME" when refused):
 //
 //	config max-timeout=MS expiration=MS     fresh machine with these settings
 //	now MS                                  set the clock
 //	next-pid N                              the next producer id handed out
 //	fail-persist on|off                     make persisting fail
-//	init id= timeout= [pid= epoch=]         InitProducerId (pid/epoch: KIP-360)
-//	add id= pid= epoch= parts=T-P,...       AddPartitionsToTxn
-//	offsets id= pid= epoch= group=          AddOffsetsToTxn
-//	end id= pid= epoch= commit|abort        EndTxn
-//	complete                                CompleteMarkers for the last job
-//	tick                                    abort timed-out txns, expire ids
-//	check-produce id= pid= epoch= tp=T-P    CheckProduce
-//	check-offsets id= pid= epoch= group=    CheckTxnOffsetCommit
+//	init id= timeout= [pid= epoch=]         InitProducerId (pid/epoch: KIP-360): pid=N epoch=N
+//	add id= pid= epoch= parts=T-P,...       AddPartitionsToTxn: ok
+//	offsets id= pid= epoch= group=          AddOffsetsToTxn: ok
+//	end id= pid= epoch= commit|abort        EndTxn: ok
+//	complete                                CompleteMarkers for the last job: ok
+//	tick                                    abort timed-out txns, expire ids:
+//	                                        timedout=ID,...|none expired=ID,...|none
+//	check-produce id= pid= epoch= tp=T-P    CheckProduce: ok
+//	check-offsets id= pid= epoch= group=    CheckTxnOffsetCommit: ok
 //	load id= pid= epoch= [state=] [timeout=] install a state as if read
 //	                                        from the log (e.g. a high epoch)
 //	reload                                  replay the persisted records into
 //	                                        a new machine (through the codec)
 //
-//	expect ok | expect error NAME | expect pid=N epoch=N
-//	expect job none | expect job commit|abort pid= epoch= parts=... [groups]
-//	expect state id= [state=] [pid=] [epoch=] [last-pid=] [last-epoch=]
-//	       [parts=...|none] [groups=...|none] [start=] [timeout=]
-//	expect no-state id=
-//	expect timedout=ID,... | expect expired=ID,... (from the last tick)
-//	expect pending=ID,...|none              PendingMarkers
-//	expect deadline=MS|none                 NextDeadline
-//	expect persisted=N                      records persisted so far
+// An event that leaves marker work prints "job commit|abort pid= epoch=
+// parts=... [groups]" after its outcome.
+//
+// Queries:
+//
+//	state id=                               the id's metadata, or none
+//	pending                                 PendingMarkers' ids, or none
+//	deadline                                NextDeadline, or none
+//	persisted                               records persisted so far
 
 import (
-	"bufio"
 	"errors"
 	"fmt"
-	"os"
 	"path/filepath"
 	"strconv"
 	"strings"
 	"testing"
+
+	"github.com/cockroachdb/datadriven"
 )
 
 func TestTxnScripts(t *testing.T) {
@@ -78,7 +83,6 @@ type txnScript struct {
 	prevJob  *MarkerJob
 	timedOut []string
 	expired  []string
-	checked  bool
 }
 
 func (s *txnScript) fresh() {
@@ -95,33 +99,16 @@ func (s *txnScript) persist(md TxnMetadata) error {
 }
 
 func runTxnScript(t *testing.T, path string) {
-	f, err := os.Open(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
-	s := &txnScript{t: t, cfg: TxnConfig{MaxTimeoutMs: 900_000, IDExpirationMs: 604_800_000}, checked: true}
+	s := &txnScript{t: t, cfg: TxnConfig{MaxTimeoutMs: 900_000, IDExpirationMs: 604_800_000}}
 	s.fresh()
-	sc := bufio.NewScanner(f)
-	for n := 1; sc.Scan(); n++ {
-		line := strings.TrimSpace(sc.Text())
-		if line == "" || strings.HasPrefix(line, "#") {
-			continue
+	datadriven.RunTest(t, path, func(t *testing.T, d *datadriven.TestData) string {
+		s.t, s.where = t, d.Pos+": "+d.FullCmd()
+		fields := strings.Fields(d.FullCmd())
+		if out, ok := s.query(fields[0], fields[1:]); ok {
+			return out
 		}
-		s.where = fmt.Sprintf("%s:%d: %s", filepath.Base(path), n, line)
-		fields := strings.Fields(line)
-		if fields[0] == "expect" {
-			s.expect(fields[1:])
-			continue
-		}
-		if !s.checked {
-			t.Fatalf("%s: previous event failed (%v) with no expect line", s.where, s.err)
-		}
-		s.event(fields[0], fields[1:])
-	}
-	if !s.checked {
-		t.Fatalf("script ends after an unchecked failure: %v", s.err)
-	}
+		return s.event(fields[0], fields[1:])
+	})
 }
 
 func kv(args []string) map[string]string {
@@ -175,7 +162,7 @@ func fmtParts(ps []TopicPartition) string {
 	return strings.Join(b, ",")
 }
 
-func (s *txnScript) event(cmd string, args []string) {
+func (s *txnScript) event(cmd string, args []string) string {
 	a := kv(args)
 	id := a["id"]
 	pid, epoch := s.num(a, "pid", -1), int16(s.num(a, "epoch", -1))
@@ -248,7 +235,47 @@ func (s *txnScript) event(cmd string, args []string) {
 	if s.job != nil {
 		s.prevJob = s.job
 	}
-	s.checked = s.err == nil
+	return s.outcome(cmd)
+}
+
+// outcome prints what the last event answered: its error, or its result,
+// and the marker job it left.
+func (s *txnScript) outcome(cmd string) string {
+	var b strings.Builder
+	switch {
+	case s.err != nil:
+		name := ""
+		for n, e := range txnErrNames {
+			if errors.Is(s.err, e) {
+				name = n
+			}
+		}
+		if name == "" {
+			s.t.Fatalf("%s: an error the scripts do not name: %v", s.where, s.err)
+		}
+		fmt.Fprintf(&b, "error %s\n", name)
+	case cmd == "init":
+		fmt.Fprintf(&b, "pid=%d epoch=%d\n", s.init.ProducerID, s.init.ProducerEpoch)
+	case cmd == "tick":
+		fmt.Fprintf(&b, "timedout=%s expired=%s\n", orNone(s.timedOut), orNone(s.expired))
+	case cmd == "add", cmd == "offsets", cmd == "end", cmd == "complete", cmd == "check-produce", cmd == "check-offsets":
+		b.WriteString("ok\n")
+	}
+	if j := s.job; j != nil {
+		fmt.Fprintf(&b, "job %s pid=%d epoch=%d parts=%s", endName(j.Commit), j.ProducerID, j.ProducerEpoch, fmtParts(j.Partitions))
+		if j.HasGroups {
+			b.WriteString(" groups")
+		}
+		b.WriteString("\n")
+	}
+	return b.String()
+}
+
+func orNone(s []string) string {
+	if len(s) == 0 {
+		return "none"
+	}
+	return strings.Join(s, ",")
 }
 
 func (s *txnScript) lastJob() *MarkerJob {
@@ -258,98 +285,35 @@ func (s *txnScript) lastJob() *MarkerJob {
 	return s.prevJob
 }
 
-func (s *txnScript) expect(args []string) {
-	s.checked = true
-	fail := func(format string, v ...any) { s.t.Fatalf("%s: "+format, append([]any{s.where}, v...)...) }
-	switch {
-	case args[0] == "ok":
-		if s.err != nil {
-			fail("unexpected error %v", s.err)
-		}
-	case args[0] == "error":
-		want, ok := txnErrNames[args[1]]
+// query prints the state a query asks for; ok is false when cmd is not a
+// query.
+func (s *txnScript) query(cmd string, args []string) (out string, ok bool) {
+	switch cmd {
+	case "state":
+		md, ok := s.m.Get(kv(args)["id"])
 		if !ok {
-			fail("unknown error name")
+			return "none\n", true
 		}
-		if !errors.Is(s.err, want) {
-			fail("got error %v, want %s", s.err, args[1])
+		groups := strings.Join(md.Groups, ",")
+		if groups == "" {
+			groups = "none"
 		}
-	case strings.HasPrefix(args[0], "pid="):
-		if s.err != nil {
-			fail("unexpected error %v", s.err)
-		}
-		a := kv(args)
-		if got := fmt.Sprintf("pid=%d epoch=%d", s.init.ProducerID, s.init.ProducerEpoch); got != fmt.Sprintf("pid=%s epoch=%s", a["pid"], a["epoch"]) {
-			fail("got %s", got)
-		}
-	case args[0] == "job":
-		got := "none"
-		if j := s.job; j != nil {
-			got = fmt.Sprintf("%s pid=%d epoch=%d parts=%s", endName(j.Commit), j.ProducerID, j.ProducerEpoch, fmtParts(j.Partitions))
-			if j.HasGroups {
-				got += " groups"
-			}
-		}
-		if want := strings.Join(args[1:], " "); got != want {
-			fail("job: got %q want %q", got, want)
-		}
-	case args[0] == "state":
-		a := kv(args[1:])
-		md, ok := s.m.Get(a["id"])
-		if !ok {
-			fail("no state for %q", a["id"])
-		}
-		got := map[string]string{
-			"state": md.State.String(), "pid": fmt.Sprint(md.ProducerID), "epoch": fmt.Sprint(md.ProducerEpoch),
-			"last-pid": fmt.Sprint(md.LastProducerID), "last-epoch": fmt.Sprint(md.LastProducerEpoch),
-			"parts": fmtParts(md.Partitions), "groups": strings.Join(md.Groups, ","), "start": fmt.Sprint(md.StartMs),
-			"timeout": fmt.Sprint(md.TimeoutMs), "updated": fmt.Sprint(md.LastUpdateMs),
-		}
-		if got["groups"] == "" {
-			got["groups"] = "none"
-		}
-		for k, want := range a {
-			if k != "id" && got[k] != want {
-				fail("%s: got %s want %s (state %+v)", k, got[k], want, md)
-			}
-		}
-	case args[0] == "no-state":
-		if _, ok := s.m.Get(kv(args[1:])["id"]); ok {
-			fail("state present")
-		}
-	case strings.HasPrefix(args[0], "timedout="):
-		if got := strings.Join(s.timedOut, ","); got != strings.TrimPrefix(args[0], "timedout=") {
-			fail("timed out: %q", got)
-		}
-	case strings.HasPrefix(args[0], "expired="):
-		if got := strings.Join(s.expired, ","); got != strings.TrimPrefix(args[0], "expired=") {
-			fail("expired: %q", got)
-		}
-	case strings.HasPrefix(args[0], "pending="):
+		return fmt.Sprintf("state=%s pid=%d epoch=%d last-pid=%d last-epoch=%d parts=%s groups=%s start=%d timeout=%d updated=%d\n",
+			md.State, md.ProducerID, md.ProducerEpoch, md.LastProducerID, md.LastProducerEpoch, fmtParts(md.Partitions),
+			groups, md.StartMs, md.TimeoutMs, md.LastUpdateMs), true
+	case "pending":
 		var ids []string
 		for _, j := range s.m.PendingMarkers() {
 			ids = append(ids, j.TransactionalID)
 		}
-		got := strings.Join(ids, ",")
-		if got == "" {
-			got = "none"
-		}
-		if got != strings.TrimPrefix(args[0], "pending=") {
-			fail("pending: %q", got)
-		}
-	case strings.HasPrefix(args[0], "deadline="):
-		got := "none"
+		return "pending=" + orNone(ids) + "\n", true
+	case "deadline":
 		if d, ok := s.m.NextDeadline(); ok {
-			got = fmt.Sprint(d)
+			return fmt.Sprintf("deadline=%d\n", d), true
 		}
-		if got != strings.TrimPrefix(args[0], "deadline=") {
-			fail("deadline: %s", got)
-		}
-	case strings.HasPrefix(args[0], "persisted="):
-		if got := fmt.Sprint(len(s.records)); got != strings.TrimPrefix(args[0], "persisted=") {
-			fail("persisted: %s", got)
-		}
-	default:
-		fail("unknown expectation")
+		return "deadline=none\n", true
+	case "persisted":
+		return fmt.Sprintf("persisted=%d\n", len(s.records)), true
 	}
+	return "", false
 }
