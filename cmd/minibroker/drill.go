@@ -166,7 +166,8 @@ func printDrill(w io.Writer, rep *drill.Report) {
 	fmt.Fprintf(w, "RPO            %d records acknowledged on A never reached B (predicted %d %s), %d ms\n", len(rep.LostAtFailover), rep.PredictedLoss, rep.PredictedUnit, rep.RPOMillis)
 	fmt.Fprintf(w, "lost on last   %d (acknowledged on the last primary, not in its log)\n", len(rep.LostOnB))
 	fmt.Fprintf(w, "RTO            first produce on B %d ms, first consume on B %d ms after the stop command\n", rep.RTOProduceMs, rep.RTOConsumeMs)
-	fmt.Fprintf(w, "group saw      %d records: gaps %d, duplicates %d, out of order %d\n", rep.Consumed, len(rep.Gaps), len(rep.Duplicates), len(rep.OutOfOrder))
+	fmt.Fprintf(w, "group saw      %d records: gaps %d, duplicates %d (%d read again from the commit synced at the failover, %d unexplained), out of order %d\n",
+		rep.Consumed, len(rep.Gaps), len(rep.Duplicates), rep.ReadAgain, len(rep.Unexplained), len(rep.OutOfOrder))
 	tw := tabwriter.NewWriter(w, 2, 4, 2, ' ', 0)
 	fmt.Fprintln(tw, "  TOPIC\tPARTITION\tACKED\tLOST AT FAILOVER\tPREDICTED\tRPO MS\tPLAN RPO MS\tLOST ON LAST\tGAPS\tDUPLICATES")
 	for _, p := range rep.Partitions {

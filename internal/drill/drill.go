@@ -19,6 +19,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/minibroker/minibroker/internal/adminclient"
@@ -94,8 +95,16 @@ type Report struct {
 	Consumed   int     `json:"consumed"`
 	Gaps       []int64 `json:"gaps"`
 	Duplicates []int64 `json:"duplicates"`
-	OutOfOrder []int64 `json:"out_of_order"`
-	Timeline   []Event `json:"timeline"`
+	// ReadAgain counts the duplicates a failover explains: the group
+	// resumes on the new primary at the commit the mirror had synced
+	// there, so it reads again what it had read on the old primary past
+	// that commit and up to its last commit there (offsets are the same
+	// on both clusters). Unexplained lists every other duplicate; any
+	// fails the drill.
+	ReadAgain   int     `json:"read_again_at_failover"`
+	Unexplained []int64 `json:"unexplained_duplicates"`
+	OutOfOrder  []int64 `json:"out_of_order"`
+	Timeline    []Event `json:"timeline"`
 	// Partitions is the same per partition of the drilled topics (the
 	// canary writes to every one, in turn).
 	Partitions []PartitionReport `json:"partitions"`
@@ -154,7 +163,7 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 	run := strconv.FormatInt(time.Now().UnixNano(), 36)
 	group := "minibroker-drill-" + run
 	rep := &Report{Mirror: cfg.Mirror, Topics: cfg.Topics, StartMs: time.Now().UnixMilli(),
-		LostAtFailover: []int64{}, LostOnB: []int64{}, Gaps: []int64{}, Duplicates: []int64{}, OutOfOrder: []int64{}, Problems: []string{}, Partitions: []PartitionReport{}}
+		LostAtFailover: []int64{}, LostOnB: []int64{}, Gaps: []int64{}, Duplicates: []int64{}, Unexplained: []int64{}, OutOfOrder: []int64{}, Problems: []string{}, Partitions: []PartitionReport{}}
 	rec := &recorder{}
 	acked := map[int64]string{} // seq → cluster
 	var ackMu sync.Mutex
@@ -213,6 +222,8 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 	}
 
 	seen := map[int64]int{}
+	firstRead := map[int64]readAt{}      // seq → where the group first read it
+	resumed := map[string]resumeWindow{} // phase label → what its move explains
 	var seenMu sync.Mutex
 	lastByPart := map[target]int64{}
 	// consume starts the group's consumer on a cluster; its goroutine
@@ -242,8 +253,16 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 					dup := seen[s] > 1
 					if dup {
 						rep.Duplicates = append(rep.Duplicates, s)
-					} else if last, ok := lastByPart[target{r.Topic, r.Partition}]; ok && s < last {
-						rep.OutOfOrder = append(rep.OutOfOrder, s)
+						if resumed[cluster].explains(firstRead[s], target{r.Topic, r.Partition}, r.Offset) {
+							rep.ReadAgain++
+						} else {
+							rep.Unexplained = append(rep.Unexplained, s)
+						}
+					} else {
+						firstRead[s] = readAt{cluster, r.Offset}
+						if last, ok := lastByPart[target{r.Topic, r.Partition}]; ok && s < last {
+							rep.OutOfOrder = append(rep.OutOfOrder, s)
+						}
 					}
 					if k := (target{r.Topic, r.Partition}); s > lastByPart[k] {
 						lastByPart[k] = s
@@ -313,6 +332,10 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 	<-doneA
 	ca.CommitUncommittedOffsets(ctx)
 	ca.Close()
+	commitsA, err := committedOffsets(ctx, cfg.From, group)
+	if err != nil {
+		return nil, fmt.Errorf("the group's commits on A: %w", err)
+	}
 
 	// Plan, after the producer left A and the mirror had up to Settle to
 	// catch up (a planned cutover).
@@ -334,7 +357,15 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 		return nil, fmt.Errorf("mirror stop: %w", err)
 	}
 
-	// Phase 2: on B.
+	// Phase 2: on B, where the group resumes at the commits the mirror
+	// synced.
+	commitsB, err := committedOffsets(ctx, cfg.To, group)
+	if err != nil {
+		return nil, fmt.Errorf("the group's commits on B: %w", err)
+	}
+	seenMu.Lock()
+	resumed["B"] = resumeWindow{from: "A", synced: commitsB, last: commitsA}
+	seenMu.Unlock()
 	cctxB, stopB := context.WithCancel(ctx)
 	defer stopB()
 	cb, doneB, err := consume(cctxB, "B", cfg.To)
@@ -357,6 +388,10 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 	stopB()
 	<-doneB
 	cb.CommitUncommittedOffsets(ctx)
+	lastOnB, err := committedOffsets(ctx, cfg.To, group)
+	if err != nil {
+		return nil, fmt.Errorf("the group's commits on B: %w", err)
+	}
 	final, finalLabel := cfg.To, "B"
 
 	if cfg.Failback {
@@ -409,6 +444,13 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 		if _, err := adminA.StopMirror(ctx, name, mirror.TopicsRequest{Topics: cfg.Topics, Wait: true}); err != nil {
 			return nil, fmt.Errorf("failback: mirror stop on A: %w", err)
 		}
+		syncedA, err := committedOffsets(ctx, cfg.From, group)
+		if err != nil {
+			return nil, fmt.Errorf("the group's commits on A: %w", err)
+		}
+		seenMu.Lock()
+		resumed["A2"] = resumeWindow{from: "B", synced: syncedA, last: lastOnB}
+		seenMu.Unlock()
 		cctxA2, stopA2 := context.WithCancel(ctx)
 		defer stopA2()
 		ca2, doneA2, err := consume(cctxA2, "A2", cfg.From)
@@ -435,6 +477,52 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 	rep.final = finalLabel
 	rep.analyse(acked, seen, onB, rec.events) // every goroutine has ended
 	return rep, nil
+}
+
+// readAt is where the group read a record: the phase's cluster label and
+// the record's offset.
+type readAt struct {
+	cluster string
+	offset  int64
+}
+
+// resumeWindow is what a group's move to a new primary explains: the
+// group, last on cluster from, resumes at the commits synced to the new
+// primary, and reads again the offsets from there up to its last commit
+// on from (a partition with no synced commit resumes at its start).
+type resumeWindow struct {
+	from         string
+	synced, last map[target]int64
+}
+
+// explains reports whether reading the record at off of tp again, after
+// first reading it at first, is the move's re-read.
+func (w resumeWindow) explains(first readAt, tp target, off int64) bool {
+	if w.from == "" || first.cluster != w.from || first.offset != off {
+		return false
+	}
+	return off >= w.synced[tp] && off < w.last[tp]
+}
+
+// committedOffsets is the group's committed offset per partition on the
+// cluster at seeds.
+func committedOffsets(ctx context.Context, seeds []string, group string) (map[target]int64, error) {
+	cl, err := kgo.NewClient(kgo.SeedBrokers(seeds...))
+	if err != nil {
+		return nil, err
+	}
+	defer cl.Close()
+	resps, err := kadm.NewClient(cl).FetchOffsets(ctx, group)
+	if err != nil {
+		return nil, err
+	}
+	out := map[target]int64{}
+	resps.Each(func(o kadm.OffsetResponse) {
+		if o.Err == nil && o.At >= 0 {
+			out[target{o.Topic, o.Partition}] = o.At
+		}
+	})
+	return out, nil
 }
 
 func allSeen(acked map[int64]string, seen map[int64]int, am, sm *sync.Mutex, label string) bool {
@@ -554,6 +642,10 @@ func (rep *Report) analyse(acked map[int64]string, seen map[int64]int, onB map[i
 	}
 	if rep.RTOConsumeMs < 0 {
 		rep.Problems = append(rep.Problems, "the group consumed nothing produced on B")
+	}
+	if len(rep.Unexplained) > 0 {
+		sortInts(rep.Unexplained)
+		rep.Problems = append(rep.Problems, fmt.Sprintf("the group read %d records again that no failover explains (not between the commit synced to the new primary and the group's last commit on the old one): %v", len(rep.Unexplained), head(rep.Unexplained)))
 	}
 	rep.Passed = len(rep.Problems) == 0
 }

@@ -96,3 +96,45 @@ func svgContents(t *testing.T, b []byte) (texts []string, paths map[string][][][
 	}
 	return texts, paths
 }
+
+// TestResumeWindow: a record read on A and again on B is explained only
+// when its offset lies between the commit the mirror synced to B and the
+// group's last commit on A; every other duplicate is not, and fails the
+// drill.
+func TestResumeWindow(t *testing.T) {
+	tp := target{"t", 0}
+	w := resumeWindow{from: "A", synced: map[target]int64{tp: 10}, last: map[target]int64{tp: 15}}
+	for _, c := range []struct {
+		first readAt
+		off   int64
+		want  bool
+	}{
+		{readAt{"A", 10}, 10, true},  // the synced commit: read again
+		{readAt{"A", 14}, 14, true},  // the last one before A's commit
+		{readAt{"A", 15}, 15, false}, // at or past the last commit on A: not the move's re-read
+		{readAt{"A", 9}, 9, false},   // before the synced commit: B should not have read it again
+		{readAt{"B", 12}, 12, false}, // read twice on B itself
+		{readAt{"A", 12}, 13, false}, // a different offset: not the same record's copy
+	} {
+		if got := w.explains(c.first, tp, c.off); got != c.want {
+			t.Errorf("first %+v at %d: explained %v, want %v", c.first, c.off, got, c.want)
+		}
+	}
+	// No window (the first phase): nothing is explained.
+	if (resumeWindow{}).explains(readAt{"A", 1}, tp, 1) {
+		t.Fatal("a duplicate with no failover is explained")
+	}
+	// An unexplained duplicate fails a drill that is otherwise clean.
+	events := []Event{{AtMs: 500, Kind: "acked", Cluster: "B", Seq: 5}, {AtMs: 700, Kind: "consumed", Cluster: "B", Seq: 5}}
+	rep := &Report{final: "B", StopAtMs: 400, EndMs: 900, Unexplained: []int64{1}, Duplicates: []int64{1}}
+	rep.analyse(map[int64]string{1: "A", 5: "B"}, map[int64]int{1: 2, 5: 1}, map[int64]bool{1: true, 5: true}, events)
+	if rep.Passed || len(rep.Problems) != 1 {
+		t.Fatalf("passed %v, problems %q", rep.Passed, rep.Problems)
+	}
+	// The same duplicate explained by the move passes.
+	rep = &Report{final: "B", StopAtMs: 400, EndMs: 900, ReadAgain: 1, Duplicates: []int64{1}}
+	rep.analyse(map[int64]string{1: "A", 5: "B"}, map[int64]int{1: 2, 5: 1}, map[int64]bool{1: true, 5: true}, events)
+	if !rep.Passed {
+		t.Fatalf("problems %q", rep.Problems)
+	}
+}
