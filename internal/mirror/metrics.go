@@ -38,7 +38,7 @@ var (
 	descState = prometheus.NewDesc("minibroker_mirror_partition_state",
 		"1 for the state the mirrored partition is in.", []string{"mirror", "topic", "partition", "state"}, nil)
 	descLag = prometheus.NewDesc("minibroker_mirror_lag_records",
-		"Source high watermark minus local log end.", []string{"mirror", "topic", "partition"}, nil)
+		"Source high watermark, as of the source's last answer, minus local log end (it cannot grow while the source is unreachable: see minibroker_mirror_lag_milliseconds).", []string{"mirror", "topic", "partition"}, nil)
 	descLagMs = prometheus.NewDesc("minibroker_mirror_lag_milliseconds",
 		"Time since the partition was last caught up with the source (0 when caught up).", []string{"mirror", "topic", "partition"}, nil)
 )
