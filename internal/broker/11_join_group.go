@@ -39,6 +39,7 @@ func groupConfig(cfg config.Config) coordinator.GroupConfig {
 		ConsumerHeartbeatInterval: ms("group.consumer.heartbeat.interval.ms"),
 		ConsumerMaxSize:           int(cfg.Int32("group.consumer.max.size")),
 		ConsumerAssignors:         consumerAssignorNames(strings.Split(cfg.String("group.consumer.assignors"), ",")),
+		ConsumerMigrationPolicy:   cfg.String("group.consumer.migration.policy"),
 	}
 }
 

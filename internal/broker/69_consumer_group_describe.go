@@ -5,8 +5,8 @@ package broker
 // Each group: its state (Empty, Assigning, Reconciling, Stable), group
 // and assignment epochs, the assignor it uses, and per member its epoch,
 // subscription, current and target assignment (topic ids and names),
-// MemberType (v1: 1, a consumer-protocol member; no classic member joins
-// a consumer group here). A group that does not exist or is classic is
+// MemberType (v1: 1 for a consumer-protocol member, 0 for a classic
+// member served by the consumer group). A group that does not exist or is classic is
 // GROUP_ID_NOT_FOUND. DESCRIBE on each group is checked here
 // (GROUP_AUTHORIZATION_FAILED per group); authorized operations (KIP-430)
 // as DescribeGroups reports them.
@@ -54,6 +54,9 @@ func (b *Broker) handleConsumerGroupDescribe(_ context.Context, r *protocol.Requ
 			rm.SubscribedTopicRegex = nullIfEmpty(m.SubscribedTopicRegex)
 			rm.Assignment, rm.TargetAssignment = b.describeAssignment(m.Assignment), b.describeAssignment(m.TargetAssignment)
 			rm.MemberType = 1 // a consumer-protocol member (Kafka: 0 classic, 1 consumer)
+			if m.Classic {
+				rm.MemberType = 0
+			}
 			rg.Members = append(rg.Members, rm)
 		}
 		resp.Groups = append(resp.Groups, rg)

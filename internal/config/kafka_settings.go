@@ -368,6 +368,7 @@ var actedOn = map[string]string{
 	"group.consumer.heartbeat.interval.ms": "The heartbeat interval given to KIP-848 consumer group members (a group's consumer.heartbeat.interval.ms overrides it).",
 	"group.consumer.max.size":              "The most members a KIP-848 consumer group takes (GROUP_MAX_SIZE_REACHED).",
 	"group.consumer.assignors":             "The server-side assignors of KIP-848 consumer groups, first the default: uniform and range (Kafka's class names or these names); others are ignored.",
+	"group.consumer.migration.policy":      "Online conversion between a classic group and a KIP-848 consumer group: bidirectional, upgrade, downgrade or disabled (docs/CONSUMER_GROUPS.md).",
 }
 
 // ignoredDoc says why a Kafka setting is accepted and ignored, by the

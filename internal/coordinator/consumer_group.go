@@ -186,6 +186,10 @@ type cgMember struct {
 	regex                string   // "" for none
 	rebalanceTimeoutMs   int32
 	serverAssignor       string // "" for none: the group's default
+	// classic is ClassicMemberMetadata: set for a member that speaks the
+	// classic protocol (JoinGroup, SyncGroup, Heartbeat) inside a
+	// consumer group (consumer_group_classic.go); nil otherwise.
+	classic *classicMeta
 	// ConsumerGroupCurrentMemberAssignment's fields.
 	epoch, prevEpoch  int32
 	state             MemberState
@@ -195,6 +199,9 @@ type cgMember struct {
 	sessionDeadline   time.Time
 	rebalanceDeadline time.Time // while UNREVOKED_PARTITIONS at rebalanceEpoch
 	rebalanceEpoch    int32
+	// A classic member's join and sync timeouts (Kafka's
+	// consumerGroupJoinKey and consumerGroupSyncKey timers).
+	joinDeadline, syncDeadline time.Time
 }
 
 // consumerGroup is the KIP-848 state of a group of type "consumer".

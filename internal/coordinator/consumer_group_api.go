@@ -11,6 +11,7 @@ import (
 type ConsumerMemberDescription struct {
 	MemberID, InstanceID, RackID string // "" for null
 	MemberEpoch                  int32
+	Classic                      bool // speaks the classic protocol (MemberType 0)
 	ClientID, ClientHost         string
 	SubscribedTopicNames         []string
 	SubscribedTopicRegex         string
@@ -53,7 +54,7 @@ func (c *groupCore) DescribeConsumerGroup(id string) ConsumerGroupDescription {
 	d.State, d.Epoch, d.AssignmentEpoch, d.AssignorName = cg.stateName(), cg.epoch, cg.assignmentEpoch, c.assignorFor(cg)
 	for _, m := range cg.sortedMembers() {
 		d.Members = append(d.Members, ConsumerMemberDescription{
-			MemberID: m.id, InstanceID: m.instanceID, RackID: m.rackID, MemberEpoch: m.epoch,
+			MemberID: m.id, InstanceID: m.instanceID, RackID: m.rackID, MemberEpoch: m.epoch, Classic: m.classic != nil,
 			ClientID: m.clientID, ClientHost: m.clientHost, SubscribedTopicNames: slices.Clone(m.subscribedNames),
 			SubscribedTopicRegex: m.regex, Assignment: topicList(m.assigned), TargetAssignment: topicList(cg.target[m.id]),
 		})
@@ -73,13 +74,23 @@ func validateConsumerCommit(cg *consumerGroup, memberID string, epoch int32, ver
 	if m == nil {
 		return fmt.Errorf("%w: Member %s is not a member of the group.", ErrUnknownMemberID, memberID)
 	}
-	if !transactional && version < 9 {
+	if !transactional && version < 9 && m.classic == nil {
 		return fmt.Errorf("%w: OffsetCommit version 9 or above must be used by members using the modern group protocol", ErrUnsupportedVersion)
 	}
-	if epoch != m.epoch {
-		return fmt.Errorf("%w: The received member epoch %d does not match the expected member epoch %d.", ErrStaleMemberEpoch, epoch, m.epoch)
+	return checkCommitEpoch(m, epoch)
+}
+
+// checkCommitEpoch is Kafka's ConsumerGroup.validateMemberEpoch: the
+// member's epoch, else STALE_MEMBER_EPOCH, or ILLEGAL_GENERATION for a
+// member speaking the classic protocol (its generation is its epoch).
+func checkCommitEpoch(m *cgMember, epoch int32) error {
+	switch {
+	case epoch == m.epoch:
+		return nil
+	case m.classic != nil:
+		return fmt.Errorf("%w: The received generation id %d does not match the expected member epoch %d.", ErrIllegalGeneration, epoch, m.epoch)
 	}
-	return nil
+	return fmt.Errorf("%w: The received member epoch %d does not match the expected member epoch %d.", ErrStaleMemberEpoch, epoch, m.epoch)
 }
 
 // ValidateFetchMember is Kafka's validateOffsetFetch (OffsetFetch v9+):
@@ -103,10 +114,7 @@ func (c *groupCore) ValidateFetchMember(groupID string, memberID *string, epoch 
 	if m == nil {
 		return fmt.Errorf("%w: Member %s is not a member of group %s.", ErrUnknownMemberID, id, groupID)
 	}
-	if epoch != m.epoch {
-		return fmt.Errorf("%w: The received member epoch %d does not match the expected member epoch %d.", ErrStaleMemberEpoch, epoch, m.epoch)
-	}
-	return nil
+	return checkCommitEpoch(m, epoch)
 }
 
 // ConsumerHeartbeat serves ConsumerGroupHeartbeat; it returns once the

@@ -150,10 +150,18 @@ func (c *groupCore) ConsumerHeartbeat(now time.Time, im *TopicImage, req Consume
 	case g == nil && !joining:
 		return fail(fmt.Errorf("%w: Consumer group %s not found.", ErrGroupIDNotFound, req.Group))
 	case g != nil && g.cg == nil && !(joining && classicGroupIsEmpty(g)):
-		// Deviation: Kafka 4 converts a classic group whose members all
-		// speak the consumer protocol (group.consumer.migration.policy);
-		// minibroker converts only an empty classic group.
-		return fail(fmt.Errorf("%w: Group %s is not a consumer group.", ErrGroupIDNotFound, req.Group))
+		// A classic group with members: Kafka's online upgrade
+		// (validateOnlineUpgrade, convertToConsumerGroup), when the
+		// policy allows it and the group speaks the consumer protocol.
+		if !joining || !c.canUpgrade(g) {
+			return fail(fmt.Errorf("%w: Group %s is not a consumer group.", ErrGroupIDNotFound, req.Group))
+		}
+		if len(g.members) >= c.cfg.consumerMaxSize() {
+			return fail(fmt.Errorf("%w: The consumer group has reached its maximum capacity of %d members.", ErrGroupMaxSize, c.cfg.consumerMaxSize()))
+		}
+		if err := c.convertToConsumerGroup(now, g, im); err != nil {
+			return fail(err)
+		}
 	}
 	var cg *consumerGroup
 	if g != nil {
@@ -192,7 +200,7 @@ func (c *groupCore) ConsumerHeartbeat(now time.Time, im *TopicImage, req Consume
 		case joining && existing.id == memberID:
 			old = existing
 		case joining:
-			if existing.epoch != staticLeaveEpoch {
+			if existing.epoch != staticLeaveEpoch && existing.classic == nil {
 				return fail(fmt.Errorf("%w: Static member %s with instance id %s cannot join the group because the instance id is owned by %s member.",
 					ErrUnreleasedInstanceID, memberID, *req.InstanceID, existing.id))
 			}
@@ -218,17 +226,7 @@ func (c *groupCore) ConsumerHeartbeat(now time.Time, im *TopicImage, req Consume
 	}
 	cg = g.cg
 	if replaced != nil {
-		// Kafka's replaceMember: the new member id takes the instance's
-		// assignment (epoch 0) and its target; the old id is removed.
-		nm := *replaced
-		nm.id, nm.epoch, nm.prevEpoch = memberID, 0, 0
-		nm.assigned, nm.pending = replaced.assigned.clone(), replaced.pending.clone()
-		target := cg.target[replaced.id]
-		c.removeCGMemberRecords(req.Group, replaced.id)
-		for _, r := range cgMemberRecords(req.Group, &nm, target) {
-			c.emit(r)
-		}
-		old = cg.members[memberID]
+		old = c.replaceCGMember(req.Group, cg, replaced, memberID)
 	}
 
 	// What the member was assigned before this heartbeat (old is the
@@ -265,6 +263,7 @@ func (c *groupCore) ConsumerHeartbeat(now time.Time, im *TopicImage, req Consume
 		upd.regex = *req.SubscribedTopicRegex
 	}
 	upd.clientID, upd.clientHost = req.ClientID, req.ClientHost
+	upd.classic = nil // the member speaks the consumer protocol now
 	subscriptionChanged := old == nil || !slices.Equal(old.subscribedNames, upd.subscribedNames) || old.regex != upd.regex
 	if old == nil || !sameMemberMeta(old, upd) {
 		c.emit(record{typ: recCGMemberMetadata, group: req.Group, cg: &cgRecord{member: memberID, meta: memberMeta(upd)}})
@@ -293,6 +292,21 @@ func (c *groupCore) ConsumerHeartbeat(now time.Time, im *TopicImage, req Consume
 		}
 	}
 	return res
+}
+
+// replaceCGMember is Kafka's replaceMember: a static member's new member
+// id takes the instance's assignment (epoch 0) and its target; the old id
+// is removed.
+func (c *groupCore) replaceCGMember(group string, cg *consumerGroup, replaced *cgMember, memberID string) *cgMember {
+	nm := *replaced
+	nm.id, nm.epoch, nm.prevEpoch = memberID, 0, 0
+	nm.assigned, nm.pending = replaced.assigned.clone(), replaced.pending.clone()
+	target := cg.target[replaced.id]
+	c.removeCGMemberRecords(group, replaced.id)
+	for _, r := range cgMemberRecords(group, &nm, target) {
+		c.emit(r)
+	}
+	return cg.members[memberID]
 }
 
 // checkMemberEpoch is Kafka's throwIfConsumerGroupMemberEpochIsInvalid: an
@@ -328,7 +342,7 @@ func isSubset(owned, of assignment) bool {
 func sameMemberMeta(a, b *cgMember) bool {
 	return a.instanceID == b.instanceID && a.rackID == b.rackID && a.clientID == b.clientID && a.clientHost == b.clientHost &&
 		slices.Equal(a.subscribedNames, b.subscribedNames) && a.regex == b.regex &&
-		a.rebalanceTimeoutMs == b.rebalanceTimeoutMs && a.serverAssignor == b.serverAssignor
+		a.rebalanceTimeoutMs == b.rebalanceTimeoutMs && a.serverAssignor == b.serverAssignor && a.classic.equal(b.classic)
 }
 
 func classicGroupIsEmpty(g *group) bool {
@@ -483,8 +497,15 @@ func (c *groupCore) removeCGMemberRecords(group, member string) {
 }
 
 // fenceCGMember removes m and bumps the group epoch (Kafka's
-// consumerGroupFenceMember): leaving, session or rebalance timeout.
-func (c *groupCore) fenceCGMember(id string, cg *consumerGroup, m *cgMember, im *TopicImage) {
+// consumerGroupFenceMember): leaving, session, rebalance, join or sync
+// timeout. When m is the last member speaking the consumer protocol and
+// classic members remain, the group becomes a classic group instead
+// (Kafka's online downgrade, policy permitting).
+func (c *groupCore) fenceCGMember(now time.Time, id string, cg *consumerGroup, m *cgMember, im *TopicImage) {
+	if c.canDowngrade(cg, m) {
+		c.convertToClassicGroup(now, id, m.id, im)
+		return
+	}
 	c.removeCGMemberRecords(id, m.id)
 	hash := metadataHashOf(cg.subscribedTopicNames(im), im)
 	cg.metaGen = im.Gen
@@ -526,7 +547,7 @@ func (c *groupCore) consumerLeave(now time.Time, im *TopicImage, req ConsumerHea
 			return res
 		}
 	}
-	c.fenceCGMember(req.Group, cg, m, im)
+	c.fenceCGMember(now, req.Group, cg, m, im)
 	return res
 }
 
@@ -541,10 +562,18 @@ func (c *groupCore) tickConsumerGroup(now time.Time, id string, g *group, im *To
 		case !m.sessionDeadline.IsZero() && !now.Before(m.sessionDeadline):
 		case !m.rebalanceDeadline.IsZero() && !now.Before(m.rebalanceDeadline) &&
 			m.state == MemberUnrevokedPartitions && m.epoch == m.rebalanceEpoch:
+		case !m.joinDeadline.IsZero() && !now.Before(m.joinDeadline): // a classic member did not rejoin
+		case !m.syncDeadline.IsZero() && !now.Before(m.syncDeadline): // nor sync
 		default:
 			continue
 		}
-		c.fenceCGMember(id, cg, m, im)
+		if g.cg != cg || cg.members[m.id] != m {
+			continue // the group became classic, or m went with an earlier member
+		}
+		c.fenceCGMember(now, id, cg, m, im)
+	}
+	if g.cg != cg {
+		return
 	}
 	if len(cg.members) > 0 && cg.metaGen != im.Gen {
 		c.refreshMetadata(id, cg, im, false)

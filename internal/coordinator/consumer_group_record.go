@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"sort"
 	"strings"
+	"time"
 
 	"github.com/twmb/franz-go/pkg/kbin"
 )
@@ -24,7 +25,12 @@ import (
 //	                                  ClientId string, ClientHost string,
 //	                                  SubscribedTopicNames [string],
 //	                                  SubscribedTopicRegex nullable string,
-//	                                  RebalanceTimeoutMs int32, ServerAssignor nullable string
+//	                                  RebalanceTimeoutMs int32, ServerAssignor nullable string,
+//	                                  then, only for a member speaking the classic protocol,
+//	                                  ClassicMemberMetadata (Kafka's tagged field 0): 1 int8,
+//	                                  SessionTimeoutMs int32,
+//	                                  SupportedProtocols [Name string, Metadata bytes]
+//	                                  (absent, as in records written before it: null)
 //	9  ConsumerGroupTargetAssignmentMetadata
 //	                                  key: GroupId string; value: AssignmentEpoch int32
 //	10 ConsumerGroupTargetAssignmentMember
@@ -41,8 +47,7 @@ import (
 // MetadataHash), ConsumerGroupRegularExpression (a regex's resolved
 // topics are computed again from the broker's topics at load: the
 // metadata hash makes a change while the broker was down bump the group
-// epoch), and ClassicMemberMetadata (no classic member joins a consumer
-// group here; see docs/CONSUMER_GROUPS.md).
+// epoch).
 const (
 	recCGMetadata       recordType = 7
 	recCGMemberMetadata recordType = 8
@@ -76,6 +81,22 @@ type cgMemberMeta struct {
 	clientID, clientHost                      string
 	subscribedNames                           []string
 	rebalanceTimeoutMs                        int32
+	classic                                   *classicMeta
+}
+
+// classicMeta is ConsumerGroupMemberMetadataValue.ClassicMemberMetadata:
+// the session timeout and the JoinGroup protocols of a member that speaks
+// the classic protocol.
+type classicMeta struct {
+	sessionTimeoutMs int32
+	protocols        []Protocol
+}
+
+func (a *classicMeta) equal(b *classicMeta) bool {
+	if a == nil || b == nil {
+		return a == b
+	}
+	return a.sessionTimeoutMs == b.sessionTimeoutMs && sameProtocols(a.protocols, b.protocols)
 }
 
 func isCGRecord(t recordType) bool { return t >= recCGMetadata && t <= recCGCurrentMember }
@@ -167,6 +188,15 @@ func appendCGPayload(dst []byte, r *record) []byte {
 		dst = appendNullString(dst, m.regex)
 		dst = kbin.AppendInt32(dst, m.rebalanceTimeoutMs)
 		dst = appendNullString(dst, m.serverAssignor)
+		if cm := m.classic; cm != nil {
+			dst = kbin.AppendInt8(dst, 1)
+			dst = kbin.AppendInt32(dst, cm.sessionTimeoutMs)
+			dst = kbin.AppendArrayLen(dst, len(cm.protocols))
+			for _, p := range cm.protocols {
+				dst = kbin.AppendString(dst, p.Name)
+				dst = kbin.AppendBytes(dst, p.Metadata)
+			}
+		}
 	case recCGTargetMetadata:
 		dst = kbin.AppendInt32(dst, c.assignmentEpoch)
 	case recCGTargetMember:
@@ -210,6 +240,20 @@ func decodeCGPayload(rec *record, r *kbin.Reader) error {
 			m.subscribedNames = append(m.subscribedNames, r.String())
 		}
 		m.regex, m.rebalanceTimeoutMs, m.serverAssignor = readNullString(r), r.Int32(), readNullString(r)
+		if r.Ok() && len(r.Src) > 0 { // ClassicMemberMetadata
+			if r.Int8() != 1 {
+				return fmt.Errorf("%w: bad ClassicMemberMetadata presence byte", ErrGroupLogCorrupt)
+			}
+			cm := &classicMeta{sessionTimeoutMs: r.Int32()}
+			k, err := readCount(r, 6)
+			if err != nil {
+				return err
+			}
+			for i := 0; i < k && r.Ok(); i++ {
+				cm.protocols = append(cm.protocols, Protocol{Name: r.String(), Metadata: cloneBytes(r.Bytes())})
+			}
+			m.classic = cm
+		}
 		c.meta = m
 	case recCGTargetMetadata:
 		c.assignmentEpoch = r.Int32()
@@ -239,7 +283,7 @@ func memberMeta(m *cgMember) *cgMemberMeta {
 	return &cgMemberMeta{
 		instanceID: m.instanceID, rackID: m.rackID, regex: m.regex, serverAssignor: m.serverAssignor,
 		clientID: m.clientID, clientHost: m.clientHost, subscribedNames: m.subscribedNames,
-		rebalanceTimeoutMs: m.rebalanceTimeoutMs,
+		rebalanceTimeoutMs: m.rebalanceTimeoutMs, classic: m.classic,
 	}
 }
 
@@ -307,6 +351,10 @@ func (c *groupCore) applyCG(r record) {
 		m.clientID, m.clientHost, m.rebalanceTimeoutMs = mm.clientID, mm.clientHost, mm.rebalanceTimeoutMs
 		m.subscribedNames = append([]string(nil), mm.subscribedNames...)
 		sort.Strings(m.subscribedNames)
+		m.classic = mm.classic
+		if c.replaying && m.classic != nil {
+			m.sessionDeadline = c.replayNow.Add(time.Duration(m.classic.sessionTimeoutMs) * time.Millisecond)
+		}
 		if m.instanceID != "" {
 			cg.static[m.instanceID] = m.id
 		}
@@ -383,8 +431,16 @@ func formatCGRecord(r record) string {
 		return fmt.Sprintf("%s %s epoch=%d metadataHash=%d", name, key, x.epoch, x.metadataHash)
 	case recCGMemberMetadata:
 		m := x.meta
-		return fmt.Sprintf("%s %s instanceId=%q rackId=%q clientId=%q clientHost=%q subscribedTopicNames=%v subscribedTopicRegex=%q rebalanceTimeoutMs=%d serverAssignor=%q",
+		s := fmt.Sprintf("%s %s instanceId=%q rackId=%q clientId=%q clientHost=%q subscribedTopicNames=%v subscribedTopicRegex=%q rebalanceTimeoutMs=%d serverAssignor=%q",
 			name, key, m.instanceID, m.rackID, m.clientID, m.clientHost, m.subscribedNames, m.regex, m.rebalanceTimeoutMs, m.serverAssignor)
+		if cm := m.classic; cm != nil {
+			var names []string
+			for _, p := range cm.protocols {
+				names = append(names, p.Name)
+			}
+			s += fmt.Sprintf(" classicMemberMetadata={sessionTimeoutMs=%d supportedProtocols=%v}", cm.sessionTimeoutMs, names)
+		}
+		return s
 	case recCGTargetMetadata:
 		return fmt.Sprintf("%s %s assignmentEpoch=%d", name, key, x.assignmentEpoch)
 	case recCGTargetMember:

@@ -1,7 +1,6 @@
 package coordinator
 
 import (
-	"fmt"
 	"sort"
 	"time"
 )
@@ -23,6 +22,7 @@ type GroupConfig struct {
 	ConsumerHeartbeatInterval time.Duration // group.consumer.heartbeat.interval.ms
 	ConsumerMaxSize           int           // group.consumer.max.size
 	ConsumerAssignors         []string      // group.consumer.assignors, by name ("uniform", "range"); the first is the default
+	ConsumerMigrationPolicy   string        // group.consumer.migration.policy ("" is bidirectional, Kafka 4's default)
 }
 
 func (cfg GroupConfig) consumerMaxSize() int {
@@ -204,11 +204,9 @@ func (c *groupCore) Join(now time.Time, req JoinRequest, w Waiter) {
 	}
 	if g.cg != nil {
 		if len(g.cg.members) > 0 {
-			// Deviation: Kafka 4 lets a classic member join a consumer
-			// group (group.consumer.migration.policy); minibroker answers
-			// as Kafka does when the member's protocols are not the
-			// group's.
-			c.replyJoin(w, joinError(req.MemberID, fmt.Errorf("%w: group %s is a consumer group with members", ErrInconsistentGroupProtocol, req.Group)))
+			// A classic member joining a consumer group is served by it
+			// (consumer_group_classic.go).
+			c.classicJoinToConsumerGroup(now, g, req, w)
 			return
 		}
 		// An empty consumer group becomes a classic group (Kafka's
@@ -512,8 +510,12 @@ func (c *groupCore) removeMemberAndUpdateGroup(now time.Time, g *group, m *membe
 // leader's assignment arrives.
 func (c *groupCore) Sync(now time.Time, req SyncRequest, w Waiter) {
 	g := c.groups[req.Group]
-	if g == nil {
+	if g == nil || (g.cg != nil && len(g.cg.members) == 0) {
 		c.replySync(w, &SyncResult{Err: ErrUnknownMemberID})
+		return
+	}
+	if g.cg != nil {
+		c.classicSyncToConsumerGroup(now, g, req, w)
 		return
 	}
 	m, err := g.validateMember(req.MemberID, req.InstanceID)
@@ -597,6 +599,9 @@ func (c *groupCore) Heartbeat(now time.Time, groupID, memberID, instanceID strin
 	if g == nil {
 		return ErrUnknownMemberID
 	}
+	if g.cg != nil {
+		return c.classicHeartbeatToConsumerGroup(now, g, memberID, instanceID, generation)
+	}
 	m, err := g.validateMember(memberID, instanceID)
 	switch {
 	case err != nil:
@@ -623,6 +628,9 @@ func (c *groupCore) Leave(now time.Time, groupID string, leaving []LeaveMember) 
 	g := c.groups[groupID]
 	if g == nil {
 		return nil, ErrUnknownMemberID
+	}
+	if g.cg != nil {
+		return c.classicLeaveToConsumerGroup(g, leaving), nil
 	}
 	errs := make([]error, len(leaving))
 	for i, l := range leaving {
