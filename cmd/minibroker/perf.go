@@ -82,6 +82,8 @@ func newPerfRunCmd(name, short string, run func(context.Context, perf.Config) (*
 		fs.DurationVar(&cfg.Linger, "linger", 0, "producer linger")
 		fs.IntVar(&cfg.MaxInFlight, "max-in-flight", 0,
 			"produce requests in flight per broker, non-idempotent producer (max.in.flight.requests.per.connection; 0: kgo's default, 1)")
+		fs.Float64Var(&cfg.Throughput, "throughput", 0,
+			"records per second over all clients, sent on a fixed schedule (kafka-producer-perf-test.sh's --throughput; 0: no limit)")
 	} else {
 		cfg.Acks = "all"
 		fs.Int32Var(&cfg.FetchSize, "fetch-size", perf.DefaultFetchSize,

@@ -38,6 +38,13 @@ type Config struct {
 	// counts fetched records by batch headers, instead of producing or
 	// consuming records (see raw.go).
 	RawBatches bool
+	// Throughput caps the records sent per second over all producer
+	// clients (kafka-producer-perf-test.sh's --throughput); 0: as fast as
+	// the client goes. Sends keep to a fixed schedule from the start, so a
+	// stall is followed by a catch-up burst, and the ack latency at a given
+	// rate below the maximum shows the broker's tail, not the client's
+	// queue.
+	Throughput float64
 
 	// Progress, when set, receives a line every ProgressInterval.
 	Progress         io.Writer
@@ -66,6 +73,10 @@ func (c *Config) Validate() error {
 		return errors.New("--partitions must be ≥ 1")
 	case c.FetchSize < 0:
 		return errors.New("negative --fetch-size")
+	case c.Throughput < 0:
+		return errors.New("negative --throughput")
+	case c.Throughput > 0 && c.RawBatches:
+		return errors.New("--throughput is for record producers, not --raw-batches")
 	case c.MaxInFlight < 0:
 		return errors.New("negative --max-in-flight")
 	case c.MaxInFlight > 1 && c.Idempotent:
@@ -148,6 +159,7 @@ type Result struct {
 	LingerMs      float64 `json:"linger_ms,omitempty"`
 	Concurrency   int     `json:"concurrency"`
 	RawBatches    bool    `json:"raw_batches,omitempty"`
+	Throughput    float64 `json:"throughput_limit,omitempty"` // records/s asked for (--throughput)
 	Records       int64   `json:"records"`
 	Bytes         int64   `json:"bytes"` // record values only, as Kafka's tools count
 	Errors        int64   `json:"errors"`

@@ -172,3 +172,25 @@ func roundTrip(t *testing.T, res *perf.Result) map[string]any {
 	}
 	return m
 }
+
+// --throughput keeps to its schedule: 400 records at 2,000 records/s take
+// at least the 0.19 s by which record 384 (the last one paced) is due.
+// Unpaced, the same run takes a few ms against the in-process broker.
+func TestProduceThroughput(t *testing.T) {
+	mb := minibrokertest.Start(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	cfg := perf.Config{Brokers: []string{mb.Addr()}, Topic: "paced", Partitions: 1, Records: 400, RecordSize: 10,
+		Acks: "all", Concurrency: 1, Throughput: 2000}
+	res, err := perf.Produce(ctx, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Records != 400 || res.ElapsedSec < 0.19 || res.Throughput != 2000 {
+		t.Errorf("paced run: %d records in %.3fs (limit %v)", res.Records, res.ElapsedSec, res.Throughput)
+	}
+	if err := (&perf.Config{Brokers: []string{"x"}, Topic: "t", Records: 1, Concurrency: 1, Partitions: 1, Acks: "all",
+		Throughput: -1}).Validate(); err == nil {
+		t.Error("negative --throughput accepted")
+	}
+}

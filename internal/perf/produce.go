@@ -128,6 +128,7 @@ func Produce(ctx context.Context, cfg Config) (*Result, error) {
 
 	var claimed atomic.Int64
 	var wg sync.WaitGroup
+	perClient := cfg.Throughput / float64(len(clients)) // records/s per client; 0: unpaced
 	for _, cl := range clients {
 		wg.Add(1)
 		go func() {
@@ -142,6 +143,9 @@ func Produce(ctx context.Context, cfg Config) (*Result, error) {
 					now = time.Now()
 					if !deadline.IsZero() && now.After(deadline) {
 						break
+					}
+					if perClient > 0 {
+						now = pace(ctx, start, i, perClient, now)
 					}
 				}
 				f := st.get()
@@ -160,12 +164,30 @@ func Produce(ctx context.Context, cfg Config) (*Result, error) {
 
 	res := &Result{Mode: "produce", Topic: cfg.Topic, Partitions: parts, RecordSize: cfg.RecordSize, Acks: cfg.Acks,
 		Idempotent: cfg.Idempotent, Compression: cfg.Compression, LingerMs: float64(cfg.Linger) / float64(time.Millisecond),
-		Concurrency: cfg.Concurrency, Records: st.sent.Load(), Bytes: st.sentBytes.Load(), Errors: st.errs.Load()}
+		Concurrency: cfg.Concurrency, Throughput: cfg.Throughput, Records: st.sent.Load(), Bytes: st.sentBytes.Load(), Errors: st.errs.Load()}
 	if p := st.firstErr.Load(); p != nil {
 		res.FirstError = *p
 	}
 	res.finish(elapsed, &st.h)
 	return res, ctx.Err()
+}
+
+// pace waits until the i-th record of a client sending rate records/s
+// from start is due and returns the time then (now when it is due
+// already). It is called once per latencySample records, so the records
+// in between go out in a burst of that many.
+func pace(ctx context.Context, start time.Time, i int, rate float64, now time.Time) time.Time {
+	due := start.Add(time.Duration(float64(i) / rate * float64(time.Second)))
+	if d := due.Sub(now); d > 0 {
+		t := time.NewTimer(d)
+		select {
+		case <-t.C:
+		case <-ctx.Done():
+			t.Stop()
+		}
+		return time.Now()
+	}
+	return now
 }
 
 // produceStats is what a produce run counts. The records in flight come
