@@ -113,6 +113,12 @@ type Options struct {
 	// OnRoll is called (without any Log lock held) after the log rolled to
 	// a new active segment starting at newBaseOffset.
 	OnRoll func(newBaseOffset int64)
+	// BeforeBackgroundFlush is called by the background flusher (without
+	// any Log lock held) before each full flush it runs: after a roll, on
+	// FlushInBackground, every log.flush.interval.ms. The partition fsyncs
+	// there the producer snapshots it wrote without fsync at rolls, as
+	// Kafka's flush-log task fsyncs the roll's snapshot before the segment.
+	BeforeBackgroundFlush func()
 	// RecoveryPoint is the offset below which data is known to be fsynced
 	// (Kafka's recovery-point-offset-checkpoint, kept by the broker per
 	// data dir). After an unclean shutdown only segments from the one

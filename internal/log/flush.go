@@ -270,6 +270,9 @@ func (f *flusher) run() {
 		}
 		var err error
 		if full {
+			if hook := f.l.opts.BeforeBackgroundFlush; hook != nil {
+				hook()
+			}
 			err = f.l.flush(true)
 		} else {
 			// log.flush.interval.messages reached: join the group commit
@@ -281,6 +284,10 @@ func (f *flusher) run() {
 		}
 	}
 }
+
+// FlushInBackground asks the background flusher for a full flush (with
+// BeforeBackgroundFlush first) and returns at once.
+func (l *Log) FlushInBackground() { l.flusher.kick(true) }
 
 // kick asks for a background flush without waiting for it; full also
 // syncs the active segment's indexes.

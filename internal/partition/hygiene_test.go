@@ -157,9 +157,11 @@ func TestRollSnapshotNotUnderAppendLock(t *testing.T) {
 // by hand after the write, as it was, the truncation hangs.
 func TestRollSnapshotPanicLeavesTruncationUsable(t *testing.T) {
 	var armed atomic.Bool
-	fs := &hookFS{FS: vfs.Default, match: psm.SnapshotSuffix, onSync: func() {
+	// The write, not the fsync: the fsync runs in the log's background
+	// flush (syncRollSnapshots), off the append path.
+	fs := &hookFS{FS: vfs.Default, match: psm.SnapshotSuffix, onWrite: func() {
 		if armed.CompareAndSwap(true, false) {
-			panic("injected panic in a roll snapshot's fsync")
+			panic("injected panic in a roll snapshot's write")
 		}
 	}}
 	cfg := Config{Log: mlog.DefaultConfig(), MessageMaxBytes: 1 << 20}

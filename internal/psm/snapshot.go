@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"hash/crc32"
 	"io/fs"
+	"os"
 	"path/filepath"
 	"slices"
 	"sort"
@@ -233,6 +234,31 @@ func (m *Manager) TakeSnapshot(offset int64) Snapshot {
 // rename, directory fsync).
 func (s Snapshot) WriteFile(fsys vfs.FS, dir string) error {
 	return writeSnapshotData(fsys, dir, s.Offset, s.data, true)
+}
+
+// WriteFileNoSync writes s in dir as WriteSnapshotNoSync does (temp file
+// renamed, no fsync) and returns the file's path, for SyncFile later: a
+// partition writes its roll snapshots so on the produce path and fsyncs
+// them in the log's background flush, as Kafka's UnifiedLog.roll does
+// (takeSnapshot(false), then flushProducerStateSnapshot in its flush-log
+// task). Until then a power loss can lose the file or leave it empty or
+// torn, which LoadLatestSnapshot handles (see WriteSnapshotNoSync).
+func (s Snapshot) WriteFileNoSync(fsys vfs.FS, dir string) (string, error) {
+	return filepath.Join(dir, SnapshotFileName(s.Offset)), writeSnapshotData(fsys, dir, s.Offset, s.data, false)
+}
+
+// SyncFile fsyncs the snapshot file at path (written by WriteFileNoSync).
+// The caller fsyncs the directory.
+func SyncFile(fsys vfs.FS, path string) error {
+	f, err := fsys.OpenFile(path, os.O_RDONLY, 0)
+	if err != nil {
+		return err
+	}
+	serr := f.Sync()
+	if cerr := f.Close(); serr == nil {
+		serr = cerr
+	}
+	return serr
 }
 
 func (m *Manager) writeSnapshot(fsys vfs.FS, dir string, offset int64, durable bool) error {
