@@ -66,6 +66,10 @@ type member struct {
 	// field of its own that it rewrote while the loop read it: a data
 	// race).
 	topicID [16]byte
+	// epoch is the source partition's leader epoch the fetcher read in the
+	// same Metadata answer (-1: not said), sent as the fetches'
+	// CurrentLeaderEpoch (epoch.go); set at add, never changed.
+	epoch int32
 	// next is the offset the next fetch asks for: the local log end at
 	// add, then past what fetches answered (appended or queued). Guarded
 	// by brokerLoop.mu.
@@ -113,10 +117,10 @@ func newBrokerLoop(src *source, leader int32, maxBytes int32) *brokerLoop {
 	return l
 }
 
-func (l *brokerLoop) add(f *fetcher, topicID [16]byte) {
+func (l *brokerLoop) add(f *fetcher, topicID [16]byte, epoch int32) {
 	l.mu.Lock()
 	old := l.members[f.k]
-	l.members[f.k] = &member{f: f, topicID: topicID, next: f.p.Offsets().LogEnd}
+	l.members[f.k] = &member{f: f, topicID: topicID, epoch: epoch, next: f.p.Offsets().LogEnd}
 	l.mu.Unlock()
 	if old != nil {
 		old.leave()
@@ -244,7 +248,16 @@ func (l *brokerLoop) fetch(parts []loopPart, wait time.Duration) (*kmsg.FetchRes
 		}
 		rp := kmsg.NewFetchRequestTopicPartition()
 		rp.Partition, rp.FetchOffset, rp.PartitionMaxBytes = f.k.partition, p.offset, partMax
-		rp.CurrentLeaderEpoch, rp.LastFetchedEpoch, rp.LogStartOffset = -1, -1, -1
+		// The source's leader epoch as the fetcher last read it, as
+		// Kafka's replica fetcher sends its own: a leader whose epoch
+		// rose since answers FENCED_LEADER_EPOCH (and one that does not
+		// know it yet UNKNOWN_LEADER_EPOCH), which evicts the partition
+		// and makes its fetcher read the metadata again and raise the
+		// local epoch (epoch.go). With -1 a source never fences.
+		rp.CurrentLeaderEpoch, rp.LastFetchedEpoch, rp.LogStartOffset = p.m.epoch, -1, -1
+		if l.src.noFetchEpoch {
+			rp.CurrentLeaderEpoch = -1
+		}
 		req.Topics[i].Partitions = append(req.Topics[i].Partitions, rp)
 	}
 	kresp, err := l.src.cl.Broker(int(l.leader)).Request(l.ctx, req)

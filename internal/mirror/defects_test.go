@@ -2,13 +2,16 @@ package mirror_test
 
 import (
 	"context"
+	"fmt"
 	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/minibroker/minibroker/internal/mirror"
 	"github.com/minibroker/minibroker/internal/partition"
@@ -296,5 +299,59 @@ func TestPauseResumeWhileFetchingKeepsOffsets(t *testing.T) {
 		if time.Now().After(deadline) {
 			t.Fatalf("mirror has %d records, the source %d", ends(), n)
 		}
+	}
+}
+
+// TestFailedFailurePersistKeepsFetcher: a fetcher meets a failure
+// (TOPIC_AUTHORIZATION_FAILED from the source: retriable) while the state
+// log cannot be saved. Persisting FAILED fails, so the partition stays
+// MIRRORING, and its fetcher must stay to meet the failure again: once
+// the log can be saved, the partition is FAILED. Negative control
+// (SetDropFailSaveError, the defect: fail()'s save error dropped and the
+// fetcher gone): the partition stays MIRRORING with no fetcher, for as
+// long as the test looks (3 s) after the log heals.
+func TestFailedFailurePersistKeepsFetcher(t *testing.T) {
+	for _, drop := range []bool{false, true} {
+		t.Run(fmt.Sprintf("dropError=%v", drop), func(t *testing.T) {
+			src := minibrokertest.Start(t, minibrokertest.Topic("orders", 1))
+			produce(t, src.Addr(), "orders", 3)
+			fs := errorfs.Wrap(vfs.Default)
+			m, _ := openMirror(t, src, mirror.Options{FS: fs, FetchMaxWait: 50 * time.Millisecond}, func(m *mirror.Manager) {
+				if drop {
+					mirror.SetDropFailSaveError(m)
+				}
+			}, 3, "orders")
+			t.Cleanup(m.Close)
+			fs.Inject(errorfs.Rule{Op: errorfs.OpSync, PathContains: "mirror-state"})
+			f := src.Fault(minibrokertest.FaultSpec{Kind: minibrokertest.FaultError, APIKey: minibrokertest.Key(kmsg.Fetch),
+				Topic: "orders", ErrorCode: kerr.TopicAuthorizationFailed.Code})
+			for deadline := time.Now().Add(20 * time.Second); f.Fired() < 1; time.Sleep(10 * time.Millisecond) {
+				if time.Now().After(deadline) {
+					t.Fatal("the source never refused a fetch")
+				}
+			}
+			// The failure met the failing log at least once (a save is
+			// tried on each; give the fetcher time to try).
+			time.Sleep(300 * time.Millisecond)
+			if got := states(t, m)["orders"]; got != mirror.Mirroring {
+				t.Fatalf("with the state log failing: %s, want MIRRORING (FAILED not persisted)", got)
+			}
+			fs.Clear()
+			wait := 20 * time.Second
+			if drop {
+				wait = 3 * time.Second
+			}
+			deadline := time.Now().Add(wait)
+			for states(t, m)["orders"] != mirror.Failed && time.Now().Before(deadline) {
+				time.Sleep(20 * time.Millisecond)
+			}
+			got := states(t, m)["orders"]
+			switch {
+			case !drop && got != mirror.Failed:
+				t.Fatalf("after the log healed: %s, want FAILED (the fetcher met the failure again)", got)
+			case drop && got != mirror.Mirroring:
+				t.Fatalf("negative control: %s, want MIRRORING with no fetcher", got)
+			}
+		})
 	}
 }

@@ -74,10 +74,11 @@ func (s *source) metadataOf(ctx context.Context, topics []string) (map[string]to
 		if t.Topic == nil {
 			continue
 		}
-		a := topicAnswer{info: topicInfo{ID: t.TopicID, Partitions: map[int32]int32{}, ClusterID: clusterID},
+		a := topicAnswer{info: topicInfo{ID: t.TopicID, Partitions: map[int32]int32{}, Epochs: map[int32]int32{}, ClusterID: clusterID},
 			err: kerr.ErrorForCode(t.ErrorCode)}
 		for _, p := range t.Partitions {
 			a.info.Partitions[p.Partition] = p.Leader
+			a.info.Epochs[p.Partition] = p.LeaderEpoch
 		}
 		out[*t.Topic] = a
 	}
@@ -142,6 +143,7 @@ func (m *Manager) refreshTopics(ctx context.Context, rt *liveMirror, src *source
 					m.failIdentity(rt, topic, err) // another cluster, or the topic recreated
 					continue
 				}
+				m.noteSourceEpochs(rt, topic, a.info) // paused partitions too (epoch.go)
 				m.growTopic(ctx, rt, src, topic, len(a.info.Partitions))
 				if err := m.syncTopicConfigs(ctx, rt, src, topic, s); err != nil {
 					m.logger.Warn("topic config sync", zap.String("mirror", rt.spec.Name), zap.String("topic", topic), zap.Error(err))

@@ -48,6 +48,7 @@ type fetcher struct {
 	lsoWaitAt    atomic.Int64
 	caughtUpAt   atomic.Int64 // unix ms when the local log last reached the source HW
 	fetchErrors  atomic.Int64
+	epochFences  atomic.Int64 // fetches the source fenced (FENCED_LEADER_EPOCH)
 	bytes        atomic.Int64
 	lastErr      atomic.Pointer[string]
 	lastErrAt    atomic.Int64 // unix ms of the last fetch error
@@ -114,16 +115,17 @@ func (f *fetcher) setPaused(p bool) {
 }
 
 // join adds f to loop unless f is paused, fetching the source topic by
-// topicID (Fetch v13+; zero: by name). It and setPaused hold pmu, so a
-// pause that comes after the fetcher last looked is not missed.
-func (f *fetcher) join(loop *brokerLoop, topicID [16]byte) bool {
+// topicID (Fetch v13+; zero: by name) at the source's leader epoch epoch
+// (-1: unchecked). It and setPaused hold pmu, so a pause that comes after
+// the fetcher last looked is not missed.
+func (f *fetcher) join(loop *brokerLoop, topicID [16]byte, epoch int32) bool {
 	f.pmu.Lock()
 	defer f.pmu.Unlock()
 	if f.pause {
 		return false
 	}
 	f.loop = loop
-	loop.add(f, topicID)
+	loop.add(f, topicID, epoch)
 	return true
 }
 
@@ -171,6 +173,7 @@ func (f *fetcher) run() {
 	}()
 	log := f.logger()
 	backoff := 100 * time.Millisecond
+	var lastFence time.Time
 	fail := func(err error) bool {
 		f.recordErr(err)
 		var perr error
@@ -192,7 +195,7 @@ func (f *fetcher) run() {
 			backoff = min(backoff*2, 5*time.Second)
 			return ok
 		}
-		if perr == nil {
+		if perr == nil || f.m.knobs.dropFailSaveError {
 			return false // FAILED (or STOPPING, which closes this fetcher)
 		}
 		// FAILED could not be persisted, so the partition keeps its
@@ -262,7 +265,11 @@ func (f *fetcher) run() {
 			}
 			continue
 		}
-		if err := f.m.noteSourceEpoch(f.rt, f.k, f.p, info.Epochs[f.k.partition]); err != nil {
+		epoch, ok := info.Epochs[f.k.partition]
+		if !ok {
+			epoch = -1
+		}
+		if err := f.m.noteSourceEpoch(f.rt, f.k, f.p, epoch); err != nil {
 			// Not followed yet; the next describe (or group sync) tries again.
 			log.Warn("persisting the source's leader epoch failed", zap.Error(err))
 		}
@@ -279,7 +286,7 @@ func (f *fetcher) run() {
 		}
 		loop := src.loop(leader, f.m.opts.FetchMaxBytes)
 		joined := time.Now()
-		if !f.join(loop, info.ID) {
+		if !f.join(loop, info.ID, epoch) {
 			continue // paused since the check above
 		}
 		select {
@@ -295,6 +302,19 @@ func (f *fetcher) run() {
 			}
 			if errors.Is(err, kerr.OffsetOutOfRange) {
 				err = f.handleOutOfRange(src, f.p.Offsets().LogEnd)
+			}
+			if errors.Is(err, kerr.FencedLeaderEpoch) {
+				// The source's leader epoch rose since the Metadata answer
+				// (a leader election, with or without a record since):
+				// read it again at once, which raises the local epoch
+				// (epoch.go). Fenced again within a second (a source
+				// whose metadata lags its leader): back off.
+				f.epochFences.Add(1)
+				if time.Since(lastFence) > time.Second {
+					lastFence = time.Now()
+					continue
+				}
+				lastFence = time.Now()
 			}
 			if err != nil && !fail(err) {
 				return

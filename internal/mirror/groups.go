@@ -210,16 +210,7 @@ func (m *Manager) syncSourceEpochs(ctx context.Context, rt *liveMirror, src *sou
 		if !ok || m.checkIdentity(rt, topic, info) != nil {
 			continue // the fetchers report a topic gone or changed
 		}
-		parts := m.local.Partitions(topic)
-		for idx, epoch := range info.Epochs {
-			if int(idx) >= len(parts) {
-				continue
-			}
-			if err := m.noteSourceEpoch(rt, tp{topic, idx}, parts[idx], epoch); err != nil {
-				m.logger.Warn("persisting the source's leader epoch failed", zap.String("topic", topic),
-					zap.Int32("partition", idx), zap.Error(err))
-			}
-		}
+		m.noteSourceEpochs(rt, topic, info)
 	}
 }
 

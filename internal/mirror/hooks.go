@@ -108,4 +108,10 @@ type knobs struct {
 	// barrierBeforeAborts writes the barrier of abort-open-transactions
 	// before its ABORT markers (core.go's barrierEffects).
 	barrierBeforeAborts bool
+	// noFetchEpoch makes the mirror's fetches send CurrentLeaderEpoch -1
+	// (as before epoch.go's fencing): a source then never fences them.
+	noFetchEpoch bool
+	// dropFailSaveError makes a fetcher drop the error of persisting
+	// FAILED and exit, as it did before issue 34's fix.
+	dropFailSaveError bool
 }

@@ -309,7 +309,7 @@ func (m *Manager) source(rt *liveMirror) (*source, error) {
 	if err != nil {
 		return nil, err
 	}
-	src.settings, src.throttle = rt.settings, &rt.throttle
+	src.settings, src.throttle, src.noFetchEpoch = rt.settings, &rt.throttle, m.knobs.noFetchEpoch
 	rt.src = src
 	return src, nil
 }

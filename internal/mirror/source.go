@@ -26,6 +26,8 @@ type source struct {
 	// throttle is the mirror's token bucket (mirror.replication.throttled.rate),
 	// shared by its broker loops.
 	throttle *throttle
+	// noFetchEpoch is the knob of the same name (hooks.go).
+	noFetchEpoch bool
 
 	mu    sync.Mutex // guards loops
 	loops map[int32]*brokerLoop
