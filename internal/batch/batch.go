@@ -66,12 +66,11 @@ const (
 
 // Errors returned by Parse and Validate.
 var (
-	ErrShort        = errors.New("batch: truncated batch")
-	ErrMagic        = errors.New("batch: unsupported magic")
-	ErrCRC          = errors.New("batch: CRC mismatch")
-	ErrInvalid      = errors.New("batch: invalid batch")
-	crc32cTable     = crc32.MakeTable(crc32.Castagnoli)
-	errBadCodecName = errors.New("batch: unknown codec")
+	ErrShort    = errors.New("batch: truncated batch")
+	ErrMagic    = errors.New("batch: unsupported magic")
+	ErrCRC      = errors.New("batch: CRC mismatch")
+	ErrInvalid  = errors.New("batch: invalid batch")
+	crc32cTable = crc32.MakeTable(crc32.Castagnoli)
 )
 
 // Header is the decoded fixed part of a v2 record batch.

@@ -347,8 +347,8 @@ func recordBody(r []byte) (keyed bool, tsDelta int64, err error) {
 	}
 	p += n
 	tsDelta = v
-	if v, n = zigzag(r[p:]); n == 0 {
-		if v, n = zigzagLong(r[p:], 5); n == 0 {
+	if _, n = zigzag(r[p:]); n == 0 { // the offset delta: not needed here
+		if _, n = zigzagLong(r[p:], 5); n == 0 {
 			return false, 0, errRecordEOF
 		}
 	}

@@ -26,11 +26,11 @@ package broker
 
 import (
 	"context"
-	"github.com/minibroker/minibroker/internal/acl"
 
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/minibroker/minibroker/internal/acl"
 	"github.com/minibroker/minibroker/internal/protocol"
 )
 

@@ -17,12 +17,12 @@ package broker
 
 import (
 	"context"
-	"github.com/minibroker/minibroker/internal/acl"
 	"math"
 
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/minibroker/minibroker/internal/acl"
 	"github.com/minibroker/minibroker/internal/coordinator"
 	"github.com/minibroker/minibroker/internal/protocol"
 )

@@ -12,7 +12,6 @@ import (
 	"encoding/base64"
 	"errors"
 	"fmt"
-	"github.com/minibroker/minibroker/internal/acl"
 	"maps"
 	"net"
 	"net/http"
@@ -29,6 +28,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/collectors"
 	"go.uber.org/zap"
 
+	"github.com/minibroker/minibroker/internal/acl"
 	"github.com/minibroker/minibroker/internal/config"
 	"github.com/minibroker/minibroker/internal/coordinator"
 	"github.com/minibroker/minibroker/internal/fault"

@@ -3,7 +3,6 @@ package coordinator
 import (
 	"fmt"
 	"slices"
-	"sort"
 	"time"
 )
 
@@ -173,13 +172,4 @@ func (g *Groups) topicImage() *TopicImage {
 // subscribe to that exist (by name or regex).
 func (c *groupCore) consumerSubscribedTopics(g *group) map[string]bool {
 	return g.cg.subscribedTopicNames(c.image)
-}
-
-func sortedGroupIDs(groups map[string]*group) []string {
-	ids := make([]string, 0, len(groups))
-	for id := range groups {
-		ids = append(ids, id)
-	}
-	sort.Strings(ids)
-	return ids
 }

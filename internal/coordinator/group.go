@@ -79,15 +79,6 @@ func (m *member) metadataFor(protocol string) []byte {
 	return nil
 }
 
-func (m *member) supports(protocol string) bool {
-	for _, p := range m.protocols {
-		if p.Name == protocol {
-			return true
-		}
-	}
-	return false
-}
-
 // sameProtocols: a rejoin with unchanged protocols needs no rebalance.
 func sameProtocols(a, b []Protocol) bool {
 	if len(a) != len(b) {

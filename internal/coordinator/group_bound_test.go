@@ -32,7 +32,7 @@ func openBoundGroups(t *testing.T, fs vfs.FS, seams groupSeams) *Groups {
 // written; after a restart, the other groups' committed offsets, written
 // before and after, are all there.
 func TestGroupRecordTooLarge(t *testing.T) {
-	syncErr, victim, after := testGroupRecordTooLarge(t, groupSeams{})
+	victim, after, syncErr := testGroupRecordTooLarge(t, groupSeams{})
 	if !errors.Is(syncErr, ErrRecordTooLarge) {
 		t.Errorf("leader's SyncGroup: %v, want ErrRecordTooLarge (UNKNOWN_SERVER_ERROR)", syncErr)
 	}
@@ -46,14 +46,14 @@ func TestGroupRecordTooLarge(t *testing.T) {
 // SyncGroup with success and the restart loses the victim's offset to the
 // frame hidden in the metadata.
 func TestGroupRecordTooLargeNegativeControl(t *testing.T) {
-	syncErr, victim, after := testGroupRecordTooLarge(t, groupSeams{skipCoreBound: true, skipWriteBound: true})
+	victim, after, syncErr := testGroupRecordTooLarge(t, groupSeams{skipCoreBound: true, skipWriteBound: true})
 	t.Logf("without the bound: sync err %v, victim %d, after %d", syncErr, victim, after)
 	if syncErr != nil || victim == 42 {
 		t.Fatal("the scenario shows no loss without the bound: it proves nothing")
 	}
 }
 
-func testGroupRecordTooLarge(t *testing.T, seams groupSeams) (syncErr error, victim, after int64) {
+func testGroupRecordTooLarge(t *testing.T, seams groupSeams) (victim, after int64, syncErr error) {
 	fs := memFS(t)
 	g := openBoundGroups(t, fs, seams)
 	tp := TopicPartition{Topic: "t", Partition: 0}
@@ -88,7 +88,7 @@ func testGroupRecordTooLarge(t *testing.T, seams groupSeams) (syncErr error, vic
 		after = om.Offset
 	}
 	t.Logf("after restart: victim's offset %d (want 42), after's offset %d (want 7)", victim, after)
-	return sr.Err, victim, after
+	return victim, after, sr.Err
 }
 
 // TestGroupRecordTooLargeRefusedByLog: with the core's check removed, the
@@ -101,7 +101,7 @@ func TestGroupRecordTooLargeRefusedByLog(t *testing.T) {
 	var victim, after int64
 	go func() {
 		defer close(done)
-		syncErr, victim, after = testGroupRecordTooLarge(t, groupSeams{skipCoreBound: true})
+		victim, after, syncErr = testGroupRecordTooLarge(t, groupSeams{skipCoreBound: true})
 	}()
 	select {
 	case <-done:

@@ -323,13 +323,13 @@ func spansUnderChange(t *testing.T, truncating, noWait bool) spanResults {
 			for mine := 0; mine < 150 && time.Now().Before(deadline); {
 				start, end := l.LogStartOffset(), l.LogEndOffset()
 				off := start + rng.Int64N(max(end-start, 1))
-				want, s, err := l.ReadSpan(get, off, math.MaxInt64, 200<<10, true, 1)
+				_, s, err := l.ReadSpan(get, off, math.MaxInt64, 200<<10, true, 1)
 				if err != nil || s.File == nil {
 					continue // out of range meanwhile, or read into the buffer
 				}
 				// What the span was taken for, read now (the bytes are as
 				// they were: the span holds off truncation until closed).
-				want = make([]byte, s.Len)
+				want := make([]byte, s.Len)
 				s.File.ReadAt(want, s.Pos)
 				time.Sleep(time.Duration(rng.IntN(300)) * time.Microsecond)
 				b := make([]byte, s.Len)

@@ -102,7 +102,6 @@ func TestFirstReadAfterCleanOpenChecks(t *testing.T) {
 			cfg.SegmentBytes = 1000
 			dir := t.TempDir()
 			l := openTest(t, dir, cfg, Options{})
-			var batches [][]byte
 			for i := range 12 {
 				b := testBatch{base: int64(i * 3), records: 3, ts: int64(i * 3), valueSize: 20}.build()
 				app := l.Append
@@ -112,7 +111,6 @@ func TestFirstReadAfterCleanOpenChecks(t *testing.T) {
 				if _, err := app(b); err != nil {
 					t.Fatal(err)
 				}
-				batches = append(batches, b)
 			}
 			bases := l.SegmentBaseOffsets()
 			if len(bases) < 2 {

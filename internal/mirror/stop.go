@@ -161,12 +161,6 @@ func stepFailed(err error) string {
 	return "failover step failed (run mirror stop again to resume it): " + err.Error()
 }
 
-func (m *Manager) stateOf(rt *liveMirror, k tp) State {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	return rt.spec.Topics[k.topic].Partitions[k.partition].State
-}
-
 // parallel runs fn(0..n-1) on up to 64 goroutines and waits.
 func parallel(n int, fn func(i int)) {
 	var wg sync.WaitGroup

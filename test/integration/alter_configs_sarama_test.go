@@ -45,7 +45,7 @@ func TestSaramaAlterTopicConfigs(t *testing.T) {
 	}
 	describe := func(a sarama.ClusterAdmin, name string) sarama.ConfigEntry {
 		t.Helper()
-		es, err := a.DescribeConfig(sarama.ConfigResource{Type: sarama.TopicResource, Name: "salt", ConfigNames: []string{name}})
+		es, err := saramaDescribeConfig(a, sarama.ConfigResource{Type: sarama.TopicResource, Name: "salt", ConfigNames: []string{name}})
 		if err != nil || len(es) != 1 {
 			t.Fatalf("describe %s: %v %+v", name, err, es)
 		}

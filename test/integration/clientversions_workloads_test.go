@@ -138,7 +138,7 @@ func saramaWorkload(t *testing.T, addr string) {
 		must(t, "create topic", admin.CreateTopic(topic, &sarama.TopicDetail{NumPartitions: 1, ReplicationFactor: 1}, false))
 	}
 	must(t, "create partitions", admin.CreatePartitions("cv-del", 2, nil, false))
-	_, err = admin.DescribeConfig(sarama.ConfigResource{Type: sarama.TopicResource, Name: "cv"})
+	_, err = saramaDescribeConfig(admin, sarama.ConfigResource{Type: sarama.TopicResource, Name: "cv"})
 	must(t, "describe config", err)
 	retention := "3600000"
 	must(t, "incremental alter config", admin.IncrementalAlterConfig(sarama.TopicResource, "cv",

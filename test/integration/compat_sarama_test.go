@@ -132,7 +132,7 @@ func saramaCompat(t *testing.T, m *compatMatrix) {
 			}
 		},
 		describe: func(t *testing.T, topic string) map[string]string {
-			entries, err := admin(t).DescribeConfig(sarama.ConfigResource{Type: sarama.TopicResource, Name: topic})
+			entries, err := saramaDescribeConfig(admin(t), sarama.ConfigResource{Type: sarama.TopicResource, Name: topic})
 			if err != nil {
 				t.Fatalf("DescribeConfig: %v", err)
 			}

@@ -133,7 +133,7 @@ func TestDynamicBrokerConfigs(t *testing.T) {
 	if got := brokerConfig(t, adm, "sasl.kerberos.service.name"); got.Source != kmsg.ConfigSourceDefaultConfig {
 		t.Fatalf("sasl.kerberos.service.name after sarama's AlterConfigs: from %v, want the default (replaced set)", got.Source)
 	}
-	entries, err := sadm.DescribeConfig(sarama.ConfigResource{Type: sarama.BrokerResource, Name: "0", ConfigNames: []string{"log.roll.ms", "num.partitions"}})
+	entries, err := saramaDescribeConfig(sadm, sarama.ConfigResource{Type: sarama.BrokerResource, Name: "0", ConfigNames: []string{"log.roll.ms", "num.partitions"}})
 	if err != nil || len(entries) != 2 {
 		t.Fatalf("sarama DescribeConfig: %v %+v", err, entries)
 	}

@@ -124,6 +124,27 @@ func saramaConsumeCheck(t *testing.T, addr string, cfg *sarama.Config, topic str
 // acks=0 and as an idempotent producer, at sarama's default protocol
 // version (2.8) and its newest (MaxVersion, 4.x), consumed back with
 // sarama's PartitionConsumer.
+// saramaDescribeConfig describes one resource's configs through
+// DescribeConfigs, as sarama's deprecated DescribeConfig did: an error
+// code of the resource becomes a *sarama.DescribeConfigError.
+func saramaDescribeConfig(adm sarama.ClusterAdmin, res sarama.ConfigResource) ([]sarama.ConfigEntry, error) {
+	results, err := adm.DescribeConfigs([]*sarama.ConfigResource{&res}, sarama.DescribeConfigsOptions{})
+	if err != nil {
+		return nil, err
+	}
+	var entries []sarama.ConfigEntry
+	for _, r := range results {
+		if r.Name != res.Name {
+			continue
+		}
+		if r.ErrorCode != sarama.ErrNoError {
+			return nil, &sarama.DescribeConfigError{Err: r.ErrorCode, ErrMsg: r.ErrorMsg}
+		}
+		entries = append(entries, r.Configs...)
+	}
+	return entries, nil
+}
+
 func TestSaramaSyncProducer(t *testing.T) {
 	t.Parallel()
 	const parts, n = 3, 300
@@ -290,7 +311,7 @@ func TestSaramaClusterAdmin(t *testing.T) {
 				t.Fatalf("ListTopics: %+v (admin: %+v)", topics, d)
 			}
 
-			entries, err := adm.DescribeConfig(sarama.ConfigResource{Type: sarama.TopicResource, Name: "admin",
+			entries, err := saramaDescribeConfig(adm, sarama.ConfigResource{Type: sarama.TopicResource, Name: "admin",
 				ConfigNames: []string{"retention.ms", "retention.bytes"}})
 			if err != nil {
 				t.Fatalf("DescribeConfig: %v", err)

@@ -288,7 +288,7 @@ func TestTxnExactlyOncePipelineAcrossCrash(t *testing.T) {
 		sess, err := kgo.NewGroupTransactSession(
 			kgo.SeedBrokers(c.Addr()), kgo.TransactionalID("eos-pipeline"), kgo.TransactionTimeout(20*time.Second),
 			kgo.ConsumerGroup("eos-group"), kgo.ConsumeTopics(in), kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()),
-			kgo.FetchIsolationLevel(kgo.ReadCommitted()), kgo.RequireStableFetchOffsets(),
+			kgo.FetchIsolationLevel(kgo.ReadCommitted()),
 			kgo.DefaultProduceTopic(out), kgo.FetchMaxPartitionBytes(2000), kgo.FetchMaxWait(100*time.Millisecond),
 			kgo.SessionTimeout(6*time.Second), kgo.HeartbeatInterval(200*time.Millisecond), kgo.RebalanceTimeout(5*time.Second),
 			kgo.RetryBackoffFn(func(int) time.Duration { return 100 * time.Millisecond }),
