@@ -2,13 +2,18 @@ package broker
 
 // FindCoordinator, v0–v6.
 //
-// A single node coordinates every group (key type 0) and every
-// transactional id (key type 1): the answer is always this broker. v4+
-// batches keys (CoordinatorKeys). Other key types (share groups, v6's type
-// 2) answer INVALID_REQUEST; so does an empty transactional id.
+// A single node coordinates every group (key type 0), every
+// transactional id (key type 1) and every share partition's state (key
+// type 2, v6+, "group:topicId:partition", KIP-932's share coordinator):
+// the answer is always this broker. v4+ batches keys (CoordinatorKeys).
+// Other key types answer INVALID_REQUEST; so does an empty transactional
+// id, and a share key that is not group:topicId:partition.
 
 import (
 	"context"
+	"encoding/base64"
+	"strconv"
+	"strings"
 
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
@@ -22,6 +27,10 @@ func (b *Broker) handleFindCoordinator(_ context.Context, r *protocol.Request) k
 	host, port := b.advertised(r)
 	check := func(key string) *kerr.Error {
 		switch {
+		case req.CoordinatorType == 2:
+			if r.Version < 6 || !validShareCoordinatorKey(key) {
+				return kerr.InvalidRequest
+			}
 		case req.CoordinatorType != 0 && req.CoordinatorType != 1:
 			return kerr.InvalidRequest
 		case req.CoordinatorType == 1 && key == "":
@@ -48,4 +57,23 @@ func (b *Broker) handleFindCoordinator(_ context.Context, r *protocol.Request) k
 		resp.Coordinators = append(resp.Coordinators, c)
 	}
 	return resp
+}
+
+// validShareCoordinatorKey: group:topicId:partition (Kafka's
+// SharePartitionKey.validate: a non-empty group, a base64 topic id, a
+// partition number).
+func validShareCoordinatorKey(key string) bool {
+	i := strings.LastIndexByte(key, ':')
+	if i <= 0 {
+		return false
+	}
+	j := strings.LastIndexByte(key[:i], ':')
+	if j <= 0 {
+		return false
+	}
+	if _, err := strconv.ParseInt(key[i+1:], 10, 32); err != nil {
+		return false
+	}
+	id, err := base64.RawURLEncoding.DecodeString(strings.TrimRight(key[j+1:i], "="))
+	return err == nil && len(id) == 16
 }

@@ -5,8 +5,9 @@ package broker
 // Every group the coordinator knows, including Empty groups that only
 // hold committed offsets. v4+ filters by state (case-insensitive, as
 // Kafka: a consumer group's states are Empty, Assigning, Reconciling,
-// Stable); v5 by group type ("classic" or "consumer", case-insensitive).
-// A consumer group (KIP-848) lists protocol type "consumer".
+// Stable); v5 by group type ("classic", "consumer" or "share", case-insensitive).
+// A consumer group (KIP-848) lists protocol type "consumer"; a share
+// group (KIP-932) type and protocol type "share", state Empty or Stable.
 
 import (
 	"context"
@@ -37,6 +38,17 @@ func (b *Broker) handleListGroups(_ context.Context, r *protocol.Request) kmsg.R
 		}
 		rg := kmsg.NewListGroupsResponseGroup()
 		rg.Group, rg.ProtocolType, rg.GroupState, rg.GroupType = g.Group, g.ProtocolType, g.StateName, g.Type
+		resp.Groups = append(resp.Groups, rg)
+	}
+	for _, g := range b.shares.List() {
+		if len(states) > 0 && !states[strings.ToLower(g.State)] {
+			continue
+		}
+		if len(types) > 0 && !types["share"] {
+			continue
+		}
+		rg := kmsg.NewListGroupsResponseGroup()
+		rg.Group, rg.ProtocolType, rg.GroupState, rg.GroupType = g.ID, "share", g.State, "share"
 		resp.Groups = append(resp.Groups, rg)
 	}
 	return resp

@@ -97,6 +97,13 @@ func (b *Broker) kafka4APIs() map[int16]api {
 		71: {0, 0, b.handleGetTelemetrySubscriptions},
 		72: {0, 0, b.handlePushTelemetry},
 		74: {0, 1, b.handleListConfigResources},
+		76: {1, 1, b.handleShareGroupHeartbeat},
+		77: {1, 1, b.handleShareGroupDescribe},
+		78: {1, 2, b.handleShareFetch},
+		79: {1, 2, b.handleShareAcknowledge},
+		90: {0, 1, b.handleDescribeShareGroupOffsets},
+		91: {0, 0, b.handleAlterShareGroupOffsets},
+		92: {0, 0, b.handleDeleteShareGroupOffsets},
 		80: {0, 0, b.handleAddRaftVoter},
 		81: {0, 0, b.handleRemoveRaftVoter},
 		75: {0, 0, b.handleDescribeTopicPartitions},
@@ -125,7 +132,7 @@ var kafka39Ranges = map[int16][2]int16{
 // newInKafka4 are the served APIs Kafka 3.9 did not serve: not served
 // with client.protocol.version=3.9 (TestKafka39RangesCoverEveryAPI makes
 // a new API choose between this list and kafka39Ranges).
-var newInKafka4 = map[int16]bool{}
+var newInKafka4 = map[int16]bool{76: true, 77: true, 78: true, 79: true, 90: true, 91: true, 92: true}
 
 // Handle implements protocol.Handler. With the authorizer on, the
 // request is first checked against authzTable (authz_table.go). With a fault set (faults.enable)

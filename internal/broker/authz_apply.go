@@ -147,10 +147,14 @@ func applyFindCoordinator(b *Broker, req *protocol.Request) (kmsg.Response, afte
 	case 0:
 	case 1:
 		rt, code = kmsg.ACLResourceTypeTransactionalId, codeTxnID
+	case 2:
+		// The share coordinator of a share partition
+		// ("group:topicId:partition"), asked by brokers: CLUSTER_ACTION
+		// on the cluster (Kafka's KafkaApis).
+		return clusterRule(aclClusterAction)(b, req)
 	default:
-		// A key type minibroker does not serve (Kafka 4's share groups
-		// are 2): INVALID_REQUEST, as Kafka answers a type it does not
-		// know; never served unchecked.
+		// A key type minibroker does not serve: INVALID_REQUEST, as
+		// Kafka answers a type it does not know; never served unchecked.
 		return errorResponse(r, kerr.InvalidRequest.Code), nil
 	}
 	if r.Version < 4 {

@@ -88,8 +88,8 @@ func TestAuthzFieldRulesFailClosed(t *testing.T) {
 	// A coordinator type the rule does not know is refused.
 	fc := kmsg.NewPtrFindCoordinatorRequest()
 	fc.SetVersion(4)
-	fc.CoordinatorType, fc.CoordinatorKeys = 2, []string{"share"}
+	fc.CoordinatorType, fc.CoordinatorKeys = 3, []string{"what"}
 	if deny, _ := authzTable[10].apply(b, authzRequest(10, fc)); deny == nil {
-		t.Error("FindCoordinator with coordinator type 2 was not denied")
+		t.Error("FindCoordinator with coordinator type 3 was not denied")
 	}
 }

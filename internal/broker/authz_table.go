@@ -134,6 +134,13 @@ var authzTable = map[int16]authzRule{
 	69: inHandler("in the handler: DESCRIBE on each group (GROUP_AUTHORIZATION_FAILED per group); KIP-430 authorized_operations"),
 	71: inHandler("none (Kafka: any authenticated client)"),
 	72: inHandler("none (Kafka: any authenticated client)"),
+	76: rule[*kmsg.ShareGroupHeartbeatRequest]("READ on the group", groupRule(aclRead)),
+	77: inHandler("in the handler: DESCRIBE on each group (GROUP_AUTHORIZATION_FAILED per group); KIP-430 authorized_operations"),
+	78: rule[*kmsg.ShareFetchRequest]("READ on the group; READ on each topic, checked in the handler (TOPIC_AUTHORIZATION_FAILED per partition)", groupRule(aclRead)),
+	79: rule[*kmsg.ShareAcknowledgeRequest]("READ on the group; READ on each topic, checked in the handler (TOPIC_AUTHORIZATION_FAILED per partition)", groupRule(aclRead)),
+	90: inHandler("in the handler: DESCRIBE on each group (GROUP_AUTHORIZATION_FAILED per group), DESCRIBE on each topic (TOPIC_AUTHORIZATION_FAILED per partition)"),
+	91: rule[*kmsg.AlterShareGroupOffsetsRequest]("READ on the group; READ on each topic, checked in the handler", groupRule(aclRead)),
+	92: rule[*kmsg.DeleteShareGroupOffsetsRequest]("DELETE on the group; READ on each topic, checked in the handler", groupRule(aclDelete)),
 	74: rule[*kmsg.ListConfigResourcesRequest]("DESCRIBE_CONFIGS on the cluster", clusterRule(aclDescribeConfigs)),
 	80: rule[*kmsg.AddRaftVoterRequest]("ALTER on the cluster", clusterRule(aclAlter)),
 	81: rule[*kmsg.RemoveRaftVoterRequest]("ALTER on the cluster", clusterRule(aclAlter)),
@@ -256,6 +263,16 @@ func groupOf(body kmsg.Request) (string, bool) {
 		return r.Group, true
 	case *kmsg.ConsumerGroupHeartbeatRequest:
 		return r.Group, true
+	case *kmsg.ShareGroupHeartbeatRequest:
+		return r.GroupID, true
+	case *kmsg.ShareFetchRequest:
+		return derefString(r.GroupID), true
+	case *kmsg.ShareAcknowledgeRequest:
+		return derefString(r.GroupID), true
+	case *kmsg.AlterShareGroupOffsetsRequest:
+		return r.GroupID, true
+	case *kmsg.DeleteShareGroupOffsetsRequest:
+		return r.GroupID, true
 	}
 	return "", false
 }

@@ -38,6 +38,7 @@ import (
 	"github.com/minibroker/minibroker/internal/psm"
 	"github.com/minibroker/minibroker/internal/quota"
 	"github.com/minibroker/minibroker/internal/security"
+	"github.com/minibroker/minibroker/internal/share"
 	"github.com/minibroker/minibroker/internal/vfs"
 )
 
@@ -78,11 +79,15 @@ type Broker struct {
 	pids       *coordinator.ProducerIDs
 	txns       *coordinator.Transactions
 	groups     *coordinator.Groups // the group coordinator, opened after the topics
-	mirrors    *mirror.Manager
-	faults     *fault.Registry // nil unless faults.enable
-	lock       *os.File        // data-dir lock
-	scram      *security.ScramStore
-	authz      *acl.Authorizer // nil: authorizer.class.name unset, everything allowed
+	shares     *share.Coordinator  // share groups (share_groups.go)
+	// shareLockDuration, when set, is every share group's acquisition
+	// lock (SetShareLockDurationForTest).
+	shareLockDuration time.Duration
+	mirrors           *mirror.Manager
+	faults            *fault.Registry // nil unless faults.enable
+	lock              *os.File        // data-dir lock
+	scram             *security.ScramStore
+	authz             *acl.Authorizer // nil: authorizer.class.name unset, everything allowed
 	// fetchSessions is the fetch session cache (KIP-227, fetch_session.go).
 	fetchSessions *fetchSessionCache
 	quotas        *quota.Manager // client quotas (quotas.go)
@@ -262,6 +267,9 @@ func newBroker(opts Options, seams func(*Broker)) (*Broker, error) {
 	}); err != nil {
 		return nil, fmt.Errorf("group coordinator: %w", err)
 	}
+	if err := b.openShareGroups(); err != nil {
+		return nil, fmt.Errorf("share groups: %w", err)
+	}
 	if b.txns, err = coordinator.OpenTransactions(coordinator.TxnOptions{
 		FS: b.fs, Dir: b.dataDir, ProducerIDs: b.pids, Markers: txnMarkers{b}, Offsets: b.groups,
 		Logger: b.logger.Named("txn"), Registry: opts.Registry,
@@ -426,6 +434,8 @@ func (b *Broker) Serve() {
 	}
 	b.bg.Add(1)
 	go func() { defer b.bg.Done(); b.retentionLoop() }()
+	b.bg.Add(1)
+	go func() { defer b.bg.Done(); b.shareLoop() }()
 	b.cleaner.start()
 	b.startStaticMirrors()
 	b.txns.Start()

@@ -227,6 +227,14 @@
 //     removed and the group can be deleted:
 //     TestGroupsStaticMembersExpireAfterSession (negative control:
 //     static members exempted from session expiry, the test fails).
+//   - Share groups (KIP-932, docs/SHARE_GROUPS.md): three kgo share
+//     consumers on one partition get every record; an accepted record is
+//     never delivered again, a released one comes back at delivery count
+//     2, a rejected one never: TestShareGroupThreeConsumers. A consumer
+//     that stops acknowledging loses its records to another when the
+//     acquisition lock ends: TestShareGroupLockExpiry (negative control:
+//     lock expiry off, they stay with it). The share partition state
+//     machine (internal/share, TestLockExpiryReleases).
 //   - KIP-848 consumer groups (ConsumerGroupHeartbeat, docs/CONSUMER_GROUPS.md):
 //     kgo with ServerSideBalancer joins, consumes, commits and shares the
 //     partitions with a second member: TestConsumerGroup848Kgo; Kafka's

@@ -1,0 +1,112 @@
+package broker
+
+// Share groups (KIP-932) in the broker: the share coordinator
+// (internal/share) opened beside the group coordinator, its tick (member
+// session timeouts and acquisition lock expiry), and the settings a
+// share group reads: the group's configs (share.record.lock.duration.ms,
+// share.isolation.level, share.auto.offset.reset, share.session.timeout.ms,
+// share.heartbeat.interval.ms) over the broker's group.share.* settings.
+// docs/SHARE_GROUPS.md lists the deviations from Kafka.
+
+import (
+	"path/filepath"
+	"strconv"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/minibroker/minibroker/internal/share"
+)
+
+// shareTick is how often member sessions and acquisition locks are
+// checked: a lock ends at most this late.
+const shareTick = 100 * time.Millisecond
+
+// shareStateDir holds the share partitions' state (share.FileStore).
+const shareStateDir = "share-groups"
+
+func (b *Broker) openShareGroups() error {
+	c, err := share.NewCoordinator(share.Options{
+		Topics:  b.shareTopics,
+		Store:   share.FileStore{FS: b.fs, Dir: filepath.Join(b.dataDir, shareStateDir)},
+		MaxSize: int(b.cfg.Int32("group.share.max.size")),
+	})
+	if err != nil {
+		return err
+	}
+	b.shares = c
+	return nil
+}
+
+func (b *Broker) shareTopics() []share.TopicInfo {
+	b.mu.RLock()
+	defer b.mu.RUnlock()
+	out := make([]share.TopicInfo, 0, len(b.topics))
+	for _, t := range b.topics {
+		out = append(out, share.TopicInfo{Name: t.Name, ID: t.ID, Partitions: int32(len(t.Partitions))})
+	}
+	return out
+}
+
+// shareLoop ticks the share coordinator until the broker stops.
+func (b *Broker) shareLoop() {
+	t := time.NewTicker(shareTick)
+	defer t.Stop()
+	for {
+		select {
+		case <-b.stop:
+			return
+		case <-t.C:
+			b.shares.Tick()
+		}
+	}
+}
+
+// shareGroupSetting is a group's config override of name, else the
+// broker's setting def.
+func (b *Broker) shareGroupSetting(group, name, def string) string {
+	if v, ok := b.resourceConfigs.overrides(kmsg.ConfigResourceTypeGroupConfig, group)[name]; ok {
+		return v
+	}
+	if def == "" {
+		return ""
+	}
+	return b.cfg.String(def)
+}
+
+func (b *Broker) shareGroupMs(group, name, def string) time.Duration {
+	n, _ := strconv.ParseInt(b.shareGroupSetting(group, name, def), 10, 64)
+	return time.Duration(n) * time.Millisecond
+}
+
+// sharePartitionConfig is a share partition's limits in group.
+func (b *Broker) sharePartitionConfig(group string) share.Config {
+	lock := b.shareGroupMs(group, "share.record.lock.duration.ms", "group.share.record.lock.duration.ms")
+	if b.shareLockDuration > 0 {
+		lock = b.shareLockDuration
+	}
+	return share.Config{
+		LockDuration:  lock,
+		DeliveryLimit: int16(b.cfg.Int32("group.share.delivery.count.limit")),
+		MaxInFlight:   int(b.cfg.Int32("group.share.partition.max.record.locks")),
+	}
+}
+
+// nonShareGroupExists reports a classic or consumer group of that id:
+// group ids are one namespace (Kafka's GroupCoordinatorService).
+func (b *Broker) nonShareGroupExists(id string) bool {
+	for _, g := range b.groups.ListGroups() {
+		if g.Group == id {
+			return true
+		}
+	}
+	return false
+}
+
+// SetShareLockDurationForTest overrides every share group's acquisition
+// lock duration (tests: below Kafka's 1 s minimum).
+func (b *Broker) SetShareLockDurationForTest(d time.Duration) { b.shareLockDuration = d }
+
+// SetShareNoLockExpiryForTest turns acquisition lock expiry off: the
+// negative control of the lock expiry tests.
+func (b *Broker) SetShareNoLockExpiryForTest(on bool) { b.shares.SetNoLockExpiryForTest(on) }

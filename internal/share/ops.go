@@ -1,0 +1,195 @@
+package share
+
+import (
+	"sort"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+)
+
+type sessionKey struct{ group, member string }
+
+// Session is a share session (KIP-932's ShareSession): the partitions a
+// member fetches, and the epoch its next request must carry.
+type Session struct {
+	Epoch int32
+	Parts map[TP]bool
+}
+
+// UpdateSession applies a ShareFetch's session part: epoch 0 opens a new
+// session with add (acknowledgements are refused there), a positive epoch
+// must be the session's and adds add and drops forget. It returns the
+// session's partitions, sorted.
+func (c *Coordinator) UpdateSession(group, member string, epoch int32, add, forget []TP, hasAcks bool) ([]TP, *kerr.Error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	k := sessionKey{group, member}
+	s := c.sessions[k]
+	switch {
+	case epoch == 0:
+		if hasAcks {
+			return nil, kerr.InvalidRequest
+		}
+		s = &Session{Parts: map[TP]bool{}}
+		c.sessions[k] = s
+	case s == nil:
+		return nil, kerr.ShareSessionNotFound
+	case epoch != s.Epoch:
+		return nil, kerr.InvalidShareSessionEpoch
+	}
+	for _, tp := range add {
+		s.Parts[tp] = true
+	}
+	for _, tp := range forget {
+		delete(s.Parts, tp)
+	}
+	s.Epoch = epoch + 1
+	if s.Epoch <= 0 {
+		s.Epoch = 1
+	}
+	return sortedTPs(s.Parts), nil
+}
+
+// CheckSession is a ShareAcknowledge's session check: epoch 0 is
+// refused, -1 (closing) and the session's epoch are accepted (the epoch
+// moves on).
+func (c *Coordinator) CheckSession(group, member string, epoch int32) *kerr.Error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	s := c.sessions[sessionKey{group, member}]
+	switch {
+	case epoch == 0:
+		return kerr.InvalidShareSessionEpoch
+	case s == nil:
+		return kerr.ShareSessionNotFound
+	case epoch == -1:
+		return nil
+	case epoch != s.Epoch:
+		return kerr.InvalidShareSessionEpoch
+	}
+	s.Epoch++
+	return nil
+}
+
+// CloseSession ends member's share session (epoch -1) and releases what
+// it holds on the session's partitions.
+func (c *Coordinator) CloseSession(group, member string) *kerr.Error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	k := sessionKey{group, member}
+	s := c.sessions[k]
+	if s == nil {
+		return kerr.ShareSessionNotFound
+	}
+	delete(c.sessions, k)
+	if g := c.groups[group]; g != nil {
+		n := 0
+		for tp := range s.Parts {
+			if p := g.parts[tp]; p != nil {
+				n += p.ReleaseMember(member)
+			}
+		}
+		if n > 0 {
+			c.signalLocked()
+		}
+	}
+	return nil
+}
+
+func sortedTPs(m map[TP]bool) []TP {
+	out := make([]TP, 0, len(m))
+	for tp := range m {
+		out = append(out, tp)
+	}
+	sort.Slice(out, func(i, j int) bool {
+		if out[i].Topic != out[j].Topic {
+			return string(out[i].Topic[:]) < string(out[j].Topic[:])
+		}
+		return out[i].Partition < out[j].Partition
+	})
+	return out
+}
+
+// LogView is what the broker knows of a partition's log when it fetches.
+type LogView struct {
+	LogStart int64
+	// Initial is where a new share partition starts
+	// (share.auto.offset.reset: the log start or the high watermark).
+	Initial int64
+	// Limit is the high watermark, or the last stable offset under
+	// read_committed.
+	Limit int64
+}
+
+// Prepare gets (or starts) group's share partition tp with cfg, moves its
+// SPSO to the log start if the log lost records below it, and returns
+// where to read from and whether anything can be acquired.
+func (c *Coordinator) Prepare(group string, tp TP, cfg Config, lv LogView) (from int64, ok bool) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	g := c.getOrCreate(group)
+	p := g.parts[tp]
+	if p == nil {
+		p = NewPartition(cfg, lv.Initial)
+		g.parts[tp] = p
+	}
+	p.SetConfig(cfg)
+	if lv.LogStart > p.Start() {
+		p.MoveStart(lv.LogStart)
+	}
+	return p.FetchOffset(), p.CanAcquire(lv.Limit)
+}
+
+// Acquire is Partition.Acquire on group's share partition tp.
+func (c *Coordinator) Acquire(group string, tp TP, member string, max int, from, limit int64, batches []Batch) []Range {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	g := c.groups[group]
+	if g == nil || g.parts[tp] == nil {
+		return nil
+	}
+	return g.parts[tp].Acquire(c.opt.Now(), member, max, from, limit, batches)
+}
+
+// Ack applies member's acknowledgements on tp and stores the partition's
+// state before returning: an acknowledgement answered is durable. On a
+// store failure nothing is applied.
+func (c *Coordinator) Ack(group string, tp TP, member string, batches []AckBatch, renew bool) *kerr.Error {
+	if len(batches) == 0 {
+		return nil
+	}
+	if err := ValidateBatches(batches, renew); err != nil {
+		return kerr.InvalidRequest
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	g := c.groups[group]
+	if g == nil || g.parts[tp] == nil {
+		return kerr.InvalidRecordState
+	}
+	p := g.parts[tp]
+	before := p.clone()
+	released, err := p.Ack(c.opt.Now(), member, batches)
+	switch err {
+	case nil:
+	case ErrInvalidRequest:
+		return kerr.InvalidRequest
+	default:
+		return kerr.InvalidRecordState
+	}
+	if c.opt.Store != nil {
+		if err := c.opt.Store.Save(group, tp, p.Snapshot()); err != nil {
+			g.parts[tp] = before
+			return kerr.KafkaStorageError
+		}
+	}
+	if released {
+		c.signalLocked()
+	}
+	return nil
+}
+
+func (p *Partition) clone() *Partition {
+	q := *p
+	q.recs = append([]record(nil), p.recs...)
+	return &q
+}

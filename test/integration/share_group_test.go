@@ -1,0 +1,241 @@
+package integration
+
+import (
+	"context"
+	"fmt"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/minibroker/minibroker/minibrokertest"
+)
+
+// fastShare are broker settings that make share groups react quickly in
+// tests.
+func fastShare(topic string) []minibrokertest.Option {
+	return []minibrokertest.Option{
+		minibrokertest.Topic(topic, 1),
+		minibrokertest.Set("group.share.session.timeout.ms", "10000"),
+		minibrokertest.Set("group.share.heartbeat.interval.ms", "500"),
+	}
+}
+
+// setShareEarliest sets the group's share.auto.offset.reset to earliest.
+func setShareEarliest(t *testing.T, addr, group string) {
+	t.Helper()
+	cl := newClient(t, addr)
+	defer cl.Close()
+	req := kmsg.NewPtrIncrementalAlterConfigsRequest()
+	r := kmsg.NewIncrementalAlterConfigsRequestResource()
+	r.ResourceType, r.ResourceName = kmsg.ConfigResourceTypeGroupConfig, group
+	c := kmsg.NewIncrementalAlterConfigsRequestResourceConfig()
+	c.Name, c.Value = "share.auto.offset.reset", kmsg.StringPtr("earliest")
+	r.Configs = append(r.Configs, c)
+	req.Resources = append(req.Resources, r)
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	resp, err := req.RequestWith(ctx, cl)
+	if err != nil || resp.Resources[0].ErrorCode != 0 {
+		t.Fatalf("set share.auto.offset.reset: %v %+v", err, resp)
+	}
+}
+
+func newShareConsumer(t *testing.T, addr, group, topic string, opts ...kgo.Opt) *kgo.Client {
+	t.Helper()
+	base := []kgo.Opt{kgo.ShareGroup(group), kgo.ConsumeTopics(topic), kgo.ShareMaxRecords(10),
+		kgo.FetchMaxWait(200 * time.Millisecond),
+		kgo.RetryBackoffFn(func(int) time.Duration { return 50 * time.Millisecond })}
+	return newClient(t, addr, append(base, opts...)...)
+}
+
+type shareDelivery struct {
+	consumer int
+	count    int32
+}
+
+// Three kgo share consumers on one partition: every record is delivered;
+// a record accepted is never delivered again; one in ten is released on
+// its first delivery and comes back with its delivery count 2 (then
+// accepted); one in ten is rejected and never comes back. The share
+// partition's start offset ends at the log end.
+func TestShareGroupThreeConsumers(t *testing.T) {
+	const topic, group, n = "sq", "sg", 300
+	c := minibrokertest.Start(t, fastShare(topic)...)
+	setShareEarliest(t, c.Addr(), group)
+	groupsProduce(t, c.Addr(), topic, "v", n)
+
+	var mu sync.Mutex
+	deliveries := map[int][]shareDelivery{}
+	final := map[int]kgo.AckStatus{}
+	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
+	defer cancel()
+	done := make(chan struct{})
+	var wg sync.WaitGroup
+	for i := 0; i < 3; i++ {
+		cl := newShareConsumer(t, c.Addr(), group, topic)
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for {
+				select {
+				case <-done:
+					cl.Close() // sends the last acks
+					return
+				default:
+				}
+				pctx, pcancel := context.WithTimeout(ctx, time.Second)
+				fs := cl.PollRecords(pctx, 20)
+				pcancel()
+				fs.EachRecord(func(r *kgo.Record) {
+					v, _ := strconv.Atoi(strings.TrimPrefix(string(r.Value), "v-"))
+					mu.Lock()
+					deliveries[v] = append(deliveries[v], shareDelivery{i, r.DeliveryCount()})
+					status := kgo.AckAccept
+					switch {
+					case v%10 == 1:
+						status = kgo.AckReject
+					case v%10 == 0 && r.DeliveryCount() == 1:
+						status = kgo.AckRelease
+					}
+					if status != kgo.AckRelease {
+						final[v] = status
+					}
+					mu.Unlock()
+					r.Ack(status)
+				})
+			}
+		}()
+	}
+	for {
+		mu.Lock()
+		got := len(final)
+		mu.Unlock()
+		if got == n {
+			break
+		}
+		if ctx.Err() != nil {
+			t.Fatalf("%d of %d records finished", got, n)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	time.Sleep(2 * time.Second) // any wrong redelivery would show now
+	close(done)
+	wg.Wait()
+
+	per := map[int]int{}
+	for v := 0; v < n; v++ {
+		ds := deliveries[v]
+		want := 1
+		if v%10 == 0 {
+			want = 2
+		}
+		if len(ds) != want {
+			t.Errorf("record %d delivered %d times (%v), want %d", v, len(ds), ds, want)
+			continue
+		}
+		for k, d := range ds {
+			if d.count != int32(k+1) {
+				t.Errorf("record %d delivery %d has delivery count %d", v, k+1, d.count)
+			}
+			per[d.consumer]++
+		}
+	}
+	t.Logf("deliveries per consumer: %v", per)
+
+	// DescribeShareGroupOffsets: the SPSO is past every record.
+	start := describeShareStart(t, c.Addr(), group, topic)
+	if start != n {
+		t.Errorf("share partition start offset %d, want %d", start, n)
+	}
+}
+
+// describeShareStart is the share partition's start offset (partition 0).
+func describeShareStart(t *testing.T, addr, group, topic string) int64 {
+	t.Helper()
+	cl := newClient(t, addr)
+	defer cl.Close()
+	req := kmsg.NewPtrDescribeShareGroupOffsetsRequest()
+	g := kmsg.NewDescribeShareGroupOffsetsRequestGroup()
+	g.GroupID = group
+	rt := kmsg.NewDescribeShareGroupOffsetsRequestGroupTopic()
+	rt.Topic, rt.Partitions = topic, []int32{0}
+	g.Topics = append(g.Topics, rt)
+	req.Groups = append(req.Groups, g)
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	resp, err := req.RequestWith(ctx, cl)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(resp.Groups) != 1 || len(resp.Groups[0].Topics) != 1 || len(resp.Groups[0].Topics[0].Partitions) != 1 {
+		t.Fatalf("describe share offsets: %+v", resp)
+	}
+	p := resp.Groups[0].Topics[0].Partitions[0]
+	if p.ErrorCode != 0 {
+		t.Fatalf("describe share offsets: code %d", p.ErrorCode)
+	}
+	return p.StartOffset
+}
+
+// A consumer that takes records and then stops acknowledging (and
+// polling) holds them only until the acquisition lock ends: another
+// consumer then gets them, at delivery count 2 or more (the stuck
+// client's background fetch may take them once more before they reach
+// the other). Negative control: with
+// lock expiry off (SetShareNoLockExpiryForTest) they stay with the
+// stuck consumer.
+func TestShareGroupLockExpiry(t *testing.T) {
+	for _, expiry := range []bool{true, false} {
+		t.Run(fmt.Sprintf("expiry=%v", expiry), func(t *testing.T) {
+			const topic, group, n = "sl", "sl", 20
+			c := minibrokertest.Start(t, fastShare(topic)...)
+			c.Broker().SetShareLockDurationForTest(2 * time.Second)
+			c.Broker().SetShareNoLockExpiryForTest(!expiry)
+			setShareEarliest(t, c.Addr(), group)
+			groupsProduce(t, c.Addr(), topic, "v", n)
+			ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+			defer cancel()
+
+			stuck := newShareConsumer(t, c.Addr(), group, topic, kgo.ShareMaxRecords(n))
+			held := map[string]bool{}
+			for len(held) == 0 {
+				stuck.PollRecords(ctx, n).EachRecord(func(r *kgo.Record) { held[string(r.Value)] = true })
+				if ctx.Err() != nil {
+					t.Fatal("the stuck consumer got nothing")
+				}
+			}
+			// It never polls (so never acknowledges) again.
+			other := newShareConsumer(t, c.Addr(), group, topic)
+			got := map[string]int32{}
+			wait := time.Now().Add(8 * time.Second)
+			for time.Now().Before(wait) && len(got) < len(held) {
+				pctx, pcancel := context.WithTimeout(ctx, time.Second)
+				other.PollRecords(pctx, n).EachRecord(func(r *kgo.Record) {
+					if held[string(r.Value)] {
+						got[string(r.Value)] = r.DeliveryCount()
+					}
+					r.Ack(kgo.AckAccept)
+				})
+				pcancel()
+			}
+			if expiry {
+				if len(got) != len(held) {
+					t.Fatalf("the other consumer got %d of the %d records the stuck one held", len(got), len(held))
+				}
+				for v, dc := range got {
+					if dc < 2 {
+						t.Errorf("%s redelivered at delivery count %d, want 2 or more", v, dc)
+					}
+				}
+			} else if len(got) != 0 {
+				t.Fatalf("lock expiry off: the other consumer got %d held records", len(got))
+			}
+			t.Logf("held %d, redelivered %d", len(held), len(got))
+		})
+	}
+}
