@@ -259,6 +259,20 @@
 //     (internal/broker, TestConsumerGroupRebalanceLedger; negative control:
 //     with assignment before revocation, partitions are held twice and
 //     records read twice).
+//   - Online migration between the protocols (group.consumer.migration.policy):
+//     classic kgo members (cooperative-sticky, range) and kgo
+//     ServerSideBalancer members in one group under load, the classic group
+//     upgraded when the first consumer-protocol member joins and downgraded
+//     when the last leaves, no partition held by two members, every record
+//     read (internal/broker, TestConsumerGroupMixedProtocolsLedger; negative
+//     control: with assignment before revocation, partitions are held
+//     twice); a mixed group is the same after a crash, offsets kept, its
+//     classic member's heartbeat accepted: TestConsumerGroupMixedSurvivesCrash;
+//     with the policy disabled a ConsumerGroupHeartbeat to a classic group
+//     is GROUP_ID_NOT_FOUND: TestConsumerGroupMigrationPolicy; the
+//     coordinator's answers (internal/coordinator,
+//     TestClassicMemberJoinsConsumerGroup, TestClassicGroupOnlineUpgrade,
+//     TestConsumerGroupOnlineDowngrade).
 //
 // # Fetch, offsets and topics
 //
