@@ -222,12 +222,28 @@ type consumerGroup struct {
 	// metaGen is the topic image generation metadataHash was last
 	// checked against (not persisted: 0 after a load forces a check).
 	metaGen uint64
+
+	// regexes are the topics each subscribed regular expression resolved
+	// to when last refreshed (Kafka's resolvedRegularExpressions, its
+	// ConsumerGroupRegularExpression records): subscriptions resolve
+	// through them, so a loaded group resolves as before the restart
+	// until its first refresh.
+	regexes map[string]*resolvedRegex
+}
+
+// resolvedRegex is ConsumerGroupRegularExpressionValue: the matching
+// topics (sorted), the topic image generation they were resolved at and
+// when (Unix ms).
+type resolvedRegex struct {
+	topics    []string
+	version   int64
+	timestamp int64
 }
 
 func newConsumerGroup() *consumerGroup {
 	return &consumerGroup{
 		members: map[string]*cgMember{}, static: map[string]string{}, target: map[string]assignment{},
-		partitionEpochs: map[TopicID]map[int32]int32{},
+		partitionEpochs: map[TopicID]map[int32]int32{}, regexes: map[string]*resolvedRegex{},
 	}
 }
 
@@ -300,15 +316,17 @@ func (cg *consumerGroup) clearPartitionEpochs(a assignment) {
 func (cg *consumerGroup) subscribedTopicNames(im *TopicImage) map[string]bool {
 	out := map[string]bool{}
 	for _, m := range cg.members {
-		for _, t := range m.subscribedTopics(im) {
+		for _, t := range cg.topicsOf(m, im) {
 			out[t] = true
 		}
 	}
 	return out
 }
 
-// subscribedTopics are the existing topics m subscribes to, sorted.
-func (m *cgMember) subscribedTopics(im *TopicImage) []string {
+// topicsOf are the existing topics m subscribes to, sorted: its names,
+// and its regex's topics as last resolved (resolved now when the group
+// has no resolution of it yet).
+func (cg *consumerGroup) topicsOf(m *cgMember, im *TopicImage) []string {
 	var out []string
 	for _, n := range m.subscribedNames {
 		if _, ok := im.ByName[n]; ok {
@@ -316,14 +334,28 @@ func (m *cgMember) subscribedTopics(im *TopicImage) []string {
 		}
 	}
 	if m.regex != "" {
-		if re, err := compileTopicRegex(m.regex); err == nil {
-			for n := range im.ByName {
-				if kafkaInternalTopics[n] {
-					continue
-				}
-				if re.MatchString(n) && !slices.Contains(m.subscribedNames, n) {
-					out = append(out, n)
-				}
+		matched := resolveRegex(m.regex, im)
+		if r := cg.regexes[m.regex]; r != nil {
+			matched = r.topics
+		}
+		for _, n := range matched {
+			if _, ok := im.ByName[n]; ok && !slices.Contains(m.subscribedNames, n) {
+				out = append(out, n)
+			}
+		}
+	}
+	sort.Strings(out)
+	return out
+}
+
+// resolveRegex is the topics of im that re matches, sorted (Kafka's
+// TopicRegexResolver; internal topics never match).
+func resolveRegex(re string, im *TopicImage) []string {
+	out := []string{}
+	if c, err := compileTopicRegex(re); err == nil {
+		for n := range im.ByName {
+			if !kafkaInternalTopics[n] && c.MatchString(n) {
+				out = append(out, n)
 			}
 		}
 	}

@@ -49,7 +49,7 @@ func (c *groupCore) assign(cg *consumerGroup, im *TopicImage) map[string]assignm
 	topicSet := map[string]bool{}
 	for _, m := range members {
 		s := map[string]bool{}
-		for _, t := range m.subscribedTopics(im) {
+		for _, t := range cg.topicsOf(m, im) {
 			s[t] = true
 			topicSet[t] = true
 		}

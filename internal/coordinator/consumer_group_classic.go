@@ -284,7 +284,7 @@ func (c *groupCore) classicJoinToConsumerGroup(now time.Time, g *group, req Join
 	if m.assigned == nil {
 		m.assigned, m.pending = assignment{}, assignment{}
 	}
-	c.refreshMetadata(g.id, cg, im, subscriptionChanged)
+	c.refreshMetadata(now, g.id, cg, im, subscriptionChanged)
 	c.maybeComputeTarget(g.id, cg, im)
 	c.reconcile(now, g.id, cg, m, ownedFromSubscription(sub, im))
 	m.sessionDeadline = now.Add(req.SessionTimeout)
@@ -407,6 +407,7 @@ func (c *groupCore) classicLeaveToConsumerGroup(g *group, leaving []LeaveMember)
 		removed = true
 	}
 	if removed {
+		c.dropUnusedRegexes(g.id, cg)
 		hash := metadataHashOf(cg.subscribedTopicNames(c.image), c.image)
 		cg.metaGen = c.image.Gen
 		c.emit(record{typ: recCGMetadata, group: g.id, cg: &cgRecord{epoch: cg.epoch + 1, metadataHash: hash}})
@@ -519,6 +520,7 @@ func (c *groupCore) convertToClassicGroup(now time.Time, id, leaving string, im 
 		targets[m.id] = cg.target[m.id].clone()
 	}
 	epoch := cg.epoch
+	c.dropRegexes(id, cg, func(string) bool { return true })
 	// Kafka's createGroupTombstoneRecords, in its order.
 	for _, m := range members {
 		c.emit(record{typ: recCGCurrentMember, group: id, cg: &cgRecord{member: m.id, tombstone: true}})

@@ -274,7 +274,7 @@ func (c *groupCore) ConsumerHeartbeat(now time.Time, im *TopicImage, req Consume
 	}
 
 	// 2. The group epoch, bumped by a subscription or metadata change.
-	c.refreshMetadata(req.Group, cg, im, subscriptionChanged)
+	c.refreshMetadata(now, req.Group, cg, im, subscriptionChanged)
 
 	// 3. The target assignment at the group epoch.
 	c.maybeComputeTarget(req.Group, cg, im)
@@ -353,11 +353,12 @@ func classicGroupIsEmpty(g *group) bool {
 // the subscribed topics' metadata did (a topic created that a name or
 // regex subscribes to, deleted, or grown), as Kafka does on a heartbeat
 // after its metadata image changed.
-func (c *groupCore) refreshMetadata(id string, cg *consumerGroup, im *TopicImage, subscriptionChanged bool) {
+func (c *groupCore) refreshMetadata(now time.Time, id string, cg *consumerGroup, im *TopicImage, subscriptionChanged bool) {
 	if !subscriptionChanged && cg.metaGen == im.Gen && cg.metaGen != 0 {
 		return
 	}
 	cg.metaGen = im.Gen
+	c.refreshRegexes(now, id, cg, im)
 	hash := metadataHashOf(cg.subscribedTopicNames(im), im)
 	if subscriptionChanged || hash != cg.metadataHash {
 		c.emit(record{typ: recCGMetadata, group: id, cg: &cgRecord{epoch: cg.epoch + 1, metadataHash: hash}})
@@ -507,6 +508,7 @@ func (c *groupCore) fenceCGMember(now time.Time, id string, cg *consumerGroup, m
 		return
 	}
 	c.removeCGMemberRecords(id, m.id)
+	c.dropUnusedRegexes(id, cg)
 	hash := metadataHashOf(cg.subscribedTopicNames(im), im)
 	cg.metaGen = im.Gen
 	c.emit(record{typ: recCGMetadata, group: id, cg: &cgRecord{epoch: cg.epoch + 1, metadataHash: hash}})
@@ -576,7 +578,7 @@ func (c *groupCore) tickConsumerGroup(now time.Time, id string, g *group, im *To
 		return
 	}
 	if len(cg.members) > 0 && cg.metaGen != im.Gen {
-		c.refreshMetadata(id, cg, im, false)
+		c.refreshMetadata(now, id, cg, im, false)
 	}
 	if len(cg.members) > 0 {
 		c.maybeComputeTarget(id, cg, im)

@@ -2,6 +2,7 @@ package coordinator
 
 import (
 	"fmt"
+	"slices"
 	"sort"
 	"strings"
 	"time"
@@ -42,18 +43,19 @@ import (
 //	                                  State int8 (MemberState),
 //	                                  AssignedPartitions [TopicId uuid, Partitions [int32]],
 //	                                  PartitionsPendingRevocation [TopicId uuid, Partitions [int32]]
+//	12 ConsumerGroupRegularExpression key: GroupId string, RegularExpression string
+//	                                  value: Topics [string], Version int64, Timestamp int64
+//	                                  (Kafka's key type 16)
 //
 // Not written: ConsumerGroupPartitionMetadata (deprecated by Kafka 4.1's
-// MetadataHash), ConsumerGroupRegularExpression (a regex's resolved
-// topics are computed again from the broker's topics at load: the
-// metadata hash makes a change while the broker was down bump the group
-// epoch).
+// MetadataHash).
 const (
 	recCGMetadata       recordType = 7
 	recCGMemberMetadata recordType = 8
 	recCGTargetMetadata recordType = 9
 	recCGTargetMember   recordType = 10
 	recCGCurrentMember  recordType = 11
+	recCGRegex          recordType = 12
 )
 
 // cgRecord is the key beyond the group id and the value of a consumer
@@ -74,6 +76,10 @@ type cgRecord struct {
 	memberEpoch, prevEpoch int32
 	state                  MemberState
 	assigned, pending      assignment
+
+	// ConsumerGroupRegularExpression: the key's regex, the value.
+	regex    string
+	resolved *resolvedRegex
 }
 
 type cgMemberMeta struct {
@@ -99,7 +105,7 @@ func (a *classicMeta) equal(b *classicMeta) bool {
 	return a.sessionTimeoutMs == b.sessionTimeoutMs && sameProtocols(a.protocols, b.protocols)
 }
 
-func isCGRecord(t recordType) bool { return t >= recCGMetadata && t <= recCGCurrentMember }
+func isCGRecord(t recordType) bool { return t >= recCGMetadata && t <= recCGRegex }
 
 func hasMemberKey(t recordType) bool {
 	return t == recCGMemberMetadata || t == recCGTargetMember || t == recCGCurrentMember
@@ -167,6 +173,9 @@ func appendCGPayload(dst []byte, r *record) []byte {
 	if hasMemberKey(r.typ) {
 		dst = kbin.AppendString(dst, c.member)
 	}
+	if r.typ == recCGRegex {
+		dst = kbin.AppendString(dst, c.regex)
+	}
 	if c.tombstone {
 		return kbin.AppendInt8(dst, 0)
 	}
@@ -201,6 +210,13 @@ func appendCGPayload(dst []byte, r *record) []byte {
 		dst = kbin.AppendInt32(dst, c.assignmentEpoch)
 	case recCGTargetMember:
 		dst = appendAssignment(dst, c.partitions)
+	case recCGRegex:
+		dst = kbin.AppendArrayLen(dst, len(c.resolved.topics))
+		for _, n := range c.resolved.topics {
+			dst = kbin.AppendString(dst, n)
+		}
+		dst = kbin.AppendInt64(dst, c.resolved.version)
+		dst = kbin.AppendInt64(dst, c.resolved.timestamp)
 	case recCGCurrentMember:
 		dst = kbin.AppendInt32(dst, c.memberEpoch)
 		dst = kbin.AppendInt32(dst, c.prevEpoch)
@@ -217,6 +233,9 @@ func decodeCGPayload(rec *record, r *kbin.Reader) error {
 	rec.group = r.String()
 	if hasMemberKey(rec.typ) {
 		c.member = r.String()
+	}
+	if rec.typ == recCGRegex {
+		c.regex = r.String()
 	}
 	switch r.Int8() {
 	case 0:
@@ -257,6 +276,17 @@ func decodeCGPayload(rec *record, r *kbin.Reader) error {
 		c.meta = m
 	case recCGTargetMetadata:
 		c.assignmentEpoch = r.Int32()
+	case recCGRegex:
+		n, err := readCount(r, 2)
+		if err != nil {
+			return err
+		}
+		x := &resolvedRegex{topics: []string{}}
+		for i := 0; i < n && r.Ok(); i++ {
+			x.topics = append(x.topics, r.String())
+		}
+		x.version, x.timestamp = r.Int64(), r.Int64()
+		c.resolved = x
 	case recCGTargetMember:
 		c.partitions, err = readAssignment(r)
 	case recCGCurrentMember:
@@ -311,6 +341,15 @@ func (c *groupCore) applyCG(r record) {
 	}
 	cg := g.cg
 	switch r.typ {
+	case recCGRegex:
+		if x.tombstone {
+			delete(cg.regexes, x.regex)
+		} else {
+			cp := *x.resolved
+			cp.topics = append([]string{}, cp.topics...)
+			sort.Strings(cp.topics)
+			cg.regexes[x.regex] = &cp
+		}
 	case recCGMetadata:
 		cg.epoch, cg.metadataHash = x.epoch, x.metadataHash
 	case recCGTargetMetadata:
@@ -388,6 +427,9 @@ func snapshotCG(id string, cg *consumerGroup) []record {
 		{typ: recCGMetadata, group: id, cg: &cgRecord{epoch: cg.epoch, metadataHash: cg.metadataHash}},
 		{typ: recCGTargetMetadata, group: id, cg: &cgRecord{assignmentEpoch: cg.assignmentEpoch}},
 	}
+	for _, re := range sortedKeys(cg.regexes) {
+		out = append(out, record{typ: recCGRegex, group: id, cg: &cgRecord{regex: re, resolved: cg.regexes[re]}})
+	}
 	for _, m := range cg.sortedMembers() {
 		out = append(out, cgMemberRecords(id, m, cg.target[m.id])...)
 	}
@@ -413,9 +455,12 @@ func formatCGRecord(r record) string {
 	if hasMemberKey(r.typ) {
 		key += fmt.Sprintf(" member=%q", x.member)
 	}
+	if r.typ == recCGRegex {
+		key += fmt.Sprintf(" regularExpression=%q", x.regex)
+	}
 	name := map[recordType]string{recCGMetadata: "ConsumerGroupMetadata", recCGMemberMetadata: "ConsumerGroupMemberMetadata",
 		recCGTargetMetadata: "ConsumerGroupTargetAssignmentMetadata", recCGTargetMember: "ConsumerGroupTargetAssignmentMember",
-		recCGCurrentMember: "ConsumerGroupCurrentMemberAssignment"}[r.typ]
+		recCGCurrentMember: "ConsumerGroupCurrentMemberAssignment", recCGRegex: "ConsumerGroupRegularExpression"}[r.typ]
 	if x.tombstone {
 		return fmt.Sprintf("%s %s tombstone", name, key)
 	}
@@ -445,8 +490,52 @@ func formatCGRecord(r record) string {
 		return fmt.Sprintf("%s %s assignmentEpoch=%d", name, key, x.assignmentEpoch)
 	case recCGTargetMember:
 		return fmt.Sprintf("%s %s topicPartitions=%s", name, key, parts(x.partitions))
+	case recCGRegex:
+		return fmt.Sprintf("%s %s topics=%v version=%d timestamp=%d", name, key, x.resolved.topics, x.resolved.version, x.resolved.timestamp)
 	default:
 		return fmt.Sprintf("%s %s memberEpoch=%d previousMemberEpoch=%d state=%s assignedPartitions=%s partitionsPendingRevocation=%s",
 			name, key, x.memberEpoch, x.prevEpoch, x.state, parts(x.assigned), parts(x.pending))
+	}
+}
+
+// refreshRegexes resolves every regex a member subscribes with against im
+// and writes a ConsumerGroupRegularExpression record for each whose
+// topics changed (or that had none); regexes no member uses any more are
+// tombstoned. Called when the subscriptions or the topic image changed
+// (refreshMetadata), as Kafka refreshes its resolved regexes.
+func (c *groupCore) refreshRegexes(now time.Time, id string, cg *consumerGroup, im *TopicImage) {
+	used := map[string]bool{}
+	for _, m := range cg.members {
+		if m.regex != "" {
+			used[m.regex] = true
+		}
+	}
+	for _, re := range sortedKeys(used) {
+		topics := resolveRegex(re, im)
+		if cur := cg.regexes[re]; cur != nil && slices.Equal(cur.topics, topics) {
+			continue
+		}
+		c.emit(record{typ: recCGRegex, group: id, cg: &cgRecord{regex: re,
+			resolved: &resolvedRegex{topics: topics, version: int64(im.Gen), timestamp: now.UnixMilli()}}})
+	}
+	c.dropRegexes(id, cg, func(re string) bool { return !used[re] })
+}
+
+// dropUnusedRegexes tombstones the resolutions no member uses any more
+// (a member left).
+func (c *groupCore) dropUnusedRegexes(id string, cg *consumerGroup) {
+	used := map[string]bool{}
+	for _, m := range cg.members {
+		used[m.regex] = true
+	}
+	c.dropRegexes(id, cg, func(re string) bool { return !used[re] })
+}
+
+// dropRegexes tombstones the resolutions drop selects.
+func (c *groupCore) dropRegexes(id string, cg *consumerGroup, drop func(string) bool) {
+	for _, re := range sortedKeys(cg.regexes) {
+		if drop(re) {
+			c.emit(record{typ: recCGRegex, group: id, cg: &cgRecord{regex: re, tombstone: true}})
+		}
 	}
 }

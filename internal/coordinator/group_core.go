@@ -211,6 +211,7 @@ func (c *groupCore) Join(now time.Time, req JoinRequest, w Waiter) {
 		}
 		// An empty consumer group becomes a classic group (Kafka's
 		// maybeDeleteEmptyConsumerGroup); its offsets stay.
+		c.dropRegexes(req.Group, g.cg, func(string) bool { return true })
 		c.emit(record{typ: recCGTargetMetadata, group: req.Group, cg: &cgRecord{tombstone: true}})
 		c.emit(record{typ: recCGMetadata, group: req.Group, cg: &cgRecord{tombstone: true}})
 	}

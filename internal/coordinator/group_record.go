@@ -46,7 +46,7 @@ import (
 //	                 topic string, partition int32, offset int64, leader epoch int32,
 //	                 metadata string, commit timestamp int64
 //	6 TxnComplete    producer id int64, commit int8 (1 commit, 0 abort)
-//	7–11             consumer group (KIP-848) records: consumer_group_record.go
+//	7–12             consumer group (KIP-848) records: consumer_group_record.go
 //
 // A frame that is short or fails its CRC (or does not decode) with no valid
 // frame after it is the torn tail of a write that was never acknowledged:
@@ -239,7 +239,7 @@ func decodeRecord(body []byte) (record, error) {
 	case recTxnComplete:
 		rec.producerID = r.Int64()
 		rec.commit = r.Int8() == 1
-	case recCGMetadata, recCGMemberMetadata, recCGTargetMetadata, recCGTargetMember, recCGCurrentMember:
+	case recCGMetadata, recCGMemberMetadata, recCGTargetMetadata, recCGTargetMember, recCGCurrentMember, recCGRegex:
 		if err := decodeCGPayload(&rec, &r); err != nil {
 			return record{}, err
 		}
