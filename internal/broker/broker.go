@@ -271,7 +271,7 @@ func newBroker(opts Options, seams func(*Broker)) (*Broker, error) {
 		return nil, fmt.Errorf("share groups: %w", err)
 	}
 	if b.txns, err = coordinator.OpenTransactions(coordinator.TxnOptions{
-		FS: b.fs, Dir: b.dataDir, ProducerIDs: b.pids, Markers: txnMarkers{b}, Offsets: b.groups,
+		FS: b.fs, Dir: b.dataDir, Topic: b.txnStateTopicLog(), ProducerIDs: b.pids, Markers: txnMarkers{b}, Offsets: b.groups,
 		Logger: b.logger.Named("txn"), Registry: opts.Registry,
 		Config: coordinator.TxnConfig{MaxTimeoutMs: cfg.Int32("transaction.max.timeout.ms"),
 			IDExpirationMs: cfg.Int64("transactional.id.expiration.ms")},

@@ -9,7 +9,6 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"go.uber.org/zap"
 
-	"github.com/minibroker/minibroker/internal/recordlog"
 	"github.com/minibroker/minibroker/internal/vfs"
 )
 
@@ -45,8 +44,10 @@ type TxnOffsets interface {
 
 // TxnOptions are the transaction coordinator's collaborators.
 type TxnOptions struct {
-	FS          vfs.FS
-	Dir         string
+	FS  vfs.FS
+	Dir string // where txn-coordinator-epoch is (and an old transaction-state.log)
+	// Topic is __transaction_state, the store of record.
+	Topic       TxnStateTopic
 	Config      TxnConfig
 	ProducerIDs *ProducerIDs
 	Markers     TxnMarkerWriter
@@ -57,13 +58,17 @@ type TxnOptions struct {
 	// RetryInterval is how soon a failed marker write is retried; 0 means
 	// one second.
 	RetryInterval time.Duration
+
+	seams txnSeams // this package's negative controls
 }
 
 // Transactions is the transaction coordinator: the TxnMachine behind a
-// mutex, its durable log (records are written under the mutex and fsynced
-// outside it, one fsync serving every request waiting at the time; no
-// request is answered, and no marker written, before what it rests on is
-// durable), the marker writer, and one goroutine (started by
+// mutex, its store of record __transaction_state (records are appended
+// under the mutex to the id's partition and fsynced outside it, by the
+// partition's group commit, one fsync serving every request waiting on
+// that partition at the time; no request is answered, and no marker
+// written, before what it rests on is durable: the id's own records, all
+// in its partition), the marker writer, and one goroutine (started by
 // Start, stopped and waited for by Close) that aborts timed-out
 // transactions, expires idle transactional ids and retries unfinished
 // markers — including those of transactions decided before a crash.
@@ -78,14 +83,19 @@ type Transactions struct {
 	// decided holding it exclusively. So no data of a transaction can land
 	// after its marker (a hanging transaction). Lock order: decideMu,
 	// then a partition's locks (the verified append) or mu; mu, then the
-	// log's own lock (recordlog.Writer).
+	// __transaction_state partitions' locks (Append).
 	decideMu sync.RWMutex
 
-	mu       sync.Mutex // guards the fields below
-	machine  *TxnMachine
-	log      *txnLog
-	epoch    int32           // coordinator epoch of this incarnation
-	inFlight map[string]bool // ids whose markers someone is writing
+	mu      sync.Mutex // guards the fields below
+	machine *TxnMachine
+	topic   TxnStateTopic
+	parts   int32
+	ends    map[int32]int64 // per partition, its log end after the last record appended
+	epoch   int32           // coordinator epoch of this incarnation
+	// epochDurable: txn-coordinator-epoch holds epoch (a start with no
+	// state writes it with the first record).
+	epochDurable bool
+	inFlight     map[string]bool // ids whose markers someone is writing
 	// written remembers, per id, the partitions whose marker is written
 	// for a job not yet complete, so a retry does not repeat them. Only
 	// the job's claimant touches its entry.
@@ -99,7 +109,9 @@ type Transactions struct {
 	started bool
 }
 
-// OpenTransactions replays the transaction log in opts.Dir.
+// OpenTransactions reads the coordinator's state back from opts.Topic
+// (moving an old transaction-state.log in opts.Dir into it first, see
+// txn_upgrade.go).
 func OpenTransactions(opts TxnOptions) (*Transactions, error) {
 	if opts.FS == nil {
 		opts.FS = vfs.Default
@@ -113,20 +125,33 @@ func OpenTransactions(opts TxnOptions) (*Transactions, error) {
 	if opts.RetryInterval <= 0 {
 		opts.RetryInterval = time.Second
 	}
-	l, states, epoch, err := openTxnLog(opts.FS, opts.Dir)
+	if opts.Topic == nil {
+		return nil, errors.New("coordinator: no __transaction_state")
+	}
+	start := time.Now()
+	st, err := openTxnState(opts.FS, opts.Dir, opts.Topic, opts.seams)
 	if err != nil {
 		return nil, err
 	}
-	t := &Transactions{opts: opts, logger: opts.Logger, log: l, epoch: epoch,
+	t := &Transactions{opts: opts, logger: opts.Logger, topic: opts.Topic, parts: opts.Topic.Partitions(),
+		ends: map[int32]int64{}, epoch: st.epoch, epochDurable: st.epochDurable,
 		inFlight: map[string]bool{}, written: map[string]*markerProgress{},
 		kick: make(chan struct{}, 1), stop: make(chan struct{})}
 	t.metrics = newTxnMetrics(t, opts.Registry)
 	t.machine = NewTxnMachine(opts.Config, t.newProducerID, t.persistLocked)
-	for _, md := range states {
+	for _, md := range st.states {
 		t.machine.Load(md)
 	}
-	t.logger.Info("transaction log loaded", zap.Int("transactional_ids", len(states)), zap.Int32("coordinator_epoch", epoch),
-		zap.Int("pending_markers", len(t.machine.PendingMarkers())))
+	if st.migrated {
+		t.logger.Info("moved the transaction log into __transaction_state and removed it", zap.String("file", txnLogFile),
+			zap.Int("transactional_ids", len(st.states)), zap.Int("torn_tail_bytes", st.torn))
+	}
+	if st.skipped > 0 {
+		t.logger.Warn("__transaction_state records skipped: not the coordinator's", zap.Int("records", st.skipped))
+	}
+	t.logger.Info("transaction state loaded from __transaction_state", zap.Int("transactional_ids", len(st.states)),
+		zap.Int("records_read", st.read), zap.Int32("coordinator_epoch", st.epoch),
+		zap.Int("pending_markers", len(t.machine.PendingMarkers())), zap.Duration("took", time.Since(start)))
 	return t, nil
 }
 
@@ -143,27 +168,68 @@ func (t *Transactions) newProducerID() (int64, error) {
 // NextProducerID hands out a producer id for an idempotent producer.
 func (t *Transactions) NextProducerID() (int64, error) { return t.newProducerID() }
 
+// persistLocked appends md's record to its id's partition. The first
+// record of a coordinator that started with no state first writes the
+// coordinator epoch (txn_upgrade.go), durably, under mu: once.
 func (t *Transactions) persistLocked(md TxnMetadata) error {
 	if t.closed {
 		return errors.New("coordinator closed")
 	}
-	_, err := t.log.append(encodeTxnState(md))
-	if errors.Is(err, recordlog.ErrTooLarge) {
-		// Refused, nothing written, the log still usable; the state is
-		// not installed (TxnMachine.apply).
-		return fmt.Errorf("%w: %v", ErrRecordTooLarge, err)
+	if !t.epochDurable {
+		if err := writeTxnEpoch(t.opts.FS, t.opts.Dir, t.epoch); err != nil {
+			return err
+		}
+		t.epochDurable = true
 	}
-	return err
+	p := PartitionFor(md.TransactionalID, t.parts)
+	end, err := t.topic.Append(p, []TopicRecord{{Key: txnKey(md.TransactionalID), Value: txnValue(md)}})
+	if err != nil {
+		// ErrRecordTooLarge: refused, nothing written, the partition
+		// still usable; the state is not installed (TxnMachine.apply).
+		return err
+	}
+	t.ends[p] = end
+	return nil
 }
 
-// durable waits until the log is fsynced up to record after: what the
-// caller wrote, and anything written before that its answer may rest on
-// (an earlier, still unsynced request's state it read). Nothing to wait
-// for costs no fsync. Called without mu, so concurrent requests share an
-// fsync.
-func (t *Transactions) durable(after int64) error {
-	if err := t.log.waitSynced(after); err != nil {
-		return fmt.Errorf("%w: %v", ErrTxnLogUnavailable, err)
+// syncPoint is what an answer waits for: partitions and the log end of
+// each to be durable.
+type syncPoint []partEnd
+
+type partEnd struct {
+	p   int32
+	end int64
+}
+
+// pointLocked is the sync point of a request about txnID: every record
+// of the id written so far (its own, and an earlier, still unsynced
+// request's that its answer may rest on) is in the id's partition, below
+// that partition's end. mu held.
+func (t *Transactions) pointLocked(txnID string) syncPoint {
+	p := PartitionFor(txnID, t.parts)
+	if end, ok := t.ends[p]; ok {
+		return syncPoint{{p, end}}
+	}
+	return nil
+}
+
+// allPointLocked is the sync point of everything written so far. mu held.
+func (t *Transactions) allPointLocked() syncPoint {
+	out := make(syncPoint, 0, len(t.ends))
+	for p, end := range t.ends {
+		out = append(out, partEnd{p, end})
+	}
+	return out
+}
+
+// durable waits until every partition of after is fsynced up to its end.
+// Nothing to wait for costs no fsync. Called without mu, so concurrent
+// requests share an fsync.
+func (t *Transactions) durable(after syncPoint) error {
+	for _, pe := range after {
+		if err := t.topic.Sync(pe.p, pe.end); err != nil {
+			return fmt.Errorf("%w: %v", ErrTxnLogUnavailable, err)
+		}
 	}
 	return nil
 }
@@ -193,7 +259,8 @@ func (t *Transactions) Start() {
 	go t.run()
 }
 
-// Close stops the goroutine, waits for it, and closes the log.
+// Close stops the goroutine, waits for it, and makes the records no
+// request waited for (Complete records) durable.
 func (t *Transactions) Close() error {
 	t.mu.Lock()
 	if t.closed || t.stopping {
@@ -207,7 +274,11 @@ func (t *Transactions) Close() error {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	t.closed = true
-	return t.log.close()
+	var errs []error
+	for _, pe := range t.allPointLocked() {
+		errs = append(errs, t.topic.Sync(pe.p, pe.end))
+	}
+	return errors.Join(errs...)
 }
 
 func (t *Transactions) poke() {
@@ -238,7 +309,7 @@ type markerProgress struct {
 // runJob writes a decided transaction's markers and completes its
 // offsets, then records it complete. The caller claimed the job.
 func (t *Transactions) runJob(job *MarkerJob) error {
-	if err := t.log.brokenErr(); err != nil {
+	if err := t.topic.Err(PartitionFor(job.TransactionalID, t.parts)); err != nil {
 		// The decision may not be durable: writing its markers could
 		// contradict the state the next start recovers.
 		t.release(job)
@@ -330,7 +401,7 @@ func (t *Transactions) InitProducerID(txnID string, timeoutMs int32, expectedPID
 	t.decideMu.Lock()
 	t.mu.Lock()
 	res, job, err := t.machine.InitProducerID(txnID, timeoutMs, expectedPID, expectedEpoch, t.nowMs())
-	after := t.log.seq()
+	after := t.pointLocked(txnID)
 	claimed := t.claimLocked(job)
 	t.mu.Unlock()
 	t.decideMu.Unlock()
@@ -353,7 +424,7 @@ func (t *Transactions) InitProducerID(txnID string, timeoutMs int32, expectedPID
 func (t *Transactions) AddPartitions(txnID string, pid int64, epoch int16, parts []TopicPartition) error {
 	t.mu.Lock()
 	err := t.machine.AddPartitions(txnID, pid, epoch, parts, t.nowMs())
-	after := t.log.seq()
+	after := t.pointLocked(txnID)
 	t.mu.Unlock()
 	t.poke() // a new transaction's timeout may be the next deadline
 	if err != nil {
@@ -366,7 +437,7 @@ func (t *Transactions) AddPartitions(txnID string, pid int64, epoch int16, parts
 func (t *Transactions) AddOffsets(txnID string, pid int64, epoch int16, group string) error {
 	t.mu.Lock()
 	err := t.machine.AddOffsets(txnID, pid, epoch, group, t.nowMs())
-	after := t.log.seq()
+	after := t.pointLocked(txnID)
 	t.mu.Unlock()
 	t.poke()
 	if err != nil {
@@ -390,7 +461,7 @@ func (t *Transactions) EndTxn(txnID string, pid int64, epoch int16, commit bool)
 		}
 	}
 	job, err := t.machine.EndTxn(txnID, pid, epoch, commit, t.nowMs())
-	after := t.log.seq()
+	after := t.pointLocked(txnID)
 	claimed := t.claimLocked(job)
 	t.mu.Unlock()
 	t.decideMu.Unlock()
@@ -502,8 +573,9 @@ func (t *Transactions) run() {
 	}
 }
 
-// tick aborts timed-out transactions, expires idle ids, retries unfinished
-// markers and compacts the log, and says how long to sleep.
+// tick aborts timed-out transactions, expires idle ids and retries
+// unfinished markers, and says how long to sleep. (The topic is compacted
+// by the broker's log cleaner, as any compacted topic.)
 func (t *Transactions) tick() time.Duration {
 	now := t.nowMs()
 	var jobs []*MarkerJob
@@ -531,17 +603,8 @@ func (t *Transactions) tick() time.Duration {
 			jobs = append(jobs, job)
 		}
 	}
-	if t.log.needsCompaction(t.machine.Len()) {
-		live := map[string]TxnMetadata{}
-		for _, md := range t.machine.All() {
-			live[md.TransactionalID] = md
-		}
-		if err := t.log.rewrite(live, t.epoch); err != nil {
-			t.logger.Warn("transaction log compaction failed", zap.Error(err))
-		}
-	}
 	deadline, hasDeadline := t.machine.NextDeadline()
-	after := t.log.seq()
+	after := t.allPointLocked()
 	t.mu.Unlock()
 	t.decideMu.Unlock()
 	if err := t.durable(after); err != nil {

@@ -4,8 +4,8 @@ import (
 	"errors"
 	"fmt"
 	"os"
-	"path/filepath"
 	"sort"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -69,6 +69,8 @@ type txnHarness struct {
 	offsets *fakeOffsets
 	clock   *fakeClock
 	reg     *prometheus.Registry
+	topic   *partTopic // opened by the first open
+	seams   txnSeams
 }
 
 type fakeClock struct {
@@ -95,13 +97,22 @@ func (h *txnHarness) open() *Transactions {
 		h.t.Fatal(err)
 	}
 	h.reg = prometheus.NewRegistry()
-	tx, err := OpenTransactions(TxnOptions{FS: h.fs, Dir: h.dir, Config: TxnConfig{MaxTimeoutMs: 60_000, IDExpirationMs: 3_600_000},
+	tx, err := OpenTransactions(TxnOptions{FS: h.fs, Dir: h.dir, Topic: h.txnTopic(), Config: TxnConfig{MaxTimeoutMs: 60_000, IDExpirationMs: 3_600_000},
 		ProducerIDs: pids, Markers: h.markers, Offsets: h.offsets, Registry: h.reg, Now: h.clock.Now,
-		RetryInterval: 5 * time.Millisecond})
+		RetryInterval: 5 * time.Millisecond, seams: h.seams})
 	if err != nil {
 		h.t.Fatal(err)
 	}
 	return tx
+}
+
+// txnTopic is the harness's __transaction_state, opened once.
+func (h *txnHarness) txnTopic() partTopic {
+	if h.topic == nil {
+		tp := openTxnTopic(h.t, h.fs, h.dir)
+		h.topic = &tp
+	}
+	return *h.topic
 }
 
 func TestTransactionsCommitWritesMarkersAndOffsets(t *testing.T) {
@@ -229,126 +240,6 @@ func TestTransactionsTimeoutAbort(t *testing.T) {
 	}
 }
 
-// Torn tails are cut; a torn record was never acknowledged.
-func TestTxnLogTornTail(t *testing.T) {
-	dir := t.TempDir()
-	h := newTxnHarness(t, vfs.Default, dir)
-	tx := h.open()
-	tx.InitProducerID("a", 1000, -1, -1)
-	tx.InitProducerID("b", 1000, -1, -1)
-	tx.Close()
-	path := filepath.Join(dir, txnLogFile)
-	full, _ := os.ReadFile(path)
-	for cut := len(full) - 1; cut > len(full)-40; cut -= 7 {
-		must(t, os.WriteFile(path, full[:cut], 0o644))
-		tx := h.open()
-		ids := fmt.Sprint(len(tx.List()))
-		tx.Close()
-		if ids != "1" {
-			t.Fatalf("cut at %d: %s ids, want 1 (b's record torn)", cut, ids)
-		}
-		if fi, _ := os.Stat(path); fi.Size() >= int64(cut)+20 {
-			t.Fatalf("torn tail not cut: %d bytes", fi.Size())
-		}
-	}
-	// A flipped byte in the last record is the same as a torn one.
-	full[len(full)-3] ^= 0xff
-	must(t, os.WriteFile(path, full, 0o644))
-	tx = h.open()
-	if n := len(tx.List()); n != 1 {
-		t.Fatalf("%d ids after a corrupt last record", n)
-	}
-	tx.Close()
-	// A bad header is an error, never silently an empty log.
-	must(t, os.WriteFile(path, []byte("XXXXXXXXXXXXXXXX"), 0o644))
-	pids, _ := OpenProducerIDs(vfs.Default, dir)
-	if _, err := OpenTransactions(TxnOptions{Dir: dir, ProducerIDs: pids}); !errors.Is(err, ErrTxnLogCorrupt) {
-		t.Fatalf("bad header: %v", err)
-	}
-}
-
-// The log is compacted on open: one record per live id plus the epoch.
-func TestTxnLogCompaction(t *testing.T) {
-	dir := t.TempDir()
-	h := newTxnHarness(t, vfs.Default, dir)
-	tx := h.open()
-	for i := 0; i < 50; i++ {
-		tx.InitProducerID("t", 1000, -1, -1)
-	}
-	tx.InitProducerID("u", 1000, -1, -1)
-	if tx.log.records() != 52 {
-		t.Fatalf("%d records before compaction", tx.log.records())
-	}
-	tx.Close()
-	tx = h.open()
-	defer tx.Close()
-	if tx.log.records() != 3 {
-		t.Fatalf("%d records after compaction", tx.log.records())
-	}
-	md, _ := tx.Describe("t")
-	if md.ProducerEpoch != 49 || tx.CoordinatorEpoch() != 1 {
-		t.Fatalf("after compaction: epoch %d, coordinator epoch %d", md.ProducerEpoch, tx.CoordinatorEpoch())
-	}
-}
-
-// A failed fsync is never acknowledged, and the log refuses further writes.
-func TestTxnLogFailedSync(t *testing.T) {
-	efs := errorfs.Wrap(vfs.Default)
-	dir := t.TempDir()
-	h := newTxnHarness(t, efs, dir)
-	tx := h.open()
-	defer tx.Close()
-	if _, err := tx.InitProducerID("s", 1000, -1, -1); err != nil { // creates the file
-		t.Fatal(err)
-	}
-	efs.Inject(errorfs.Rule{Op: errorfs.OpSync, PathContains: txnLogFile, Count: 1})
-	if _, err := tx.InitProducerID("t", 1000, -1, -1); !errors.Is(err, ErrTxnLogUnavailable) {
-		t.Fatalf("init with failing fsync: %v", err)
-	}
-	if _, err := tx.InitProducerID("t", 1000, -1, -1); !errors.Is(err, ErrTxnLogUnavailable) {
-		t.Fatalf("init after a failed fsync: %v", err)
-	}
-}
-
-// A start that finds no transaction log creates none: the first append
-// does, with the epoch record, and a failed creation is not sticky.
-func TestTxnLogCreatedByFirstAppend(t *testing.T) {
-	efs := errorfs.Wrap(vfs.Default)
-	dir := t.TempDir()
-	path := filepath.Join(dir, txnLogFile)
-	h := newTxnHarness(t, efs, dir)
-	for range 2 {
-		tx := h.open()
-		if tx.CoordinatorEpoch() != 0 {
-			t.Fatalf("coordinator epoch %d with no log", tx.CoordinatorEpoch())
-		}
-		tx.Close()
-		if _, err := os.Stat(path); !errors.Is(err, os.ErrNotExist) {
-			t.Fatalf("a start without transactions made the log: %v", err)
-		}
-	}
-	tx := h.open()
-	efs.Inject(errorfs.Rule{Op: errorfs.OpSync, PathContains: txnLogFile, Count: 1})
-	if _, err := tx.InitProducerID("t", 1000, -1, -1); !errors.Is(err, ErrTxnLogUnavailable) {
-		t.Fatalf("init with the creation's fsync failing: %v", err)
-	}
-	if _, err := os.Stat(path); !errors.Is(err, os.ErrNotExist) {
-		t.Fatalf("a failed creation left the log: %v", err)
-	}
-	if _, err := tx.InitProducerID("t", 1000, -1, -1); err != nil {
-		t.Fatalf("init after a failed creation: %v", err)
-	}
-	tx.Close()
-	tx = h.open()
-	defer tx.Close()
-	if tx.CoordinatorEpoch() != 1 {
-		t.Fatalf("coordinator epoch %d after the log's first start, want 1", tx.CoordinatorEpoch())
-	}
-	if _, err := tx.Describe("t"); err != nil {
-		t.Fatal(err)
-	}
-}
-
 // Producer ids never repeat across 100 restarts, half of them crashes
 // (only fsynced bytes survive) in the middle of allocating.
 func TestProducerIDsNeverRepeatAcross100Restarts(t *testing.T) {
@@ -401,57 +292,6 @@ func waitFor(t *testing.T, cond func() bool) {
 			t.Fatal("condition not met in 5s")
 		}
 		time.Sleep(2 * time.Millisecond)
-	}
-}
-
-func FuzzDecodeTxnRecord(f *testing.F) {
-	f.Add(encodeTxnRecord(TxnMetadata{TransactionalID: "t", ProducerID: 3, LastProducerID: -1, ProducerEpoch: 2,
-		LastProducerEpoch: -1, TimeoutMs: 100, State: TxnOngoing, Partitions: []TopicPartition{{"a", 0}},
-		Groups: []string{"g"}, StartMs: 5, LastUpdateMs: 6}))
-	f.Add(encodeEpochRecord(7))
-	f.Fuzz(func(t *testing.T, b []byte) {
-		body, _, ok := readTxnRecord(b)
-		if !ok || body[0] != txnRecordState {
-			return
-		}
-		md, err := decodeTxnState(body)
-		if err != nil {
-			return
-		}
-		again, err := decodeTxnState(encodeTxnRecord(md)[8:])
-		if err != nil || fmt.Sprint(again) != fmt.Sprint(md) {
-			t.Fatalf("round trip: %+v vs %+v (%v)", md, again, err)
-		}
-	})
-}
-
-// A compaction that fails leaves the log usable and complete.
-func TestTxnLogCompactionFailure(t *testing.T) {
-	efs := errorfs.Wrap(vfs.Default)
-	dir := t.TempDir()
-	h := newTxnHarness(t, efs, dir)
-	tx := h.open()
-	for i := 0; i < 5; i++ {
-		tx.InitProducerID("t", 1000, -1, -1)
-	}
-	tx.mu.Lock()
-	efs.Inject(errorfs.Rule{Op: errorfs.OpRename, PathContains: txnLogFile, Count: 1})
-	err := tx.log.rewrite(map[string]TxnMetadata{}, tx.epoch)
-	tx.mu.Unlock()
-	if err == nil {
-		t.Fatal("rewrite with a failing rename succeeded")
-	}
-	if _, err := tx.InitProducerID("u", 1000, -1, -1); err != nil {
-		t.Fatalf("init after a failed compaction: %v", err)
-	}
-	tx.Close()
-	tx = h.open()
-	defer tx.Close()
-	if md, _ := tx.Describe("t"); md.ProducerEpoch != 4 {
-		t.Fatalf("t after reopen: %+v", md)
-	}
-	if _, err := tx.Describe("u"); err != nil {
-		t.Fatal(err)
 	}
 }
 
@@ -576,7 +416,7 @@ func TestTransactionsConcurrentProducers(t *testing.T) {
 	}
 }
 
-// syncCountingFS counts fsyncs of the transaction log.
+// syncCountingFS counts fsyncs of __transaction_state's segments.
 type syncCountingFS struct {
 	vfs.FS
 	syncs atomic.Int64
@@ -589,7 +429,7 @@ type syncCountingFile struct {
 
 func (c *syncCountingFS) OpenFile(name string, flag int, perm os.FileMode) (vfs.File, error) {
 	f, err := c.FS.OpenFile(name, flag, perm)
-	if err != nil || filepath.Base(name) != txnLogFile {
+	if err != nil || !strings.Contains(name, "__transaction_state-") || !strings.HasSuffix(name, ".log") {
 		return f, err
 	}
 	return syncCountingFile{File: f, fs: c}, nil
@@ -600,7 +440,7 @@ func (f syncCountingFile) Sync() error {
 	return f.File.Sync()
 }
 
-// Concurrent requests share transaction-log fsyncs (group commit), and
+// Concurrent requests share __transaction_state fsyncs (group commit), and
 // each is durable when answered.
 func TestTransactionsGroupCommit(t *testing.T) {
 	cfs := &syncCountingFS{FS: vfs.Default}
@@ -660,7 +500,7 @@ func TestTransactionsCommitRefusedWhenMarkerBlocked(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	tx, err := OpenTransactions(TxnOptions{FS: h.fs, Dir: h.dir, Config: TxnConfig{MaxTimeoutMs: 60_000, IDExpirationMs: 3_600_000},
+	tx, err := OpenTransactions(TxnOptions{FS: h.fs, Dir: h.dir, Topic: h.txnTopic(), Config: TxnConfig{MaxTimeoutMs: 60_000, IDExpirationMs: 3_600_000},
 		ProducerIDs: pids, Markers: checkingMarkers{h.markers, TopicPartition{"m", 0}}, Offsets: h.offsets, Now: h.clock.Now,
 		RetryInterval: 5 * time.Millisecond})
 	if err != nil {

@@ -23,7 +23,7 @@ func (t *Transactions) EndTxnV2(txnID string, pid int64, epoch int16, commit, no
 		}
 	}
 	res, job, err := t.machine.EndTxnV2(txnID, pid, epoch, commit, noBump, t.nowMs())
-	after := t.log.seq()
+	after := t.pointLocked(txnID)
 	claimed := t.claimLocked(job)
 	t.mu.Unlock()
 	t.decideMu.Unlock()
@@ -49,7 +49,7 @@ func (t *Transactions) EndTxnV2(txnID string, pid int64, epoch int16, commit, no
 func (t *Transactions) AddPartitionsImplicit(txnID string, pid int64, epoch int16, parts []TopicPartition) error {
 	t.mu.Lock()
 	err := t.machine.AddPartitionsImplicit(txnID, pid, epoch, parts, t.nowMs())
-	after := t.log.seq()
+	after := t.pointLocked(txnID)
 	t.mu.Unlock()
 	t.poke()
 	if err != nil {
@@ -89,7 +89,7 @@ func (t *Transactions) AddAndVerifyProduce(txnID string, pid int64, epoch int16,
 			err = fmt.Errorf("%w: %v", ErrConcurrentTransactions, err)
 		}
 	}
-	after := t.log.seq()
+	after := t.pointLocked(txnID)
 	t.mu.Unlock()
 	if added {
 		t.poke() // a new transaction's timeout may be the next deadline
@@ -119,7 +119,7 @@ func (t *Transactions) TxnOffsetCommitV2(txnID string, pid int64, epoch int16, g
 		// What the offsets partition's producer-state check answers.
 		err = fmt.Errorf("%w: %v", ErrInvalidProducerEpoch, err)
 	}
-	after := t.log.seq()
+	after := t.pointLocked(txnID)
 	t.mu.Unlock()
 	t.poke()
 	if err != nil {

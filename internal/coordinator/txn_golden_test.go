@@ -28,14 +28,11 @@ var goldenTxnStates = []TxnMetadata{
 		Partitions: []TopicPartition{{"orders", 0}}, ClientTxnVersion: 2},
 }
 
-// TestTxnLogGolden pins the transaction log's bytes and reads them back
-// through openTxnLog: a file written by an earlier build stays readable.
+// TestTxnLogGolden pins the old transaction log's bytes and reads them
+// back through readLegacyTxnLog: a file written by an earlier build is
+// read by the upgrade.
 func TestTxnLogGolden(t *testing.T) {
-	data := []byte("MBTX\x00\x01\x00\x00")
-	data = append(data, encodeEpochRecord(4)...)
-	for _, md := range goldenTxnStates {
-		data = append(data, encodeTxnRecord(md)...)
-	}
+	data := legacyTxnLogFile(4, goldenTxnStates...)
 	path := filepath.Join("testdata", "txn-log.golden.hex")
 	if os.Getenv("MINIBROKER_UPDATE_GOLDEN") == "1" {
 		if err := os.WriteFile(path, []byte(hex.Dump(data)), 0o644); err != nil {
@@ -52,13 +49,13 @@ func TestTxnLogGolden(t *testing.T) {
 	mem := errorfs.NewMem()
 	must(t, mem.MkdirAll("/d", 0o755))
 	must(t, vfs.WriteFileAtomic(mem, "/d", filepath.Join("/d", txnLogFile), data))
-	l, states, epoch, err := openTxnLog(mem, "/d")
+	l, err := readLegacyTxnLog(mem, "/d")
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer l.close()
-	if epoch != 5 || len(states) != len(goldenTxnStates) {
-		t.Fatalf("epoch %d, %d states", epoch, len(states))
+	states := l.states
+	if l.epoch != 4 || len(states) != len(goldenTxnStates) || l.torn != 0 {
+		t.Fatalf("epoch %d, %d states, %d torn bytes", l.epoch, len(states), l.torn)
 	}
 	for _, md := range goldenTxnStates {
 		if fmt.Sprint(states[md.TransactionalID]) != fmt.Sprint(md) {

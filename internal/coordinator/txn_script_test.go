@@ -76,7 +76,7 @@ type txnScript struct {
 	now      int64
 	nextPID  int64
 	failing  bool
-	records  [][]byte
+	records  []TopicRecord
 	err      error
 	init     InitResult
 	job      *MarkerJob
@@ -94,7 +94,7 @@ func (s *txnScript) persist(md TxnMetadata) error {
 	if s.failing {
 		return errors.New("injected persist failure")
 	}
-	s.records = append(s.records, encodeTxnRecord(md))
+	s.records = append(s.records, TopicRecord{Key: txnKey(md.TransactionalID), Value: txnValue(md)})
 	return nil
 }
 
@@ -218,13 +218,13 @@ func (s *txnScript) event(cmd string, args []string) string {
 		recs := s.records
 		s.fresh()
 		for _, r := range recs {
-			body, n, ok := readTxnRecord(r)
-			if !ok || n != len(r) {
-				s.t.Fatalf("%s: record does not frame", s.where)
-			}
-			md, err := decodeTxnState(body)
+			// Read back as the start-up reads __transaction_state.
+			id, md, live, err := decodeTxnRecord(r.Key, r.Value)
 			if err != nil {
 				s.t.Fatalf("%s: decode: %v", s.where, err)
+			}
+			if !live {
+				md = TxnMetadata{TransactionalID: id, State: TxnDead}
 			}
 			s.m.Load(md)
 			s.records = append(s.records, r)

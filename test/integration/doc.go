@@ -314,7 +314,14 @@
 //     data dir written before the topic existed fills it at start-up (with
 //     its negative control): TestOffsetsTopicFromOlderDataDir. dump-log
 //     --offsets-decoder prints them as kafka-dump-log does:
-//     TestDumpLogOffsetsDecoder.
+//     TestDumpLogOffsetsDecoder. The transaction coordinator's store of
+//     record is __transaction_state in Kafka's TransactionLogKey/Value
+//     schemas, read by a kgo consumer with kmsg's types (an expired id a
+//     tombstone): TestTxnStateTopicKgo; a data dir whose state is in the
+//     old transaction-state.log has it moved there at the first start:
+//     TestTxnStateFromOlderDataDir; the kill -9 matrix of the move, with
+//     its negative control: (internal/coordinator, TestTxnUpgradeCrash,
+//     TestTxnUpgradeCrashNegativeControl).
 //
 // # Bad input and limits
 //

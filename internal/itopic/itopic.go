@@ -1,0 +1,182 @@
+// Package itopic is an internal topic (__transaction_state, and the
+// coordinators' other topics) as a coordinator writes it: batches of
+// key/value records appended as the partition's leader (uncompressed, no
+// producer id), made durable by the partition's group commit (FlushTo),
+// and read back from each partition's log start at the coordinator's
+// start-up. Clients never write these topics (the broker refuses their
+// Produce); they read them with Fetch.
+package itopic
+
+import (
+	"fmt"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kbin"
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/minibroker/minibroker/internal/batch"
+	"github.com/minibroker/minibroker/internal/partition"
+)
+
+// BatchBytes bounds one appended batch: a start-up (or an upgrade) may
+// write a partition's whole state at once.
+const BatchBytes = 512 << 10
+
+// Log is one internal topic over its partitions, in partition order.
+type Log struct {
+	Topic string
+	Parts []*partition.Partition
+	// Now stamps the batches (nil: time.Now).
+	Now func() time.Time
+}
+
+// Partitions is the topic's partition count.
+func (l Log) Partitions() int32 { return int32(len(l.Parts)) }
+
+func (l Log) part(p int32) (*partition.Partition, error) {
+	if p < 0 || int(p) >= len(l.Parts) {
+		return nil, fmt.Errorf("%s has no partition %d", l.Topic, p)
+	}
+	return l.Parts[p], nil
+}
+
+// Append appends n records (rec(i) gives the i-th key and value; a nil
+// value is a tombstone) to partition p, in batches of at most BatchBytes,
+// and returns the partition's log end offset after them. Nothing is
+// fsynced: Sync makes them durable.
+func (l Log) Append(p int32, n int, rec func(i int) (key, value []byte)) (int64, error) {
+	part, err := l.part(p)
+	if err != nil {
+		return 0, err
+	}
+	now := time.Now
+	if l.Now != nil {
+		now = l.Now
+	}
+	end := part.Offsets().LogEnd
+	for i := 0; i < n; {
+		j, size := i, 0
+		var body []byte
+		for j < n && (j == i || size < BatchBytes) {
+			k, v := rec(j)
+			kr := kmsg.Record{OffsetDelta: int32(j - i), Key: k, Value: v}
+			kr.Length = int32(len(kr.AppendTo(nil)) - 1)
+			before := len(body)
+			body = kr.AppendTo(body)
+			size += len(body) - before
+			j++
+		}
+		res, err := part.AppendAsLeader(DataBatch(body, j-i, now().UnixMilli()))
+		if err != nil {
+			return 0, fmt.Errorf("%s-%d: %w", l.Topic, p, err)
+		}
+		end = res.LastOffset + 1
+		i = j
+	}
+	return end, nil
+}
+
+// DataBatch wraps an encoded records section of n records in one
+// uncompressed batch of magic 2 with no producer id.
+func DataBatch(body []byte, n int, ts int64) []byte {
+	rb := kmsg.RecordBatch{Magic: 2, LastOffsetDelta: int32(n - 1), FirstTimestamp: ts, MaxTimestamp: ts,
+		ProducerID: -1, ProducerEpoch: -1, FirstSequence: -1, NumRecords: int32(n), Records: body}
+	rb.Length = int32(49 + len(body))
+	raw := rb.AppendTo(nil)
+	batch.SetCRC(raw)
+	return raw
+}
+
+// Sync returns once every record of partition p below end is durable
+// (the partition's group commit: concurrent callers share an fsync).
+func (l Log) Sync(p int32, end int64) error {
+	part, err := l.part(p)
+	if err != nil {
+		return err
+	}
+	if err := part.FlushTo(end); err != nil {
+		return fmt.Errorf("%s-%d: %w", l.Topic, p, err)
+	}
+	return nil
+}
+
+// Err is the storage failure that took partition p offline for writes,
+// nil while it is writable.
+func (l Log) Err(p int32) error {
+	part, err := l.part(p)
+	if err != nil {
+		return err
+	}
+	return part.Offline()
+}
+
+// Replay calls fn with the key and value of each record of partition p,
+// from its log start to its end. Control batches and compressed batches
+// are skipped: the coordinators write neither, and a topic an older
+// minibroker made may hold a client's, which are not a coordinator's
+// state.
+func (l Log) Replay(p int32, fn func(key, value []byte)) error {
+	part, err := l.part(p)
+	if err != nil {
+		return err
+	}
+	offs := part.Offsets()
+	for at := offs.LogStart; at < offs.LogEnd; {
+		raw, err := part.ReadRaw(at, offs.LogEnd, 1<<20)
+		if err != nil {
+			return fmt.Errorf("%s-%d at %d: %w", l.Topic, p, at, err)
+		}
+		it := batch.NewIter(raw)
+		moved := false
+		for {
+			b, h, ok := it.Next()
+			if !ok {
+				break
+			}
+			moved = true
+			at = h.LastOffset() + 1
+			if h.IsControl() || h.Codec() != 0 {
+				continue
+			}
+			section, ok := batch.RecordsSection(b)
+			if !ok {
+				continue
+			}
+			EachRecord(section, h.NumRecords, fn)
+		}
+		if err := it.Err(); err != nil {
+			return fmt.Errorf("%s-%d at %d: %w", l.Topic, p, at, err)
+		}
+		if !moved {
+			break
+		}
+	}
+	return nil
+}
+
+// EachRecord calls fn with the key and value of each of the n records of
+// an uncompressed records section; it stops at one that does not parse.
+func EachRecord(section []byte, n int32, fn func(key, value []byte)) {
+	r := kbin.Reader{Src: section}
+	for range n {
+		length := r.Varint()
+		if !r.Ok() || length < 0 {
+			return
+		}
+		rec := kbin.Reader{Src: r.Span(int(length))}
+		rec.Int8()    // attributes
+		rec.Varlong() // timestamp delta
+		rec.Varint()  // offset delta
+		var key, value []byte
+		if kl := rec.Varint(); kl >= 0 {
+			key = rec.Span(int(kl))
+		}
+		if vl := rec.Varint(); vl >= 0 {
+			value = rec.Span(int(vl))
+		}
+		if !r.Ok() || !rec.Ok() {
+			return
+		}
+		fn(key, value)
+	}
+}
