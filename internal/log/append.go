@@ -212,7 +212,11 @@ func (l *Log) writeRunLocked(seg *segment, data []byte, hs []framed, checked boo
 	// the committed size, which moves only below.
 	var n int
 	var err error
-	l.outsideMu(func() { n, err = seg.log.Write(chunk) })
+	segmentBytes := l.cfg.SegmentBytes
+	l.outsideMu(func() {
+		seg.preallocate(int64(len(chunk)), segmentBytes)
+		n, err = seg.log.Write(chunk)
+	})
 	if err == nil && n != len(chunk) {
 		err = fmt.Errorf("short write: %d of %d bytes", n, len(chunk))
 	}
@@ -277,7 +281,12 @@ func (l *Log) rollLocked(base int64, now time.Time) (*segment, error) {
 	// (checkIndexFiles), wait for the next full flush, which must find
 	// them even when one ran since the segment's last append.
 	old.idxDirty = true
-	l.outsideMu(func() { err = syncAll(seal) })
+	l.outsideMu(func() {
+		if terr := old.trimPrealloc(); terr != nil {
+			l.logger.Warn("cannot give back a rolled segment's preallocated blocks", zap.String("segment", old.logPath), zap.Error(terr))
+		}
+		err = syncAll(seal)
+	})
 	if err != nil {
 		return nil, l.failLocked(err)
 	}

@@ -572,6 +572,17 @@ func (l *Log) Close() error {
 	if ferr := l.Flush(); ferr != nil && err == nil {
 		err = ferr
 	}
+	l.mu.Lock()
+	var act *segment
+	if len(l.segments) > 0 {
+		act = l.active()
+	}
+	l.mu.Unlock()
+	if act != nil { // appendMu held
+		if terr := act.trimPrealloc(); terr != nil {
+			l.logger.Warn("cannot give back the active segment's preallocated blocks", zap.String("segment", act.logPath), zap.Error(terr))
+		}
+	}
 
 	l.truncMu.Lock()
 	defer l.truncMu.Unlock()

@@ -53,6 +53,11 @@ type segment struct {
 	// Written since the last fsync: the log file, the offset and time
 	// indexes, the transaction index.
 	dirty, idxDirty, txnDirty bool
+	// allocated: the end of the blocks this process reserved for the
+	// file with fallocate (prealloc.go), 0 if none; noPrealloc: that
+	// failed. Changed only with appendMu held.
+	allocated  int64
+	noPrealloc bool
 }
 
 // openSegment opens (create=true: creates) the files of the segment at base.
