@@ -1,6 +1,7 @@
 package coordinator
 
 import (
+	"slices"
 	"sort"
 )
 
@@ -10,13 +11,17 @@ import (
 // ties broken by the order of group.consumer.assignors, else the first of
 // that list, as Kafka's preferredServerAssignor.
 //
-// Deviations (docs/CONSUMER_GROUPS.md): both ignore racks (the members'
-// RackId is stored and described only); "uniform" is sticky and balanced
+// As Kafka's (4.0 to trunk): neither uses racks (the members' RackId is
+// stored and described only; Kafka's built-in assignors are not
+// rack-aware, KAFKA-19909 being open); "uniform" is sticky and balanced
 // to within one partition per member among the members that subscribe to
-// a topic, by its own algorithm (Kafka's has two, for homogeneous and
-// heterogeneous subscriptions, with other tie-breaks); "range" gives each
-// topic's partitions in contiguous ranges to its subscribers in member id
-// order, without Kafka's stickiness.
+// a topic (balance first, then stickiness), by its own algorithm (Kafka's
+// has two, for homogeneous and heterogeneous subscriptions, with other
+// tie-breaks, so the exact mapping can differ); "range" is not sticky
+// (Kafka's since KAFKA-16944): each topic's partitions go in contiguous
+// ranges to its subscribers, static members first in instance id order,
+// then the others in member id order, so static members keep their
+// ranges across restarts.
 
 // assignorFor is the group's assignor.
 func (c *groupCore) assignorFor(cg *consumerGroup) string {
@@ -73,6 +78,7 @@ func (c *groupCore) assign(cg *consumerGroup, im *TopicImage) map[string]assignm
 }
 
 func assignRange(members []*cgMember, subs map[string]map[string]bool, topics []string, im *TopicImage, out map[string]assignment) {
+	members = rangeOrder(members)
 	for _, t := range topics {
 		info := im.ByName[t]
 		var ms []*cgMember
@@ -144,16 +150,29 @@ func assignUniform(members []*cgMember, subs map[string]map[string]bool, topics 
 		}
 	}
 	// Balance: a member with two more partitions than an eligible peer
-	// gives it one. Each move lowers the sum of squared counts, so this
-	// ends; the bound is a guard.
-	for iter := 0; iter < 1<<20; iter++ {
+	// gives it one, taken first from the most loaded of the topic's
+	// subscribers (a strict pass: only partitions over the new quota move,
+	// as Kafka's assignors move the minimum), then, when that moves
+	// nothing, from any member (so heterogeneous subscriptions balance
+	// too). Each move lowers the sum of squared counts, so this ends; the
+	// bound is a guard.
+	maxLoaded := func(topic string) int {
+		n := 0
+		for _, m := range members {
+			if subs[m.id][topic] {
+				n = max(n, count[m.id])
+			}
+		}
+		return n
+	}
+	pass := func(strict bool) bool {
 		moved := false
 		for _, t := range topics {
 			info := im.ByName[t]
 			for p := info.Partitions - 1; p >= 0; p-- {
 				from := owner[info.ID][p]
 				to := leastLoaded(t, from)
-				if to == nil || count[from]-count[to.id] < 2 {
+				if to == nil || count[from]-count[to.id] < 2 || (strict && count[from] < maxLoaded(t)) {
 					continue
 				}
 				ps := out[from][info.ID]
@@ -173,8 +192,28 @@ func assignUniform(members []*cgMember, subs map[string]map[string]bool, topics 
 				moved = true
 			}
 		}
-		if !moved {
+		return moved
+	}
+	for iter := 0; iter < 1<<20; iter++ {
+		if !pass(true) && !pass(false) {
 			break
 		}
 	}
+}
+
+// rangeOrder is Kafka's RangeAssignor.sortMemberIds: members with an
+// instance id first, by instance id, then the others by member id.
+func rangeOrder(members []*cgMember) []*cgMember {
+	out := slices.Clone(members)
+	sort.SliceStable(out, func(i, j int) bool {
+		a, b := out[i], out[j]
+		switch {
+		case a.instanceID != "" && b.instanceID != "":
+			return a.instanceID < b.instanceID
+		case a.instanceID != "" || b.instanceID != "":
+			return a.instanceID != ""
+		}
+		return a.id < b.id
+	})
+	return out
 }
