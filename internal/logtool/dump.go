@@ -26,6 +26,10 @@ type Options struct {
 	// kafka-dump-log --offsets-decoder does (offsets_decoder.go); it
 	// implies PrintData.
 	OffsetsDecoder bool
+	// TransactionLogDecoder prints each record's key and value as
+	// kafka-dump-log --transaction-log-decoder does (txn_decoder.go);
+	// it implies PrintData.
+	TransactionLogDecoder bool
 	// MaxDecompressedBytes bounds one batch's decompressed records;
 	// 0 means DefaultMaxDecompressedBytes.
 	MaxDecompressedBytes int
@@ -219,13 +223,17 @@ func (d *Dumper) printBatch(file string, b *Batch) {
 		j.ControlRecord = controlToJSON(c)
 		d.emitText(controlText(h, c))
 	}
-	if (d.opts.PrintData || d.opts.OffsetsDecoder) && !h.IsControl() {
+	if (d.opts.PrintData || d.opts.OffsetsDecoder || d.opts.TransactionLogDecoder) && !h.IsControl() {
 		recs, err := DecodeRecords(b.Raw, h, d.opts.MaxDecompressedBytes)
 		j.Records = make([]recordJSON, 0, len(recs))
 		for i := range recs {
 			rj := recordToJSON(&recs[i])
-			if d.opts.OffsetsDecoder {
-				k, p := DecodeOffsetsRecord(recs[i].Offset, recs[i].Key, recs[i].Value)
+			if d.opts.OffsetsDecoder || d.opts.TransactionLogDecoder {
+				decode := DecodeOffsetsRecord
+				if d.opts.TransactionLogDecoder {
+					decode = DecodeTxnRecord
+				}
+				k, p := decode(recs[i].Offset, recs[i].Key, recs[i].Value)
 				rj.OffsetsKey, rj.OffsetsPayload = k, p
 				d.emitText(offsetsRecordText(&recs[i], k, p))
 			} else {

@@ -78,7 +78,8 @@ type recordJSON struct {
 	Value     json.RawMessage `json:"value,omitempty"`
 	ValueHex  string          `json:"value_hex,omitempty"`
 	Headers   []headerJSON    `json:"headers"`
-	// The offsets decoder's key and payload (OffsetsDecoder).
+	// The offsets decoder's key and payload (OffsetsDecoder), or the
+	// transaction log decoder's (TransactionLogDecoder).
 	OffsetsKey     string `json:"offsets_key,omitempty"`
 	OffsetsPayload string `json:"offsets_payload,omitempty"`
 }

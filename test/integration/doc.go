@@ -319,7 +319,9 @@
 //     schemas, read by a kgo consumer with kmsg's types (an expired id a
 //     tombstone): TestTxnStateTopicKgo; a data dir whose state is in the
 //     old transaction-state.log has it moved there at the first start:
-//     TestTxnStateFromOlderDataDir; the kill -9 matrix of the move, with
+//     TestTxnStateFromOlderDataDir; dump-log --transaction-log-decoder
+//     prints them as kafka-dump-log does: TestDumpLogTransactionLogDecoder;
+//     the kill -9 matrix of the move, with
 //     its negative control: (internal/coordinator, TestTxnUpgradeCrash,
 //     TestTxnUpgradeCrashNegativeControl).
 //

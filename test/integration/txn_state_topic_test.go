@@ -230,3 +230,36 @@ func TestTxnStateFromOlderDataDir(t *testing.T) {
 	c3 := minibrokertest.Start(t, minibrokertest.DataDir(dir))
 	check(c3, "after a restart")
 }
+
+// TestDumpLogTransactionLogDecoder (issue 38 item 7): dump-log
+// --transaction-log-decoder prints the coordinator's records of a
+// committed and an aborted transaction as kafka-dump-log does.
+func TestDumpLogTransactionLogDecoder(t *testing.T) {
+	t.Parallel()
+	c := minibrokertest.Start(t, append(kafkaCoordinatorTopics(), minibrokertest.Topic("orders", 1))...)
+	p := txnClient(t, c.Addr(), "dump-tid", "orders")
+	produceTxn(t, p, true, "c1")
+	produceTxn(t, p, false, "a1")
+	recs := txnStateTopic(t, c.Addr())["dump-tid"]
+	pid := recs[0].Value.ProducerID
+	part := coordinator.PartitionFor("dump-tid", 50)
+	seg := filepath.Join(c.DataDir(), fmt.Sprintf("__transaction_state-%d", part), "00000000000000000000.log")
+	out, errOut, code := runTool(t, "dump-log", "--transaction-log-decoder", seg)
+	if code != 0 {
+		t.Fatalf("dump-log: exit %d\n%s\n%s", code, out, errOut)
+	}
+	key := "key: transaction_metadata::transactionalId=dump-tid payload: "
+	for _, want := range []string{
+		fmt.Sprintf("%sproducerId:%d,producerEpoch:0,state=Empty,partitions=[],", key, pid),
+		",state=Ongoing,partitions=[orders-0],",
+		",state=PrepareCommit,partitions=[orders-0],",
+		",state=CompleteCommit,partitions=[],",
+		",state=PrepareAbort,partitions=[orders-0],",
+		",state=CompleteAbort,partitions=[],",
+		",txnTimeoutMs=30000",
+	} {
+		if !strings.Contains(out, want) {
+			t.Fatalf("dump-log --transaction-log-decoder lacks %q:\n%s", want, out)
+		}
+	}
+}
