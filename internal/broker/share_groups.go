@@ -110,3 +110,7 @@ func (b *Broker) SetShareLockDurationForTest(d time.Duration) { b.shareLockDurat
 // SetShareNoLockExpiryForTest turns acquisition lock expiry off: the
 // negative control of the lock expiry tests.
 func (b *Broker) SetShareNoLockExpiryForTest(on bool) { b.shares.SetNoLockExpiryForTest(on) }
+
+// SetShareNoStoreForTest stops writing share partition state: the
+// negative control of the crash tests.
+func (b *Broker) SetShareNoStoreForTest(on bool) { b.shares.SetNoStoreForTest(on) }

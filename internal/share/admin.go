@@ -128,8 +128,8 @@ func (c *Coordinator) AlterOffsets(group string, offsets map[TP]int64) (map[TP]*
 		}
 		before := p.clone()
 		p.Reset(off)
-		if c.opt.Store != nil {
-			if err := c.opt.Store.Save(group, tp, p.Snapshot()); err != nil {
+		if st := c.store(); st != nil {
+			if err := st.Save(group, tp, p.Snapshot()); err != nil {
 				g.parts[tp] = before
 				out[tp] = kerr.KafkaStorageError
 				continue

@@ -53,6 +53,9 @@ type Coordinator struct {
 	// noLockExpiry turns acquisition lock expiry off (the negative
 	// control of the lock expiry tests).
 	noLockExpiry bool
+	// noStore skips the store (the negative control of the crash
+	// tests: acknowledgements answered but not durable).
+	noStore bool
 }
 
 // Group is one share group.
@@ -105,6 +108,21 @@ func (c *Coordinator) SetNoLockExpiryForTest(on bool) {
 	c.mu.Lock()
 	c.noLockExpiry = on
 	c.mu.Unlock()
+}
+
+// SetNoStoreForTest stops storing share partition state (on=true).
+func (c *Coordinator) SetNoStoreForTest(on bool) {
+	c.mu.Lock()
+	c.noStore = on
+	c.mu.Unlock()
+}
+
+// store is the store, nil when there is none or it is switched off.
+func (c *Coordinator) store() Store {
+	if c.noStore {
+		return nil
+	}
+	return c.opt.Store
 }
 
 func (c *Coordinator) getOrCreate(id string) *Group {

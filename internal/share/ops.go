@@ -176,8 +176,8 @@ func (c *Coordinator) Ack(group string, tp TP, member string, batches []AckBatch
 	default:
 		return kerr.InvalidRecordState
 	}
-	if c.opt.Store != nil {
-		if err := c.opt.Store.Save(group, tp, p.Snapshot()); err != nil {
+	if st := c.store(); st != nil {
+		if err := st.Save(group, tp, p.Snapshot()); err != nil {
 			g.parts[tp] = before
 			return kerr.KafkaStorageError
 		}

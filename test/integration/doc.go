@@ -234,7 +234,15 @@
 //     that stops acknowledging loses its records to another when the
 //     acquisition lock ends: TestShareGroupLockExpiry (negative control:
 //     lock expiry off, they stay with it). The share partition state
-//     machine (internal/share, TestLockExpiryReleases).
+//     machine (internal/share, TestLockExpiryReleases). An
+//     acknowledgement answered survives a crash, and nothing acquired
+//     but unacknowledged is lost: TestShareGroupCrashKeepsAcks (negative
+//     control: with the state not written, the 40 acknowledged records
+//     come back) and, with kill -9 of the binary under three kgo share
+//     consumers, TestShareGroupBinaryKill9. read_committed delivers no
+//     aborted record and nothing past the last stable offset:
+//     TestShareGroupReadCommitted (control: read_uncommitted delivers the
+//     aborted ones).
 //   - KIP-848 consumer groups (ConsumerGroupHeartbeat, docs/CONSUMER_GROUPS.md):
 //     kgo with ServerSideBalancer joins, consumes, commits and shares the
 //     partitions with a second member: TestConsumerGroup848Kgo; Kafka's

@@ -28,20 +28,28 @@ func fastShare(topic string) []minibrokertest.Option {
 // setShareEarliest sets the group's share.auto.offset.reset to earliest.
 func setShareEarliest(t *testing.T, addr, group string) {
 	t.Helper()
+	setGroupConfigs(t, addr, group, map[string]string{"share.auto.offset.reset": "earliest"})
+}
+
+// setGroupConfigs sets group configs (IncrementalAlterConfigs, GROUP).
+func setGroupConfigs(t *testing.T, addr, group string, configs map[string]string) {
+	t.Helper()
 	cl := newClient(t, addr)
 	defer cl.Close()
 	req := kmsg.NewPtrIncrementalAlterConfigsRequest()
 	r := kmsg.NewIncrementalAlterConfigsRequestResource()
 	r.ResourceType, r.ResourceName = kmsg.ConfigResourceTypeGroupConfig, group
-	c := kmsg.NewIncrementalAlterConfigsRequestResourceConfig()
-	c.Name, c.Value = "share.auto.offset.reset", kmsg.StringPtr("earliest")
-	r.Configs = append(r.Configs, c)
+	for k, v := range configs {
+		c := kmsg.NewIncrementalAlterConfigsRequestResourceConfig()
+		c.Name, c.Value = k, kmsg.StringPtr(v)
+		r.Configs = append(r.Configs, c)
+	}
 	req.Resources = append(req.Resources, r)
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	resp, err := req.RequestWith(ctx, cl)
 	if err != nil || resp.Resources[0].ErrorCode != 0 {
-		t.Fatalf("set share.auto.offset.reset: %v %+v", err, resp)
+		t.Fatalf("set group configs: %v %+v", err, resp)
 	}
 }
 
@@ -236,6 +244,86 @@ func TestShareGroupLockExpiry(t *testing.T) {
 				t.Fatalf("lock expiry off: the other consumer got %d held records", len(got))
 			}
 			t.Logf("held %d, redelivered %d", len(held), len(got))
+		})
+	}
+}
+
+// share.isolation.level=read_committed: a kgo share consumer gets the
+// committed transactions' records, never an aborted one's, and nothing
+// at or past the last stable offset while a transaction is open (a
+// plain record written after it waits too); once it commits, the rest
+// comes. Negative control: read_uncommitted delivers the aborted
+// records.
+func TestShareGroupReadCommitted(t *testing.T) {
+	for _, level := range []string{"read_committed", "read_uncommitted"} {
+		t.Run(level, func(t *testing.T) {
+			const topic, group = "st", "stg"
+			c := minibrokertest.Start(t, fastShare(topic)...)
+			setGroupConfigs(t, c.Addr(), group, map[string]string{"share.auto.offset.reset": "earliest", "share.isolation.level": level})
+			vals := func(prefix string, n int) []string {
+				var out []string
+				for i := 0; i < n; i++ {
+					out = append(out, fmt.Sprintf("%s-%d", prefix, i))
+				}
+				return out
+			}
+			p1 := txnClient(t, c.Addr(), "t1", topic)
+			produceTxn(t, p1, true, vals("c1", 10)...)
+			produceTxn(t, p1, false, vals("a", 10)...)
+			produceTxn(t, p1, true, vals("c2", 10)...)
+			p2 := txnClient(t, c.Addr(), "t2", topic)
+			if err := p2.BeginTransaction(); err != nil {
+				t.Fatal(err)
+			}
+			ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+			defer cancel()
+			for _, v := range vals("o", 5) {
+				if err := p2.ProduceSync(ctx, &kgo.Record{Value: []byte(v)}).FirstErr(); err != nil {
+					t.Fatal(err)
+				}
+			}
+			groupsProduce(t, c.Addr(), topic, "p", 5)
+
+			cl := newShareConsumer(t, c.Addr(), group, topic)
+			got := map[string]bool{}
+			poll := func(d time.Duration) {
+				end := time.Now().Add(d)
+				for time.Now().Before(end) {
+					pctx, pcancel := context.WithTimeout(ctx, 500*time.Millisecond)
+					cl.PollRecords(pctx, 100).EachRecord(func(r *kgo.Record) {
+						got[string(r.Value)] = true
+						r.Ack(kgo.AckAccept)
+					})
+					pcancel()
+				}
+			}
+			poll(3 * time.Second)
+			count := func(prefix string) int {
+				n := 0
+				for v := range got {
+					if strings.HasPrefix(v, prefix+"-") {
+						n++
+					}
+				}
+				return n
+			}
+			if level == "read_uncommitted" {
+				if count("a") != 10 {
+					t.Fatalf("read_uncommitted: %d aborted records delivered, want 10 (the control)", count("a"))
+				}
+				return
+			}
+			if count("c1") != 10 || count("c2") != 10 || count("a") != 0 || count("o") != 0 || count("p") != 0 {
+				t.Fatalf("before the commit: c1 %d c2 %d a %d o %d p %d, want 10 10 0 0 0",
+					count("c1"), count("c2"), count("a"), count("o"), count("p"))
+			}
+			if err := p2.EndTransaction(ctx, kgo.TryCommit); err != nil {
+				t.Fatal(err)
+			}
+			poll(3 * time.Second)
+			if count("o") != 5 || count("p") != 5 || count("a") != 0 {
+				t.Fatalf("after the commit: o %d p %d a %d, want 5 5 0", count("o"), count("p"), count("a"))
+			}
 		})
 	}
 }

@@ -1,0 +1,286 @@
+package integration
+
+import (
+	"context"
+	"fmt"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/minibroker/minibroker/minibrokertest"
+)
+
+// shareRaw is a share group member speaking the share APIs by hand.
+type shareRaw struct {
+	t      *testing.T
+	cl     *kgo.Client
+	group  string
+	member string
+	topic  [16]byte
+	epoch  int32 // share session epoch
+}
+
+func (s *shareRaw) join() {
+	s.t.Helper()
+	req := kmsg.NewPtrShareGroupHeartbeatRequest()
+	req.GroupID, req.MemberID, req.MemberEpoch, req.SubscribedTopicNames = s.group, s.member, 0, []string{"sc"}
+	resp, err := req.RequestWith(context.Background(), s.cl)
+	if err != nil || resp.ErrorCode != 0 {
+		s.t.Fatalf("join: %v %+v", err, resp)
+	}
+}
+
+// fetch acquires records: offset -> delivery count.
+func (s *shareRaw) fetch(max int32) map[int64]int16 {
+	s.t.Helper()
+	req := kmsg.NewPtrShareFetchRequest()
+	req.GroupID, req.MemberID = &s.group, &s.member
+	req.ShareSessionEpoch, req.MaxWaitMillis, req.MaxBytes, req.MaxRecords = s.epoch, 500, 1<<20, max
+	if s.epoch == 0 {
+		rt := kmsg.NewShareFetchRequestTopic()
+		rt.TopicID = s.topic
+		rt.Partitions = []kmsg.ShareFetchRequestTopicPartition{{Partition: 0, PartitionMaxBytes: 1 << 20}}
+		req.Topics = append(req.Topics, rt)
+	}
+	resp, err := req.RequestWith(context.Background(), s.cl)
+	if err != nil || resp.ErrorCode != 0 {
+		s.t.Fatalf("share fetch: %v %+v", err, resp)
+	}
+	s.epoch++
+	out := map[int64]int16{}
+	for _, t := range resp.Topics {
+		for _, p := range t.Partitions {
+			if p.ErrorCode != 0 {
+				s.t.Fatalf("share fetch partition code %d", p.ErrorCode)
+			}
+			for _, ar := range p.AcquiredRecords {
+				for o := ar.FirstOffset; o <= ar.LastOffset; o++ {
+					out[o] = ar.DeliveryCount
+				}
+			}
+		}
+	}
+	return out
+}
+
+func (s *shareRaw) ack(first, last int64, typ int8) {
+	s.t.Helper()
+	req := kmsg.NewPtrShareAcknowledgeRequest()
+	req.GroupID, req.MemberID, req.ShareSessionEpoch = &s.group, &s.member, s.epoch
+	rt := kmsg.NewShareAcknowledgeRequestTopic()
+	rt.TopicID = s.topic
+	rt.Partitions = []kmsg.ShareAcknowledgeRequestTopicPartition{{Partition: 0,
+		AcknowledgementBatches: []kmsg.ShareAcknowledgeRequestTopicPartitionAcknowledgementBatch{{FirstOffset: first, LastOffset: last, AcknowledgeTypes: []int8{typ}}}}}
+	req.Topics = append(req.Topics, rt)
+	resp, err := req.RequestWith(context.Background(), s.cl)
+	if err != nil || resp.ErrorCode != 0 || resp.Topics[0].Partitions[0].ErrorCode != 0 {
+		s.t.Fatalf("share acknowledge: %v %+v", err, resp)
+	}
+	s.epoch++
+}
+
+// A crash (minibrokertest's Kill: no flush, no clean shutdown) right after
+// acknowledgements were answered: after the restart no acknowledged
+// record is delivered again, and every record acquired but not
+// acknowledged is delivered again (nothing lost), at a raised delivery
+// count. Negative control (SetShareNoStoreForTest: acknowledgements
+// answered but not written): the acknowledged records come back.
+func TestShareGroupCrashKeepsAcks(t *testing.T) {
+	t.Run("durable", func(t *testing.T) { shareCrash(t, true) })
+	t.Run("no-store", func(t *testing.T) { shareCrash(t, false) })
+}
+
+func shareCrash(t *testing.T, durable bool) {
+	const n = 100
+	c := minibrokertest.Start(t, fastShare("sc")...)
+	c.Broker().SetShareNoStoreForTest(!durable)
+	setShareEarliest(t, c.Addr(), "scg")
+	groupsProduce(t, c.Addr(), "sc", "v", n)
+	tp, _ := c.Broker().Topic("sc")
+
+	a := &shareRaw{t: t, cl: newClient(t, c.Addr()), group: "scg", member: "member-a", topic: tp.ID}
+	a.join()
+	got := a.fetch(60) // 0..59 acquired
+	if len(got) != 60 {
+		t.Fatalf("acquired %d, want 60", len(got))
+	}
+	a.ack(0, 29, 1)  // accepted
+	a.ack(30, 39, 3) // rejected
+	// 40..59 stay acquired, unacknowledged.
+	a.cl.Close()
+	c.Kill()
+	c.Revive()
+
+	b := &shareRaw{t: t, cl: newClient(t, c.Addr()), group: "scg", member: "member-b", topic: tp.ID}
+	b.join()
+	seen := map[int64]int16{}
+	deadline := time.Now().Add(30 * time.Second)
+	for len(seen) < n-40 && time.Now().Before(deadline) || !durable && len(seen) < n && time.Now().Before(deadline) {
+		for o, dc := range b.fetch(500) {
+			seen[o] = dc
+			b.ack(o, o, 1)
+		}
+	}
+	again := 0
+	for o := int64(0); o < 40; o++ {
+		if _, ok := seen[o]; ok {
+			again++
+		}
+	}
+	t.Logf("acknowledged before the crash and delivered again: %d of 40", again)
+	if !durable {
+		if again == 0 {
+			t.Fatal("no store: no acknowledged record came back (the control shows nothing)")
+		}
+		return
+	}
+	if again > 0 {
+		t.Errorf("%d acknowledged records delivered again after the crash", again)
+	}
+	for o := int64(40); o < n; o++ {
+		dc, ok := seen[o]
+		switch {
+		case !ok:
+			t.Errorf("offset %d lost after the crash", o)
+		case o < 60 && dc != 2:
+			t.Errorf("offset %d (acquired before the crash) delivered at count %d, want 2", o, dc)
+		}
+	}
+	if start := describeShareStart(t, c.Addr(), "scg", "sc"); start != n {
+		t.Errorf("share partition start offset %d, want %d", start, n)
+	}
+}
+
+// kill -9 of the built binary mid-run under three kgo share consumers
+// that accept every record and confirm it (FlushAcks): after the restart
+// no record confirmed before the kill is delivered again, and every
+// record is delivered (nothing acquired but unacknowledged is lost); the
+// share partition's start offset ends at the log end.
+func TestShareGroupBinaryKill9(t *testing.T) {
+	const topic, group, n = "sk", "skg", 3000
+	dir := t.TempDir()
+	listen := fmt.Sprintf("127.0.0.1:%d", freePort(t))
+	args := []string{"--listen", listen, "--set", "group.share.heartbeat.interval.ms=500",
+		"--set", "group.share.record.lock.duration.ms=3000"}
+	p := startBinary(t, dir, args...)
+	adm := newClient(t, p.addr)
+	cctx, ccancel := context.WithTimeout(context.Background(), 10*time.Second)
+	createTopic(t, cctx, adm, topic, 1)
+	ccancel()
+	adm.Close()
+	setShareEarliest(t, p.addr, group)
+	groupsProduce(t, p.addr, topic, "v", n)
+
+	var (
+		mu        sync.Mutex
+		killing   bool
+		restarted bool
+		confirmed = map[int]bool{} // confirmed before the kill
+		after     = map[int]int{}  // deliveries after the restart
+		delivered = map[int]bool{}
+		finished  = map[int]bool{} // confirmed at any time
+	)
+	ctx, cancel := context.WithTimeout(context.Background(), 120*time.Second)
+	defer cancel()
+	done := make(chan struct{})
+	var wg sync.WaitGroup
+	for i := 0; i < 3; i++ {
+		cl := newShareConsumer(t, listen, group, topic, kgo.ShareMaxRecords(50))
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			defer cl.Close()
+			for {
+				select {
+				case <-done:
+					return
+				default:
+				}
+				pctx, pcancel := context.WithTimeout(ctx, time.Second)
+				recs := cl.PollRecords(pctx, 100).Records()
+				pcancel()
+				var vs []int
+				for _, r := range recs {
+					v, _ := strconv.Atoi(strings.TrimPrefix(string(r.Value), "v-"))
+					vs = append(vs, v)
+					r.Ack(kgo.AckAccept)
+				}
+				mu.Lock()
+				for _, v := range vs {
+					delivered[v] = true
+					if restarted {
+						after[v]++
+					}
+				}
+				mu.Unlock()
+				if len(vs) == 0 {
+					continue
+				}
+				fctx, fcancel := context.WithTimeout(ctx, 3*time.Second)
+				err := cl.FlushAcks(fctx)
+				fcancel()
+				if err != nil {
+					continue
+				}
+				mu.Lock()
+				for _, v := range vs {
+					if !killing {
+						confirmed[v] = true
+					}
+					if restarted {
+						finished[v] = true
+					}
+				}
+				mu.Unlock()
+			}
+		}()
+	}
+	waitFor(t, "a third of the records confirmed", func() bool {
+		mu.Lock()
+		defer mu.Unlock()
+		return len(confirmed) >= n/3
+	})
+	mu.Lock()
+	killing = true
+	mu.Unlock()
+	p.cmd.Process.Kill() // SIGKILL
+	<-p.exited
+	mu.Lock()
+	before := len(confirmed)
+	restarted = true
+	mu.Unlock()
+	startBinary(t, dir, args...)
+	for {
+		mu.Lock()
+		all := len(delivered) == n && len(finished)+len(confirmed) >= n
+		mu.Unlock()
+		if all {
+			break
+		}
+		if ctx.Err() != nil {
+			mu.Lock()
+			t.Fatalf("delivered %d of %d, confirmed %d before and %d after the kill", len(delivered), n, len(confirmed), len(finished))
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	close(done)
+	wg.Wait()
+	again := 0
+	for v := range after {
+		if confirmed[v] {
+			again++
+			if again <= 5 {
+				t.Errorf("record %d confirmed before the kill delivered again after it", v)
+			}
+		}
+	}
+	t.Logf("confirmed before the kill %d, delivered after the restart %d, confirmed ones again %d", before, len(after), again)
+	waitFor(t, "the share partition start at the log end", func() bool {
+		return describeShareStart(t, listen, group, topic) == n
+	})
+}
