@@ -150,10 +150,10 @@ func (m *Manager) syncACLs(ctx context.Context, rt *liveMirror, src *source) ACL
 	if err := m.syncACLsOnce(ctx, rt, src, &st); err != nil {
 		st.Error = err.Error()
 	}
-	m.mu.Lock()
+	rt.mu.Lock()
 	prev := rt.aclSync
 	rt.aclSync = &st
-	m.mu.Unlock()
+	rt.mu.Unlock()
 	switch {
 	case st.Error != "" && m.opts.ACLs != nil && (prev == nil || prev.Error != st.Error):
 		m.logger.Warn("mirror ACL sync did not run; mirroring goes on", zap.String("mirror", rt.spec.Name), zap.String("error", st.Error))
@@ -175,14 +175,14 @@ func (m *Manager) syncACLsOnce(ctx context.Context, rt *liveMirror, src *source,
 	if err != nil {
 		return err
 	}
-	m.mu.Lock()
+	rt.mu.Lock()
 	mirrored := map[string]bool{}
 	for topic, ts := range rt.spec.Topics {
 		if ts.mirrored() {
 			mirrored[topic] = true
 		}
 	}
-	m.mu.Unlock()
+	rt.mu.Unlock()
 
 	var desired []acl.Binding
 	if len(rules) > 0 && len(mirrored) > 0 {
@@ -206,9 +206,9 @@ func (m *Manager) syncACLsOnce(ctx context.Context, rt *liveMirror, src *source,
 		want[recordOf(b)] = b
 	}
 
-	m.mu.Lock()
+	rt.mu.Lock()
 	before := rt.spec.SyncedACLs
-	m.mu.Unlock()
+	rt.mu.Unlock()
 	var drop []acl.Filter
 	var kept []syncedACL
 	for _, rec := range before {
@@ -235,10 +235,10 @@ func (m *Manager) syncACLsOnce(ctx context.Context, rt *liveMirror, src *source,
 	// Remember first what is about to be created, so that a crash between
 	// the two writes never leaves a copied ACL unknown to the mirror
 	// (which would then never delete it).
-	m.mu.Lock()
+	rt.mu.Lock()
 	rt.spec.SyncedACLs = unionACLs(before, kept)
-	err = m.saveLocked()
-	m.mu.Unlock()
+	err = m.saveLocked(rt)
+	rt.mu.Unlock()
 	if err != nil {
 		return err
 	}
@@ -252,10 +252,10 @@ func (m *Manager) syncACLsOnce(ctx context.Context, rt *liveMirror, src *source,
 			return fmt.Errorf("delete synced ACLs: %w", err)
 		}
 	}
-	m.mu.Lock()
+	rt.mu.Lock()
 	rt.spec.SyncedACLs = kept
-	err = m.saveLocked()
-	m.mu.Unlock()
+	err = m.saveLocked(rt)
+	rt.mu.Unlock()
 	st.Synced, st.Created, st.Deleted = len(kept), len(create), len(drop)
 	return err
 }

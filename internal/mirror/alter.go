@@ -26,12 +26,12 @@ func (m *Manager) AlterSourceConfig(name string, settings map[string]string) err
 	}
 
 	// 1. Persist the new settings; take the fetchers and the client.
-	m.mu.Lock()
+	rt.mu.Lock()
 	old := rt.spec.SourceConfig
 	rt.spec.SourceConfig = settings
-	if err := m.saveSourceConfigsLocked(); err != nil {
+	if err := m.saveSourceConfigsLocked(rt); err != nil {
 		rt.spec.SourceConfig = old
-		m.mu.Unlock()
+		rt.mu.Unlock()
 		return err
 	}
 	fetchers := make([]*fetcher, 0, len(rt.fetchers))
@@ -41,7 +41,7 @@ func (m *Manager) AlterSourceConfig(name string, settings map[string]string) err
 	}
 	src := rt.src
 	rt.src = nil
-	m.mu.Unlock()
+	rt.mu.Unlock()
 	m.logger.Info("mirror source config changed; reconnecting", zap.String("mirror", name),
 		zap.Any("source_config", RedactSourceConfig(settings)))
 
@@ -56,8 +56,8 @@ func (m *Manager) AlterSourceConfig(name string, settings map[string]string) err
 	// 3. Start a fetcher for every partition still fed by one, and for
 	// those the old settings failed. A Stop that ran meanwhile has set
 	// its partitions to STOPPING and is skipped here.
-	m.mu.Lock()
-	defer m.mu.Unlock()
+	rt.mu.Lock()
+	defer rt.mu.Unlock()
 	select {
 	case <-rt.stop:
 		return fmt.Errorf("%w: %s", ErrNotFound, name) // deleted or closing meanwhile
@@ -81,7 +81,7 @@ func (m *Manager) AlterSourceConfig(name string, settings map[string]string) err
 			}
 		}
 	}
-	serr := m.saveOrRestoreLocked(snap)
+	serr := m.saveOrRestoreLocked(rt, snap)
 	for _, k := range ks {
 		rec := rt.spec.Topics[k.topic].Partitions[k.partition]
 		parts := m.local.Partitions(k.topic)
@@ -101,10 +101,13 @@ func (m *Manager) AlterSourceConfig(name string, settings map[string]string) err
 // from settings (a missing mirror differs).
 func (m *Manager) SourceConfigDiffers(name string, settings map[string]string) bool {
 	settings = cleanSourceConfig(settings)
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	rt, ok := m.mirrors[name]
-	return !ok || !maps.Equal(rt.spec.SourceConfig, settings)
+	rt, err := m.runtime(name)
+	if err != nil {
+		return true
+	}
+	rt.mu.Lock()
+	defer rt.mu.Unlock()
+	return !maps.Equal(rt.spec.SourceConfig, settings)
 }
 
 // AlterSettings changes a running mirror's settings: set gives new values,
@@ -119,8 +122,8 @@ func (m *Manager) AlterSettings(name string, set map[string]string, reset []stri
 	if err != nil {
 		return err
 	}
-	m.mu.Lock()
-	defer m.mu.Unlock()
+	rt.mu.Lock()
+	defer rt.mu.Unlock()
 	config, err := alterSettings(rt.spec.Config, set, reset)
 	if err != nil {
 		return err
@@ -131,7 +134,7 @@ func (m *Manager) AlterSettings(name string, set map[string]string, reset []stri
 	}
 	old := rt.spec.Config
 	rt.spec.Config = config
-	if err := m.saveLocked(); err != nil {
+	if err := m.saveLocked(rt); err != nil {
 		rt.spec.Config = old
 		return err
 	}
@@ -143,12 +146,12 @@ func (m *Manager) AlterSettings(name string, set map[string]string, reset []stri
 // SettingsDiffer reports whether the settings of set differ from the
 // mirror's (a missing mirror differs).
 func (m *Manager) SettingsDiffer(name string, set map[string]string) bool {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	rt, ok := m.mirrors[name]
-	if !ok {
+	rt, err := m.runtime(name)
+	if err != nil {
 		return true
 	}
+	rt.mu.Lock()
+	defer rt.mu.Unlock()
 	for k, v := range cleanSettings(set) {
 		if cur, ok := rt.spec.Config[k]; !ok || cur != v {
 			return true

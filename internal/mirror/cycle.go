@@ -43,17 +43,25 @@ func (e *loopError) Is(target error) bool { return target == ErrRefused }
 // its partitions PREPARING, MIRRORING, PAUSED, STOPPING or FAILED: still
 // read-only) and its source cluster's id ("" when not known yet).
 func (m *Manager) TopicMirror(topic string) (name, sourceClusterID string, ok bool) {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	for _, rt := range m.mirrors {
-		ts, found := rt.spec.Topics[topic]
-		if !found {
-			continue
+	for _, rt := range m.live() {
+		if name, id, ok := rt.mirrorsTopic(topic); ok {
+			return name, id, true
 		}
-		for _, rec := range ts.Partitions {
-			if rec.State.active() || rec.State == Failed {
-				return rt.spec.Name, rt.spec.SourceClusterID, true
-			}
+	}
+	return "", "", false
+}
+
+// mirrorsTopic is TopicMirror for one mirror; it takes rt.mu.
+func (rt *liveMirror) mirrorsTopic(topic string) (name, sourceClusterID string, ok bool) {
+	rt.mu.Lock()
+	defer rt.mu.Unlock()
+	ts, found := rt.spec.Topics[topic]
+	if !found {
+		return "", "", false
+	}
+	for _, rec := range ts.Partitions {
+		if rec.State.active() || rec.State == Failed {
+			return rt.spec.Name, rt.spec.SourceClusterID, true
 		}
 	}
 	return "", "", false
@@ -76,9 +84,9 @@ func (m *Manager) checkLoop(ctx context.Context, rt *liveMirror, src *source, to
 	if name == "" || cluster == "" || cluster != local {
 		return nil
 	}
-	m.mu.Lock()
+	rt.mu.Lock()
 	srcCluster := rt.spec.SourceClusterID
-	m.mu.Unlock()
+	rt.mu.Unlock()
 	return &loopError{msg: fmt.Sprintf(
 		"mirror: refusing a mirror loop: mirror %s would copy topic %s from cluster %s, whose mirror %s copies it from this cluster (%s); stop (fail over) mirror %s on cluster %s first",
 		rt.spec.Name, topic, srcCluster, name, local, name, srcCluster)}

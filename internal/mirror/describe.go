@@ -94,7 +94,7 @@ func (m *Manager) Describe(name string) (Status, error) {
 	if err != nil {
 		return Status{}, err
 	}
-	m.mu.Lock()
+	rt.mu.Lock()
 	st := Status{Name: rt.spec.Name, Source: rt.spec.Source, ClientID: rt.spec.ClientID, SourceClusterID: rt.spec.SourceClusterID,
 		SourceConfig: RedactSourceConfig(rt.spec.SourceConfig), Config: RedactSettings(rt.spec.Config),
 		AutoTopics: rt.spec.AutoTopics}
@@ -121,7 +121,7 @@ func (m *Manager) Describe(name string) (Status, error) {
 			items = append(items, it)
 		}
 	}
-	m.mu.Unlock()
+	rt.mu.Unlock()
 	now := time.Now().UnixMilli()
 	for _, it := range items {
 		ps := PartitionStatus{Topic: it.k.topic, Partition: it.k.partition, State: it.rec.State,

@@ -101,7 +101,7 @@ func (ts *topicSpec) mirrored() bool {
 // auto-creation.
 func (m *Manager) refreshTopics(ctx context.Context, rt *liveMirror, src *source) {
 	s := rt.settings()
-	m.mu.Lock()
+	rt.mu.Lock()
 	var mirrored, pending []string
 	for topic, ts := range rt.spec.Topics {
 		switch {
@@ -113,7 +113,7 @@ func (m *Manager) refreshTopics(ctx context.Context, rt *liveMirror, src *source
 	}
 	auto := rt.spec.AutoTopics
 	sourceCluster := rt.spec.SourceClusterID
-	m.mu.Unlock()
+	rt.mu.Unlock()
 	sort.Strings(mirrored)
 	sort.Strings(pending)
 
@@ -160,9 +160,9 @@ func (m *Manager) refreshTopics(ctx context.Context, rt *liveMirror, src *source
 
 // growTopic starts the partitions the source added to a mirrored topic.
 func (m *Manager) growTopic(ctx context.Context, rt *liveMirror, src *source, topic string, sourceParts int) {
-	m.mu.Lock()
+	rt.mu.Lock()
 	known := len(rt.spec.Topics[topic].Partitions)
-	m.mu.Unlock()
+	rt.mu.Unlock()
 	if sourceParts <= known {
 		return
 	}
@@ -174,9 +174,9 @@ func (m *Manager) growTopic(ctx context.Context, rt *liveMirror, src *source, to
 }
 
 func (m *Manager) sourceTopicSeen(rt *liveMirror, topic string) {
-	m.mu.Lock()
+	rt.mu.Lock()
 	delete(rt.missing, topic)
-	m.mu.Unlock()
+	rt.mu.Unlock()
 }
 
 // sourceTopicMissing counts a refresh that found topic gone at the source
@@ -191,13 +191,13 @@ func (m *Manager) sourceTopicMissing(rt *liveMirror, topic, clusterID, want stri
 	if want != "" && clusterID != want {
 		return
 	}
-	m.mu.Lock()
+	rt.mu.Lock()
 	if rt.missing == nil {
 		rt.missing = map[string]int{}
 	}
 	rt.missing[topic]++
 	n := rt.missing[topic]
-	m.mu.Unlock()
+	rt.mu.Unlock()
 	if n < missingRefreshes {
 		return
 	}
@@ -218,9 +218,9 @@ func (m *Manager) sourceTopicMissing(rt *liveMirror, topic, clusterID, want stri
 		m.logger.Error("source topic deleted: FAILED not persisted", zap.String("mirror", rt.spec.Name), zap.String("topic", topic), zap.Error(err))
 		return
 	}
-	m.mu.Lock()
+	rt.mu.Lock()
 	delete(rt.missing, topic)
-	m.mu.Unlock()
+	rt.mu.Unlock()
 }
 
 // failSourceDeleted records when the source deleted topic and makes its
@@ -230,10 +230,10 @@ func (m *Manager) sourceTopicMissing(rt *liveMirror, topic, clusterID, want stri
 func (m *Manager) failSourceDeleted(rt *liveMirror, topic string, now int64) error {
 	reason := fmt.Sprintf("source topic deleted (found %s): mirror FAILED, read-only; `mirror stop` fails it over (%s=%s)",
 		time.UnixMilli(now).UTC().Format(time.RFC3339), SettingTopicDeletedPolicy, TopicDeletedFail)
-	m.mu.Lock()
+	rt.mu.Lock()
 	ts := rt.spec.Topics[topic]
 	if ts == nil {
-		m.mu.Unlock()
+		rt.mu.Unlock()
 		return nil
 	}
 	var ks []tp
@@ -253,9 +253,9 @@ func (m *Manager) failSourceDeleted(rt *liveMirror, topic string, now int64) err
 		*rec = next
 		failed = append(failed, k)
 	}
-	if err := m.saveOrRestoreLocked(snap); err != nil {
+	if err := m.saveOrRestoreLocked(rt, snap); err != nil {
 		ts.SourceDeletedAtMs = was
-		m.mu.Unlock()
+		rt.mu.Unlock()
 		return err
 	}
 	for _, k := range failed {
@@ -269,7 +269,7 @@ func (m *Manager) failSourceDeleted(rt *liveMirror, topic string, now int64) err
 			delete(rt.fetchers, k)
 		}
 	}
-	m.mu.Unlock()
+	rt.mu.Unlock()
 	m.logger.Warn("source topic deleted; its partitions are FAILED, read-only, for the operator to fail over (`mirror stop`) or delete",
 		zap.String("mirror", rt.spec.Name), zap.String("topic", topic), zap.Int("partitions", len(failed)),
 		zap.String(SettingTopicDeletedPolicy, TopicDeletedFail))
@@ -278,14 +278,14 @@ func (m *Manager) failSourceDeleted(rt *liveMirror, topic string, now int64) err
 
 // setTopic updates a topic's persisted spec.
 func (m *Manager) setTopic(rt *liveMirror, topic string, update func(*topicSpec)) error {
-	m.mu.Lock()
-	defer m.mu.Unlock()
+	rt.mu.Lock()
+	defer rt.mu.Unlock()
 	ts := rt.spec.Topics[topic]
 	if ts == nil {
 		return fmt.Errorf("%w: mirror %s has no topic %s", ErrNotFound, rt.spec.Name, topic)
 	}
 	update(ts)
-	return m.saveLocked()
+	return m.saveLocked(rt)
 }
 
 // discoverTopics starts every source topic the settings select that the
@@ -303,11 +303,11 @@ func (m *Manager) discoverTopics(ctx context.Context, rt *liveMirror, src *sourc
 	}
 	sort.Strings(names)
 	for _, topic := range names {
-		m.mu.Lock()
+		rt.mu.Lock()
 		_, known := rt.spec.Topics[topic]
 		_, skipped := rt.skipped[topic]
 		following := rt.spec.AutoTopics
-		m.mu.Unlock()
+		rt.mu.Unlock()
 		if !following {
 			return nil // a stop of the whole mirror came meanwhile
 		}
@@ -324,12 +324,12 @@ func (m *Manager) discoverTopics(ctx context.Context, rt *liveMirror, src *sourc
 			if !skipped {
 				m.logger.Warn("source topic selected but not mirrored", zap.String("mirror", rt.spec.Name),
 					zap.String("topic", topic), zap.String("reason", reason))
-				m.mu.Lock()
+				rt.mu.Lock()
 				if rt.skipped == nil {
 					rt.skipped = map[string]string{}
 				}
 				rt.skipped[topic] = reason
-				m.mu.Unlock()
+				rt.mu.Unlock()
 			}
 			continue
 		}
@@ -338,9 +338,9 @@ func (m *Manager) discoverTopics(ctx context.Context, rt *liveMirror, src *sourc
 			m.logger.Warn("auto-mirroring source topic failed", zap.String("mirror", rt.spec.Name), zap.String("topic", topic), zap.Error(err))
 			continue
 		}
-		m.mu.Lock()
+		rt.mu.Lock()
 		delete(rt.skipped, topic)
-		m.mu.Unlock()
+		rt.mu.Unlock()
 	}
 	return nil
 }
@@ -352,16 +352,16 @@ func (m *Manager) startAuto(ctx context.Context, rt *liveMirror, src *source) er
 	if len(s.TopicsInclude) == 0 {
 		return fmt.Errorf("%w: no topics named and %s selects none", ErrBadRequest, SettingTopicsInclude)
 	}
-	m.mu.Lock()
+	rt.mu.Lock()
 	if !rt.spec.AutoTopics {
 		rt.spec.AutoTopics = true
-		if err := m.saveLocked(); err != nil {
+		if err := m.saveLocked(rt); err != nil {
 			rt.spec.AutoTopics = false
-			m.mu.Unlock()
+			rt.mu.Unlock()
 			return err
 		}
 	}
-	m.mu.Unlock()
+	rt.mu.Unlock()
 	return m.discoverTopics(ctx, rt, src, s)
 }
 
@@ -396,14 +396,14 @@ func (m *Manager) syncTopicConfigs(ctx context.Context, rt *liveMirror, src *sou
 	if !ok {
 		return fmt.Errorf("mirror: local topic %s missing", topic)
 	}
-	m.mu.Lock()
+	rt.mu.Lock()
 	ts := rt.spec.Topics[topic]
 	if ts == nil {
-		m.mu.Unlock()
+		rt.mu.Unlock()
 		return nil
 	}
 	synced := maps.Clone(ts.SyncedConfigs)
-	m.mu.Unlock()
+	rt.mu.Unlock()
 	set := map[string]string{}
 	for k, v := range want {
 		if cur, ok := local[k]; !ok || cur != v {

@@ -44,7 +44,7 @@ func (m *Manager) stopPartitions(rt *liveMirror, tps []tp) error {
 	// its group offsets are local ones now).
 	m.stopMu.Lock()
 	defer m.stopMu.Unlock()
-	m.mu.Lock()
+	rt.mu.Lock()
 	tps = slices.DeleteFunc(slices.Clone(tps), func(k tp) bool {
 		return rt.spec.Topics[k.topic].Partitions[k.partition].State != Stopping
 	})
@@ -52,7 +52,7 @@ func (m *Manager) stopPartitions(rt *liveMirror, tps []tp) error {
 	for i, k := range tps {
 		pending[i] = stopEffects(m.knobs, *rt.spec.Topics[k.topic].Partitions[k.partition])
 	}
-	m.mu.Unlock()
+	rt.mu.Unlock()
 	if len(tps) == 0 {
 		return nil
 	}
@@ -107,19 +107,19 @@ func (d *stopDriver) applyKind(kind effectKind, idx []int, col int, pending [][]
 	m, rt := d.m, d.rt
 	switch kind {
 	case effPersist:
-		m.mu.Lock()
-		err := m.saveOrRestoreLocked(d.snap)
-		m.mu.Unlock()
+		rt.mu.Lock()
+		err := m.saveOrRestoreLocked(rt, d.snap)
+		rt.mu.Unlock()
 		return err
 	case effDisarmRetry:
-		m.mu.Lock()
+		rt.mu.Lock()
 		for _, i := range idx {
 			if t := rt.retries[d.tps[i]]; t != nil {
 				t.Stop()
 				delete(rt.retries, d.tps[i])
 			}
 		}
-		m.mu.Unlock()
+		rt.mu.Unlock()
 	case effStopFetcher:
 		for _, i := range idx {
 			if err := m.hook(StepStopFetcher, d.tps[i]); err != nil {
@@ -192,9 +192,9 @@ func (d *stopDriver) applyKind(kind effectKind, idx []int, col int, pending [][]
 // failIdentity stopped without waiting) and waits for them: once it
 // returns, nothing more is appended to those partitions.
 func (d *stopDriver) stopFetchers(idx []int) {
-	m, rt := d.m, d.rt
+	rt := d.rt
 	stopping := make(map[tp]bool, len(idx))
-	m.mu.Lock()
+	rt.mu.Lock()
 	var fetchers []*fetcher
 	for _, i := range idx {
 		k := d.tps[i]
@@ -211,7 +211,7 @@ func (d *stopDriver) stopFetchers(idx []int) {
 		}
 		return false
 	})
-	m.mu.Unlock()
+	rt.mu.Unlock()
 	var wg sync.WaitGroup
 	for _, f := range fetchers {
 		wg.Add(1)
@@ -224,8 +224,8 @@ func (d *stopDriver) stopFetchers(idx []int) {
 // their next effects (false when none is left).
 func (d *stopDriver) step(events []*coreEvent) ([][]effect, bool) {
 	m, rt := d.m, d.rt
-	m.mu.Lock()
-	defer m.mu.Unlock()
+	rt.mu.Lock()
+	defer rt.mu.Unlock()
 	var ks []tp
 	for i, ev := range events {
 		if ev != nil && d.errs[i] == nil {
@@ -266,7 +266,7 @@ func (d *stopDriver) step(events []*coreEvent) ([][]effect, bool) {
 func (d *stopDriver) finish() error {
 	m, rt := d.m, d.rt
 	var failed []error
-	m.mu.Lock()
+	rt.mu.Lock()
 	var ks []tp
 	for i, err := range d.errs {
 		if err != nil {
@@ -286,11 +286,11 @@ func (d *stopDriver) finish() error {
 		}
 	}
 	if len(ks) > 0 {
-		if err := m.saveOrRestoreLocked(snap); err != nil {
+		if err := m.saveOrRestoreLocked(rt, snap); err != nil {
 			failed = append(failed, err)
 		}
 	}
-	m.mu.Unlock()
+	rt.mu.Unlock()
 	if n := len(d.tps) - len(ks); n > 0 {
 		m.logger.Info("failover complete", zap.String("mirror", rt.spec.Name), zap.Int("partitions", n))
 	}

@@ -44,8 +44,8 @@ func (m *Manager) noteSourceEpoch(rt *liveMirror, k tp, p *partition.Partition, 
 	if epoch < 0 || m.opts.TestHooks.KeepSourceLeaderEpoch() {
 		return nil
 	}
-	m.mu.Lock()
-	defer m.mu.Unlock()
+	rt.mu.Lock()
+	defer rt.mu.Unlock()
 	ts := rt.spec.Topics[k.topic]
 	if ts == nil || ts.Partitions[k.partition] == nil {
 		return nil
@@ -60,7 +60,7 @@ func (m *Manager) noteSourceEpoch(rt *liveMirror, k tp, p *partition.Partition, 
 	for _, e := range effs {
 		switch e.Kind {
 		case effPersist:
-			if err := m.saveOrRestoreLocked(snap); err != nil {
+			if err := m.saveOrRestoreLocked(rt, snap); err != nil {
 				return err
 			}
 		case effRaiseEpoch:

@@ -21,10 +21,13 @@ func SetNoFetchEpoch(m *Manager) { m.knobs.noFetchEpoch = true }
 // EpochFences is how many fetches of the partition's fetcher the source
 // fenced (FENCED_LEADER_EPOCH); -1 when it has no fetcher.
 func EpochFences(m *Manager, name, topic string, partition int32) int64 {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	rt := m.mirrors[name]
-	if rt == nil || rt.fetchers[tp{topic, partition}] == nil {
+	rt, err := m.runtime(name)
+	if err != nil {
+		return -1
+	}
+	rt.mu.Lock()
+	defer rt.mu.Unlock()
+	if rt.fetchers[tp{topic, partition}] == nil {
 		return -1
 	}
 	return rt.fetchers[tp{topic, partition}].epochFences.Load()
@@ -33,3 +36,11 @@ func EpochFences(m *Manager, name, topic string, partition int32) int64 {
 // SetDropFailSaveError makes m's fetchers drop the error of persisting
 // FAILED and exit (the defect, for a negative control).
 func SetDropFailSaveError(m *Manager) { m.knobs.dropFailSaveError = true }
+
+// SetBeforeSave makes every save of m's state call fn first, holding the
+// mirror's lock and the store's. Set it before the mirrors are used.
+func SetBeforeSave(m *Manager, fn func(mirror string)) { m.knobs.beforeSave = fn }
+
+// SetOneLock gives every mirror of m one lock, as before the split. Set
+// it before any mirror is created.
+func SetOneLock(m *Manager) { m.knobs.oneLock = true }

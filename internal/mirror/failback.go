@@ -188,8 +188,8 @@ func (m *Manager) planTopic(ctx context.Context, rt *liveMirror, src *source, to
 
 // recordedState is a partition's mirror state (NoState when not recorded).
 func (m *Manager) recordedState(rt *liveMirror, k tp) State {
-	m.mu.Lock()
-	defer m.mu.Unlock()
+	rt.mu.Lock()
+	defer rt.mu.Unlock()
 	if ts := rt.spec.Topics[k.topic]; ts != nil {
 		if rec := ts.Partitions[k.partition]; rec != nil {
 			return rec.State
@@ -241,20 +241,20 @@ func (m *Manager) startPlanned(rt *liveMirror, plan *topicStart) error {
 	// crash after the local create and before the partitions are
 	// recorded leaves a topic the refresh resumes, never one that auto-
 	// creation would take for a local topic.
-	m.mu.Lock()
+	rt.mu.Lock()
 	if m.goneLocked(rt) {
-		m.mu.Unlock()
+		rt.mu.Unlock()
 		return fmt.Errorf("%w: %s", ErrNotFound, rt.spec.Name)
 	}
 	if rt.spec.Topics[topic] == nil && !m.opts.TestHooks.SkipPendingTopics() {
 		rt.spec.Topics[topic] = &topicSpec{Partitions: map[int32]*partitionRecord{}, Pending: true}
-		if err := m.saveLocked(); err != nil {
+		if err := m.saveLocked(rt); err != nil {
 			delete(rt.spec.Topics, topic)
-			m.mu.Unlock()
+			rt.mu.Unlock()
 			return err
 		}
 	}
-	m.mu.Unlock()
+	rt.mu.Unlock()
 	parts, err := m.local.EnsureTopic(topic, int32(len(info.Partitions)), plan.configs, info.ID)
 	if err != nil {
 		return fmt.Errorf("mirror: local topic %s: %w", topic, err)
@@ -262,8 +262,8 @@ func (m *Manager) startPlanned(rt *liveMirror, plan *topicStart) error {
 	if err := m.opts.TestHooks.AfterLocalTopicCreate(topic); err != nil {
 		return err
 	}
-	m.mu.Lock()
-	defer m.mu.Unlock()
+	rt.mu.Lock()
+	defer rt.mu.Unlock()
 	if m.goneLocked(rt) { // deleted while the topic was being created
 		return fmt.Errorf("%w: %s", ErrNotFound, rt.spec.Name)
 	}
@@ -307,7 +307,7 @@ func (m *Manager) startPlanned(rt *liveMirror, plan *topicStart) error {
 		setMode(parts[idx], next.State, rt.spec.Name)
 		started = append(started, idx)
 	}
-	if err := m.saveOrRestoreLocked(snap); err != nil {
+	if err := m.saveOrRestoreLocked(rt, snap); err != nil {
 		for idx := range added {
 			delete(ts.Partitions, idx)
 		}

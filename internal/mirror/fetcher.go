@@ -56,12 +56,17 @@ type fetcher struct {
 }
 
 func (m *Manager) startFetcher(rt *liveMirror, topic string, idx int32, p *partition.Partition, paused bool) {
-	m.mu.Lock()
-	defer m.mu.Unlock()
+	rt.mu.Lock()
+	defer rt.mu.Unlock()
 	m.startFetcherLocked(rt, topic, idx, p, paused)
 }
 
 func (m *Manager) startFetcherLocked(rt *liveMirror, topic string, idx int32, p *partition.Partition, paused bool) {
+	if m.goneLocked(rt) {
+		// Deleted or shut down: shutdownRuntime has taken (or will take)
+		// the fetchers it waits for; one started now would be left.
+		return
+	}
 	k := tp{topic, idx}
 	rt.closing = slices.DeleteFunc(rt.closing, func(f *fetcher) bool { // those that have exited
 		select {
@@ -394,8 +399,8 @@ func (f *fetcher) handleOutOfRange(src *source, offset int64) error {
 }
 
 func (f *fetcher) state() State {
-	f.m.mu.Lock()
-	defer f.m.mu.Unlock()
+	f.rt.mu.Lock()
+	defer f.rt.mu.Unlock()
 	return f.rt.spec.Topics[f.k.topic].Partitions[f.k.partition].State
 }
 

@@ -41,7 +41,7 @@ func (m *Manager) syncGroupOffsets(ctx context.Context, rt *liveMirror) (synced 
 		return 0, nil
 	}
 	filter := rt.settings() // mirror.groups.include and mirror.groups.exclude
-	m.mu.Lock()
+	rt.mu.Lock()
 	mirrored := map[string]bool{}
 	for topic, ts := range rt.spec.Topics {
 		for _, rec := range ts.Partitions {
@@ -50,7 +50,7 @@ func (m *Manager) syncGroupOffsets(ctx context.Context, rt *liveMirror) (synced 
 			}
 		}
 	}
-	m.mu.Unlock()
+	rt.mu.Unlock()
 	if len(mirrored) == 0 {
 		return 0, nil
 	}
@@ -92,12 +92,12 @@ func (m *Manager) syncGroupOffsets(ctx context.Context, rt *liveMirror) (synced 
 		}
 		if len(offsets) > 0 {
 			synced++
-			m.mu.Lock()
+			rt.mu.Lock()
 			if rt.groupSyncedAt == nil {
 				rt.groupSyncedAt = map[string]int64{}
 			}
 			rt.groupSyncedAt[g.Group] = time.Now().UnixMilli()
-			m.mu.Unlock()
+			rt.mu.Unlock()
 		}
 	}
 	m.metrics.groupsSynced.WithLabelValues(rt.spec.Name).Add(float64(synced))
@@ -109,7 +109,7 @@ func (m *Manager) syncGroupOffsets(ctx context.Context, rt *liveMirror) (synced 
 // KIP's reviewers asked that this be logged): logged once each time a
 // group starts being skipped.
 func (m *Manager) groupSkipped(rt *liveMirror, group, typ string, skipped bool) {
-	m.mu.Lock()
+	rt.mu.Lock()
 	was := rt.groupsSkipped[group]
 	if skipped {
 		if rt.groupsSkipped == nil {
@@ -119,7 +119,7 @@ func (m *Manager) groupSkipped(rt *liveMirror, group, typ string, skipped bool) 
 	} else {
 		delete(rt.groupsSkipped, group)
 	}
-	m.mu.Unlock()
+	rt.mu.Unlock()
 	if skipped && !was {
 		m.logger.Info("group offsets not synced: the group is active on this cluster (its members commit for themselves)",
 			zap.String("mirror", rt.spec.Name), zap.String("group", group), zap.String("type", typ))
@@ -132,14 +132,14 @@ func (m *Manager) groupSkipped(rt *liveMirror, group, typ string, skipped bool) 
 func (m *Manager) commitSynced(rt *liveMirror, group string, offsets map[coordinator.TopicPartition]coordinator.OffsetAndMetadata) error {
 	m.groupSyncMu.Lock()
 	defer m.groupSyncMu.Unlock()
-	m.mu.Lock()
+	rt.mu.Lock()
 	for tp := range offsets {
 		ts := rt.spec.Topics[tp.Topic]
 		if ts == nil || ts.Partitions[tp.Partition] == nil || !ts.Partitions[tp.Partition].State.syncsOffsets() {
 			delete(offsets, tp)
 		}
 	}
-	m.mu.Unlock()
+	rt.mu.Unlock()
 	for tp, om := range offsets {
 		parts := m.local.Partitions(tp.Topic)
 		if int(tp.Partition) >= len(parts) {

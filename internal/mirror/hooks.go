@@ -114,4 +114,11 @@ type knobs struct {
 	// dropFailSaveError makes a fetcher drop the error of persisting
 	// FAILED and exit, as it did before issue 34's fix.
 	dropFailSaveError bool
+	// beforeSave is called by a save of a mirror's state, holding the
+	// mirror's lock and the store's, before it writes: a test holds it
+	// there (as a slow fsync would) to see what waits.
+	beforeSave func(mirror string)
+	// oneLock gives every mirror the same lock (the Manager's one mutex
+	// before issue 34's split), for the split's negative control.
+	oneLock bool
 }

@@ -51,8 +51,8 @@ func topicIDString(id [16]byte) string {
 // yet (a mirror created with --no-check, or declared in the config file).
 // topic may be "" to check the cluster id only.
 func (m *Manager) checkIdentity(rt *liveMirror, topic string, info topicInfo) error {
-	m.mu.Lock()
-	defer m.mu.Unlock()
+	rt.mu.Lock()
+	defer rt.mu.Unlock()
 	return m.checkIdentityLocked(rt, topic, info)
 }
 
@@ -62,7 +62,7 @@ func (m *Manager) checkIdentityLocked(rt *liveMirror, topic string, info topicIn
 		switch spec.SourceClusterID {
 		case "":
 			spec.SourceClusterID = info.ClusterID
-			if err := m.saveLocked(); err != nil {
+			if err := m.saveLocked(rt); err != nil {
 				spec.SourceClusterID = ""
 				return err
 			}
@@ -100,7 +100,7 @@ func (m *Manager) failIdentity(rt *liveMirror, topic string, err error) error {
 	if !errors.As(err, &ie) {
 		return nil
 	}
-	m.mu.Lock()
+	rt.mu.Lock()
 	var ks []tp
 	for t, ts := range rt.spec.Topics {
 		if !ie.wholeMirror && t != topic {
@@ -121,8 +121,8 @@ func (m *Manager) failIdentity(rt *liveMirror, topic string, err error) error {
 		*rec = next
 		failed = append(failed, k)
 	}
-	if serr := m.saveOrRestoreLocked(snap); serr != nil {
-		m.mu.Unlock()
+	if serr := m.saveOrRestoreLocked(rt, snap); serr != nil {
+		rt.mu.Unlock()
 		m.logger.Error("persisting FAILED", zap.String("mirror", rt.spec.Name), zap.Error(serr))
 		return serr
 	}
@@ -133,7 +133,7 @@ func (m *Manager) failIdentity(rt *liveMirror, topic string, err error) error {
 			delete(rt.fetchers, k)
 		}
 	}
-	m.mu.Unlock()
+	rt.mu.Unlock()
 	m.logger.Error("mirror source identity changed; partitions FAILED", zap.String("mirror", rt.spec.Name),
 		zap.String("topic", topic), zap.Int("partitions", len(failed)), zap.Error(err))
 	return nil

@@ -21,15 +21,16 @@ type Summary struct {
 
 // List summarises every mirror, sorted by name.
 func (m *Manager) List() []Summary {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	out := make([]Summary, 0, len(m.mirrors))
-	for _, rt := range m.mirrors {
+	rts := m.live()
+	out := make([]Summary, 0, len(rts))
+	for _, rt := range rts {
+		rt.mu.Lock()
 		s := Summary{Name: rt.spec.Name, Topics: make([]string, 0, len(rt.spec.Topics)), SourceClusterID: rt.spec.SourceClusterID,
 			Source: slices.Clone(rt.spec.Source), AutoTopics: rt.spec.AutoTopics}
 		for t := range rt.spec.Topics {
 			s.Topics = append(s.Topics, t)
 		}
+		rt.mu.Unlock()
 		sort.Strings(s.Topics)
 		out = append(out, s)
 	}

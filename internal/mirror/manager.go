@@ -9,8 +9,10 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"net"
 	"regexp"
+	"slices"
 	"sort"
 	"sync"
 	"sync/atomic"
@@ -102,29 +104,64 @@ type Manager struct {
 	logger  *zap.Logger
 	metrics *metrics
 
-	mu      sync.Mutex // guards store, doc and mirrors; never held across network I/O
-	store   *store     // the persisted state (statelog.go)
-	doc     *doc
+	// Locks, in the order they are taken (a lock is never taken while
+	// one after it in this list is held):
+	//
+	//	liveMirror.aclMu   one ACL sync of a mirror at a time
+	//	stopMu             one failover's steps at a time
+	//	groupSyncMu        offset sync commits vs STOPPING's clamp
+	//	liveMirror.mu      one mirror's records and runtime
+	//	mu                 the registry (mirrors, closed)
+	//	storeMu            the persisted state (store, saved)
+	//
+	// Work on one mirror (its fetchers' records, its saves, its describe)
+	// holds only that mirror's lock, so it does not wait for another
+	// mirror's: two mirror locks are never held at once, and code that
+	// looks at every mirror (TopicMirror, ownerOf, List, metrics) takes
+	// the registry for the list, then each mirror's lock in turn. mu and
+	// storeMu are held briefly and never across network I/O; storeMu is
+	// held across a save's fsync, which every mirror's save shares (one
+	// state log), but a mirror's describe or fetcher does not wait for it
+	// unless that mirror is the one saving.
+	mu      sync.Mutex
 	mirrors map[string]*liveMirror
 	closed  bool
 
+	storeMu sync.Mutex
+	store   *store // the persisted state (statelog.go); nil once closed
+	// saved is each mirror's spec as last persisted: a copy no one
+	// changes, so a save composes the document from the other mirrors'
+	// copies without taking their locks.
+	saved map[string]*mirrorSpec
+
 	// groupSyncMu orders the offset sync's local commits with STOPPING's
-	// clamp of group offsets (taken before mu; never across network I/O).
+	// clamp of group offsets (taken before a mirror's lock; never across
+	// network I/O).
 	groupSyncMu sync.Mutex
 	// stopMu runs one failover's steps at a time (taken before
-	// groupSyncMu and mu); stops counts the failovers running in the
+	// groupSyncMu and a mirror's lock); stops counts the failovers running in the
 	// background (BeginStop), which Close waits for.
 	stopMu sync.Mutex
 	stops  sync.WaitGroup
 
-	knobs knobs // test seams (hooks.go); zero in production
+	knobs knobs      // test seams (hooks.go); zero in production
+	oneMu sync.Mutex // every mirror's lock under knobs.oneLock
 }
 
 // liveMirror is a mirror's live part.
 type liveMirror struct {
+	// mu is the mirror's lock (Manager lists the order): it guards spec
+	// (records, topics, settings as stored) and every field below said to
+	// be guarded by it. Never held across network I/O; held across a save
+	// of the mirror's state, so a change is persisted before it is acted
+	// on and before anything else of the mirror sees it.
+	mu   *sync.Mutex // the mirror's own (knobs.oneLock: one for all, as before)
 	spec *mirrorSpec
-	// aclMu runs one ACL sync at a time (taken before Manager.mu);
-	// aclSync is the last one's status, guarded by Manager.mu.
+	// gone is set (under mu) once the mirror is deleted: nothing of it is
+	// saved or started after.
+	gone bool
+	// aclMu runs one ACL sync at a time (taken before mu); aclSync is the
+	// last one's status, guarded by mu.
 	aclMu   sync.Mutex
 	aclSync *ACLSyncStatus
 	// cfg is spec.Config resolved (settings.go); replaced, never changed
@@ -138,14 +175,14 @@ type liveMirror struct {
 	// Manager.mu.
 	closing []*fetcher
 	// groupSyncedAt is when each group's offsets were last synced
-	// (unix ms), guarded by Manager.mu; shown by Plan.
+	// (unix ms), guarded by mu; shown by Plan.
 	groupSyncedAt map[string]int64
 	// groupsSkipped are the source groups the last syncs left alone
 	// because they are active here, so each is logged once when it
 	// starts being skipped (groups.go).
 	groupsSkipped map[string]bool
 	// retries are the armed retry timers of partitions FAILED for a
-	// retriable reason (retry.go), guarded by Manager.mu.
+	// retriable reason (retry.go), guarded by mu.
 	retries map[tp]*time.Timer
 	// missing counts the refreshes in a row that found a mirrored topic
 	// gone at the source; skipped holds the source topics the filters
@@ -190,7 +227,10 @@ func Open(local Local, dataDir string, opts Options) (*Manager, error) {
 		return nil, err
 	}
 	m := &Manager{local: local, dataDir: dataDir, opts: opts, logger: opts.Logger.Named("mirror"),
-		store: st, doc: d, mirrors: map[string]*liveMirror{}}
+		store: st, saved: map[string]*mirrorSpec{}, mirrors: map[string]*liveMirror{}}
+	for _, spec := range d.Mirrors {
+		m.saved[spec.Name] = cloneSpec(spec)
+	}
 	for _, n := range notes {
 		m.logger.Warn(n)
 	}
@@ -233,9 +273,9 @@ func (m *Manager) resume(spec *mirrorSpec) error {
 				case effStartFetcher:
 					m.startFetcher(rt, topic, idx, p, e.Paused)
 				case effArmRetry:
-					m.mu.Lock()
+					rt.mu.Lock()
 					m.scheduleRetryLocked(rt, k, time.Until(time.UnixMilli(e.At)))
-					m.mu.Unlock()
+					rt.mu.Unlock()
 				case effFindLSO, effClampGroups:
 					stopping = append(stopping, k)
 				}
@@ -257,7 +297,10 @@ func (m *Manager) newRuntime(spec *mirrorSpec) (*liveMirror, error) {
 	if err != nil {
 		return nil, err
 	}
-	rt := &liveMirror{spec: spec, fetchers: map[tp]*fetcher{}, stop: make(chan struct{}), done: make(chan struct{})}
+	rt := &liveMirror{mu: new(sync.Mutex), spec: spec, fetchers: map[tp]*fetcher{}, stop: make(chan struct{}), done: make(chan struct{})}
+	if m.knobs.oneLock {
+		rt.mu = &m.oneMu
+	}
 	rt.cfg.Store(&s)
 	return rt, nil
 }
@@ -292,8 +335,8 @@ var errStopped = errors.New("mirror: shutting down")
 
 // source returns the mirror's source client, creating it on first use.
 func (m *Manager) source(rt *liveMirror) (*source, error) {
-	m.mu.Lock()
-	defer m.mu.Unlock()
+	rt.mu.Lock()
+	defer rt.mu.Unlock()
 	if rt.src != nil {
 		return rt.src, nil
 	}
@@ -324,21 +367,76 @@ func (m *Manager) sourceConfig(spec *mirrorSpec) sourceConfig {
 	return cfg
 }
 
-// saveLocked persists the document, fsynced before it returns; m.mu held.
-func (m *Manager) saveLocked() error {
-	if m.store == nil {
-		return errStopped
-	}
-	return m.store.saveDoc(m.doc)
+// saveLocked persists rt's mirror as it is now, fsynced before it
+// returns; rt.mu held (it takes storeMu). The other mirrors are saved as
+// they were last persisted (their copies in saved), so no other mirror's
+// lock is taken.
+func (m *Manager) saveLocked(rt *liveMirror) error {
+	return m.saveWith(rt, func(s *store, d *doc) error { return s.saveDoc(d) })
 }
 
-// saveSourceConfigsLocked persists the mirrors' source settings, fsynced
-// before it returns; m.mu held.
-func (m *Manager) saveSourceConfigsLocked() error {
+// saveSourceConfigsLocked persists the mirrors' source settings with rt's
+// as they are now, fsynced before it returns; rt.mu held.
+func (m *Manager) saveSourceConfigsLocked(rt *liveMirror) error {
+	return m.saveWith(rt, func(s *store, d *doc) error { return s.saveSources(d) })
+}
+
+func (m *Manager) saveWith(rt *liveMirror, save func(*store, *doc) error) error {
+	if rt.gone {
+		return errStopped
+	}
+	c := cloneSpec(rt.spec)
+	m.storeMu.Lock()
+	defer m.storeMu.Unlock()
 	if m.store == nil {
 		return errStopped
 	}
-	return m.store.saveSources(m.doc)
+	if h := m.knobs.beforeSave; h != nil {
+		h(c.Name)
+	}
+	was, ok := m.saved[c.Name]
+	m.saved[c.Name] = c
+	if err := save(m.store, m.savedDocLocked()); err != nil {
+		if ok {
+			m.saved[c.Name] = was
+		} else {
+			delete(m.saved, c.Name)
+		}
+		return err
+	}
+	return nil
+}
+
+// savedDocLocked is the document of the saved copies; storeMu held.
+func (m *Manager) savedDocLocked() *doc {
+	d := &doc{Version: mirrorsVersion, Mirrors: make([]*mirrorSpec, 0, len(m.saved))}
+	for _, s := range m.saved {
+		d.Mirrors = append(d.Mirrors, s)
+	}
+	return d
+}
+
+// cloneSpec copies a spec deeply enough that changes to the original
+// (records changed in place, maps written) do not reach the copy.
+func cloneSpec(s *mirrorSpec) *mirrorSpec {
+	c := *s
+	c.Source = slices.Clone(s.Source)
+	c.Config = maps.Clone(s.Config)
+	c.GroupsInclude, c.GroupsExclude = slices.Clone(s.GroupsInclude), slices.Clone(s.GroupsExclude)
+	c.SourceConfig = maps.Clone(s.SourceConfig)
+	c.SyncedACLs = slices.Clone(s.SyncedACLs)
+	c.Topics = make(map[string]*topicSpec, len(s.Topics))
+	for name, ts := range s.Topics {
+		t := *ts
+		t.SyncedConfigs = maps.Clone(ts.SyncedConfigs)
+		t.Partitions = make(map[int32]*partitionRecord, len(ts.Partitions))
+		for idx, r := range ts.Partitions {
+			rc := *r // pointer fields are replaced, never changed in place
+			t.Partitions[idx] = &rc
+		}
+		c.Topics[name] = &t
+	}
+	return &c
 }
 
 // CreateOptions are a mirror's optional settings.
@@ -400,27 +498,31 @@ func (m *Manager) CreateWith(name string, sources []string, co CreateOptions) er
 		}
 		spec.SourceClusterID = clusterID
 	}
+	rt, err := m.newRuntime(spec)
+	if err != nil { // checked by createSettings: not reached
+		return err
+	}
+	// The registry is held across the saves (mu before storeMu), so a
+	// second create of the name waits and finds it. rt is no one else's
+	// until it is in the registry: its lock is not needed.
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	if _, ok := m.mirrors[name]; ok {
 		return fmt.Errorf("%w: %s", ErrExists, name)
 	}
-	m.doc.Mirrors = append(m.doc.Mirrors, spec)
 	// The settings first: a mirror in the state always has them.
-	if err := m.saveSourceConfigsLocked(); err != nil {
-		m.doc.Mirrors = m.doc.Mirrors[:len(m.doc.Mirrors)-1]
-		return err
+	err = m.saveSourceConfigsLocked(rt)
+	if err == nil {
+		err = m.saveLocked(rt)
 	}
-	if err := m.saveLocked(); err != nil {
-		m.doc.Mirrors = m.doc.Mirrors[:len(m.doc.Mirrors)-1]
-		return err
-	}
-	rt, err := m.newRuntime(spec)
-	if err != nil { // checked by createSettings: not reached
+	if err != nil {
+		m.storeMu.Lock()
+		delete(m.saved, name)
+		m.storeMu.Unlock()
 		return err
 	}
 	m.mirrors[name] = rt
-	m.startRefresherLocked(rt)
+	m.startRefresher(rt)
 	return nil
 }
 
@@ -450,22 +552,25 @@ func createSettings(co CreateOptions) (map[string]string, error) {
 
 // Delete removes a mirror whose partitions are all stopped (or failed).
 func (m *Manager) Delete(name string) error {
-	m.mu.Lock()
-	rt, ok := m.mirrors[name]
-	if !ok {
-		m.mu.Unlock()
+	rt, err := m.runtime(name)
+	if err != nil {
+		return err
+	}
+	rt.mu.Lock()
+	if rt.gone {
+		rt.mu.Unlock()
 		return fmt.Errorf("%w: %s", ErrNotFound, name)
 	}
 	for topic, ts := range rt.spec.Topics {
 		for idx, rec := range ts.Partitions {
 			if rec.State.active() {
-				m.mu.Unlock()
+				rt.mu.Unlock()
 				return fmt.Errorf("%w: %s-%d is %s; stop the mirror first", ErrActive, topic, idx, rec.State)
 			}
 		}
 	}
 	// The partitions to make writable again, listed under the lock: a
-	// start that began before the delete writes these maps under m.mu
+	// start that began before the delete writes these maps under rt.mu
 	// (until it sees the mirror gone), so they are not read after Unlock.
 	var ks []tp
 	for topic, ts := range rt.spec.Topics {
@@ -473,18 +578,23 @@ func (m *Manager) Delete(name string) error {
 			ks = append(ks, tp{topic, idx})
 		}
 	}
-	delete(m.mirrors, name)
-	for i, s := range m.doc.Mirrors {
-		if s.Name == name {
-			m.doc.Mirrors = append(m.doc.Mirrors[:i], m.doc.Mirrors[i+1:]...)
-			break
-		}
-	}
-	err := m.saveLocked()
-	if err == nil {
-		err = m.saveSourceConfigsLocked()
+	// gone first: from here no save of the mirror puts it back in the
+	// state, and no start records partitions or starts fetchers on it.
+	rt.gone = true
+	rt.mu.Unlock()
+	m.mu.Lock()
+	if m.mirrors[name] == rt {
+		delete(m.mirrors, name)
 	}
 	m.mu.Unlock()
+	m.storeMu.Lock()
+	delete(m.saved, name)
+	if m.store == nil {
+		err = errStopped
+	} else if err = m.store.saveDoc(m.savedDocLocked()); err == nil {
+		err = m.store.saveSources(m.savedDocLocked())
+	}
+	m.storeMu.Unlock()
 	m.shutdownRuntime(rt)
 	// A failed partition stays read-only until its mirror is gone.
 	for _, k := range ks {
@@ -497,12 +607,12 @@ func (m *Manager) Delete(name string) error {
 	return err
 }
 
-// goneLocked reports whether rt was deleted or shut down (m.mu held): a
+// goneLocked reports whether rt was deleted or shut down (rt.mu held): a
 // start that looked its mirror up before then must not record partitions
 // or start fetchers on it (nothing would stop them, and the partitions
 // would stay read-only under a mirror that no longer exists).
 func (m *Manager) goneLocked(rt *liveMirror) bool {
-	if m.mirrors[rt.spec.Name] != rt {
+	if rt.gone {
 		return true
 	}
 	select {
@@ -535,28 +645,44 @@ func (m *Manager) Names() []string {
 	return names
 }
 
-// ownerOf returns the mirror actively mirroring topic, if any. m.mu held
-// by the caller or not: it takes it.
+// ownerOf returns the mirror actively mirroring topic, if any. No
+// mirror's lock may be held: it takes each in turn.
 func (m *Manager) ownerOf(topic string) string {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	for name, rt := range m.mirrors {
-		if ts, ok := rt.spec.Topics[topic]; ok {
+	for _, rt := range m.live() {
+		rt.mu.Lock()
+		ts := rt.spec.Topics[topic]
+		active := false
+		if ts != nil {
 			for _, rec := range ts.Partitions {
-				if rec.State.active() {
-					return name
-				}
+				active = active || rec.State.active()
 			}
+		}
+		rt.mu.Unlock()
+		if active {
+			return rt.spec.Name
 		}
 	}
 	return ""
 }
 
+// live lists the mirrors in the registry, sorted by name (their locks
+// are taken after, one at a time).
+func (m *Manager) live() []*liveMirror {
+	m.mu.Lock()
+	out := make([]*liveMirror, 0, len(m.mirrors))
+	for _, rt := range m.mirrors {
+		out = append(out, rt)
+	}
+	m.mu.Unlock()
+	sort.Slice(out, func(i, j int) bool { return out[i].spec.Name < out[j].spec.Name })
+	return out
+}
+
 // partitionsOf lists a mirror's partitions of the given topics (all topics
 // when none are named) that are in one of the states.
 func (m *Manager) partitionsOf(rt *liveMirror, topics []string, states ...State) ([]tp, error) {
-	m.mu.Lock()
-	defer m.mu.Unlock()
+	rt.mu.Lock()
+	defer rt.mu.Unlock()
 	if len(topics) == 0 {
 		for t := range rt.spec.Topics {
 			topics = append(topics, t)
@@ -604,8 +730,8 @@ func (m *Manager) setPaused(name string, topics []string, paused bool) error {
 	if err != nil {
 		return err
 	}
-	m.mu.Lock()
-	defer m.mu.Unlock()
+	rt.mu.Lock()
+	defer rt.mu.Unlock()
 	snap := snapshotLocked(rt, tps)
 	var changed []tp
 	for _, k := range tps {
@@ -620,7 +746,7 @@ func (m *Manager) setPaused(name string, topics []string, paused bool) error {
 		changed = append(changed, k)
 	}
 	// Persisted before the fetchers act on it.
-	if err := m.saveOrRestoreLocked(snap); err != nil {
+	if err := m.saveOrRestoreLocked(rt, snap); err != nil {
 		return err
 	}
 	for _, k := range changed {
@@ -635,11 +761,15 @@ func (m *Manager) setPaused(name string, topics []string, paused bool) error {
 // in memory only once it is saved (a failed save puts the record back and
 // answers the error).
 func (m *Manager) setRecord(rt *liveMirror, k tp, update func(*partitionRecord)) error {
-	m.mu.Lock()
-	defer m.mu.Unlock()
+	rt.mu.Lock()
+	defer rt.mu.Unlock()
+	ts := rt.spec.Topics[k.topic]
+	if ts == nil || ts.Partitions[k.partition] == nil {
+		return fmt.Errorf("%w: %s-%d of mirror %s", ErrNotFound, k.topic, k.partition, rt.spec.Name)
+	}
 	snap := snapshotLocked(rt, []tp{k})
-	update(rt.spec.Topics[k.topic].Partitions[k.partition])
-	return m.saveOrRestoreLocked(snap)
+	update(ts.Partitions[k.partition])
+	return m.saveOrRestoreLocked(rt, snap)
 }
 
 // recordSnapshot is partition records as they were before a change, to
@@ -656,7 +786,7 @@ type recordSnapshot struct {
 }
 
 // snapshotLocked copies the records of ks (and the mirror's AutoTopics);
-// m.mu held. A record's pointer fields are replaced, never changed in
+// rt.mu held. A record's pointer fields are replaced, never changed in
 // place, so a shallow copy is the record.
 func snapshotLocked(rt *liveMirror, ks []tp) recordSnapshot {
 	s := recordSnapshot{spec: rt.spec, auto: rt.spec.AutoTopics}
@@ -678,21 +808,28 @@ func (s recordSnapshot) restore() {
 	s.spec.AutoTopics = s.auto
 }
 
-// saveOrRestoreLocked saves the document; when the save fails it puts
-// the snapshot back and answers the error. m.mu held. A save that failed
+// saveOrRestoreLocked saves rt's mirror; when the save fails it puts
+// the snapshot back and answers the error. rt.mu held. A save that failed
 // on a write or fsync may have left its record in the file: the state as
 // restored is saved again at once (a fault that passed), else by the next
 // save or Close; a crash before either may find the refused change, as a
 // request answered with an error may or may not have been applied.
-func (m *Manager) saveOrRestoreLocked(s recordSnapshot) error {
-	err := m.saveLocked()
+func (m *Manager) saveOrRestoreLocked(rt *liveMirror, s recordSnapshot) error {
+	err := m.saveLocked(rt)
 	if err != nil {
 		s.restore()
-		if m.store != nil && m.store.stateUnknown() {
-			_ = m.saveLocked()
+		if m.stateUnknown() {
+			_ = m.saveLocked(rt)
 		}
 	}
 	return err
+}
+
+// stateUnknown reports whether the last save failed on a write or fsync.
+func (m *Manager) stateUnknown() bool {
+	m.storeMu.Lock()
+	defer m.storeMu.Unlock()
+	return m.store != nil && m.store.stateUnknown()
 }
 
 // Close stops every fetcher and refresher and waits for them. Mirror
@@ -715,23 +852,24 @@ func (m *Manager) Close() {
 	for _, rt := range rts {
 		m.shutdownRuntime(rt)
 	}
-	m.mu.Lock()
+	m.storeMu.Lock()
 	if m.store.stateUnknown() {
-		// The last save failed: write the state as it is in memory.
-		if err := m.saveLocked(); err != nil {
+		// The last save failed: write the state as last saved (a failed
+		// save's change was put back in memory too).
+		if err := m.store.saveDoc(m.savedDocLocked()); err != nil {
 			m.logger.Warn("saving the mirror state at close", zap.Error(err))
 		}
 	}
 	st := m.store
 	m.store = nil
-	m.mu.Unlock()
+	m.storeMu.Unlock()
 	if err := st.close(); err != nil {
 		m.logger.Warn("closing the mirror state", zap.Error(err))
 	}
 }
 
 func (m *Manager) shutdownRuntime(rt *liveMirror) {
-	m.mu.Lock()
+	rt.mu.Lock()
 	select {
 	case <-rt.stop:
 	default:
@@ -747,7 +885,7 @@ func (m *Manager) shutdownRuntime(rt *liveMirror) {
 	rt.closing = nil
 	src := rt.src
 	rt.src = nil
-	m.mu.Unlock()
+	rt.mu.Unlock()
 	for _, f := range fetchers {
 		f.close()
 	}

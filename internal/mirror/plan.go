@@ -146,9 +146,9 @@ func (m *Manager) Plan(ctx context.Context, name string, topics []string) (Plan,
 	}
 	var known, fresh []string
 	for _, t := range topics {
-		m.mu.Lock()
+		rt.mu.Lock()
 		_, mirrored := rt.spec.Topics[t]
-		m.mu.Unlock()
+		rt.mu.Unlock()
 		if mirrored || len(m.local.Partitions(t)) == 0 {
 			known = append(known, t)
 		} else {
@@ -170,7 +170,7 @@ func (m *Manager) Plan(ctx context.Context, name string, topics []string) (Plan,
 		f   *fetcher
 		p   *partition.Partition
 	}
-	m.mu.Lock()
+	rt.mu.Lock()
 	items := make([]item, 0, len(tps))
 	for _, k := range tps {
 		items = append(items, item{k: k, rec: *rt.spec.Topics[k.topic].Partitions[k.partition], f: rt.fetchers[k]})
@@ -179,7 +179,7 @@ func (m *Manager) Plan(ctx context.Context, name string, topics []string) (Plan,
 	for g, at := range rt.groupSyncedAt {
 		synced[g] = at
 	}
-	m.mu.Unlock()
+	rt.mu.Unlock()
 	for _, t := range fresh {
 		for idx := range m.local.Partitions(t) {
 			items = append(items, item{k: tp{t, int32(idx)}, rec: partitionRecord{State: NoState, LastMirroredOffset: -1}})

@@ -7,15 +7,10 @@ import (
 	"go.uber.org/zap"
 )
 
+// startRefresher starts the mirror's metadata loop (refresh) and its
+// group offset sync, once per mirror (rt.done is closed when it exits).
+// It exits when rt.stop closes. No lock is needed.
 func (m *Manager) startRefresher(rt *liveMirror) {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	m.startRefresherLocked(rt)
-}
-
-// startRefresherLocked starts the mirror's metadata loop (refresh) and
-// its group offset sync. It exits when rt.stop closes.
-func (m *Manager) startRefresherLocked(rt *liveMirror) {
 	go func() {
 		defer close(rt.done)
 		// mirror.metadata.refresh.interval.ms, read again after each
@@ -46,12 +41,12 @@ func (m *Manager) startRefresherLocked(rt *liveMirror) {
 // mirrored topics, topics deleted, configs changed, and, when the mirror
 // follows its topic filters, new topics.
 func (m *Manager) refresh(rt *liveMirror) {
-	m.mu.Lock()
+	rt.mu.Lock()
 	work := rt.spec.AutoTopics
 	for _, ts := range rt.spec.Topics {
 		work = work || ts.Pending || ts.mirrored()
 	}
-	m.mu.Unlock()
+	rt.mu.Unlock()
 	if !work {
 		return
 	}

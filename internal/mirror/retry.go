@@ -67,18 +67,18 @@ func retryPolicyOf(s *Settings) retryPolicy {
 // answers the error of persisting FAILED: the record is then as before and
 // no retry is armed.
 func (m *Manager) failRetriable(rt *liveMirror, k tp, err error) error {
-	m.mu.Lock()
+	rt.mu.Lock()
 	rec := rt.spec.Topics[k.topic].Partitions[k.partition]
 	next, effs, terr := step(*rec, coreEvent{Kind: EvFail, Fail: failRetriable, Reason: err.Error(),
 		Now: time.Now().UnixMilli(), Retry: retryPolicyOf(rt.settings())})
 	if terr != nil { // STOPPING goes on; STOPPED and FAILED stay
-		m.mu.Unlock()
+		rt.mu.Unlock()
 		return nil
 	}
 	snap := snapshotLocked(rt, []tp{k})
 	*rec = next
-	if serr := m.saveOrRestoreLocked(snap); serr != nil {
-		m.mu.Unlock()
+	if serr := m.saveOrRestoreLocked(rt, snap); serr != nil {
+		rt.mu.Unlock()
 		return serr
 	}
 	var at time.Time
@@ -89,7 +89,7 @@ func (m *Manager) failRetriable(rt *liveMirror, k tp, err error) error {
 		}
 	}
 	// stop-fetcher: the fetcher that called this exits on its own.
-	m.mu.Unlock()
+	rt.mu.Unlock()
 	m.logger.Warn("mirror partition failed; retrying later", zap.String("mirror", rt.spec.Name), zap.String("topic", k.topic),
 		zap.Int32("partition", k.partition), zap.Error(err), zap.Time("retry_at", at))
 	return nil
@@ -116,13 +116,11 @@ func stopRetriesLocked(rt *liveMirror) {
 
 // retry starts a partition FAILED for a retriable reason again.
 func (m *Manager) retry(rt *liveMirror, k tp) {
-	m.mu.Lock()
-	defer m.mu.Unlock()
+	rt.mu.Lock()
+	defer rt.mu.Unlock()
 	delete(rt.retries, k)
-	select {
-	case <-rt.stop:
+	if m.goneLocked(rt) {
 		return // deleted or closing
-	default:
 	}
 	ts := rt.spec.Topics[k.topic]
 	if ts == nil || ts.Partitions[k.partition] == nil {
@@ -139,7 +137,7 @@ func (m *Manager) retry(rt *liveMirror, k tp) {
 	}
 	snap := snapshotLocked(rt, []tp{k})
 	*rec = next
-	if err := m.saveOrRestoreLocked(snap); err != nil {
+	if err := m.saveOrRestoreLocked(rt, snap); err != nil {
 		// Still FAILED, waiting for its retry: try again later.
 		d := rt.settings().FailedRetryInitialBackoff
 		m.logger.Error("persisting a retry; trying again later", zap.String("mirror", rt.spec.Name), zap.Error(err),

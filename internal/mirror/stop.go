@@ -45,9 +45,9 @@ func (m *Manager) BeginStop(name string, topics []string) (*StopRun, error) {
 	run := &StopRun{m: m, rt: rt, selected: selected, done: make(chan struct{})}
 	// Persist STOPPING for all at once before touching any log, so a crash
 	// from here on resumes the failover instead of the mirroring.
-	m.mu.Lock()
+	rt.mu.Lock()
 	if m.closed {
-		m.mu.Unlock()
+		rt.mu.Unlock()
 		return nil, errStopped
 	}
 	snap := snapshotLocked(rt, selected)
@@ -69,8 +69,8 @@ func (m *Manager) BeginStop(name string, topics []string) (*StopRun, error) {
 	stopAuto := len(topics) == 0 && rt.spec.AutoTopics
 	rt.spec.AutoTopics = rt.spec.AutoTopics && !stopAuto
 	if len(tps) == 0 && stopAuto {
-		err = m.saveOrRestoreLocked(snap)
-		m.mu.Unlock()
+		err = m.saveOrRestoreLocked(rt, snap)
+		rt.mu.Unlock()
 		if err != nil {
 			return nil, err
 		}
@@ -78,15 +78,15 @@ func (m *Manager) BeginStop(name string, topics []string) (*StopRun, error) {
 		return run, nil
 	}
 	if len(tps) == 0 {
-		m.mu.Unlock()
+		rt.mu.Unlock()
 		close(run.done)
 		return run, nil
 	}
-	err = m.saveOrRestoreLocked(snap)
+	err = m.saveOrRestoreLocked(rt, snap)
 	if err == nil {
 		m.stops.Add(1)
 	}
-	m.mu.Unlock()
+	rt.mu.Unlock()
 	if err != nil {
 		return nil, err
 	}
@@ -119,8 +119,8 @@ func (r *StopRun) Wait(ctx context.Context) StopResult {
 		}
 	default:
 	}
-	r.m.mu.Lock()
-	defer r.m.mu.Unlock()
+	r.rt.mu.Lock()
+	defer r.rt.mu.Unlock()
 	for _, k := range r.selected {
 		rec := r.rt.spec.Topics[k.topic].Partitions[k.partition]
 		if rec.State == Stopped {

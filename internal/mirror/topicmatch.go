@@ -57,13 +57,13 @@ func (m *Manager) MatchTopics(ctx context.Context, name, action string, patterns
 		return tm, err
 	}
 	if action != "start" {
-		m.mu.Lock()
+		rt.mu.Lock()
 		for topic := range rt.spec.Topics {
 			if f.match(topic) {
 				tm.Matched = append(tm.Matched, topic)
 			}
 		}
-		m.mu.Unlock()
+		rt.mu.Unlock()
 		sort.Strings(tm.Matched)
 		if len(tm.Matched) == 0 {
 			return tm, fmt.Errorf("%w: no topic of mirror %s matches %s", ErrBadRequest, name, describePatterns(patterns, exclude))
@@ -91,9 +91,9 @@ func (m *Manager) MatchTopics(ctx context.Context, name, action string, patterns
 	}
 	sort.Strings(selected)
 	for _, topic := range selected {
-		m.mu.Lock()
+		rt.mu.Lock()
 		_, known := rt.spec.Topics[topic]
-		m.mu.Unlock()
+		rt.mu.Unlock()
 		reason, owner := "", m.ownerOf(topic)
 		switch {
 		case known:

@@ -113,9 +113,9 @@ func (f *fetcher) prepare(src *source) error {
 		return err
 	}
 	if tr.losesData() && !f.m.opts.TestHooks.SkipTruncateGuard() {
-		f.m.mu.Lock()
+		f.rt.mu.Lock()
 		approval := f.rt.spec.Topics[f.k.topic].Partitions[f.k.partition].AllowTruncate
-		f.m.mu.Unlock()
+		f.rt.mu.Unlock()
 		if approval == nil || tr.TruncateTo < approval.TruncateTo || tr.LocalLogEnd != approval.LocalLogEnd {
 			return &truncateRefusedError{msg: fmt.Sprintf(
 				"aligning %s-%d with the source would remove %d records, %d markers (offsets %d..%d): refused without --allow-truncate%s; nothing was cut",
