@@ -39,6 +39,7 @@ type mirrorCatchUpRow struct {
 	mb         int
 	mirror     []float64 // MB/s (MB = 2^20 bytes of record values)
 	base       []float64 // MB/s of -mirror-compare's binary
+	baseRatio  []float64 // per run: this tree's mirror / -mirror-compare's, measured in the same run
 	baseCPU    []float64
 	consumer   []float64
 	disk       []float64
@@ -171,6 +172,9 @@ func mirrorCatchUp(r *report, parts int32) (*mirrorCatchUpRow, error) {
 		}
 		n := len(row.mirror) - 1
 		row.ratio = append(row.ratio, row.mirror[n]/min(row.consumer[n], row.disk[n]))
+		if len(row.base) > n {
+			row.baseRatio = append(row.baseRatio, row.mirror[n]/row.base[n])
+		}
 		logf("mirror catch-up, %d partitions, run %d: mirror %.1f MB/s (destination CPU %.2f ms/MB, source %.2f ms/MB), kgo consumer %.1f MB/s (source %.2f ms/MB), disk write %.1f MB/s: ratio %.2f",
 			parts, run, row.mirror[n], row.dstCPU[n], row.srcCPU[n], row.consumer[n], row.srcCPUCons[n], row.disk[n], row.ratio[n])
 	}
@@ -400,7 +404,7 @@ func (r *report) renderMirrorSpeed(p func(string, ...any)) {
 	}
 	for _, c := range r.mirrorCatchUp {
 		if len(c.base) > 0 {
-			p("| %d partition(s), destination `%s` (-mirror-compare) | %s | | | | | %s | |\n", c.partitions, r.opts.mirrorBase, cell(c.base), fmtNum(med(c.baseCPU)))
+			p("| %d partition(s), destination `%s` (-mirror-compare; ratio: this tree / it, per run) | %s | | | %s | | %s | |\n", c.partitions, r.opts.mirrorBase, cell(c.base), cell(c.baseRatio), fmtNum(med(c.baseCPU)))
 		}
 	}
 	if len(r.mirrorCatchUp) > 0 {
