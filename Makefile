@@ -59,10 +59,10 @@ test: deps fmt vet lint build
 	@$(MAKE) --no-print-directory demo-if-docker
 
 ## compat: the client compatibility matrix (kgo, sarama, kafka-go, confluent-kafka-go, kcat); rewrites
-## its table in README.md. `make test` runs the same test and fails when the README's table differs.
+## its table in docs/COMPATIBILITY.md. `make test` runs the same test and fails when that table differs.
 compat: deps
 	MINIBROKER_UPDATE_COMPAT=1 $(GO) test -count=1 -run '^TestCompatMatrix$$' ./test/integration/
-	@git diff --stat -- README.md
+	@git diff --stat -- docs/COMPATIBILITY.md
 
 ## ecosystem: the Kafka tools people use (kcat, kafka-python, Burrow, kafkactl, and the Go tools the Go module
 ## proxy serves), installed as a fresh machine can and run as a user would against this build; prints the table

@@ -14,7 +14,7 @@ import (
 // compatClients, every capability in compatRows, each cell exercised
 // against a real minibroker over TCP and checked by reading the result
 // back. TestCompatMatrix renders the matrix as markdown and compares it
-// with the README's section between compatBegin and compatEnd;
+// with docs/COMPATIBILITY.md's section between compatBegin and compatEnd;
 // MINIBROKER_UPDATE_COMPAT=1 (`make compat`) rewrites that section
 // instead. The table holds no timings, so a run on any machine renders the
 // same text unless a client's behaviour changed.
@@ -234,8 +234,8 @@ func (m *compatMatrix) render() string {
 }
 
 // TestCompatMatrix runs every client against its own broker, in parallel,
-// then checks (or, with MINIBROKER_UPDATE_COMPAT=1, rewrites) the README's
-// table.
+// then checks (or, with MINIBROKER_UPDATE_COMPAT=1, rewrites) the table in
+// docs/COMPATIBILITY.md.
 func TestCompatMatrix(t *testing.T) {
 	m := newCompatMatrix()
 	t.Run("clients", func(t *testing.T) {
@@ -256,13 +256,13 @@ func TestCompatMatrix(t *testing.T) {
 	}
 	if !m.complete() {
 		if os.Getenv(compatUpdateEnv) != "" {
-			t.Fatalf("%s set but a -run filter left cells out: the README gets only a full matrix", compatUpdateEnv)
+			t.Fatalf("%s set but a -run filter left cells out: docs/COMPATIBILITY.md gets only a full matrix", compatUpdateEnv)
 		}
-		t.Log("partial run (a -run filter left cells out): README not compared\n" + m.render())
+		t.Log("partial run (a -run filter left cells out): docs/COMPATIBILITY.md not compared\n" + m.render())
 		return
 	}
 	table := m.render()
-	readme := filepath.Join("..", "..", "README.md")
+	readme := filepath.Join("..", "..", "docs", "COMPATIBILITY.md")
 	text, err := os.ReadFile(readme)
 	if err != nil {
 		t.Fatal(err)
@@ -276,32 +276,32 @@ func TestCompatMatrix(t *testing.T) {
 		if err := os.WriteFile(readme, []byte(out), 0o644); err != nil {
 			t.Fatal(err)
 		}
-		t.Logf("README.md compat matrix rewritten:\n%s", table)
+		t.Logf("docs/COMPATIBILITY.md compat matrix rewritten:\n%s", table)
 		return
 	}
 	if inside != table {
-		t.Fatalf("README.md compat matrix differs from this run (run `make compat` to regenerate it):\n%s", lineDiff(inside, table))
+		t.Fatalf("docs/COMPATIBILITY.md compat matrix differs from this run (run `make compat` to regenerate it):\n%s", lineDiff(inside, table))
 	}
 }
 
-// compatSection splits the README around the generated section; inside
+// compatSection splits the document around the generated section; inside
 // excludes the marker lines.
 func compatSection(text string) (before, inside, after string, err error) {
 	i := strings.Index(text, compatBegin+"\n")
 	j := strings.Index(text, compatEnd)
 	if i < 0 || j < i {
-		return "", "", "", fmt.Errorf("README.md lacks the markers %q … %q", compatBegin, compatEnd)
+		return "", "", "", fmt.Errorf("docs/COMPATIBILITY.md lacks the markers %q … %q", compatBegin, compatEnd)
 	}
 	return text[:i], text[i+len(compatBegin)+1 : j], text[j+len(compatEnd):], nil
 }
 
-// lineDiff lists the lines only in the README (-) and only in the run (+).
+// lineDiff lists the lines only in the document (-) and only in the run (+).
 func lineDiff(readme, run string) string {
 	a, b := strings.Split(readme, "\n"), strings.Split(run, "\n")
 	var out []string
 	for _, l := range a {
 		if !slices.Contains(b, l) {
-			out = append(out, "- README: "+l)
+			out = append(out, "- doc: "+l)
 		}
 	}
 	for _, l := range b {

@@ -410,7 +410,7 @@
 //     and refuses a cross-site form: TestAdminAPIDeniedStopLeavesMirroring
 //     (negative control in it: without admin.token.file the wrong token
 //     stops the mirror).
-//   - ACLs (README "ACLs"): every API a client sends, as an allowed and a
+//   - ACLs (docs/SECURITY.md, "ACLs"): every API a client sends, as an allowed and a
 //     denied principal, with kadm/kgo/sarama: TestAuthorizationPerAPI
 //     (negative control: the authorizer off), TestAutoCreateNeedsCreate,
 //     TestProduceFetchNeedWriteRead, TestACLAPIsRoundTrip (restart and
