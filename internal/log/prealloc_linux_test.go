@@ -46,7 +46,6 @@ func TestPreallocation(t *testing.T) {
 		t.Errorf("rolled segment: %d bytes of blocks for %d bytes of data", blocks, size)
 	}
 	appendN(t, l, 6, 1, 0, 3000, 1<<20)
-	active := l.active().logPath
 	leo := l.LogEndOffset()
 	want := readAll(t, l)
 	// A crash with the active segment's tail reserved: the same log.
@@ -56,7 +55,7 @@ func TestPreallocation(t *testing.T) {
 		t.Fatalf("after a crash: log end %d, want %d, or other bytes", l.LogEndOffset(), leo)
 	}
 	appendN(t, l, 6, 1, 0, 4000, 1<<20)
-	active = l.active().logPath
+	active := l.active().logPath
 	if err := l.Close(); err != nil {
 		t.Fatal(err)
 	}
