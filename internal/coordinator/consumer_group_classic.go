@@ -35,14 +35,15 @@ import (
 //     leaves (or is fenced) and classic members remain, the group becomes
 //     a classic group at generation = the group epoch, each member given
 //     its target assignment, and a rebalance starts, when the policy
-//     allows downgrades.
+//     allows downgrades. When that member was a static member replaced by
+//     a classic member of its instance (JoinGroup with an unknown member
+//     id), the group becomes a Stable classic group, without a rebalance,
+//     the new member holding its predecessor's target.
 //
 // Deviations (docs/CONSUMER_GROUPS.md): the classic group a consumer
 // group was converted from is cleared by a GroupMetadata record with no
 // members rather than Kafka's tombstone (a tombstone in the group log
-// drops the offsets too); a static classic member replacing the last
-// consumer-protocol static member does not downgrade the group (Kafka's
-// validateOnlineDowngradeWithReplacedMemberId); a malformed embedded
+// drops the offsets too); a malformed embedded
 // ConsumerProtocol subscription is INCONSISTENT_GROUP_PROTOCOL (Kafka:
 // UNKNOWN_SERVER_ERROR); group.max.size does not bound a downgrade.
 
@@ -202,7 +203,7 @@ func validateCGMember(cg *consumerGroup, group, memberID, instanceID string) (*c
 }
 
 func classicOnly(m *cgMember) error {
-	if m.classic == nil {
+	if m.classic == nil || len(m.classic.protocols) == 0 { // none: only a damaged record
 		return fmt.Errorf("%w: Member %s does not use the classic protocol.", ErrUnknownMemberID, m.id)
 	}
 	return nil
@@ -240,12 +241,14 @@ func (c *groupCore) classicJoinToConsumerGroup(now time.Time, g *group, req Join
 	// The member: existing, new, or a static member replacing its
 	// instance's previous member (whatever protocol that one spoke).
 	var old *cgMember
+	replacedConsumer := false // a consumer-protocol static member was replaced
 	if req.InstanceID == "" {
 		old = cg.members[memberID]
 	} else {
 		existing := cg.members[cg.static[req.InstanceID]]
 		switch {
 		case unknown && existing != nil:
+			replacedConsumer = existing.classic == nil
 			old = c.replaceCGMember(g.id, cg, existing, memberID)
 		case unknown:
 		case existing == nil:
@@ -290,7 +293,15 @@ func (c *groupCore) classicJoinToConsumerGroup(now time.Time, g *group, req Join
 	m.sessionDeadline = now.Add(req.SessionTimeout)
 	m.joinDeadline = time.Time{}
 	m.syncDeadline = now.Add(req.RebalanceTimeout)
-	c.replyJoin(w, &JoinResult{MemberID: memberID, Generation: m.epoch, ProtocolType: consumerProtocolType, Protocol: req.Protocols[0].Name})
+	res := &JoinResult{MemberID: memberID, Generation: m.epoch, ProtocolType: consumerProtocolType, Protocol: req.Protocols[0].Name}
+	if replacedConsumer && c.cfg.downgradeEnabled() && allClassic(cg) {
+		// Kafka's validateOnlineDowngradeWithReplacedMemberId: the last
+		// consumer-protocol member was a static member this classic
+		// member replaced; the group becomes classic, Stable, each member
+		// holding its target (the new one its predecessor's).
+		c.convertToClassicGroup(now, g.id, "", im, false)
+	}
+	c.replyJoin(w, res)
 }
 
 // classicSyncToConsumerGroup is Kafka's classicGroupSyncToConsumerGroup.
@@ -511,7 +522,7 @@ func (c *groupCore) convertToConsumerGroup(now time.Time, g *group, im *TopicIma
 // tombstoned, its members but leaving become a classic group at
 // generation = the group epoch, each given its target assignment, and a
 // rebalance starts (the members rejoin on their next heartbeat).
-func (c *groupCore) convertToClassicGroup(now time.Time, id, leaving string, im *TopicImage) {
+func (c *groupCore) convertToClassicGroup(now time.Time, id, leaving string, im *TopicImage, rebalance bool) {
 	g := c.groups[id]
 	cg := g.cg
 	members := cg.sortedMembers()
@@ -563,5 +574,17 @@ func (c *groupCore) convertToClassicGroup(now time.Time, id, leaving string, im 
 	// Too long for the group log, the members are not recorded: the
 	// rebalance below stores the group when it completes.
 	_ = c.storeGroup(now, g)
-	c.prepareRebalance(now, g)
+	if rebalance {
+		c.prepareRebalance(now, g)
+	}
+}
+
+// allClassic: every member of cg speaks the classic protocol.
+func allClassic(cg *consumerGroup) bool {
+	for _, m := range cg.members {
+		if m.classic == nil {
+			return false
+		}
+	}
+	return len(cg.members) > 0
 }

@@ -334,3 +334,54 @@ func TestConsumerGroupOnlineDowngrade(t *testing.T) {
 		})
 	}
 }
+
+// Downgrade by replacement: the last consumer-protocol member is a
+// static member (instance i1); a classic member of the same instance
+// joins with no member id (a rolled-back client): the group becomes a
+// Stable classic group without a rebalance, the new member holding its
+// predecessor's partitions, as Kafka's
+// validateOnlineDowngradeWithReplacedMemberId. With the policy upgrade
+// the group stays a consumer group with the new member in it.
+func TestConsumerGroupDowngradeByStaticReplacement(t *testing.T) {
+	for _, policy := range []string{"", "upgrade"} {
+		t.Run("policy="+policy, func(t *testing.T) {
+			h := newMixedHarness(t, map[string]int32{"t": 4})
+			h.c.cfg.ConsumerMigrationPolicy = policy
+			r := h.hb(ConsumerHeartbeatRequest{MemberID: "s", InstanceID: strp("i1"), RebalanceTimeoutMs: 5000, SubscribedTopicNames: []string{"t"}, Owned: []OwnedTopic{}})
+			r = h.beat("s", r.MemberEpoch, nil)
+			jr := h.cjoin("", "", []string{"t"}, nil)
+			b := jr.MemberID
+			s := h.member("s")
+			r = h.hb(ConsumerHeartbeatRequest{MemberID: "s", InstanceID: strp("i1"), MemberEpoch: s.epoch, RebalanceTimeoutMs: -1, Owned: topicList(s.assigned)})
+			r = h.hb(ConsumerHeartbeatRequest{MemberID: "s", InstanceID: strp("i1"), MemberEpoch: r.MemberEpoch, RebalanceTimeoutMs: -1, Owned: topicList(h.member("s").assigned)})
+			sParts := h.member("s").assigned.clone()
+			if sParts.count() != 2 {
+				t.Fatalf("s holds %v", sParts)
+			}
+			h.cjoin(b, "", []string{"t"}, nil)
+			// The static instance comes back as a classic member.
+			jr2 := h.cjoin("", "i1", []string{"t"}, nil)
+			if jr2.Err != nil {
+				t.Fatal(jr2.Err)
+			}
+			g := h.c.groups["g"]
+			if policy == "upgrade" {
+				if g.cg == nil || g.cg.members[jr2.MemberID] == nil || g.cg.members["s"] != nil {
+					t.Fatalf("policy upgrade: %+v", g.cg)
+				}
+				return
+			}
+			if g.cg != nil || g.state != StateStable || len(g.members) != 2 || g.members[jr2.MemberID] == nil || g.static["i1"] != jr2.MemberID {
+				t.Fatalf("not downgraded: cg %v state %v members %d", g.cg, g.state, len(g.members))
+			}
+			got, err := h.csync(jr2.MemberID, g.generation, nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			want, _ := decodeAssignment(encodeAssignment(sParts, h.im, 3), h.im)
+			if !slices.Equal(got["t"], want[h.topc["t"]]) {
+				t.Fatalf("the new member got %v, its predecessor held %v", got, sParts)
+			}
+		})
+	}
+}

@@ -504,7 +504,7 @@ func (c *groupCore) removeCGMemberRecords(group, member string) {
 // (Kafka's online downgrade, policy permitting).
 func (c *groupCore) fenceCGMember(now time.Time, id string, cg *consumerGroup, m *cgMember, im *TopicImage) {
 	if c.canDowngrade(cg, m) {
-		c.convertToClassicGroup(now, id, m.id, im)
+		c.convertToClassicGroup(now, id, m.id, im, true)
 		return
 	}
 	c.removeCGMemberRecords(id, m.id)
