@@ -3,6 +3,7 @@ package mirror_test
 import (
 	"context"
 	"fmt"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -351,6 +352,78 @@ func TestFailedFailurePersistKeepsFetcher(t *testing.T) {
 				t.Fatalf("after the log healed: %s, want FAILED (the fetcher met the failure again)", got)
 			case drop && got != mirror.Mirroring:
 				t.Fatalf("negative control: %s, want MIRRORING with no fetcher", got)
+			}
+		})
+	}
+}
+
+// TestStreakResetOrderedBeforeNextFailure: a partition FAILED for a
+// retriable reason (TOPIC_AUTHORIZATION_FAILED, once) is retried, and a
+// fetch that succeeds after the retry ends its failure streak. The end of
+// the streak is persisted by the broker loop's appender before it handles
+// the next answer, so a second failure right after a record was mirrored
+// is retried again (mirror.failed.retry.max.attempts=1: a streak of one
+// retry is the limit), and the partition mirrors again. Negative control
+// (SetAsyncStreakReset: the end of the streak in a goroutine of its own,
+// as before, here late by 300 ms): the second failure still sees the
+// streak, is not retried ("not retried again after 1 retries in a row"),
+// and the partition stays FAILED.
+func TestStreakResetOrderedBeforeNextFailure(t *testing.T) {
+	for _, async := range []bool{false, true} {
+		t.Run(fmt.Sprintf("async=%v", async), func(t *testing.T) {
+			src := minibrokertest.Start(t, minibrokertest.Topic("orders", 1))
+			produce(t, src.Addr(), "orders", 2)
+			l := &local{dir: t.TempDir(), parts: map[string][]*partition.Partition{}}
+			t.Cleanup(l.close)
+			m, err := mirror.Open(l, l.dir, mirror.Options{FetchMaxWait: 50 * time.Millisecond})
+			if err != nil {
+				t.Fatal(err)
+			}
+			t.Cleanup(m.Close)
+			if async {
+				mirror.SetAsyncStreakReset(m, 300*time.Millisecond)
+			}
+			if err := m.CreateWith("m", []string{src.Addr()}, mirror.CreateOptions{Config: map[string]string{
+				mirror.SettingFailedRetryMaxAttempts: "1", mirror.SettingFailedRetryInitialMs: "50"}}); err != nil {
+				t.Fatal(err)
+			}
+			if err := m.Start(t.Context(), "m", []string{"orders"}); err != nil {
+				t.Fatal(err)
+			}
+			waitEnd(t, l, "orders", 2)
+			fail := func() {
+				t.Helper()
+				f := src.Fault(minibrokertest.FaultSpec{Kind: minibrokertest.FaultError, APIKey: minibrokertest.Key(kmsg.Fetch),
+					Topic: "orders", ErrorCode: kerr.TopicAuthorizationFailed.Code, Count: 1})
+				for deadline := time.Now().Add(20 * time.Second); f.Fired() < 1; time.Sleep(5 * time.Millisecond) {
+					if time.Now().After(deadline) {
+						t.Fatal("the fault never fired")
+					}
+				}
+			}
+			fail() // streak 1, retried after 50 ms
+			produce(t, src.Addr(), "orders", 1)
+			waitEnd(t, l, "orders", 3) // mirrored after the retry: the streak ends
+			fail()                     // a new streak: retried again
+			produce(t, src.Addr(), "orders", 1)
+			wait := 20 * time.Second
+			if async {
+				wait = 3 * time.Second
+			}
+			deadline := time.Now().Add(wait)
+			for l.Partitions("orders")[0].Offsets().LogEnd < 4 && time.Now().Before(deadline) {
+				time.Sleep(10 * time.Millisecond)
+			}
+			st, err := m.Describe("m")
+			if err != nil {
+				t.Fatal(err)
+			}
+			ps, end := st.Partitions[0], l.Partitions("orders")[0].Offsets().LogEnd
+			switch {
+			case !async && (end != 4 || ps.State != mirror.Mirroring):
+				t.Fatalf("after the second failure: log end %d, %s (%s); want 4, MIRRORING", end, ps.State, ps.Reason)
+			case async && (ps.State != mirror.Failed || !strings.Contains(ps.Reason, "not retried again")):
+				t.Fatalf("negative control: %s (%s), log end %d; want FAILED, not retried", ps.State, ps.Reason, end)
 			}
 		})
 	}

@@ -1,5 +1,7 @@
 package mirror
 
+import "time"
+
 // Seams for the tests of package mirror_test (knobs, hooks.go).
 
 // SetBeforeFetcherExit makes every fetcher goroutine of m call fn as it
@@ -44,3 +46,7 @@ func SetBeforeSave(m *Manager, fn func(mirror string)) { m.knobs.beforeSave = fn
 // SetOneLock gives every mirror of m one lock, as before the split. Set
 // it before any mirror is created.
 func SetOneLock(m *Manager) { m.knobs.oneLock = true }
+
+// SetAsyncStreakReset makes m end a failure streak in a goroutine of its
+// own after d (the defect, for a negative control).
+func SetAsyncStreakReset(m *Manager, d time.Duration) { m.knobs.asyncStreakReset = d }

@@ -1,5 +1,7 @@
 package mirror
 
+import "time"
+
 // TestHooks are the seams tests use: to stand in for a crash at a
 // STOPPING step, for a fetcher goroutine the scheduler runs late, or to
 // switch a safety rule off for a negative control (the same scenario with
@@ -121,4 +123,8 @@ type knobs struct {
 	// oneLock gives every mirror the same lock (the Manager's one mutex
 	// before issue 34's split), for the split's negative control.
 	oneLock bool
+	// asyncStreakReset ends a failure streak in a goroutine of its own
+	// after this long, as before issue 34's fix (unordered against a
+	// later failure, and waited for by nothing).
+	asyncStreakReset time.Duration
 }

@@ -166,6 +166,18 @@ func (f *fetcher) appended() {
 	if !f.retried.Load() {
 		return
 	}
+	if d := f.m.knobs.asyncStreakReset; d > 0 {
+		f.retried.Store(false)
+		go func() {
+			time.Sleep(d)
+			_ = f.m.setRecord(f.rt, f.k, func(r *partitionRecord) {
+				if next, _, err := step(*r, coreEvent{Kind: EvFetchOK}); err == nil {
+					*r = next
+				}
+			})
+		}()
+		return
+	}
 	if err := f.m.setRecord(f.rt, f.k, func(r *partitionRecord) {
 		if next, _, err := step(*r, coreEvent{Kind: EvFetchOK}); err == nil {
 			*r = next
