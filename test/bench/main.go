@@ -33,6 +33,7 @@ type options struct {
 	mirrorBench bool
 	mirrorMB    int
 	mirrorBase  string
+	produceBase string
 	securityMB  int
 	maxInFlight int
 	only        string
@@ -55,6 +56,7 @@ func main() {
 	flag.BoolVar(&o.mirrorBench, "mirror", true, "also run the mirror benchmarks (sections mirrorspeed and failover)")
 	flag.IntVar(&o.mirrorMB, "mirror-backlog-mb", 1024, "backlog of the mirror catch-up benchmark (section mirrorspeed), MiB")
 	flag.StringVar(&o.mirrorBase, "mirror-compare", "", "a second minibroker binary (e.g. built from an older commit) whose mirror catch-up runs beside this tree's, as a destination, in the same run")
+	flag.StringVar(&o.produceBase, "produce-compare", "", "a second minibroker binary (e.g. built from an older commit) run as a fourth broker in every produce run, interleaved with the others, with its latency and share in the produce latency table")
 	flag.IntVar(&o.securityMB, "security-mb", 64, "MINIBROKER_BENCH_SECURITY_MB: data produced and consumed per listener in the SASL_SSL/PLAINTEXT benchmark")
 	flag.IntVar(&o.maxInFlight, "max-in-flight", 0, "produce requests in flight for the non-idempotent produce workloads (0: kgo's default, 1)")
 	flag.StringVar(&o.only, "only", "", "run only the sections whose name contains this (limits, produce, consume, fetchsessions, startup, rss, gobench, mirrorspeed, failover, security, authz, quotas, compaction)")

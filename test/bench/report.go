@@ -135,7 +135,12 @@ func (r *report) render(b *strings.Builder) {
 				ratio(med(idem.samples["kfake"]), med(plain.samples["kfake"])))
 		}
 		p("\nkgo keeps one produce request in flight per broker for a non-idempotent producer and five for an idempotent one, so the plain rows are bound by request round trips and the idempotent row by throughput. The Java producer behind kafka-producer-perf-test.sh keeps up to five for either (max.in.flight.requests.per.connection): the last row is the 10 KiB row with five. Each run starts on a new topic: the 1,000-partition row includes the first append to every partition (see OPTIMISATIONS.md, 5).\n")
-		r.renderCPU(b, r.produce, []string{"minibroker", "kfake", "store-nothing"})
+		r.renderProduceLatency(p)
+		names := []string{"minibroker", "kfake", "store-nothing"}
+		if r.opts.produceBase != "" {
+			names = append(names, compareName)
+		}
+		r.renderCPU(b, r.produce, names)
 		p("\nCommands (ADDR is each broker in turn, T a new topic per run):\n\n```\n")
 		for _, rw := range r.produce {
 			p("%s\n", rw.command)

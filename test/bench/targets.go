@@ -17,6 +17,7 @@ import (
 type target struct {
 	name  string
 	flags []string // kfakeserve flags
+	exe   string   // a minibroker binary of its own (-produce-compare)
 }
 
 var (
@@ -39,7 +40,13 @@ func serveCanned(size int) target {
 	return target{name: cannedName, flags: []string{"-blackhole", fmt.Sprintf("-synthetic-record-bytes=%d", size)}}
 }
 
+// compareName is the -produce-compare binary's column.
+const compareName = "minibroker (compare)"
+
 func (t target) start(bin string) (*process, error) {
+	if t.exe != "" {
+		return startProcess(t.exe, "minibroker")
+	}
 	if t.name == minibroker.name {
 		return startProcess(bin, "minibroker")
 	}

@@ -26,14 +26,16 @@ type row struct {
 	samples    map[string][]float64
 	mbps       map[string][]float64 // throughput rows: MB/s beside records/s
 	p99        map[string][]float64 // produce ack / consume latency p99, ms
+	p50, p999  map[string][]float64 // produce ack latency p50 and p99.9, ms
 	brokerCPU  map[string][]float64 // throughput rows: the broker process's CPU ms per MB of record values
 	clientCPU  map[string][]float64 // throughput rows: the load tool's CPU ms per MB
+	paceRates  []float64            // paced rows: the records/s asked for in each run
 	command    string
 }
 
 func newRow(name, unit string, higherWins bool) *row {
 	return &row{name: name, unit: unit, higherWins: higherWins, samples: map[string][]float64{},
-		mbps: map[string][]float64{}, p99: map[string][]float64{},
+		mbps: map[string][]float64{}, p99: map[string][]float64{}, p50: map[string][]float64{}, p999: map[string][]float64{},
 		brokerCPU: map[string][]float64{}, clientCPU: map[string][]float64{}}
 }
 
@@ -48,24 +50,31 @@ type produceWorkload struct {
 	// raw rows take the client out of the way (perf --raw-batches): the
 	// broker is the bound, not kgo encoding records.
 	raw bool
+	// paced, when set, sends at this share of the records/s the
+	// store-nothing broker took unpaced in the same run (perf
+	// --throughput), for the ack latency at a sustained rate.
+	paced float64
 }
 
 // Every produce workload also runs against the store-nothing broker: its
 // records/s is the most any broker could give this client on this machine.
 var produceWorkloads = []produceWorkload{
-	{"produce 100 B, 1 partition", 100, 1, false, 0, false},
-	{"produce 100 B, 8 partitions", 100, 8, false, 0, false},
-	{"produce 10 KiB, 1 partition", 10 << 10, 1, false, 0, false},
-	{"produce 100 B, 1 partition, idempotent", 100, 1, true, 0, false},
-	{"produce 100 B, 1,000 partitions", 100, 1000, false, 0, false},
+	{"produce 100 B, 1 partition", 100, 1, false, 0, false, 0},
+	{"produce 100 B, 8 partitions", 100, 8, false, 0, false, 0},
+	{"produce 10 KiB, 1 partition", 10 << 10, 1, false, 0, false, 0},
+	{"produce 100 B, 1 partition, idempotent", 100, 1, true, 0, false, 0},
+	{"produce 100 B, 1,000 partitions", 100, 1000, false, 0, false, 0},
 	// The Java producer behind kafka-producer-perf-test.sh keeps up to 5
 	// requests in flight (max.in.flight.requests.per.connection), kgo's
 	// non-idempotent producer 1: the 10 KiB row both ways.
-	{"produce 10 KiB, 1 partition, 5 requests in flight", 10 << 10, 1, false, 5, false},
+	{"produce 10 KiB, 1 partition, 5 requests in flight", 10 << 10, 1, false, 5, false, 0},
 	// The 100 B rows above are bound by kgo encoding records (the
 	// store-nothing broker barely passes kfake); this one sends one
 	// pre-encoded 1 MiB batch per request, so the brokers are the bound.
-	{"produce 100 B, 1 partition, raw batches", 100, 1, false, 0, true},
+	{"produce 100 B, 1 partition, raw batches", 100, 1, false, 0, true, 0},
+	// Issue #37's tail: 10 KiB acknowledgements at 70 % of what the
+	// store-nothing broker took in the same run.
+	{"produce 10 KiB, 1 partition, paced at 70% of store-nothing", 10 << 10, 1, false, 0, false, 0.7},
 }
 
 func produceConfig(addr, topic string, w produceWorkload, o options) perf.Config {
@@ -100,6 +109,9 @@ func perfArgs(mode string, cfg perf.Config) []string {
 		}
 		if cfg.MaxInFlight > 0 {
 			args = append(args, "--max-in-flight", strconv.Itoa(cfg.MaxInFlight))
+		}
+		if cfg.Throughput > 0 {
+			args = append(args, "--throughput", strconv.FormatFloat(cfg.Throughput, 'f', 0, 64))
 		}
 	}
 	return args
@@ -145,6 +157,8 @@ func measure(bin string, p *process, name, mode string, cfg perf.Config, rw *row
 	rw.samples[name] = append(rw.samples[name], res.RecordsPerSec)
 	rw.mbps[name] = append(rw.mbps[name], res.MBPerSec)
 	rw.p99[name] = append(rw.p99[name], res.Latency.P99)
+	rw.p50[name] = append(rw.p50[name], res.Latency.P50)
+	rw.p999[name] = append(rw.p999[name], res.Latency.P999)
 	if res.Bytes > 0 {
 		rw.brokerCPU[name] = append(rw.brokerCPU[name], perMB(brokerCPU))
 		rw.clientCPU[name] = append(rw.clientCPU[name], perMB(clientCPU))
@@ -173,13 +187,31 @@ func runProduce(r *report) error {
 			continue
 		}
 		ts := []target{minibroker, kfakeT, storeNothing}
+		if r.opts.produceBase != "" {
+			ts = append(ts, target{name: compareName, exe: r.opts.produceBase})
+		}
 		rw := newRow(w.name, "records/s", true)
 		rw.command = perfCmd("produce", produceConfig("", "", w, r.opts))
+		if w.paced > 0 {
+			rw.command += fmt.Sprintf(" --throughput R (R: %.0f%% of the store-nothing broker's records/s in an unpaced run just before)", w.paced*100)
+		}
 		err := started(r.bin, ts, func(ps []*process) error {
 			for run := range r.opts.runs {
+				rate := 0.0
+				if w.paced > 0 { // the store-nothing broker's rate, unpaced, in this run
+					scratch := newRow(w.name, "records/s", true)
+					res, err := measure(r.bin, ps[2], storeNothing.name, "produce", produceConfig("", fmt.Sprintf("u%d", run), w, r.opts), scratch)
+					if err != nil {
+						return fmt.Errorf("%s, unpaced on %s: %w", w.name, storeNothing.name, err)
+					}
+					rate = w.paced * res.RecordsPerSec
+					rw.paceRates = append(rw.paceRates, rate)
+				}
 				for k := range ts {
 					i := (k + run) % len(ts) // alternate who goes first
-					res, err := measure(r.bin, ps[i], ts[i].name, "produce", produceConfig("", fmt.Sprintf("p%d", run), w, r.opts), rw)
+					cfg := produceConfig("", fmt.Sprintf("p%d", run), w, r.opts)
+					cfg.Throughput = rate
+					res, err := measure(r.bin, ps[i], ts[i].name, "produce", cfg, rw)
 					if err != nil {
 						return fmt.Errorf("%s on %s: %w", w.name, ts[i].name, err)
 					}
