@@ -59,7 +59,7 @@ func main() {
 	flag.StringVar(&o.produceBase, "produce-compare", "", "a second minibroker binary (e.g. built from an older commit) run as a fourth broker in every produce run, interleaved with the others, with its latency and share in the produce latency table")
 	flag.IntVar(&o.securityMB, "security-mb", 64, "MINIBROKER_BENCH_SECURITY_MB: data produced and consumed per listener in the SASL_SSL/PLAINTEXT benchmark")
 	flag.IntVar(&o.maxInFlight, "max-in-flight", 0, "produce requests in flight for the non-idempotent produce workloads (0: kgo's default, 1)")
-	flag.StringVar(&o.only, "only", "", "run only the sections whose name contains this (limits, produce, consume, fetchsessions, startup, rss, gobench, mirrorspeed, failover, security, authz, quotas, compaction)")
+	flag.StringVar(&o.only, "only", "", "run only the sections whose name contains this (limits, produce, consume, fetchsessions, sharegroups, startup, rss, gobench, mirrorspeed, failover, security, authz, quotas, compaction)")
 	flag.StringVar(&o.workload, "workload", "", "run only the produce, consume and mirrorspeed workloads whose name contains this (mirrorspeed: \"catch-up 1\", \"catch-up 8\", \"lag\")")
 	flag.StringVar(&o.cpuProfile, "cpuprofile", "", "write a CPU profile of this process (the limits, the in-process start-up runs; brokers and load tool run as processes of their own)")
 	flag.StringVar(&o.memProfile, "memprofile", "", "write an allocation profile at the end")
@@ -117,6 +117,7 @@ func main() {
 		{"produce", runProduce},
 		{"consume", runConsume},
 		{"fetchsessions", runFetchSessions},
+		{"sharegroups", runShareGroups},
 		{"startup", runStartup},
 		{"rss", runRSS},
 		{"gobench", runGoBench},

@@ -40,6 +40,7 @@ type report struct {
 	mirrorCatchUp                                   []*mirrorCatchUpRow
 	mirrorLag, mirrorLagBase                        *mirrorLagResult
 	fetchSessions                                   []*fetchSessionRow
+	shareGroups                                     []*shareBenchRow
 }
 
 func (r *report) write(path string) error {
@@ -164,6 +165,7 @@ func (r *report) render(b *strings.Builder) {
 		p("```\n\n")
 	}
 	r.renderFetchSessions(p)
+	r.renderShareGroups(p)
 	section := func(title, note string, rows []*row, lowerNote string) {
 		if len(rows) == 0 {
 			return
