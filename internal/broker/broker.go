@@ -176,6 +176,12 @@ type Broker struct {
 	// producePartition panic for it while the transaction check is held
 	// (00_produce.go: TestPanicInProduceLeavesEndTxnWorking).
 	panicInProduce func(topic string) bool
+	// legacyGroupLog opens the group coordinator without
+	// __consumer_offsets, on the group log, as the version before the
+	// topic was its store did (offsets_migration_test.go); groupSeams
+	// adjusts its options.
+	legacyGroupLog bool
+	groupSeams     func(*coordinator.GroupsOptions)
 }
 
 // New opens the data directory (creating meta.properties on first start),
@@ -260,11 +266,18 @@ func newBroker(opts Options, seams func(*Broker)) (*Broker, error) {
 		return nil, err
 	}
 	b.metrics.Partitions.Set(float64(b.partitionCount()))
-	if b.groups, err = coordinator.OpenGroups(coordinator.GroupsOptions{
+	gopts := coordinator.GroupsOptions{
 		FS: b.fs, Dir: b.dataDir, Config: groupConfig(cfg), Logger: b.logger.Named("groups"),
 		Metrics: coordinator.NewGroupMetrics(opts.Registry), Topics: b.topicImage,
 		OffsetsTopic: b.offsetsTopicLog(),
-	}); err != nil {
+	}
+	if b.legacyGroupLog {
+		gopts.OffsetsTopic = nil
+	}
+	if b.groupSeams != nil {
+		b.groupSeams(&gopts)
+	}
+	if b.groups, err = coordinator.OpenGroups(gopts); err != nil {
 		return nil, fmt.Errorf("group coordinator: %w", err)
 	}
 	if err := b.openShareGroups(); err != nil {

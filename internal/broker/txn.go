@@ -79,7 +79,7 @@ func (b *Broker) partitionOf(topic string, index int32) (*partition.Partition, b
 // until the group coordinator is wired in).
 type txnGroups interface {
 	StageTxnOffsets(group string, producerID int64, producerEpoch int16, offsets map[coordinator.TopicPartition]coordinator.OffsetAndMetadata) error
-	CompleteTxnOffsets(producerID int64, commit bool) error
+	CompleteTxnOffsets(producerID int64, epoch int16, coordinatorEpoch int32, commit bool) error
 }
 
 func (b *Broker) txnGroups() txnGroups {

@@ -220,12 +220,13 @@ func (c *groupCore) StageTxn(now time.Time, groupID string, producerID int64, ep
 	return nil
 }
 
-// CompleteTxn commits or drops producerID's staged offsets in every group.
-// It reports whether there were any.
-func (c *groupCore) CompleteTxn(producerID int64, commit bool) bool {
+// CompleteTxn commits or drops producerID's staged offsets in every group
+// (the transaction's markers carry epoch and coordinatorEpoch). It
+// reports whether there were any.
+func (c *groupCore) CompleteTxn(producerID int64, epoch int16, coordinatorEpoch int32, commit bool) bool {
 	for _, g := range c.groups {
 		if _, ok := g.pendingTxn[producerID]; ok {
-			c.emit(record{typ: recTxnComplete, producerID: producerID, commit: commit})
+			c.emit(record{typ: recTxnComplete, producerID: producerID, producerEpoch: epoch, coordEpoch: coordinatorEpoch, commit: commit})
 			return true
 		}
 	}
@@ -426,7 +427,12 @@ func (c *groupCore) apply(r record) {
 		}
 		staged[r.tp] = &offsetEntry{OffsetAndMetadata: r.offset, seq: c.seq, producerEpoch: r.producerEpoch}
 	case recTxnComplete:
-		for _, g := range c.groups {
+		// r.group set (a marker read back from the topic): that group
+		// only; else every group.
+		for id, g := range c.groups {
+			if r.group != "" && id != r.group {
+				continue
+			}
 			staged, ok := g.pendingTxn[r.producerID]
 			if !ok {
 				continue

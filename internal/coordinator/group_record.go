@@ -9,7 +9,11 @@ import (
 	"github.com/minibroker/minibroker/internal/recordlog"
 )
 
-// The group log (file "group-log" in the data directory) holds every
+// The group log (file "group-log" in the data directory) was the group
+// coordinator's store before __consumer_offsets (offsets_topic.go): it is
+// written now only when the coordinator runs without the topic (this
+// package's tests), and a data dir that has one is migrated into the
+// topic at start-up (offsets_topic_store.go). It holds every
 // change to committed offsets and group membership, appended and fsynced
 // before the request that made it is answered, and rewritten from the live
 // state when it has grown (compaction), so that loading it stays short.
@@ -87,6 +91,7 @@ type record struct {
 	producerID    int64
 	producerEpoch int16
 	commit        bool
+	coordEpoch    int32 // recTxnComplete: its markers' coordinator epoch (not in the group log)
 	meta          *groupMetadata
 	cg            *cgRecord // consumer group records (consumer_group_record.go)
 }

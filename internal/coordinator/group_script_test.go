@@ -269,7 +269,7 @@ func (s *groupScript) event(f []string) {
 	case "txncheck":
 		s.printf("txncheck: %s", gsErr(s.core.ValidateTxnMember(group, kv["member"], kv["inst"], int32(gsInt(kv, "gen", -1)))))
 	case "complete":
-		s.core.CompleteTxn(gsInt(kv, "pid", 0), len(rest) > 0 && rest[0] == "commit")
+		s.core.CompleteTxn(gsInt(kv, "pid", 0), 0, 0, len(rest) > 0 && rest[0] == "commit")
 		group = "*"
 	case "admin":
 		s.printf("admin: %s", gsErr(s.core.CommitAdmin(s.now, group, gsOffsets(rest))))

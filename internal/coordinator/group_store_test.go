@@ -290,7 +290,7 @@ func TestGroupLogUnsyncedIsLost(t *testing.T) {
 	g.mu.Lock()
 	g.core.CommitOffsets(time.Now(), CommitRequest{Group: "g", Generation: -1,
 		Offsets: map[TopicPartition]OffsetAndMetadata{{Topic: "t"}: {Offset: 42}}})
-	g.store.append(g.core.takeRecords()) // queued, no wait
+	g.store.append(g.core, g.core.takeRecords()) // queued, no wait
 	if got := g.core.Offsets("g")[TopicPartition{Topic: "t"}].Offset; got != 42 {
 		t.Fatalf("offset in memory %d", got)
 	}

@@ -50,8 +50,12 @@ func (g *Groups) ValidateTxnOffsetCommit(group, memberID, groupInstanceID string
 // CompleteTxnOffsets ends producerID's transaction for every group it staged
 // offsets in: commit makes them committed offsets (durably, before it
 // returns); !commit drops them. A producer with nothing staged is a no-op.
-func (g *Groups) CompleteTxnOffsets(producerID int64, commit bool) error {
-	return g.completeTxnOffsets(producerID, commit)
+// With __consumer_offsets, the transaction's COMMIT or ABORT marker
+// (producer epoch epoch, coordinatorEpoch) is written to each partition
+// of the groups it staged in, as Kafka's transaction coordinator writes
+// it there.
+func (g *Groups) CompleteTxnOffsets(producerID int64, epoch int16, coordinatorEpoch int32, commit bool) error {
+	return g.completeTxnOffsets(producerID, epoch, coordinatorEpoch, commit)
 }
 
 // CommitOffsetsAdmin commits offsets for group outside any generation, as a

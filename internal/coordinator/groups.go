@@ -33,9 +33,19 @@ type GroupsOptions struct {
 	// subscriptions against it); it must not call into Groups. nil: no
 	// topics.
 	Topics func() *TopicImage
-	// OffsetsTopic, if set, is __consumer_offsets: the coordinator writes
-	// its state there in Kafka's schemas (offsets_topic.go).
+	// OffsetsTopic, if set, is __consumer_offsets: the coordinator's
+	// store of record, in Kafka's schemas (offsets_topic.go); a group
+	// log in Dir is migrated into it (offsets_topic_store.go). nil: the
+	// group log in Dir is the store (this package's tests).
 	OffsetsTopic OffsetsTopic
+
+	// MigrationStartForTest, if set, is called when a migration of the
+	// group log starts, and MigrationRemovesLogFirstForTest makes it
+	// remove the group log before the topic holds its state durably
+	// (the negative control): for the broker's migration crash tests
+	// only.
+	MigrationStartForTest           func()
+	MigrationRemovesLogFirstForTest bool
 
 	// seams are set only by this package's tests.
 	seams groupSeams
@@ -72,11 +82,10 @@ type Groups struct {
 	waiters    map[Waiter]chan Reply
 	nextWaiter Waiter
 
-	store *groupStore // its own lock, taken inside mu
-	// view follows the core into __consumer_offsets (nil: no topic);
-	// guarded by mu, whose holder appends to the topic's partitions
-	// (lock order: mu, then the partitions' locks).
-	view *offsetsView
+	// store: __consumer_offsets or the group log; its appends run
+	// under mu (lock order: mu, then the partitions' or the group log's
+	// own locks), its waits after mu is released.
+	store groupStorage
 
 	stop      chan struct{}
 	done      chan struct{}
@@ -105,25 +114,11 @@ func OpenGroups(opts GroupsOptions) (*Groups, error) {
 		stop: make(chan struct{}), done: make(chan struct{}),
 	}
 	g.core = newGroupCore(opts.Config, newMemberID)
-	format := opts.seams.logFormat()
-	g.core.maxRecord = format.MaxRecord
-	g.core.skipRecordBound = opts.seams.skipCoreBound
-	if opts.seams.skipWriteBound {
-		format.MaxRecord = 1 << 30
-	}
-	start := time.Now()
-	store, err := openGroupStore(opts.FS, opts.Dir, g.core, start, g.logger, format)
+	store, err := g.openStorage()
 	if err != nil {
 		return nil, err
 	}
 	g.store = store
-	g.logger.Info("loaded group log", zap.Int("groups", len(g.core.groups)), zap.Duration("took", time.Since(start)))
-	if opts.OffsetsTopic != nil && opts.OffsetsTopic.Partitions() > 0 {
-		if err := g.openView(opts.OffsetsTopic); err != nil {
-			store.close(true)
-			return nil, err
-		}
-	}
 	g.updateMetricsLocked()
 	go g.loop()
 	return g, nil
@@ -150,8 +145,8 @@ func newMemberID(prefix string) string {
 // batch is the outcome of one core call: records to make durable and
 // replies to deliver once they are.
 type batch struct {
-	ticket  uint64
-	err     error // the group log refused the records: nothing was queued
+	wait    func() error // makes the records durable; nil: none
+	err     error        // the store refused the records: nothing was queued
 	deliver []func(err error)
 }
 
@@ -160,13 +155,7 @@ type batch struct {
 func (g *Groups) collectLocked() batch {
 	var b batch
 	recs := g.core.takeRecords()
-	b.ticket, b.err = g.store.append(recs)
-	if g.view != nil {
-		if err := g.view.write(g.view.follow(g.core, recs)); err != nil {
-			// The group log holds them: the next start-up writes them.
-			g.logger.Error("writing __consumer_offsets failed; the next start-up writes what it lacks", zap.Error(err))
-		}
-	}
+	b.wait, b.err = g.store.append(g.core, recs)
 	for _, r := range g.core.takeReplies() {
 		ch := g.waiters[r.Waiter]
 		if ch == nil {
@@ -207,8 +196,10 @@ func (g *Groups) finish(b batch) error {
 	if b.err != nil {
 		err, refused = b.err, b.err
 		g.logger.Error("group log refused records; the coordinator's memory holds what the log does not until the next start", zap.Error(err))
-	} else if err = g.store.wait(b.ticket); err != nil {
-		g.logger.Error("group log write failed", zap.Error(err))
+	} else if b.wait != nil {
+		if err = b.wait(); err != nil {
+			g.logger.Error("group store write failed", zap.Error(err))
+		}
 	}
 	for _, d := range b.deliver {
 		d(refused)
@@ -367,8 +358,8 @@ func (g *Groups) stageTxnOffsets(group string, producerID int64, producerEpoch i
 	return top
 }
 
-func (g *Groups) completeTxnOffsets(producerID int64, commit bool) error {
-	return g.call(func(time.Time) { g.core.CompleteTxn(producerID, commit) })
+func (g *Groups) completeTxnOffsets(producerID int64, epoch int16, coordinatorEpoch int32, commit bool) error {
+	return g.call(func(time.Time) { g.core.CompleteTxn(producerID, epoch, coordinatorEpoch, commit) })
 }
 
 func (g *Groups) commitOffsetsAdmin(group string, offsets map[TopicPartition]OffsetAndMetadata) error {
@@ -419,14 +410,7 @@ func (g *Groups) loop() {
 		g.mu.Unlock()
 		g.finish(b)
 		g.store.flush() // records no request waited for (expiry, metadata)
-		if g.store.needsRewrite(g.opts.CompactBytes) {
-			g.mu.Lock()
-			err := g.store.rewrite(g.core.snapshotRecords())
-			g.mu.Unlock()
-			if err != nil {
-				g.logger.Error("group log rewrite failed", zap.Error(err))
-			}
-		}
+		g.store.maintain(g)
 	}
 }
 

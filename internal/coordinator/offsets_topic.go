@@ -1,13 +1,15 @@
 package coordinator
 
-// __consumer_offsets in Kafka's record schemas (issue 38 item 1, first
-// part).
+// __consumer_offsets in Kafka's record schemas (issue 38 item 1): the
+// group coordinator's store of record.
 //
-// The group coordinator writes every committed offset and every group's
-// membership to the broker's __consumer_offsets topic as Kafka's group
-// coordinator does, so that the tools that read that topic (Burrow,
-// kminion's offsetsTopic mode, a consumer decoding it with kmsg) see the
-// groups:
+// Every change of a group (offsets, membership, KIP-848 state) is
+// appended to the group's partition of the broker's __consumer_offsets
+// under the coordinator's lock, and the request that made it is answered
+// once that partition's group commit has made it durable (as the group
+// log's fsync did before). At start-up the coordinator loads every
+// partition from its log start: the last value of a key wins, a
+// tombstone deletes. The records:
 //
 //   - key OffsetCommitKey version 1 (group, topic, partition), value
 //     OffsetCommitValue version 3 (offset, leader epoch, metadata, commit
@@ -16,48 +18,71 @@ package coordinator
 //   - key GroupMetadataKey version 2 (group), value GroupMetadataValue
 //     version 3 (protocol type, generation, protocol, leader, state
 //     timestamp, members with their subscription and assignment); a group
-//     deleted is a tombstone, and so are its offsets;
+//     deleted is a tombstone, and so are its offsets and KIP-848 records;
+//   - KIP-848 consumer groups' records, keys 3 and 5-8
+//     (offsets_topic_cg.go);
+//   - a TxnOffsetCommit's offsets: OffsetCommitKey/Value records in a
+//     transactional batch of the producer (its id and epoch, no
+//     sequence), written at TxnOffsetCommit; the transaction's COMMIT or
+//     ABORT marker is written to the same partition when it ends, and
+//     only then are they committed offsets (an ABORT drops them), as
+//     Kafka's coordinator replays pending transactional offsets;
 //   - the partition of group g is Kafka's partitionFor:
 //     abs(g.hashCode) % partitions, with Java's String.hashCode.
 //
-// Deviations, for now: the group log (group-log, group_store.go) stays
-// the coordinator's store of record, loaded at start-up; the topic
-// follows it. Each core call's records are appended to the topic under
-// the coordinator's lock, in the order the group log has them, without
-// waiting for the topic's fsync (the group log's fsync makes the answer
-// durable). At start-up the topic is read back and brought to the group
-// log's state (reconcile): what a crash lost from the topic's tail, or
-// what a data dir written before the topic existed never had, is
-// appended then. Transactional offsets are written when their
-// transaction commits, as plain commits: Kafka writes them at
-// TxnOffsetCommit inside the producer's transaction, with the COMMIT or
-// ABORT marker in the partition.
+// A data dir whose group log (group-log, written by an earlier version)
+// is still there is migrated at start-up (offsets_topic_store.go).
 
 import (
 	"fmt"
 	"sort"
-	"time"
 	"unicode/utf16"
 
 	"github.com/twmb/franz-go/pkg/kmsg"
-	"go.uber.org/zap"
 )
 
 // OffsetsTopic is the broker's __consumer_offsets as the group
-// coordinator writes it.
+// coordinator writes and reads it.
 type OffsetsTopic interface {
 	// Partitions is the topic's partition count.
 	Partitions() int32
-	// Append appends recs to partition p as one batch, in order. It does
-	// not wait for an fsync.
-	Append(p int32, recs []TopicRecord) error
-	// Replay calls fn with each record of partition p, from its start.
-	Replay(p int32, fn func(key, value []byte)) error
+	// Append appends recs to partition p (one batch, or a few when
+	// large), in order: plain batches when txn.ID < 0, else
+	// transactional batches of that producer and epoch. It returns the
+	// offset after the last record and does not wait for an fsync.
+	Append(p int32, recs []TopicRecord, txn TopicProducer) (end int64, err error)
+	// WriteMarker appends a COMMIT or ABORT marker for the producer to
+	// partition p and returns the offset after it.
+	WriteMarker(p int32, producerID int64, epoch int16, commit bool, coordinatorEpoch int32) (end int64, err error)
+	// Sync makes every record of partition p below end durable.
+	Sync(p int32, end int64) error
+	// End is the offset after partition p's last record.
+	End(p int32) int64
+	// Replay calls fn with each record of partition p, from its start,
+	// and the batch it is in; a COMMIT or ABORT marker is one call with
+	// a nil key.
+	Replay(p int32, fn func(b TopicBatch, key, value []byte)) error
 }
 
 // TopicRecord is one record of an internal topic; a nil Value is a
 // tombstone.
 type TopicRecord struct{ Key, Value []byte }
+
+// TopicProducer is a batch's producer; ID -1: none.
+type TopicProducer struct {
+	ID    int64
+	Epoch int16
+}
+
+var noProducer = TopicProducer{ID: -1, Epoch: -1}
+
+// TopicBatch is what Replay tells of a record's batch.
+type TopicBatch struct {
+	Producer      TopicProducer
+	Transactional bool
+	// Control: a COMMIT (Commit) or ABORT marker of Producer.
+	Control, Commit bool
+}
 
 // javaStringHash is Java's String.hashCode: s as UTF-16 code units,
 // h = 31*h + unit, in int32 arithmetic.
@@ -107,6 +132,13 @@ func nullable(s string) *string {
 	return &s
 }
 
+func deref(s *string) string {
+	if s == nil {
+		return ""
+	}
+	return *s
+}
+
 func groupValue(m *groupMetadata) []byte {
 	v := kmsg.GroupMetadataValue{Version: 3, ProtocolType: m.protocolType, Generation: m.generation,
 		Protocol: nullable(m.protocol), Leader: nullable(m.leader), CurrentStateTimestamp: m.stateSince}
@@ -120,231 +152,160 @@ func groupValue(m *groupMetadata) []byte {
 	return v.AppendTo(nil)
 }
 
-// offsetsView is what the topic holds, as the coordinator last wrote (or
-// read back) it: per group, the encoded metadata value and the offsets.
-type offsetsView struct {
-	topic  OffsetsTopic
-	n      int32
-	groups map[string]*viewGroup
-	// txnGroups: the groups each producer has staged offsets in, diffed
-	// when its transaction completes.
-	txnGroups map[int64]map[string]bool
+// decodeGroupValue reads a GroupMetadataValue (versions 0-3). The value
+// has no state: a group with members is Stable, one without Empty, as
+// Kafka loads it.
+func decodeGroupValue(value []byte) (*groupMetadata, error) {
+	var v kmsg.GroupMetadataValue
+	if err := v.ReadFrom(value); err != nil {
+		return nil, err
+	}
+	m := &groupMetadata{state: StateEmpty, protocolType: v.ProtocolType, protocol: deref(v.Protocol), leader: deref(v.Leader),
+		generation: v.Generation, stateSince: v.CurrentStateTimestamp}
+	if v.Version < 2 {
+		m.stateSince = -1
+	}
+	for _, mm := range v.Members {
+		rt := mm.RebalanceTimeoutMillis
+		if v.Version < 1 {
+			rt = mm.SessionTimeoutMillis
+		}
+		m.members = append(m.members, memberMetadata{id: mm.MemberID, instanceID: deref(mm.InstanceID), clientID: mm.ClientID,
+			clientHost: mm.ClientHost, sessionTimeoutMs: mm.SessionTimeoutMillis, rebalanceTimeoutMs: rt,
+			subscription: mm.Subscription, assignment: mm.Assignment})
+	}
+	if len(m.members) > 0 {
+		m.state = StateStable
+	}
+	return m, nil
 }
 
-type viewGroup struct {
-	meta    string // the encoded GroupMetadataValue, "" when none
-	offsets map[TopicPartition]OffsetAndMetadata
+// replayStats is what a load read.
+type replayStats struct {
+	records, skipped int
 }
 
-func newOffsetsView(t OffsetsTopic) *offsetsView {
-	return &offsetsView{topic: t, n: t.Partitions(), groups: map[string]*viewGroup{}, txnGroups: map[int64]map[string]bool{}}
-}
-
-// load reads the topic back into the view. Records it does not know
-// (another key version, a value that does not decode) are skipped.
-func (v *offsetsView) load() (records int, err error) {
-	for p := range v.n {
-		err := v.topic.Replay(p, func(key, value []byte) {
-			records++
-			if len(key) < 2 {
+// replayTopic loads every partition of t into c (c.replaying set by the
+// caller): records become the core's records and are applied in the
+// order of each partition. A transactional batch's offsets are staged for
+// its producer; the producer's marker in the same partition commits or
+// drops what it staged in that partition's groups. Records this version
+// does not know (another key version, a value that does not decode) are
+// skipped and counted.
+func (c *groupCore) replayTopic(t OffsetsTopic) (replayStats, error) {
+	var st replayStats
+	for p := range t.Partitions() {
+		// The groups of this partition each producer has staged in.
+		staged := map[int64]map[string]bool{}
+		err := t.Replay(p, func(b TopicBatch, key, value []byte) {
+			st.records++
+			if b.Control {
+				gs := staged[b.Producer.ID]
+				for _, id := range sortedKeys(gs) {
+					c.apply(record{typ: recTxnComplete, group: id, producerID: b.Producer.ID, commit: b.Commit})
+				}
+				delete(staged, b.Producer.ID)
 				return
 			}
-			switch version := int16(key[0])<<8 | int16(key[1]); version {
-			case 0, 1:
-				var k kmsg.OffsetCommitKey
-				if k.ReadFrom(key) != nil {
-					return
-				}
-				tp := TopicPartition{k.Topic, k.Partition}
-				if value == nil {
-					if g := v.groups[k.Group]; g != nil {
-						delete(g.offsets, tp)
-					}
-					return
-				}
-				var val kmsg.OffsetCommitValue
-				if val.ReadFrom(value) != nil {
-					return
-				}
-				le := int32(-1)
-				if val.Version >= 3 {
-					le = val.LeaderEpoch
-				}
-				v.group(k.Group).offsets[tp] = OffsetAndMetadata{Offset: val.Offset, LeaderEpoch: le,
-					Metadata: val.Metadata, CommitTimestamp: val.CommitTimestamp}
-			case 2:
-				var k kmsg.GroupMetadataKey
-				if k.ReadFrom(key) != nil {
-					return
-				}
-				v.group(k.Group).meta = string(value)
+			r, ok := decodeTopicRecord(b, key, value)
+			if !ok {
+				st.skipped++
+				return
 			}
+			if r.typ == recTxnStage {
+				gs := staged[r.producerID]
+				if gs == nil {
+					gs = map[string]bool{}
+					staged[r.producerID] = gs
+				}
+				gs[r.group] = true
+			}
+			if r.typ == recGroupMetadata && r.meta == nil {
+				c.dropGroupMetadata(r.group)
+				return
+			}
+			c.apply(r)
 		})
 		if err != nil {
-			return records, err
+			return st, fmt.Errorf("reading __consumer_offsets-%d: %w", p, err)
 		}
 	}
-	return records, nil
-}
-
-func (v *offsetsView) group(id string) *viewGroup {
-	g := v.groups[id]
-	if g == nil {
-		g = &viewGroup{offsets: map[TopicPartition]OffsetAndMetadata{}}
-		v.groups[id] = g
-	}
-	return g
-}
-
-// pending collects the records to append, per partition, in order.
-type pending map[int32][]TopicRecord
-
-func (v *offsetsView) add(out pending, group string, r TopicRecord) {
-	p := PartitionFor(group, v.n)
-	out[p] = append(out[p], r)
-}
-
-// setOffset writes group's offset for tp as the core has it now (absent:
-// a tombstone), if the view differs.
-func (v *offsetsView) setOffset(out pending, c *groupCore, group string, tp TopicPartition) {
-	var want *OffsetAndMetadata
-	if g := c.groups[group]; g != nil {
-		if e := g.offsets[tp]; e != nil {
-			want = &e.OffsetAndMetadata
-		}
-	}
-	vg := v.groups[group]
-	var have *OffsetAndMetadata
-	if vg != nil {
-		if om, ok := vg.offsets[tp]; ok {
-			have = &om
-		}
-	}
-	switch {
-	case want == nil && have == nil:
-	case want == nil:
-		delete(vg.offsets, tp)
-		v.add(out, group, TopicRecord{Key: offsetKey(group, tp)})
-	case have == nil || *have != *want:
-		v.group(group).offsets[tp] = *want
-		v.add(out, group, TopicRecord{Key: offsetKey(group, tp), Value: offsetValue(*want)})
-	}
-}
-
-// setMeta writes group's metadata as the core has it now.
-func (v *offsetsView) setMeta(out pending, c *groupCore, group string) {
-	want := ""
-	if g := c.groups[group]; g != nil && g.lastMeta != nil {
-		want = string(groupValue(g.lastMeta))
-	}
-	vg := v.groups[group]
-	have := ""
-	if vg != nil {
-		have = vg.meta
-	}
-	switch {
-	case want == have:
-	case want == "":
-		vg.meta = ""
-		v.add(out, group, TopicRecord{Key: groupKey(group)})
-	default:
-		v.group(group).meta = want
-		v.add(out, group, TopicRecord{Key: groupKey(group), Value: []byte(want)})
-	}
-}
-
-// diffGroup writes everything of group that differs from the core.
-func (v *offsetsView) diffGroup(out pending, c *groupCore, group string) {
-	tps := map[TopicPartition]bool{}
-	if g := c.groups[group]; g != nil {
-		for tp := range g.offsets {
-			tps[tp] = true
-		}
-	}
-	if vg := v.groups[group]; vg != nil {
-		for tp := range vg.offsets {
-			tps[tp] = true
-		}
-	}
-	for _, tp := range sortedTPs(tps) {
-		v.setOffset(out, c, group, tp)
-	}
-	v.setMeta(out, c, group)
-	if vg := v.groups[group]; vg != nil && vg.meta == "" && len(vg.offsets) == 0 {
-		delete(v.groups, group)
-	}
-}
-
-// follow turns one core call's records into the topic's records.
-func (v *offsetsView) follow(c *groupCore, recs []record) pending {
-	if len(recs) == 0 {
-		return nil
-	}
-	out := pending{}
-	for _, r := range recs {
-		switch r.typ {
-		case recOffsetCommit, recOffsetDelete:
-			v.setOffset(out, c, r.group, r.tp)
-		case recGroupMetadata:
-			v.setMeta(out, c, r.group)
-		case recGroupDelete:
-			v.diffGroup(out, c, r.group)
-		case recTxnStage:
-			gs := v.txnGroups[r.producerID]
-			if gs == nil {
-				gs = map[string]bool{}
-				v.txnGroups[r.producerID] = gs
-			}
-			gs[r.group] = true
-		case recTxnComplete:
-			for _, id := range sortedKeys(v.txnGroups[r.producerID]) {
-				v.diffGroup(out, c, id)
-			}
-			delete(v.txnGroups, r.producerID)
-		}
-	}
-	return out
-}
-
-// reconcile brings the view (the topic as read back) to the core's state,
-// and notes the producers with staged offsets.
-func (v *offsetsView) reconcile(c *groupCore) pending {
-	out := pending{}
-	ids := map[string]bool{}
 	for id, g := range c.groups {
-		ids[id] = true
-		for pid := range g.pendingTxn {
-			gs := v.txnGroups[pid]
-			if gs == nil {
-				gs = map[string]bool{}
-				v.txnGroups[pid] = gs
-			}
-			gs[id] = true
+		if g.lastMeta == nil && g.cg == nil && len(g.offsets) == 0 && len(g.pendingTxn) == 0 && len(g.members) == 0 {
+			delete(c.groups, id)
 		}
 	}
-	for id := range v.groups {
-		ids[id] = true
-	}
-	for _, id := range sortedKeys(ids) {
-		v.diffGroup(out, c, id)
-	}
-	return out
+	return st, nil
 }
 
-// write appends out, one batch per partition, in partition order.
-func (v *offsetsView) write(out pending) error {
-	ps := make([]int32, 0, len(out))
-	for p := range out {
-		ps = append(ps, p)
+// dropGroupMetadata applies a GroupMetadata tombstone: the classic
+// membership goes.
+func (c *groupCore) dropGroupMetadata(id string) {
+	g := c.groups[id]
+	if g == nil {
+		return
 	}
-	sort.Slice(ps, func(i, j int) bool { return ps[i] < ps[j] })
-	var first error
-	for _, p := range ps {
-		if err := v.topic.Append(p, out[p]); err != nil && first == nil {
-			first = err
+	c.restoreGroup(g, &groupMetadata{state: StateEmpty})
+	g.lastMeta = nil
+}
+
+// decodeTopicRecord turns one record of __consumer_offsets into the
+// core's record (a GroupMetadata tombstone: recGroupMetadata with a nil
+// meta); ok false: not one this version knows.
+func decodeTopicRecord(b TopicBatch, key, value []byte) (record, bool) {
+	if len(key) < 2 {
+		return record{}, false
+	}
+	switch version := int16(key[0])<<8 | int16(key[1]); version {
+	case 0, 1:
+		var k kmsg.OffsetCommitKey
+		if k.ReadFrom(key) != nil {
+			return record{}, false
 		}
+		r := record{group: k.Group, tp: TopicPartition{k.Topic, k.Partition}}
+		if value == nil {
+			if b.Transactional {
+				return record{}, false // Kafka writes no transactional tombstone
+			}
+			r.typ = recOffsetDelete
+			return r, true
+		}
+		var val kmsg.OffsetCommitValue
+		if val.ReadFrom(value) != nil {
+			return record{}, false
+		}
+		le := int32(-1)
+		if val.Version >= 3 {
+			le = val.LeaderEpoch
+		}
+		r.offset = OffsetAndMetadata{Offset: val.Offset, LeaderEpoch: le, Metadata: val.Metadata, CommitTimestamp: val.CommitTimestamp}
+		r.typ = recOffsetCommit
+		if b.Transactional {
+			r.typ, r.producerID, r.producerEpoch = recTxnStage, b.Producer.ID, b.Producer.Epoch
+		}
+		return r, true
+	case 2:
+		var k kmsg.GroupMetadataKey
+		if k.ReadFrom(key) != nil {
+			return record{}, false
+		}
+		r := record{typ: recGroupMetadata, group: k.Group}
+		if value == nil {
+			return r, true
+		}
+		m, err := decodeGroupValue(value)
+		if err != nil {
+			return record{}, false
+		}
+		r.meta = m
+		return r, true
+	default:
+		r, ok, err := decodeCGTopic(version, key, value)
+		if !ok || err != nil {
+			return record{}, false
+		}
+		return r, true
 	}
-	return first
 }
 
 func sortedKeys[V any](m map[string]V) []string {
@@ -354,27 +315,4 @@ func sortedKeys[V any](m map[string]V) []string {
 	}
 	sort.Strings(ks)
 	return ks
-}
-
-// openView reads __consumer_offsets back and appends what it lacks of the
-// state the group log loaded (reconcile); called by OpenGroups.
-func (g *Groups) openView(t OffsetsTopic) error {
-	start := time.Now()
-	v := newOffsetsView(t)
-	read, err := v.load()
-	if err != nil {
-		return fmt.Errorf("reading __consumer_offsets: %w", err)
-	}
-	out := v.reconcile(g.core)
-	wrote := 0
-	for _, rs := range out {
-		wrote += len(rs)
-	}
-	if err := v.write(out); err != nil {
-		return fmt.Errorf("writing __consumer_offsets: %w", err)
-	}
-	g.view = v
-	g.logger.Info("__consumer_offsets follows the group log", zap.Int("read", read), zap.Int("appended", wrote),
-		zap.Duration("took", time.Since(start)))
-	return nil
 }

@@ -37,9 +37,11 @@ type TxnMarkerChecker interface {
 }
 
 // TxnOffsets completes a producer's transactional offsets (the group
-// coordinator's CompleteTxnOffsets).
+// coordinator's CompleteTxnOffsets, which writes the markers of
+// __consumer_offsets' partitions: epoch and coordinatorEpoch are the
+// markers').
 type TxnOffsets interface {
-	CompleteTxnOffsets(producerID int64, commit bool) error
+	CompleteTxnOffsets(producerID int64, epoch int16, coordinatorEpoch int32, commit bool) error
 }
 
 // TxnOptions are the transaction coordinator's collaborators.
@@ -386,7 +388,7 @@ func (t *Transactions) writeMarkers(job *MarkerJob, progress *markerProgress) er
 		if t.opts.Offsets == nil {
 			return errors.New("no group coordinator to complete transactional offsets")
 		}
-		if err := t.opts.Offsets.CompleteTxnOffsets(job.ProducerID, job.Commit); err != nil {
+		if err := t.opts.Offsets.CompleteTxnOffsets(job.ProducerID, job.ProducerEpoch, t.epoch, job.Commit); err != nil {
 			return fmt.Errorf("complete transactional offsets: %w", err)
 		}
 	}

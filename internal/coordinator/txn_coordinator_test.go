@@ -54,7 +54,7 @@ type fakeOffsets struct {
 	done []string
 }
 
-func (f *fakeOffsets) CompleteTxnOffsets(pid int64, commit bool) error {
+func (f *fakeOffsets) CompleteTxnOffsets(pid int64, _ int16, _ int32, commit bool) error {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	f.done = append(f.done, fmt.Sprintf("pid=%d %s", pid, endName(commit)))

@@ -299,6 +299,23 @@ func (p *Partition) WriteMarker(producerID int64, epoch int16, commit bool, coor
 	return p.appendControl(raw, false)
 }
 
+// AppendAsCoordinator appends one batch a coordinator built (origin
+// COORDINATOR: the group coordinator's __consumer_offsets records, plain
+// or transactional with NO_SEQUENCE, as Kafka's coordinator writes them)
+// and returns its last offset. raw's CRC must be set; only its base
+// offset and leader epoch are changed.
+func (p *Partition) AppendAsCoordinator(raw []byte) (int64, error) {
+	h, err := batch.ParseHeader(raw)
+	if err != nil {
+		return 0, err
+	}
+	off, err := p.appendControl(raw, false)
+	if err != nil {
+		return 0, err
+	}
+	return off + int64(h.LastOffsetDelta), nil
+}
+
 // WriteBarrier appends the MIRROR_PID_RESET barrier at a leader epoch one
 // above every epoch in the log; later local writes use that epoch. Its
 // append clears every producer entry. Returns the barrier's offset.
@@ -319,8 +336,9 @@ func (p *Partition) appendControl(raw []byte, newEpoch bool) (int64, error) {
 	return off, nil
 }
 
-// appendControlBatch writes a control batch the broker built, holding
-// appendMu, and returns its offset.
+// appendControlBatch writes a batch the broker built (a control batch,
+// or a coordinator's records), holding appendMu, and returns its base
+// offset.
 func (p *Partition) appendControlBatch(raw []byte, newEpoch bool) (int64, error) {
 	h, _ := batch.ParseHeader(raw)
 	p.appendMu.Lock()

@@ -316,11 +316,14 @@
 //     read under READ ACLs, never written, deleted or grown by a client,
 //     an older plain one adopted): TestInternalTopics,
 //     TestInternalTopicsFetchACLs, TestInternalTopicAdopted. The group
-//     coordinator's commits, deletions and memberships are in
-//     __consumer_offsets in Kafka's schemas, read by a kgo consumer with
-//     kmsg's types: TestOffsetsTopicKgo, TestOffsetsTopicTxnOffsets; a
-//     data dir written before the topic existed fills it at start-up (with
-//     its negative control): TestOffsetsTopicFromOlderDataDir. dump-log
+//     coordinator's store of record is __consumer_offsets in Kafka's
+//     schemas (commits, deletions, memberships, transactional offsets
+//     with their markers), read by a kgo consumer with kmsg's types:
+//     TestOffsetsTopicKgo, TestOffsetsTopicTxnOffsets; a data dir whose
+//     group log an earlier version wrote is migrated into it, crash-safe
+//     after every file operation (internal/broker,
+//     TestOffsetsMigrationCrash, with its negative control
+//     TestOffsetsMigrationCrashNegativeControl). dump-log
 //     --offsets-decoder prints them as kafka-dump-log does:
 //     TestDumpLogOffsetsDecoder. The transaction coordinator's store of
 //     record is __transaction_state in Kafka's TransactionLogKey/Value

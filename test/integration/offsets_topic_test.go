@@ -2,8 +2,6 @@ package integration
 
 import (
 	"context"
-	"encoding/json"
-	"os"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -22,6 +20,10 @@ import (
 // consumer and decodes its records with kmsg's types, as Burrow and
 // kminion do: the latest committed offset per group and partition
 // (tombstones remove), and the groups with metadata and their partition.
+// A TxnOffsetCommit's offsets are transactional records of the producer:
+// they count once the producer's COMMIT marker follows in the partition
+// and never after an ABORT, as Kafka's coordinator replays them (the
+// consumer keeps control records to see the markers).
 func offsetsTopicState(t *testing.T, addr string) (offsets map[string]map[kmsg.OffsetCommitKey]int64, groups map[string]kmsg.GroupMetadataValue, where map[string]int32) {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
@@ -31,19 +33,42 @@ func offsetsTopicState(t *testing.T, addr string) (offsets map[string]map[kmsg.O
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := int64(0)
-	ends.Each(func(o kadm.ListedOffset) { want += o.Offset })
-	cl := newClient(t, addr, kgo.ConsumeTopics("__consumer_offsets"), kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()))
+	next := map[int32]int64{}
+	caughtUp := func() bool {
+		ok := true
+		ends.Each(func(o kadm.ListedOffset) { ok = ok && next[o.Partition] >= o.Offset })
+		return ok
+	}
+	cl := newClient(t, addr, kgo.ConsumeTopics("__consumer_offsets"), kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()),
+		kgo.KeepControlRecords())
 	offsets, groups, where = map[string]map[kmsg.OffsetCommitKey]int64{}, map[string]kmsg.GroupMetadataValue{}, map[string]int32{}
-	seen := int64(0)
-	for seen < want {
+	type staged struct {
+		k   kmsg.OffsetCommitKey
+		off int64
+	}
+	pending := map[int32]map[int64][]staged{} // partition → producer → its transactional offsets
+	for !caughtUp() {
 		fs := cl.PollFetches(ctx)
 		if ctx.Err() != nil {
-			t.Fatalf("read %d of %d records of __consumer_offsets", seen, want)
+			t.Fatalf("read __consumer_offsets up to %v of %v", next, ends)
 		}
 		fs.EachError(func(_ string, p int32, err error) { t.Fatalf("fetch __consumer_offsets-%d: %v", p, err) })
 		fs.EachRecord(func(r *kgo.Record) {
-			seen++
+			next[r.Partition] = r.Offset + 1
+			if r.Attrs.IsControl() {
+				// Control record key: version int16, type int16 (0 ABORT, 1 COMMIT).
+				commit := len(r.Key) >= 4 && r.Key[3] == 1
+				for _, s := range pending[r.Partition][r.ProducerID] {
+					if commit {
+						if offsets[s.k.Group] == nil {
+							offsets[s.k.Group] = map[kmsg.OffsetCommitKey]int64{}
+						}
+						offsets[s.k.Group][s.k] = s.off
+					}
+				}
+				delete(pending[r.Partition], r.ProducerID)
+				return
+			}
 			version := int16(r.Key[0])<<8 | int16(r.Key[1])
 			switch version {
 			case 0, 1:
@@ -64,6 +89,13 @@ func offsetsTopicState(t *testing.T, addr string) (offsets map[string]map[kmsg.O
 				if err := v.ReadFrom(r.Value); err != nil {
 					t.Fatalf("offset value at %d: %v", r.Offset, err)
 				}
+				if r.Attrs.IsTransactional() {
+					if pending[r.Partition] == nil {
+						pending[r.Partition] = map[int64][]staged{}
+					}
+					pending[r.Partition][r.ProducerID] = append(pending[r.Partition][r.ProducerID], staged{k, v.Offset})
+					return
+				}
 				offsets[k.Group][k] = v.Offset
 			case 2:
 				var k kmsg.GroupMetadataKey
@@ -80,6 +112,8 @@ func offsetsTopicState(t *testing.T, addr string) (offsets map[string]map[kmsg.O
 					t.Fatalf("group value at %d: %v", r.Offset, err)
 				}
 				groups[k.Group] = v
+			case 3, 4, 5, 6, 7, 8, 16:
+				// KIP-848 consumer group records (TestOffsetsTopicConsumerGroupRecords).
 			default:
 				t.Fatalf("key version %d at %s-%d@%d", version, r.Topic, r.Partition, r.Offset)
 			}
@@ -165,101 +199,6 @@ func TestOffsetsTopicKgo(t *testing.T) {
 	}
 	if _, ok := groups[group]; ok {
 		t.Fatalf("after DeleteGroups: metadata %+v", groups[group])
-	}
-}
-
-// TestOffsetsTopicFromOlderDataDir: a data dir written before
-// __consumer_offsets existed (its group log holds the commits, no topic)
-// gets the topic at the next start with every committed offset in it,
-// and commits made after that follow. Negative control (a temporary edit
-// removing the start-up reconcile, coordinator.Groups.openView's write):
-// the topic is empty after the restart.
-func TestOffsetsTopicFromOlderDataDir(t *testing.T) {
-	t.Parallel()
-	dir := t.TempDir()
-	c := minibrokertest.Start(t, minibrokertest.DataDir(dir), minibrokertest.Topic("orders", 4))
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
-	adm := kadmClient(t, c.Addr())
-	commit := func(adm *kadm.Client, group string, at int64) {
-		t.Helper()
-		os := kadm.Offsets{}
-		for p := range int32(4) {
-			os.Add(kadm.Offset{Topic: "orders", Partition: p, At: at + int64(p), LeaderEpoch: -1})
-		}
-		resp, err := adm.CommitOffsets(ctx, group, os)
-		if err == nil {
-			err = resp.Error()
-		}
-		if err != nil {
-			t.Fatal(err)
-		}
-	}
-	for _, g := range []string{"g-a", "g-b", "g-c"} {
-		commit(adm, g, 10)
-	}
-	c.Close()
-	// What the older version's data dir has: no internal topic.
-	raw, err := os.ReadFile(filepath.Join(dir, "topics.json"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	var doc map[string]any
-	if err := json.Unmarshal(raw, &doc); err != nil {
-		t.Fatal(err)
-	}
-	var kept []any
-	for _, tp := range doc["topics"].([]any) {
-		if name := tp.(map[string]any)["name"].(string); !strings.HasPrefix(name, "__") {
-			kept = append(kept, tp)
-		}
-	}
-	doc["topics"] = kept
-	raw, _ = json.Marshal(doc)
-	if err := os.WriteFile(filepath.Join(dir, "topics.json"), raw, 0o644); err != nil {
-		t.Fatal(err)
-	}
-	entries, _ := os.ReadDir(dir)
-	for _, e := range entries {
-		if strings.HasPrefix(e.Name(), "__") {
-			if err := os.RemoveAll(filepath.Join(dir, e.Name())); err != nil {
-				t.Fatal(err)
-			}
-		}
-	}
-
-	c2 := minibrokertest.Start(t, minibrokertest.DataDir(dir))
-	offsets, _, _ := offsetsTopicState(t, c2.Addr())
-	for _, g := range []string{"g-a", "g-b", "g-c"} {
-		if len(offsets[g]) != 4 {
-			t.Fatalf("%s after the upgrade: %v", g, offsets[g])
-		}
-		for k, off := range offsets[g] {
-			if off != 10+int64(k.Partition) {
-				t.Fatalf("%s %s-%d: %d", g, k.Topic, k.Partition, off)
-			}
-		}
-	}
-	commit(kadmClient(t, c2.Addr()), "g-b", 20)
-	offsets, _, _ = offsetsTopicState(t, c2.Addr())
-	if offsets["g-b"][kmsg.OffsetCommitKey{Group: "g-b", Topic: "orders", Partition: 3}] != 23 {
-		t.Fatalf("g-b after a new commit: %v", offsets["g-b"])
-	}
-	// A restart appends nothing more: the topic already holds the state.
-	ends := func(cl *minibrokertest.Cluster) int64 {
-		t.Helper()
-		l, err := kadmClient(t, cl.Addr()).ListEndOffsets(ctx, "__consumer_offsets")
-		if err != nil {
-			t.Fatal(err)
-		}
-		n := int64(0)
-		l.Each(func(o kadm.ListedOffset) { n += o.Offset })
-		return n
-	}
-	before := ends(c2)
-	c2.Restart()
-	if after := ends(c2); after != before {
-		t.Fatalf("a restart appended %d records", after-before)
 	}
 }
 
