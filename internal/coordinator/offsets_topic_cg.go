@@ -12,7 +12,9 @@ package coordinator
 //	key 5 ConsumerGroupMemberMetadataKey           GroupId, MemberId
 //	      ConsumerGroupMemberMetadataValue v0      InstanceId, RackId, ClientId, ClientHost,
 //	                                               SubscribedTopicNames, SubscribedTopicRegex,
-//	                                               RebalanceTimeoutMs, ServerAssignor
+//	                                               RebalanceTimeoutMs, ServerAssignor;
+//	                                               tag 0 ClassicMemberMetadata (a member
+//	                                               speaking the classic protocol)
 //	key 6 ConsumerGroupTargetAssignmentMetadataKey GroupId
 //	      ...Value v0                              AssignmentEpoch
 //	key 7 ConsumerGroupTargetAssignmentMemberKey   GroupId, MemberId
@@ -134,6 +136,22 @@ func cgTopicValue(r *record) []byte {
 		v = appendCompactNull(v, m.regex)
 		v = kbin.AppendInt32(v, m.rebalanceTimeoutMs)
 		v = appendCompactNull(v, m.serverAssignor)
+		if cm := m.classic; cm != nil {
+			// Tagged field 0: ClassicMemberMetadata (SessionTimeoutMs,
+			// SupportedProtocols [Name, Metadata]).
+			f := kbin.AppendInt32(nil, cm.sessionTimeoutMs)
+			f = kbin.AppendCompactArrayLen(f, len(cm.protocols))
+			for _, p := range cm.protocols {
+				f = kbin.AppendCompactString(f, p.Name)
+				f = kbin.AppendCompactBytes(f, p.Metadata)
+				f = kbin.AppendUvarint(f, 0)
+			}
+			f = kbin.AppendUvarint(f, 0)
+			v = kbin.AppendUvarint(v, 1)
+			v = kbin.AppendUvarint(v, 0)
+			v = kbin.AppendUvarint(v, uint32(len(f)))
+			return append(v, f...)
+		}
 	case recCGTargetMetadata:
 		v = kbin.AppendInt32(v, c.assignmentEpoch)
 	case recCGTargetMember:
@@ -207,6 +225,28 @@ func readTopicAssignment(r *kbin.Reader) (assignment, error) {
 	return a.normalize(), nil
 }
 
+// readClassicMeta reads ConsumerGroupMemberMetadataValue's tagged field
+// ClassicMemberMetadata.
+func readClassicMeta(data []byte) (*classicMeta, error) {
+	r := kbin.Reader{Src: data}
+	cm := &classicMeta{sessionTimeoutMs: r.Int32()}
+	n, err := readCompactCount(&r, 3)
+	if err != nil {
+		return nil, err
+	}
+	for i := 0; i < n && r.Ok(); i++ {
+		name := r.CompactString()
+		meta := cloneBytes(r.CompactBytes())
+		cm.protocols = append(cm.protocols, Protocol{Name: name, Metadata: meta})
+		readTags(&r, nil)
+	}
+	readTags(&r, nil)
+	if err := r.Complete(); err != nil {
+		return nil, fmt.Errorf("%w: ClassicMemberMetadata: %v", ErrGroupLogCorrupt, err)
+	}
+	return cm, nil
+}
+
 // decodeCGTopic decodes a consumer group record of key version kv; ok is
 // false for a key version that is not one (or the skipped key 4).
 func decodeCGTopic(kv int16, key, value []byte) (rec record, ok bool, err error) {
@@ -253,7 +293,15 @@ func decodeCGTopic(kv int16, key, value []byte) (rec record, ok bool, err error)
 		}
 		m.regex, m.rebalanceTimeoutMs, m.serverAssignor = readCompactNull(&r), r.Int32(), readCompactNull(&r)
 		c.meta = m
-		readTags(&r, nil)
+		var tagErr error
+		readTags(&r, func(tag uint32, data []byte) {
+			if tag == 0 {
+				m.classic, tagErr = readClassicMeta(data)
+			}
+		})
+		if tagErr != nil {
+			return record{}, true, tagErr
+		}
 	case recCGTargetMetadata:
 		c.assignmentEpoch = r.Int32()
 		readTags(&r, nil)

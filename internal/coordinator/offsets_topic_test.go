@@ -272,5 +272,20 @@ func TestConsumerGroupTopicRegex(t *testing.T) {
 	back, _, err = decodeCGTopic(16, key, nil)
 	if err != nil || !back.cg.tombstone || back.cg.regex != "orders-.*" {
 		t.Fatalf("tombstone %+v %v", back.cg, err)
+// TestConsumerGroupTopicClassicMember: a classic-protocol member's
+// ClassicMemberMetadata goes in ConsumerGroupMemberMetadataValue's tagged
+// field 0 and reads back.
+func TestConsumerGroupTopicClassicMember(t *testing.T) {
+	meta := &cgMemberMeta{clientID: "c", clientHost: "/h", subscribedNames: []string{"t"}, rebalanceTimeoutMs: 300,
+		classic: &classicMeta{sessionTimeoutMs: 45000, protocols: []Protocol{{Name: "range", Metadata: []byte{0, 3, 1}}}}}
+	r := record{typ: recCGMemberMetadata, group: "g", cg: &cgRecord{member: "m", meta: meta}}
+	back, ok, err := decodeCGTopic(5, cgTopicKey(&r), cgTopicValue(&r))
+	if !ok || err != nil || !back.cg.meta.classic.equal(meta.classic) || back.cg.meta.clientHost != "/h" {
+		t.Fatalf("decoded %+v %v %v", back.cg.meta, ok, err)
+	}
+	meta.classic = nil
+	back, _, err = decodeCGTopic(5, cgTopicKey(&r), cgTopicValue(&r))
+	if err != nil || back.cg.meta.classic != nil {
+		t.Fatalf("without classic metadata: %+v %v", back.cg.meta, err)
 	}
 }
