@@ -272,6 +272,9 @@ func TestConsumerGroupTopicRegex(t *testing.T) {
 	back, _, err = decodeCGTopic(16, key, nil)
 	if err != nil || !back.cg.tombstone || back.cg.regex != "orders-.*" {
 		t.Fatalf("tombstone %+v %v", back.cg, err)
+	}
+}
+
 // TestConsumerGroupTopicClassicMember: a classic-protocol member's
 // ClassicMemberMetadata goes in ConsumerGroupMemberMetadataValue's tagged
 // field 0 and reads back.
