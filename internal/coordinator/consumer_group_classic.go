@@ -43,7 +43,11 @@ import (
 // Deviations (docs/CONSUMER_GROUPS.md): the classic group a consumer
 // group was converted from is cleared by a GroupMetadata record with no
 // members rather than Kafka's tombstone (a tombstone in the group log
-// drops the offsets too); a malformed embedded
+// drops the offsets too); at an upgrade, partitions a classic member's
+// last JoinGroup said it owned and that no member is assigned are held as
+// pending revocation until it rejoins (Kafka starts from the assignments
+// alone, so a cooperative member's withheld partitions could be given
+// away while it still consumes them); a malformed embedded
 // ConsumerProtocol subscription is INCONSISTENT_GROUP_PROTOCOL (Kafka:
 // UNKNOWN_SERVER_ERROR); group.max.size does not bound a downgrade.
 
@@ -433,7 +437,10 @@ func (c *groupCore) classicLeaveToConsumerGroup(g *group, leaving []LeaveMember)
 // SyncGroups are answered REBALANCE_IN_PROGRESS. Nothing is changed when
 // a member's embedded protocol does not decode (GROUP_ID_NOT_FOUND).
 func (c *groupCore) convertToConsumerGroup(now time.Time, g *group, im *TopicImage) error {
-	type conv struct{ m *cgMember }
+	type conv struct {
+		m     *cgMember
+		owned assignment // what its last JoinGroup said it owned
+	}
 	var ms []conv
 	for _, cm := range g.sortedMembers() {
 		meta := cm.metadataFor(g.protocol)
@@ -459,7 +466,7 @@ func (c *groupCore) convertToConsumerGroup(now time.Time, g *group, im *TopicIma
 		names := slices.Clone(sub.Topics)
 		sort.Strings(names)
 		m.subscribedNames = slices.Compact(names)
-		ms = append(ms, conv{m})
+		ms = append(ms, conv{m, ownedFromSubscription(sub, im)})
 	}
 	// Two members claiming one partition (a classic group mid-rebalance):
 	// the later keeps none of it, so a partition has one owner.
@@ -479,6 +486,26 @@ func (c *groupCore) convertToConsumerGroup(now time.Time, g *group, im *TopicIma
 			x.m.assigned[t] = kept
 		}
 		x.m.assigned.normalize()
+	}
+	// A cooperative member may still own partitions its last assignment
+	// withheld (it revokes them, then rejoins; the group can be converted
+	// in between). Deviation, stricter than Kafka's fromClassicGroup,
+	// which starts from the assignments alone: such a partition, if no
+	// other member is assigned it, is held as pending revocation, so no
+	// member is given it before this one's next JoinGroup shows it gone.
+	for _, x := range ms {
+		for t, ps := range x.owned {
+			for _, p := range ps {
+				if !seen[t][p] {
+					if seen[t] == nil {
+						seen[t] = map[int32]bool{}
+					}
+					seen[t][p] = true
+					x.m.pending.add(t, p)
+					x.m.state = MemberUnrevokedPartitions
+				}
+			}
+		}
 	}
 
 	for _, m := range g.sortedMembers() {

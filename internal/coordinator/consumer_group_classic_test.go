@@ -385,3 +385,55 @@ func TestConsumerGroupDowngradeByStaticReplacement(t *testing.T) {
 		})
 	}
 }
+
+// An upgrade while a cooperative classic member still owns partitions its
+// last assignment withheld (it revokes them, then rejoins): those
+// partitions, which no member is assigned, are held as the member's
+// pending revocation, so the consumer-protocol member that triggered the
+// upgrade is not given them before the classic member's next JoinGroup
+// shows them gone. Negative control: when the member's metadata does not
+// say it owns them (Kafka's fromClassicGroup starts from the assignments
+// alone), the new member is given them at once, while the classic member
+// may still consume them.
+func TestUpgradeHoldsWithheldPartitions(t *testing.T) {
+	for _, reportsOwned := range []bool{true, false} {
+		h := newMixedHarness(t, map[string]int32{"t": 4})
+		a, gen := classicGroup(h, "t", 4)
+		tid := h.topc["t"]
+		// The last rebalance gave a {0, 1}; it still owns {2, 3} too.
+		cm := h.c.groups["g"].members[a]
+		cm.assignment = encodeAssignment(assignment{tid: {0, 1}}, h.im, 3)
+		var owned map[string][]int32
+		if reportsOwned {
+			owned = map[string][]int32{"t": {0, 1, 2, 3}}
+		}
+		cm.protocols = []Protocol{{Name: "cooperative-sticky", Metadata: subscription([]string{"t"}, owned, "")}}
+		r := h.hb(ConsumerHeartbeatRequest{MemberID: "c", RebalanceTimeoutMs: 5000, SubscribedTopicNames: []string{"t"}, Owned: []OwnedTopic{}})
+		if r.Err != nil {
+			t.Fatal(r.Err)
+		}
+		got := h.member("c").assigned[tid]
+		if !reportsOwned {
+			if !slices.Equal(got, []int32{2, 3}) {
+				t.Fatalf("negative control: c has %v, want [2 3] at once", got)
+			}
+			continue
+		}
+		if len(got) != 0 || h.member(a).state != MemberUnrevokedPartitions || !slices.Equal(h.member(a).pending[tid], []int32{2, 3}) {
+			t.Fatalf("c has %v while a still owns [2 3] (a: %v pending %v)", got, h.member(a).state, h.member(a).pending)
+		}
+		checkOneOwner(t, h.c.groups["g"].cg)
+		if err := h.chb(a, gen); !errors.Is(err, ErrRebalanceInProgress) {
+			t.Fatalf("heartbeat: %v", err)
+		}
+		jr := h.cjoin(a, "", []string{"t"}, map[string][]int32{"t": {0, 1}}) // revoked 2 and 3
+		if jr.Err != nil {
+			t.Fatal(jr.Err)
+		}
+		r = h.beat("c", r.MemberEpoch, nil)
+		if got := h.member("c").assigned[tid]; !slices.Equal(got, []int32{2, 3}) {
+			t.Fatalf("after a revoked: c has %v", got)
+		}
+		checkOneOwner(t, h.c.groups["g"].cg)
+	}
+}
