@@ -17,9 +17,27 @@ import (
 // entry is cached, which serves reads at the tail without IO. See doc.go
 // for the byte layouts.
 const (
-	offsetEntrySize = 8  // int32 relative offset, int32 position
-	timeEntrySize   = 12 // int64 timestamp, int32 relative offset
+	OffsetIndexEntrySize = 8  // int32 relative offset, int32 position
+	TimeIndexEntrySize   = 12 // int64 timestamp, int32 relative offset
+
+	offsetEntrySize = OffsetIndexEntrySize
+	timeEntrySize   = TimeIndexEntrySize
 )
+
+// DecodeOffsetIndexEntry decodes one .index entry of a segment based at
+// base: the absolute offset and the position. Exported, with the entry
+// sizes, for internal/logtool, so the layout is defined here only.
+func DecodeOffsetIndexEntry(b []byte, base int64) (offset, position int64) {
+	e := decodeOffsetEntry(b, base)
+	return e.Offset, e.Position
+}
+
+// DecodeTimeIndexEntry decodes one .timeindex entry of a segment based at
+// base: the timestamp and the absolute offset.
+func DecodeTimeIndexEntry(b []byte, base int64) (timestamp, offset int64) {
+	e := decodeTimeEntry(b, base)
+	return e.Timestamp, e.Offset
+}
 
 type offsetEntry struct {
 	Offset   int64 // absolute; the last offset of the batch at Position

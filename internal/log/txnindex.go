@@ -17,10 +17,11 @@ type AbortedTxn struct {
 	ProducerID, FirstOffset, LastOffset, LastStableOffset int64
 }
 
-// txnEntrySize is the size of a .txnindex entry; see doc.go.
+// TxnIndexEntrySize is the size of a .txnindex entry; see doc.go.
 const (
-	txnEntrySize    = 34
-	txnEntryVersion = 0
+	TxnIndexEntrySize = 34
+	txnEntrySize      = TxnIndexEntrySize
+	txnEntryVersion   = 0
 )
 
 func (t AbortedTxn) appendTo(dst []byte) []byte {
@@ -37,15 +38,23 @@ func decodeAbortedTxn(b []byte) (AbortedTxn, error) {
 	if len(b) < txnEntrySize {
 		return AbortedTxn{}, errTornTail
 	}
-	if v := int16(binary.BigEndian.Uint16(b)); v != txnEntryVersion {
+	v, t := DecodeTxnIndexEntry(b)
+	if v != txnEntryVersion {
 		return AbortedTxn{}, fmt.Errorf("%w %d", errTxnVersion, v)
 	}
-	return AbortedTxn{
+	return t, nil
+}
+
+// DecodeTxnIndexEntry decodes one .txnindex entry (TxnIndexEntrySize
+// bytes) whatever its version; the log reads only version 0. Exported for
+// internal/logtool, which shows entries of any version.
+func DecodeTxnIndexEntry(b []byte) (version int16, t AbortedTxn) {
+	return int16(binary.BigEndian.Uint16(b)), AbortedTxn{
 		ProducerID:       int64(binary.BigEndian.Uint64(b[2:])),
 		FirstOffset:      int64(binary.BigEndian.Uint64(b[10:])),
 		LastOffset:       int64(binary.BigEndian.Uint64(b[18:])),
 		LastStableOffset: int64(binary.BigEndian.Uint64(b[26:])),
-	}, nil
+	}
 }
 
 // txnIndex is a segment's .txnindex. Aborted transactions are rare, so the

@@ -1,24 +1,19 @@
 package logtool
 
 import (
-	"encoding/binary"
 	"fmt"
 
 	"github.com/minibroker/minibroker/internal/batch"
+	"github.com/minibroker/minibroker/internal/log"
 )
 
-// Index file layouts (internal/log/doc.go; Kafka's are the same, except that
-// Kafka preallocates its active segment's indexes with zero entries):
-//
-//	.index      8 bytes per entry:  int32 relative offset, int32 position
-//	.timeindex 12 bytes per entry:  int64 timestamp, int32 relative offset
-//	.txnindex  34 bytes per entry:  int16 version, int64 producer id,
-//	                                int64 first offset, int64 last offset,
-//	                                int64 last stable offset
+// Index file layouts: internal/log/doc.go, read here through the log's
+// own entry sizes and decoders. Kafka's are the same, except that Kafka
+// preallocates its active segment's indexes with zero entries.
 const (
-	offsetEntrySize = 8
-	timeEntrySize   = 12
-	txnEntrySize    = 34
+	offsetEntrySize = log.OffsetIndexEntrySize
+	timeEntrySize   = log.TimeIndexEntrySize
+	txnEntrySize    = log.TxnIndexEntrySize
 )
 
 // OffsetEntry is an offset-index entry, made absolute.
@@ -57,13 +52,12 @@ func DecodeOffsetIndex(data []byte, base int64) ([]OffsetEntry, *IndexTail) {
 	var out []OffsetEntry
 	n := len(data) / offsetEntrySize
 	for i := 0; i < n; i++ {
-		e := data[i*offsetEntrySize:]
-		rel, pos := int32(binary.BigEndian.Uint32(e)), int32(binary.BigEndian.Uint32(e[4:]))
-		if i > 0 && rel == 0 && pos == 0 {
+		off, pos := log.DecodeOffsetIndexEntry(data[i*offsetEntrySize:], base)
+		if i > 0 && off == base && pos == 0 {
 			return out, &IndexTail{Position: int64(i * offsetEntrySize), Bytes: len(data) - i*offsetEntrySize,
 				Reason: "zero entries (preallocated space)"}
 		}
-		out = append(out, OffsetEntry{Offset: base + int64(rel), Position: int64(pos)})
+		out = append(out, OffsetEntry{Offset: off, Position: pos})
 	}
 	return out, partialTail(data, n*offsetEntrySize)
 }
@@ -73,13 +67,12 @@ func DecodeTimeIndex(data []byte, base int64) ([]TimeEntry, *IndexTail) {
 	var out []TimeEntry
 	n := len(data) / timeEntrySize
 	for i := 0; i < n; i++ {
-		e := data[i*timeEntrySize:]
-		ts, rel := int64(binary.BigEndian.Uint64(e)), int32(binary.BigEndian.Uint32(e[8:]))
-		if i > 0 && ts == 0 && rel == 0 {
+		ts, off := log.DecodeTimeIndexEntry(data[i*timeEntrySize:], base)
+		if i > 0 && ts == 0 && off == base {
 			return out, &IndexTail{Position: int64(i * timeEntrySize), Bytes: len(data) - i*timeEntrySize,
 				Reason: "zero entries (preallocated space)"}
 		}
-		out = append(out, TimeEntry{Timestamp: ts, Offset: base + int64(rel)})
+		out = append(out, TimeEntry{Timestamp: ts, Offset: off})
 	}
 	return out, partialTail(data, n*timeEntrySize)
 }
@@ -88,16 +81,10 @@ func DecodeTimeIndex(data []byte, base int64) ([]TimeEntry, *IndexTail) {
 func DecodeTxnIndex(data []byte) ([]TxnEntry, *IndexTail) {
 	var out []TxnEntry
 	n := len(data) / txnEntrySize
-	be := binary.BigEndian
 	for i := 0; i < n; i++ {
-		e := data[i*txnEntrySize:]
-		out = append(out, TxnEntry{
-			Version:          int16(be.Uint16(e)),
-			ProducerID:       int64(be.Uint64(e[2:])),
-			FirstOffset:      int64(be.Uint64(e[10:])),
-			LastOffset:       int64(be.Uint64(e[18:])),
-			LastStableOffset: int64(be.Uint64(e[26:])),
-		})
+		v, t := log.DecodeTxnIndexEntry(data[i*txnEntrySize:])
+		out = append(out, TxnEntry{Version: v, ProducerID: t.ProducerID, FirstOffset: t.FirstOffset,
+			LastOffset: t.LastOffset, LastStableOffset: t.LastStableOffset})
 	}
 	return out, partialTail(data, n*txnEntrySize)
 }

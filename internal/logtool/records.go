@@ -46,7 +46,7 @@ func DecodeRecords(raw []byte, h *batch.Header, maxBytes int) ([]Record, error) 
 		return nil, fmt.Errorf("%w: batch of %d bytes", errRecords, len(raw))
 	}
 	section, _ := batch.RecordsSection(raw) // raw holds the header: checked above
-	data, err := decompress(h.Codec(), section, maxBytes)
+	data, err := batch.Inflate(h.Codec(), section, maxBytes)
 	if err != nil {
 		return nil, err
 	}

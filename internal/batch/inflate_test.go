@@ -1,4 +1,4 @@
-package logtool
+package batch
 
 import (
 	"bytes"
@@ -11,11 +11,9 @@ import (
 	"github.com/klauspost/compress/s2"
 	"github.com/klauspost/compress/zstd"
 	"github.com/pierrec/lz4/v4"
-
-	"github.com/minibroker/minibroker/internal/batch"
 )
 
-func TestDecompressCodecs(t *testing.T) {
+func TestInflateCodecs(t *testing.T) {
 	plain := []byte(strings.Repeat("record bytes ", 100))
 	var gz, l4 bytes.Buffer
 	gw := gzip.NewWriter(&gz)
@@ -39,20 +37,20 @@ func TestDecompressCodecs(t *testing.T) {
 		codec int8
 		data  []byte
 	}{
-		{"gzip", batch.CodecGzip, gz.Bytes()},
-		{"lz4", batch.CodecLZ4, l4.Bytes()},
-		{"zstd", batch.CodecZstd, zs},
-		{"snappy raw", batch.CodecSnappy, raw},
-		{"snappy xerial", batch.CodecSnappy, xerial},
+		{"gzip", CodecGzip, gz.Bytes()},
+		{"lz4", CodecLZ4, l4.Bytes()},
+		{"zstd", CodecZstd, zs},
+		{"snappy raw", CodecSnappy, raw},
+		{"snappy xerial", CodecSnappy, xerial},
 	} {
-		got, err := decompress(c.codec, c.data, 1<<20)
+		got, err := Inflate(c.codec, c.data, 1<<20)
 		if err != nil || !bytes.Equal(got, plain) {
 			t.Errorf("%s: %v, %d bytes", c.name, err, len(got))
 		}
-		if _, err := decompress(c.codec, c.data, 100); err == nil {
+		if _, err := Inflate(c.codec, c.data, 100); err == nil {
 			t.Errorf("%s: the 100-byte bound was not enforced", c.name)
-		} else if c.codec != batch.CodecZstd && !errors.Is(err, errTooLarge) {
-			t.Errorf("%s: %v", c.name, err)
+		} else if !errors.Is(err, ErrInflatedTooLarge) {
+			t.Errorf("%s: %v, want ErrInflatedTooLarge", c.name, err)
 		}
 	}
 }
