@@ -80,9 +80,12 @@ BENCH_CONSUME_MB ?= 256
 ## BENCH_MIRROR_COMPARE: a minibroker binary (e.g. built from an older commit) whose mirror catch-up runs beside this tree's
 ## in the same runs; the catch-up table then has its row and the per-run ratio this tree / it.
 BENCH_MIRROR_COMPARE ?=
+## BENCH_TXN_COMPARE: a minibroker binary built from an older commit whose transaction benchmarks (section txn) run beside this tree's
+BENCH_TXN_COMPARE ?=
 bench: build
 	$(GO) run ./test/bench -runs $(BENCH_RUNS) -duration $(BENCH_DURATION) -startup-mb $(BENCH_STARTUP_MB) \
-		-consume-mb $(BENCH_CONSUME_MB) -mirror-backlog-mb $(BENCH_MIRROR_MB) -mirror-compare "$(BENCH_MIRROR_COMPARE)" -out docs/PERFORMANCE.md
+		-consume-mb $(BENCH_CONSUME_MB) -mirror-backlog-mb $(BENCH_MIRROR_MB) -mirror-compare "$(BENCH_MIRROR_COMPARE)" \
+		-txn-compare "$(BENCH_TXN_COMPARE)" -out docs/PERFORMANCE.md
 
 ## bench-micro: the hot-path Go benchmarks with allocation counts
 bench-micro:

@@ -34,6 +34,7 @@ type options struct {
 	mirrorMB    int
 	mirrorBase  string
 	produceBase string
+	txnBase     string
 	securityMB  int
 	maxInFlight int
 	only        string
@@ -57,9 +58,10 @@ func main() {
 	flag.IntVar(&o.mirrorMB, "mirror-backlog-mb", 1024, "backlog of the mirror catch-up benchmark (section mirrorspeed), MiB")
 	flag.StringVar(&o.mirrorBase, "mirror-compare", "", "a second minibroker binary (e.g. built from an older commit) whose mirror catch-up runs beside this tree's, as a destination, in the same run")
 	flag.StringVar(&o.produceBase, "produce-compare", "", "a second minibroker binary (e.g. built from an older commit) run as a fourth broker in every produce run, interleaved with the others, with its latency and share in the produce latency table")
+	flag.StringVar(&o.txnBase, "txn-compare", "", "a second minibroker binary (e.g. built from the commit before __transaction_state became the transaction coordinator's store) whose EndTxn latency and start-up with 100k transactional ids run beside this tree's in the same run (section txn)")
 	flag.IntVar(&o.securityMB, "security-mb", 64, "MINIBROKER_BENCH_SECURITY_MB: data produced and consumed per listener in the SASL_SSL/PLAINTEXT benchmark")
 	flag.IntVar(&o.maxInFlight, "max-in-flight", 0, "produce requests in flight for the non-idempotent produce workloads (0: kgo's default, 1)")
-	flag.StringVar(&o.only, "only", "", "run only the sections whose name contains this (limits, produce, consume, fetchsessions, sharegroups, startup, rss, gobench, mirrorspeed, failover, security, authz, quotas, compaction)")
+	flag.StringVar(&o.only, "only", "", "run only the sections whose name contains this (limits, produce, consume, fetchsessions, sharegroups, startup, rss, gobench, mirrorspeed, failover, security, authz, quotas, compaction, txn)")
 	flag.StringVar(&o.workload, "workload", "", "run only the produce, consume and mirrorspeed workloads whose name contains this (mirrorspeed: \"catch-up 1\", \"catch-up 8\", \"lag\")")
 	flag.StringVar(&o.cpuProfile, "cpuprofile", "", "write a CPU profile of this process (the limits, the in-process start-up runs; brokers and load tool run as processes of their own)")
 	flag.StringVar(&o.memProfile, "memprofile", "", "write an allocation profile at the end")
@@ -127,6 +129,7 @@ func main() {
 		{"authz", runAuthzBench},
 		{"quotas", runQuotaBench},
 		{"compaction", runCompactionBench},
+		{"txn", runTxnBench},
 	}
 	for _, s := range steps {
 		if o.only != "" && !contains(o.only, s.name) ||

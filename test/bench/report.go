@@ -41,6 +41,8 @@ type report struct {
 	mirrorLag, mirrorLagBase                        *mirrorLagResult
 	fetchSessions                                   []*fetchSessionRow
 	shareGroups                                     []*shareBenchRow
+	txn                                             []*txnRow
+	txnUpgrade                                      time.Duration
 }
 
 func (r *report) write(path string) error {
@@ -227,6 +229,7 @@ func (r *report) render(b *strings.Builder) {
 			p("\n\n")
 		}
 	}
+	r.renderTxn(p)
 	r.renderMirrorSpeed(p)
 	if r.failoverCmd != "" {
 		p("## Failover of 1,000 partitions\n\n`%s` (took %s; `test/integration/failover_bench_test.go`): a mirror of one "+
