@@ -1,0 +1,141 @@
+package broker
+
+import (
+	"context"
+	"fmt"
+	"sort"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/minibroker/minibroker/internal/config"
+	"github.com/minibroker/minibroker/internal/coordinator"
+)
+
+// Before and after __consumer_offsets became the group coordinator's
+// store (issue 38 items 5 and 5's start-up), side by side in one run:
+// "group-log" is the coordinator on the group log (the legacyGroupLog
+// seam: what the previous version did, without its follower writes to
+// the topic), "topic" the coordinator on __consumer_offsets.
+
+func offsetsBenchBroker(b *testing.B, dir string, legacy bool) *Broker {
+	b.Helper()
+	cfg := config.Default()
+	cfg.DataDir, cfg.Listen, cfg.HTTPListen = dir, "127.0.0.1:0", ""
+	br, err := newBroker(Options{Config: cfg}, func(br *Broker) { br.legacyGroupLog = legacy })
+	if err != nil {
+		b.Fatal(err)
+	}
+	return br
+}
+
+// commitLatencies runs n OffsetCommits (one partition each) from 8
+// committers of their own groups and returns the latencies.
+func commitLatencies(b *testing.B, br *Broker, round, n int) []time.Duration {
+	const committers = 8
+	lat := make([]time.Duration, 0, n)
+	var mu sync.Mutex
+	var wg sync.WaitGroup
+	for c := range committers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			group := fmt.Sprintf("bench-%d", c)
+			for i := range n / committers {
+				req := coordinator.CommitRequest{Group: group, Generation: -1, Version: 8,
+					Offsets: map[coordinator.TopicPartition]coordinator.OffsetAndMetadata{
+						{Topic: "t", Partition: int32(i % 4)}: {Offset: int64(round*n + i), LeaderEpoch: -1}}}
+				start := time.Now()
+				if _, err := br.groups.CommitOffsets(req); err != nil {
+					b.Error(err)
+					return
+				}
+				d := time.Since(start)
+				mu.Lock()
+				lat = append(lat, d)
+				mu.Unlock()
+			}
+		}()
+	}
+	wg.Wait()
+	return lat
+}
+
+func quantile(ds []time.Duration, q float64) time.Duration {
+	sort.Slice(ds, func(i, j int) bool { return ds[i] < ds[j] })
+	return ds[min(len(ds)-1, int(q*float64(len(ds))))]
+}
+
+func medianDuration(xs []time.Duration) time.Duration { return quantile(xs, 0.5) }
+
+// BenchmarkOffsetCommitStores: OffsetCommit latency (fsynced before the
+// answer) on the group log and on __consumer_offsets, in alternating
+// rounds; p50 and p99 per round, medians of the rounds reported.
+func BenchmarkOffsetCommitStores(b *testing.B) {
+	logB, topicB := offsetsBenchBroker(b, b.TempDir(), true), offsetsBenchBroker(b, b.TempDir(), false)
+	defer logB.Close(context.Background())
+	defer topicB.Close(context.Background())
+	const rounds, perRound = 5, 800
+	for range b.N {
+		var p50 = map[string][]time.Duration{}
+		var p99 = map[string][]time.Duration{}
+		for r := range rounds {
+			for _, c := range []struct {
+				name string
+				br   *Broker
+			}{{"group-log", logB}, {"topic", topicB}} {
+				lat := commitLatencies(b, c.br, r, perRound)
+				p50[c.name] = append(p50[c.name], quantile(lat, 0.5))
+				p99[c.name] = append(p99[c.name], quantile(lat, 0.99))
+			}
+		}
+		for _, name := range []string{"group-log", "topic"} {
+			b.ReportMetric(float64(medianDuration(p50[name]).Microseconds()), name+"-p50-µs")
+			b.ReportMetric(float64(medianDuration(p99[name]).Microseconds()), name+"-p99-µs")
+		}
+		b.Logf("p99 per round: group-log %v, topic %v; ratio of medians topic/group-log %.2f",
+			p99["group-log"], p99["topic"], float64(medianDuration(p99["topic"]))/float64(medianDuration(p99["group-log"])))
+	}
+}
+
+// BenchmarkStartupOffsets: the broker's start-up with 1 M committed
+// offsets (1,000 groups of 1,000 partitions) on the group log and on
+// __consumer_offsets, restarted alternately; medians reported.
+func BenchmarkStartupOffsets(b *testing.B) {
+	const groups, parts = 1000, 1000
+	dirs := map[string]string{"group-log": b.TempDir(), "topic": b.TempDir()}
+	for name, dir := range dirs {
+		br := offsetsBenchBroker(b, dir, name == "group-log")
+		for g := range groups {
+			offs := make(map[coordinator.TopicPartition]coordinator.OffsetAndMetadata, parts)
+			for p := range parts {
+				offs[coordinator.TopicPartition{Topic: fmt.Sprintf("topic-%d", p/100), Partition: int32(p % 100)}] =
+					coordinator.OffsetAndMetadata{Offset: int64(g + p), LeaderEpoch: -1, Metadata: "m"}
+			}
+			if err := br.groups.CommitOffsetsAdmin(fmt.Sprintf("group-%04d", g), offs); err != nil {
+				b.Fatal(err)
+			}
+		}
+		if err := br.Close(context.Background()); err != nil {
+			b.Fatal(err)
+		}
+	}
+	for range b.N {
+		took := map[string][]time.Duration{}
+		for range 3 {
+			for _, name := range []string{"group-log", "topic"} {
+				start := time.Now()
+				br := offsetsBenchBroker(b, dirs[name], name == "group-log")
+				took[name] = append(took[name], time.Since(start))
+				if n := len(br.groups.ListGroupOffsets("group-0999")); n != parts {
+					b.Fatalf("%s: %d offsets of group-0999 after the start", name, n)
+				}
+				br.Close(context.Background())
+			}
+		}
+		for _, name := range []string{"group-log", "topic"} {
+			b.ReportMetric(float64(medianDuration(took[name]).Milliseconds()), name+"-start-ms")
+		}
+		b.Logf("start-up with 1M offsets: group-log %v, topic %v", took["group-log"], took["topic"])
+	}
+}
