@@ -4,7 +4,9 @@ package broker
 //
 // Deletes Empty groups with their committed offsets (durably, before the
 // response). A group with members answers NON_EMPTY_GROUP, an unknown one
-// GROUP_ID_NOT_FOUND. v3 adds a per-group ErrorMessage, left null.
+// GROUP_ID_NOT_FOUND. v3 adds a per-group ErrorMessage, left null. A
+// share group (KIP-932) is deleted with its share partitions' state the
+// same way (share.Coordinator.DeleteGroup).
 
 import (
 	"context"
@@ -21,6 +23,12 @@ func (b *Broker) handleDeleteGroups(_ context.Context, r *protocol.Request) kmsg
 	for i, id := range req.Groups {
 		rg := kmsg.NewDeleteGroupsResponseGroup()
 		rg.Group, rg.ErrorCode = id, errorCode(errs[i])
+		if b.shares.Exists(id) {
+			rg.ErrorCode = 0
+			if e := b.shares.DeleteGroup(id); e != nil {
+				rg.ErrorCode = e.Code
+			}
+		}
 		resp.Groups = append(resp.Groups, rg)
 	}
 	return resp

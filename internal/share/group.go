@@ -225,13 +225,15 @@ func (c *Coordinator) Heartbeat(req HeartbeatRequest) HeartbeatResult {
 			return res
 		}
 		m = &Member{ID: req.MemberID, Assigned: map[[16]byte][]int32{}}
-		g.Members[m.ID] = m
-		g.Epoch++
+		g.Members[m.ID] = m // its subscription (below) moves the group epoch
 	} else if req.MemberEpoch != 0 && req.MemberEpoch != m.Epoch && req.MemberEpoch != m.prevEpoch {
 		res.Err = kerr.FencedMemberEpoch
 		return res
 	}
-	m.ClientID, m.ClientHost, m.lastSeen, m.sessionTimeout = req.ClientID, req.ClientHost, now, req.SessionTimeout
+	m.ClientID, m.ClientHost, m.lastSeen = req.ClientID, req.ClientHost, now
+	if req.SessionTimeout > 0 {
+		m.sessionTimeout = req.SessionTimeout
+	}
 	if req.Rack != nil {
 		m.Rack = req.Rack
 	}

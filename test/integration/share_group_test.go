@@ -327,3 +327,56 @@ func TestShareGroupReadCommitted(t *testing.T) {
 		})
 	}
 }
+
+// ListGroups lists a share group with type "share" (and filters by it),
+// DeleteGroups refuses it with members (NON_EMPTY_GROUP) and deletes it,
+// state and all, once they left; DescribeShareGroupOffsets then finds
+// nothing.
+func TestShareGroupListAndDelete(t *testing.T) {
+	const topic, group = "sd", "sdg"
+	c := minibrokertest.Start(t, fastShare(topic)...)
+	setShareEarliest(t, c.Addr(), group)
+	groupsProduce(t, c.Addr(), topic, "v", 10)
+	cl := newShareConsumer(t, c.Addr(), group, topic)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	got := 0
+	for got < 10 && ctx.Err() == nil {
+		got += len(cl.PollRecords(ctx, 10).Records())
+	}
+	adm := newClient(t, c.Addr())
+	list := func(types ...string) []kmsg.ListGroupsResponseGroup {
+		req := kmsg.NewPtrListGroupsRequest()
+		req.TypesFilter = types
+		resp, err := req.RequestWith(ctx, adm)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return resp.Groups
+	}
+	if gs := list("share"); len(gs) != 1 || gs[0].Group != group || gs[0].GroupType != "share" || gs[0].GroupState != "Stable" {
+		t.Fatalf("ListGroups share: %+v", gs)
+	}
+	if gs := list("classic"); len(gs) != 0 {
+		t.Fatalf("ListGroups classic lists %+v", gs)
+	}
+	del := func() int16 {
+		req := kmsg.NewPtrDeleteGroupsRequest()
+		req.Groups = []string{group}
+		resp, err := req.RequestWith(ctx, adm)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return resp.Groups[0].ErrorCode
+	}
+	if code := del(); code != 68 { // NON_EMPTY_GROUP
+		t.Fatalf("DeleteGroups with a member: code %d", code)
+	}
+	cl.Close() // leaves
+	if code := del(); code != 0 {
+		t.Fatalf("DeleteGroups after the member left: code %d", code)
+	}
+	if gs := list(); len(gs) != 0 {
+		t.Fatalf("after delete ListGroups: %+v", gs)
+	}
+}
