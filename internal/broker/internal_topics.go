@@ -1,7 +1,8 @@
 package broker
 
 // The coordinators' internal topics, __consumer_offsets and
-// __transaction_state (issue 38 item 4).
+// __transaction_state (issue 38 item 4), and the mirrors' __mirror_state
+// (item 3, internal/mirror/statetopic.go).
 //
 // Both are created when the broker starts, if topics.json does not list
 // them yet, with Kafka's partition counts (offsets.topic.num.partitions,
@@ -12,7 +13,10 @@ package broker
 // their segment.bytes, compression.type producer / uncompressed, and for
 // the transaction topic min.insync.replicas and
 // unclean.leader.election.enable=false (accepted and ignored on one node).
-// Deviation: Kafka creates each on its coordinator's first request
+// __mirror_state has one partition (a mirror state save is one batch,
+// atomic only within a partition), cleanup.policy=compact and the
+// offsets topic's segment.bytes. Deviation: Kafka creates each on its
+// coordinator's first request
 // (FindCoordinator); minibroker creates both at start-up, so they are
 // listed from the first Metadata on. An existing topic keeps its
 // partition count, as Kafka's coordinators take the count of the topic
@@ -46,18 +50,23 @@ import (
 	"strconv"
 
 	"go.uber.org/zap"
+
+	"github.com/minibroker/minibroker/internal/mirror"
 )
 
 // The internal topics' names (Kafka's Topic.GROUP_METADATA_TOPIC_NAME and
 // Topic.TRANSACTION_STATE_TOPIC_NAME).
 const (
-	offsetsTopic = "__consumer_offsets"
-	txnTopic     = "__transaction_state"
+	offsetsTopic     = "__consumer_offsets"
+	txnTopic         = "__transaction_state"
+	mirrorStateTopic = mirror.StateTopicName
 )
 
 // coordinatorTopic reports whether name is one of the internal topics a
-// coordinator of this broker writes.
-func coordinatorTopic(name string) bool { return name == offsetsTopic || name == txnTopic }
+// coordinator (or the mirrors) of this broker writes.
+func coordinatorTopic(name string) bool {
+	return name == offsetsTopic || name == txnTopic || name == mirrorStateTopic
+}
 
 // internalTopicError refuses a client's change to an internal topic; it
 // wraps the Kafka error it answers.
@@ -105,6 +114,11 @@ func (b *Broker) internalTopicSpecs() []internalTopicSpec {
 			"compression.type":               "uncompressed",
 			"min.insync.replicas":            strconv.FormatInt(b.cfg.Int64("transaction.state.log.min.isr"), 10),
 			"unclean.leader.election.enable": "false",
+		}},
+		{mirrorStateTopic, 1, map[string]string{
+			"cleanup.policy":   "compact",
+			"segment.bytes":    strconv.FormatInt(b.cfg.Int64("offsets.topic.segment.bytes"), 10),
+			"compression.type": "uncompressed",
 		}},
 	}
 }

@@ -4,6 +4,9 @@ import (
 	"errors"
 	"fmt"
 	"maps"
+	"slices"
+
+	"go.uber.org/zap"
 
 	"github.com/minibroker/minibroker/internal/config"
 	"github.com/minibroker/minibroker/internal/mirror"
@@ -23,6 +26,13 @@ func (b *Broker) openMirrors(opts mirror.Options) error {
 	if b.authz != nil {
 		opts.ACLs = b.authz
 	}
+	parts := b.partitionsOf(mirrorStateTopic)
+	if len(parts) == 0 {
+		return fmt.Errorf("internal topic %s has no partition", mirrorStateTopic)
+	}
+	opts.StateTopic = mirror.PartitionStateTopic(parts[0], func() (*partition.Partition, error) {
+		return b.reopenPartition(mirrorStateTopic, 0)
+	})
 	m, err := mirror.Open(mirrorLocal{b}, b.dataDir, opts)
 	if err != nil {
 		return err
@@ -30,6 +40,36 @@ func (b *Broker) openMirrors(opts mirror.Options) error {
 	b.mirrors = m
 	m.Routes(b.HandleAdmin)
 	return nil
+}
+
+// reopenPartition closes partition i of topic name and opens its files
+// anew in its place: after a storage error took its log offline for
+// writes, the open recovers it from what the disk holds (as a restart
+// does). The mirrors' state topic calls it, under the mirror manager's
+// lock; it takes only the registry lock, to swap the partition in.
+func (b *Broker) reopenPartition(name string, i int32) (*partition.Partition, error) {
+	t, ok := b.Topic(name)
+	if !ok {
+		return nil, fmt.Errorf("%w: %s", errUnknownTopic, name)
+	}
+	old := partitionList(b.partitions(t)).at(i)
+	if old == nil {
+		return nil, fmt.Errorf("%s has no partition %d", name, i)
+	}
+	if err := old.Close(); err != nil {
+		b.logger.Warn("closing a failed partition to reopen it", zap.String("dir", old.Dir()), zap.Error(err))
+	}
+	p, err := b.openPartition(t, i, b.partitionConfig(b.configsOf(t)))
+	if err != nil {
+		return nil, err
+	}
+	b.mu.Lock()
+	parts := slices.Clone(t.Partitions)
+	parts[i] = p
+	t.Partitions = parts
+	b.mu.Unlock()
+	b.logger.Warn("reopened a partition after a storage error", zap.String("topic", name), zap.Int32("partition", i))
+	return p, nil
 }
 
 // Mirrors is the broker's mirror manager.

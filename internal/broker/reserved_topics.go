@@ -7,9 +7,9 @@ package broker
 // and Kafka 4's __share_group_state) are created by Kafka's own
 // coordinators, flagged is_internal in Metadata; __cluster_metadata is the
 // KRaft log, whose creation Kafka's controller refuses; __mirror_state is
-// minibroker's. The broker itself creates __consumer_offsets and
-// __transaction_state at start-up (internal_topics.go); no client creates
-// any of these:
+// minibroker's. The broker itself creates __consumer_offsets,
+// __transaction_state and __mirror_state at start-up (internal_topics.go);
+// no client creates any of these:
 //
 //   - Metadata names one that does not exist UNKNOWN_TOPIC_OR_PARTITION
 //     with no partitions, is_internal set for Kafka's internal ones, as
@@ -18,7 +18,7 @@ package broker
 //   - CreateTopics refuses them with INVALID_REQUEST "Creation of internal
 //     topic <name> is prohibited.", Kafka's answer for __cluster_metadata
 //     (ControllerApis), and answers TOPIC_ALREADY_EXISTS for
-//     __consumer_offsets and __transaction_state, which exist, as Kafka's
+//     the three internal topics the broker made, which exist, as Kafka's
 //     controller does once its coordinators made them.
 //
 // A topic of one of the other names already in topics.json (made by an

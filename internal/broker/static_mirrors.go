@@ -29,7 +29,7 @@ func (b *Broker) startStaticMirrors() {
 			GroupsInclude: sm.GroupsInclude, GroupsExclude: sm.GroupsExclude, SourceConfig: settings})
 		switch {
 		case errors.Is(err, mirror.ErrExists):
-			// Known from mirror-state.log: its state is authoritative, its
+			// Known from __mirror_state: its state is authoritative, its
 			// source settings and the mirror settings it names are the
 			// file's.
 			if b.mirrors.SettingsDiffer(sm.Name, sm.MirrorConfig) {

@@ -37,7 +37,7 @@ func (b *Broker) checkBrokerPartitions(n int32) error {
 	limit := b.cfg.Int64("max.broker.partitions")
 	// The internal topics' partitions are the broker's own, not counted.
 	have := int64(b.partitionCount())
-	for _, name := range []string{offsetsTopic, txnTopic} {
+	for _, name := range []string{offsetsTopic, txnTopic, mirrorStateTopic} {
 		have -= int64(len(b.partitionsOf(name)))
 	}
 	if have+int64(n) > limit {

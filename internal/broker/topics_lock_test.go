@@ -88,7 +88,7 @@ func TestCreateManyTopicsDoesNotStallProduce(t *testing.T) {
 			if t.Failed() {
 				return
 			}
-			if got := len(b.TopicNames()); got != topics+1+2 { // and the two internal topics
+			if got := len(b.TopicNames()); got != topics+1+3 { // and the three internal topics
 				t.Fatalf("%d topics, want %d", got, topics+1+2)
 			}
 			if len(lat) < 100 {

@@ -10,6 +10,7 @@ import (
 	"path/filepath"
 
 	"github.com/minibroker/minibroker/internal/batch"
+	"github.com/minibroker/minibroker/internal/mirror/staterec"
 	"github.com/minibroker/minibroker/internal/psm"
 )
 
@@ -30,6 +31,10 @@ type Options struct {
 	// kafka-dump-log --transaction-log-decoder does (txn_decoder.go);
 	// it implies PrintData.
 	TransactionLogDecoder bool
+	// MirrorStateDecoder prints each record's key and value as records
+	// of __mirror_state (minibroker's layout, package staterec), in the
+	// form of kafka-dump-log's decoders; it implies PrintData.
+	MirrorStateDecoder bool
 	// MaxDecompressedBytes bounds one batch's decompressed records;
 	// 0 means DefaultMaxDecompressedBytes.
 	MaxDecompressedBytes int
@@ -223,7 +228,7 @@ func (d *Dumper) printBatch(file string, b *Batch) {
 		j.ControlRecord = controlToJSON(c)
 		d.emitText(controlText(h, c))
 	}
-	if (d.opts.PrintData || d.opts.OffsetsDecoder || d.opts.TransactionLogDecoder) && !h.IsControl() {
+	if (d.opts.PrintData || d.opts.OffsetsDecoder || d.opts.TransactionLogDecoder || d.opts.MirrorStateDecoder) && !h.IsControl() {
 		recs, err := DecodeRecords(b.Raw, h, d.opts.MaxDecompressedBytes)
 		j.Records = make([]recordJSON, 0, len(recs))
 		for i := range recs {
@@ -235,6 +240,10 @@ func (d *Dumper) printBatch(file string, b *Batch) {
 				}
 				k, p := decode(recs[i].Offset, recs[i].Key, recs[i].Value)
 				rj.OffsetsKey, rj.OffsetsPayload = k, p
+				d.emitText(offsetsRecordText(&recs[i], k, p))
+			} else if d.opts.MirrorStateDecoder {
+				k, p := staterec.Describe(recs[i].Offset, recs[i].Key, recs[i].Value)
+				rj.MirrorStateKey, rj.MirrorStatePayload = k, p
 				d.emitText(offsetsRecordText(&recs[i], k, p))
 			} else {
 				d.emitText(recordText(&recs[i]))

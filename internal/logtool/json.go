@@ -82,6 +82,9 @@ type recordJSON struct {
 	// transaction log decoder's (TransactionLogDecoder).
 	OffsetsKey     string `json:"offsets_key,omitempty"`
 	OffsetsPayload string `json:"offsets_payload,omitempty"`
+	// The mirror state decoder's (MirrorStateDecoder).
+	MirrorStateKey     string `json:"mirror_state_key,omitempty"`
+	MirrorStatePayload string `json:"mirror_state_payload,omitempty"`
 }
 
 type headerJSON struct {

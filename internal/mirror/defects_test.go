@@ -31,7 +31,7 @@ func openMirror(t *testing.T, src *minibrokertest.Cluster, opts mirror.Options, 
 	t.Helper()
 	l := &local{dir: t.TempDir(), parts: map[string][]*partition.Partition{}}
 	t.Cleanup(l.close)
-	m, err := mirror.Open(l, l.dir, opts)
+	m, err := openManager(l, opts)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -75,12 +75,14 @@ func states(t *testing.T, m *mirror.Manager) map[string]mirror.State {
 	return out
 }
 
-// TestFailedStateSaveChangesNothing: when the state log cannot be saved
-// (its fsync fails), a pause or a stop answers the error and changes
-// nothing: the partition is still MIRRORING in describe, its fetcher still
-// appends, and a restart finds what describe showed. Before, both changed
-// the record in memory and then saved: describe showed PAUSED (with the
-// fetcher paused) or STOPPING that no restart would find.
+// TestFailedStateSaveChangesNothing: when the state cannot be saved (the
+// fsync of __mirror_state fails), a pause or a stop answers the error and
+// changes nothing: the partition is still MIRRORING in describe, its
+// fetcher still appends, and a restart finds what describe showed (the
+// close, with the disk healed, writes the state back over the refused
+// pause's batch). Before, both changed the record in memory and
+// then saved: describe showed PAUSED (with the fetcher paused) or
+// STOPPING that no restart would find.
 func TestFailedStateSaveChangesNothing(t *testing.T) {
 	src := minibrokertest.Start(t, minibrokertest.Topic("orders", 1))
 	produce(t, src.Addr(), "orders", 3)
@@ -92,7 +94,7 @@ func TestFailedStateSaveChangesNothing(t *testing.T) {
 			m.Close()
 		}
 	}()
-	fs.Inject(errorfs.Rule{Op: errorfs.OpSync, PathContains: "mirror-state"})
+	fs.Inject(errorfs.Rule{Op: errorfs.OpSync, PathContains: mirror.StateTopicName})
 	if err := m.Pause("m", nil); err == nil {
 		t.Fatal("pause answered nil with the state log failing")
 	}
@@ -110,7 +112,7 @@ func TestFailedStateSaveChangesNothing(t *testing.T) {
 	fs.Clear()
 	m.Close()
 	closed = true
-	m2, err := mirror.Open(l, l.dir, mirror.Options{FS: fs})
+	m2, err := openManager(l, mirror.Options{FS: fs})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -323,7 +325,7 @@ func TestFailedFailurePersistKeepsFetcher(t *testing.T) {
 				}
 			}, 3, "orders")
 			t.Cleanup(m.Close)
-			fs.Inject(errorfs.Rule{Op: errorfs.OpSync, PathContains: "mirror-state"})
+			fs.Inject(errorfs.Rule{Op: errorfs.OpSync, PathContains: mirror.StateTopicName})
 			f := src.Fault(minibrokertest.FaultSpec{Kind: minibrokertest.FaultError, APIKey: minibrokertest.Key(kmsg.Fetch),
 				Topic: "orders", ErrorCode: kerr.TopicAuthorizationFailed.Code})
 			for deadline := time.Now().Add(20 * time.Second); f.Fired() < 1; time.Sleep(10 * time.Millisecond) {

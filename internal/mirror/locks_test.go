@@ -26,7 +26,7 @@ func TestMirrorLocksIndependent(t *testing.T) {
 			produce(t, src.Addr(), "tb", 2)
 			l := &local{dir: t.TempDir(), parts: map[string][]*partition.Partition{}}
 			t.Cleanup(l.close)
-			m, err := mirror.Open(l, l.dir, mirror.Options{FetchMaxWait: 50 * time.Millisecond})
+			m, err := openManager(l, mirror.Options{FetchMaxWait: 50 * time.Millisecond})
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -72,6 +72,10 @@ type Options struct {
 	// connections to its source (the broker's fault injection wraps them
 	// to pause, slow or cut the link); nil dials directly.
 	SourceDialer func(mirror string) func(ctx context.Context, network, host string) (net.Conn, error)
+	// StateTopic is where the mirrors' state is kept: the broker's
+	// __mirror_state (statetopic.go); nil: the Manager opens and closes
+	// the partition __mirror_state-0 of its data directory itself.
+	StateTopic StateTopic
 }
 
 // StopStep names the steps of STOPPING, in order.
@@ -222,7 +226,7 @@ func Open(local Local, dataDir string, opts Options) (*Manager, error) {
 	if opts.OffsetSyncInterval <= 0 {
 		opts.OffsetSyncInterval = 10 * time.Second
 	}
-	st, d, notes, err := openStore(opts.FS, dataDir)
+	st, d, notes, err := openStore(opts.FS, dataDir, opts.StateTopic)
 	if err != nil {
 		return nil, err
 	}
@@ -247,7 +251,7 @@ func Open(local Local, dataDir string, opts Options) (*Manager, error) {
 func (m *Manager) resume(spec *mirrorSpec) error {
 	rt, err := m.newRuntime(spec)
 	if err != nil {
-		return fmt.Errorf("mirror %s in %s: %w", spec.Name, mirrorStateFile, err)
+		return fmt.Errorf("mirror %s in %s: %w", spec.Name, StateTopicName, err)
 	}
 	m.mu.Lock()
 	m.mirrors[spec.Name] = rt
@@ -260,7 +264,7 @@ func (m *Manager) resume(spec *mirrorSpec) error {
 		parts := m.local.Partitions(topic)
 		for idx, rec := range ts.Partitions {
 			if int(idx) >= len(parts) {
-				return fmt.Errorf("mirror %s: %s-%d in %s but not on disk", spec.Name, topic, idx, mirrorStateFile)
+				return fmt.Errorf("mirror %s: %s-%d in %s but not on disk", spec.Name, topic, idx, StateTopicName)
 			}
 			p, k := parts[idx], tp{topic, idx}
 			_, effs, _ := step(*rec, coreEvent{Kind: EvRecover})

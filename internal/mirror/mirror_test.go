@@ -188,6 +188,35 @@ type local struct {
 	mu      sync.Mutex
 	parts   map[string][]*partition.Partition
 	configs map[string]map[string]string
+	state   *partition.Partition // __mirror_state-0
+}
+
+// openManager opens a Manager on l, with __mirror_state a partition of
+// l's directory on opts.FS, opened anew (as a broker's restart does).
+func openManager(l *local, opts mirror.Options) (*mirror.Manager, error) {
+	l.mu.Lock()
+	if l.state != nil {
+		l.state.Close()
+	}
+	p, err := partition.Open(filepath.Join(l.dir, mirror.StateTopicName+"-0"), mirror.StateTopicName, 0,
+		partition.Config{Log: mlog.DefaultConfig(), Compacted: true}, partition.Options{FS: opts.FS})
+	l.state = p
+	l.mu.Unlock()
+	if err != nil {
+		return nil, err
+	}
+	opts.StateTopic = mirror.PartitionStateTopic(p, func() (*partition.Partition, error) {
+		l.mu.Lock()
+		defer l.mu.Unlock()
+		l.state.Close()
+		p, err := partition.Open(filepath.Join(l.dir, mirror.StateTopicName+"-0"), mirror.StateTopicName, 0,
+			partition.Config{Log: mlog.DefaultConfig(), Compacted: true}, partition.Options{FS: opts.FS})
+		if err == nil {
+			l.state = p
+		}
+		return p, err
+	})
+	return mirror.Open(l, l.dir, opts)
 }
 
 func (l *local) TopicConfigs(name string) (map[string]string, bool) {
@@ -235,6 +264,9 @@ func (l *local) EnsureTopic(name string, n int32, _ map[string]string, _ [16]byt
 	return l.parts[name], nil
 }
 func (l *local) close() {
+	if l.state != nil {
+		l.state.Close()
+	}
 	for _, ps := range l.parts {
 		for _, p := range ps {
 			p.Close()
@@ -247,7 +279,7 @@ func TestSourcePartitionsAddedArePickedUp(t *testing.T) {
 	src := minibrokertest.Start(t, minibrokertest.Topic("orders", 1))
 	l := &local{dir: t.TempDir(), parts: map[string][]*partition.Partition{}}
 	defer l.close()
-	m, err := mirror.Open(l, l.dir, mirror.Options{MetadataInterval: 50 * time.Millisecond})
+	m, err := openManager(l, mirror.Options{MetadataInterval: 50 * time.Millisecond})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -294,7 +326,7 @@ func TestPauseStopsAppendsBeforeItReturns(t *testing.T) {
 	l := &local{dir: t.TempDir(), parts: map[string][]*partition.Partition{}}
 	defer l.close()
 	release := make(chan struct{})
-	m, err := mirror.Open(l, l.dir, mirror.Options{FetchMaxWait: 5 * time.Second,
+	m, err := openManager(l, mirror.Options{FetchMaxWait: 5 * time.Second,
 		TestHooks: lateFetcher{release: release}})
 	if err != nil {
 		t.Fatal(err)

@@ -14,13 +14,13 @@ import (
 // one place that knows them: name, default, how a value is parsed and
 // checked, whether it may change while the mirror runs, whether it is a
 // secret. A mirror keeps the values it was given (its spec's Config, in
-// mirror-state.log: no setting here is a secret, so none goes to
+// __mirror_state: no setting here is a secret, so none goes to
 // mirror-sources.log); Settings is what code reads, resolved from them
 // with the defaults.
 //
 // To add a setting: one settingDef below and one field in Settings. A
 // secret setting would have to be kept in mirror-sources.log, not in
-// mirror-state.log (TestSettingsTable checks that none is marked secret).
+// __mirror_state (TestSettingsTable checks that none is marked secret).
 //
 // Lists (…include, …exclude) are comma-separated, as Kafka's LIST type;
 // unlike Kafka, a comma inside (), [] or {} does not split, so a regular

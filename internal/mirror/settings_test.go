@@ -12,8 +12,8 @@ import (
 	"github.com/minibroker/minibroker/internal/vfs"
 )
 
-// Every setting's default parses, none is a secret (mirror-state.log is
-// not private: a secret would belong in mirror-sources.log), and the
+// Every setting's default parses, none is a secret (__mirror_state is
+// readable by Fetch: a secret would belong in mirror-sources.log), and the
 // defaults are KIP-1279's where the table says nothing else.
 func TestSettingsTable(t *testing.T) {
 	s, err := ResolveSettings(nil)
@@ -22,7 +22,7 @@ func TestSettingsTable(t *testing.T) {
 	}
 	for _, d := range SettingsTable() {
 		if d.Secret {
-			t.Errorf("%s is secret but would be kept in mirror-state.log", d.Name)
+			t.Errorf("%s is secret but would be kept in __mirror_state", d.Name)
 		}
 		if !strings.HasPrefix(d.Name, "mirror.") {
 			t.Errorf("%s: not a mirror.* name", d.Name)
@@ -139,7 +139,7 @@ func TestAlterSettings(t *testing.T) {
 
 // A mirrors.json written before the settings (groups_include and
 // groups_exclude lists) is read into mirror.groups.include/exclude, moved
-// into mirror-state.log, and written back without the old fields.
+// into __mirror_state, and written back without the old fields.
 func TestOldGroupListsMigrate(t *testing.T) {
 	dir := t.TempDir()
 	old := `{"version":1,"mirrors":[{"name":"m","source":["h:1"],"groups_include":["app-.*","b{1,2}"],` +
@@ -147,7 +147,7 @@ func TestOldGroupListsMigrate(t *testing.T) {
 	if err := os.WriteFile(filepath.Join(dir, legacyMirrorsFile), []byte(old), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	st, d, _, err := openStore(vfs.Default, dir)
+	st, d, _, err := openAt(t, vfs.Default, dir)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -165,7 +165,8 @@ func TestOldGroupListsMigrate(t *testing.T) {
 	if err := st.saveDoc(d); err != nil {
 		t.Fatal(err)
 	}
-	raw, _ := os.ReadFile(filepath.Join(dir, mirrorStateFile))
+	var raw []byte
+	must(t, st.state.t.Replay(func(_, value []byte) { raw = append(raw, value...) }))
 	if strings.Contains(string(raw), "groups_include") || !strings.Contains(string(raw), SettingGroupsInclude) {
 		t.Fatalf("rewritten: %s", raw)
 	}

@@ -11,62 +11,57 @@ import (
 	"github.com/minibroker/minibroker/internal/vfs"
 )
 
-// The mirrors' persisted state is two record logs (internal/recordlog, the
-// package the coordinators' logs use; byte diagram in
-// internal/recordlog/format.go) in the data directory:
+// The mirrors' state (every mirror's definition and per-partition
+// state, state.go) is kept in the internal topic __mirror_state
+// (statetopic.go); their source security settings, secrets included, in
+// a record log of their own in the data directory (internal/recordlog,
+// byte diagram in internal/recordlog/format.go), never in a topic that
+// Fetch serves:
 //
-//	mirror-state.log    magic "MBMS", version 1: every mirror's definition
-//	                    and per-partition state (state.go)
-//	mirror-sources.log  magic "MBMC", version 1, mode 0600: the mirrors'
-//	                    source security settings, secrets included
-//	                    (secrets.go)
+//	mirror-sources.log  magic "MBMC", version 1, mode 0600 (secrets.go)
 //
-// Both hold frames of one body type:
+// It holds frames of one body type:
 //
 //	0  1  type (1: a whole document)
-//	1  …  the document, JSON (the shapes drawn in state.go and secrets.go)
+//	1  …  the document, JSON (the shape drawn in secrets.go)
 //
-// Each save is one record holding the whole document; reading takes the
-// last valid record, and a torn tail (an append a crash cut, never
-// acknowledged) is cut off as recordlog does. A save returns only once its
-// record is fsynced, as the whole-file rewrite it replaces did, so every
-// ordering the mirror relies on (STOPPING persisted before any log is
-// touched, STOPPED only after the barrier is fsynced, a mirror's source
-// settings saved before the mirror itself) holds unchanged. The state log
-// is appended to (one write and one fsync a save, where the whole-file
-// rewrite took two fsyncs and a rename) and rewritten to its last document
-// once it has grown by max(its size after the last rewrite,
-// docLogCompactBytes). The sources log is rewritten on every save, never
-// appended to: a password changed or a mirror deleted must not stay behind
-// in an older record.
+// Each save is one record holding the whole document, written to a new
+// file (temp file, fsync, rename, directory fsync) so that a password
+// changed or a mirror deleted does not stay behind in an older record;
+// reading takes the last valid record. A save returns only once it is
+// durable, and a mirror's source settings are saved before the mirror
+// itself.
 //
-// A log that cannot be written (a failed write or fsync leaves the file's
-// contents unknown, and recordlog refuses further appends) is replaced
-// whole by the next save (temp file, fsync, rename, directory fsync), as
-// the JSON files were on every save: one failed fsync does not stop the
-// mirrors from persisting their state until a restart.
+// Upgrade from the state log. The previous version kept the state
+// document in mirror-state.log (magic "MBMS", version 1, the same frames,
+// the last record the state), and the one before it in mirrors.json. A
+// start that finds either file reads its document (the log's when both
+// are there: an upgrade from JSON cut before it removed mirrors.json),
+// writes it to __mirror_state (the records that differ from what the
+// topic holds, tombstones for what it holds beyond: one batch, fsynced)
+// and only then removes the files (and fsyncs the directory). A crash
+// before the batch is durable leaves the files, read again at the next
+// start; a crash after it leaves the topic holding the file's document,
+// and the next start, finding the file still there, writes nothing (the
+// topic already holds it) and removes it. The file always wins while it
+// is there: only this step writes the topic before the file is gone. So
+// the upgrade can be cut anywhere and run again. A file holding a torn
+// header only (a creation that never finished) holds no state and is
+// removed. An earlier version started on an upgraded directory finds no
+// file and starts with no mirror; started here again, what it saved
+// replaces the topic's state.
 //
-// Upgrade: a data directory written before these logs has mirrors.json
-// and mirror-sources.json, the same documents as whole JSON files. When a
-// log has no file (or only a torn header: a creation that never finished)
-// and its JSON file is there, the JSON is read, written to the new log
-// (created through a temp file, fsync, rename and directory fsync) and
-// only then removed (and the directory fsynced); the sources first, as a
-// create saves them. A crash before the log's rename leaves the JSON
-// alone, read again at the next start; a crash after it leaves both, and
-// the next start, finding the log, takes it (the JSON is what it was
-// written from, and every change since went to the log) and removes the
-// JSON. So the upgrade can be cut anywhere and run again. An earlier
-// version started on an upgraded directory finds no mirrors.json and
-// starts with no mirror.
+// The JSON-to-log upgrade of mirror-sources.json is unchanged: when the
+// sources log has no file (or only a torn header) and mirror-sources.json
+// is there, the JSON is written to the log (temp file, fsync, rename,
+// directory fsync) and only then removed.
 const (
-	mirrorStateFile         = "mirror-state.log"
-	mirrorSourcesFile       = "mirror-sources.log"
-	legacyMirrorsFile       = "mirrors.json"
-	legacySourcesFile       = "mirror-sources.json"
-	docLogVersion           = 1
-	docRecordType      byte = 1
-	docLogCompactBytes      = 1 << 20
+	mirrorStateFile        = "mirror-state.log"
+	mirrorSourcesFile      = "mirror-sources.log"
+	legacyMirrorsFile      = "mirrors.json"
+	legacySourcesFile      = "mirror-sources.json"
+	docLogVersion          = 1
+	docRecordType     byte = 1
 )
 
 var (
@@ -74,16 +69,10 @@ var (
 	mirrorSourcesFormat = recordlog.Format{Magic: "MBMC", Version: docLogVersion, MaxRecord: 16 << 20}
 )
 
-// docLog is one of the two logs.
+// docLog is the sources log.
 type docLog struct {
 	o recordlog.Options
 	w *recordlog.Writer
-	// rewriteEach makes every save a rewrite (the sources log).
-	rewriteEach  bool
-	compactBytes int64
-	// skipSync is set only by this package's negative-control tests: a
-	// save then writes its record without waiting for its fsync.
-	skipSync bool
 }
 
 // openDocLog opens dir/name and returns its last document (nil when it
@@ -91,8 +80,7 @@ type docLog struct {
 // contents (nil when there is none either). notes are what a start
 // should log: a torn tail cut, a legacy file removed.
 func openDocLog(fs vfs.FS, dir, name, legacy string, format recordlog.Format, private bool) (l *docLog, last, legacyRaw []byte, notes []string, err error) {
-	l = &docLog{o: recordlog.Options{FS: fs, Dir: dir, Name: name, Format: format, WriteThrough: true, Private: private},
-		compactBytes: docLogCompactBytes}
+	l = &docLog{o: recordlog.Options{FS: fs, Dir: dir, Name: name, Format: format, WriteThrough: true, Private: private}}
 	w, rec, err := recordlog.Open(l.o, func(off int, body []byte) error {
 		if body[0] != docRecordType || len(body) < 2 {
 			return fmt.Errorf("mirror: %s: record at byte %d: type %d of %d bytes", name, off, body[0], len(body))
@@ -131,10 +119,12 @@ func openDocLog(fs vfs.FS, dir, name, legacy string, format recordlog.Format, pr
 	return l, nil, legacyRaw, notes, nil
 }
 
-// removeDurably removes path and fsyncs its directory.
-func removeDurably(fs vfs.FS, dir, path string) error {
-	if err := fs.Remove(path); err != nil && !errors.Is(err, os.ErrNotExist) {
-		return fmt.Errorf("mirror: remove %s: %w", filepath.Base(path), err)
+// removeDurably removes paths and fsyncs their directory.
+func removeDurably(fs vfs.FS, dir string, paths ...string) error {
+	for _, path := range paths {
+		if err := fs.Remove(path); err != nil && !errors.Is(err, os.ErrNotExist) {
+			return fmt.Errorf("mirror: remove %s: %w", filepath.Base(path), err)
+		}
 	}
 	if err := fs.SyncDir(dir); err != nil {
 		return fmt.Errorf("mirror: sync %s: %w", dir, err)
@@ -152,25 +142,16 @@ func (l *docLog) save(doc []byte) error {
 	frame := recordlog.AppendFrameFunc(make([]byte, 0, recordlog.FrameHeaderLen+1+len(doc)), func(b []byte) []byte {
 		return append(append(b, docRecordType), doc...)
 	})
-	if err := l.saveFrame(frame); err != nil {
+	var err error
+	if l.w.Err() != nil {
+		err = l.replace(frame)
+	} else {
+		err = l.w.Rewrite(frame, 1)
+	}
+	if err != nil {
 		return fmt.Errorf("mirror: save %s: %w", l.o.Name, err)
 	}
 	return nil
-}
-
-func (l *docLog) saveFrame(frame []byte) error {
-	if l.w.Err() != nil {
-		return l.replace(frame)
-	}
-	size, base, _ := l.w.Stats()
-	if l.rewriteEach || size+int64(len(frame))-base >= max(base, l.compactBytes) {
-		return l.w.Rewrite(frame, 1)
-	}
-	t, err := l.w.AppendFrames(frame, 1)
-	if err != nil || l.skipSync {
-		return err
-	}
-	return l.w.Wait(t)
 }
 
 // replace writes the whole log anew holding frame, after a failed write
@@ -197,75 +178,74 @@ func (l *docLog) replace(frame []byte) error {
 
 func (l *docLog) close() error { return l.w.Close(false) }
 
-// store is the mirrors' two logs.
+// store is the mirrors' state topic and sources log.
 type store struct {
-	state, sources *docLog
-	so             storeOptions
+	state   *topicState
+	sources *docLog
+	so      storeOptions
+	// own is the state topic's partition when the store opened it (no
+	// StateTopic given), closed with the store.
+	own *partitionTopic
 }
 
 // storeOptions are seams for this package's negative-control tests only.
 type storeOptions struct {
-	// removeLegacyFirst makes the upgrade remove a JSON file before its
-	// log is written.
+	// removeLegacyFirst makes an upgrade remove its old file before the
+	// new store holds its document.
 	removeLegacyFirst bool
 }
 
-// openStore opens both logs (upgrading JSON files left by an earlier
-// version) and returns the document with every mirror's source settings
+// openStore reads the state from t (moving there the state file left by
+// an earlier version) and opens the sources log (upgrading its JSON
+// file), and returns the document with every mirror's source settings
 // attached.
-func openStore(fs vfs.FS, dir string) (*store, *doc, []string, error) {
-	return openStoreWith(fs, dir, storeOptions{})
+func openStore(fs vfs.FS, dir string, t StateTopic) (*store, *doc, []string, error) {
+	return openStoreWith(fs, dir, t, storeOptions{})
 }
 
-func openStoreWith(fs vfs.FS, dir string, so storeOptions) (*store, *doc, []string, error) {
+func openStoreWith(fs vfs.FS, dir string, t StateTopic, so storeOptions) (*store, *doc, []string, error) {
 	s := &store{so: so}
+	if t == nil {
+		own, err := openOwnStateTopic(fs, dir)
+		if err != nil {
+			return nil, nil, nil, err
+		}
+		s.own, t = own, own
+	}
 	var notes []string
 	sources, lastSources, legacySources, n, err := openDocLog(fs, dir, mirrorSourcesFile, legacySourcesFile, mirrorSourcesFormat, true)
 	if err != nil {
+		s.close()
 		return nil, nil, nil, err
 	}
 	s.sources, notes = sources, append(notes, n...)
-	sources.rewriteEach = true
 	if legacySources != nil {
 		// The settings first: a mirror in the state always has them.
 		if _, err := decodeSourceConfigs(legacySources, legacySourcesFile); err != nil {
 			s.close()
 			return nil, nil, nil, err
 		}
-		if err := s.upgrade(sources, legacySources, legacySourcesFile); err != nil {
+		if err := s.upgradeSources(legacySources); err != nil {
 			s.close()
 			return nil, nil, nil, err
 		}
 		lastSources = legacySources
 		notes = append(notes, "moved "+legacySourcesFile+" to "+mirrorSourcesFile)
 	}
-	state, lastState, legacyState, n, err := openDocLog(fs, dir, mirrorStateFile, legacyMirrorsFile, mirrorStateFormat, false)
+	state, d, err := loadTopicState(t)
 	if err != nil {
 		s.close()
 		return nil, nil, nil, err
 	}
-	s.state, notes = state, append(notes, n...)
-	d := &doc{Version: mirrorsVersion}
-	name := mirrorStateFile
-	if legacyState != nil {
-		lastState, name = legacyState, legacyMirrorsFile
+	s.state = state
+	old, n, err := s.moveStateFiles(fs, dir)
+	if err != nil {
+		s.close()
+		return nil, nil, nil, err
 	}
-	if lastState != nil {
-		if d, err = decodeDoc(lastState, name); err != nil {
-			s.close()
-			return nil, nil, nil, err
-		}
-	}
-	if legacyState != nil {
-		raw, err := encodeDoc(d) // as read, with old group lists moved
-		if err == nil {
-			err = s.upgrade(state, raw, legacyMirrorsFile)
-		}
-		if err != nil {
-			s.close()
-			return nil, nil, nil, err
-		}
-		notes = append(notes, "moved "+legacyMirrorsFile+" to "+mirrorStateFile)
+	notes = append(notes, n...)
+	if old != nil {
+		d = old
 	}
 	if lastSources != nil {
 		sd, err := decodeSourceConfigs(lastSources, mirrorSourcesFile)
@@ -280,28 +260,101 @@ func openStoreWith(fs vfs.FS, dir string, so storeOptions) (*store, *doc, []stri
 	return s, d, notes, nil
 }
 
-// upgrade writes raw, read from the legacy file, to l durably and then
-// removes the legacy file.
-func (s *store) upgrade(l *docLog, raw []byte, legacy string) error {
+// upgradeSources writes raw, read from mirror-sources.json, to the
+// sources log durably and then removes the JSON file.
+func (s *store) upgradeSources(raw []byte) error {
+	l := s.sources
+	legacy := filepath.Join(l.o.Dir, legacySourcesFile)
 	if s.so.removeLegacyFirst {
-		if err := removeDurably(l.o.FS, l.o.Dir, filepath.Join(l.o.Dir, legacy)); err != nil {
+		if err := removeDurably(l.o.FS, l.o.Dir, legacy); err != nil {
 			return err
 		}
 	}
 	if err := l.save(raw); err != nil {
 		return err
 	}
-	return removeDurably(l.o.FS, l.o.Dir, filepath.Join(l.o.Dir, legacy))
+	return removeDurably(l.o.FS, l.o.Dir, legacy)
+}
+
+// readStateFiles is the state document an earlier version left: the last
+// record of mirror-state.log, else mirrors.json; nil when neither holds
+// one. files are those present, to be removed once the topic holds it.
+func readStateFiles(fs vfs.FS, dir string) (d *doc, files []string, err error) {
+	logPath, jsonPath := filepath.Join(dir, mirrorStateFile), filepath.Join(dir, legacyMirrorsFile)
+	var raw []byte
+	name := mirrorStateFile
+	data, err := vfs.ReadFile(fs, logPath)
+	switch {
+	case errors.Is(err, os.ErrNotExist):
+	case err != nil:
+		return nil, nil, fmt.Errorf("mirror: read %s: %w", mirrorStateFile, err)
+	default:
+		files = append(files, logPath)
+		if herr := mirrorStateFormat.CheckHeader(data); herr != nil {
+			if len(data) >= recordlog.HeaderLen || !bytes.HasPrefix(mirrorStateFormat.AppendHeader(nil), data) {
+				return nil, nil, fmt.Errorf("mirror: %s: %w", mirrorStateFile, herr)
+			}
+			break // a torn header: a creation that never finished
+		}
+		if _, _, err := mirrorStateFormat.Scan(data, recordlog.ScanOptions{}, func(off int, body []byte) error {
+			if body[0] != docRecordType || len(body) < 2 {
+				return fmt.Errorf("mirror: %s: record at byte %d: type %d of %d bytes", mirrorStateFile, off, body[0], len(body))
+			}
+			raw = body[1:]
+			return nil
+		}); err != nil {
+			return nil, nil, err
+		}
+	}
+	if _, err := fs.Stat(jsonPath); err == nil {
+		files = append(files, jsonPath)
+		if raw == nil && len(files) == 1 {
+			if raw, err = vfs.ReadFile(fs, jsonPath); err != nil {
+				return nil, nil, fmt.Errorf("mirror: read %s: %w", legacyMirrorsFile, err)
+			}
+			name = legacyMirrorsFile
+		}
+	}
+	if raw == nil {
+		return nil, files, nil
+	}
+	if d, err = decodeDoc(raw, name); err != nil {
+		return nil, nil, err
+	}
+	return d, files, nil
+}
+
+// moveStateFiles writes the state an earlier version left in a file to
+// the topic, durably, and then removes the file; it returns that state
+// (nil when there was none).
+func (s *store) moveStateFiles(fs vfs.FS, dir string) (*doc, []string, error) {
+	d, files, err := readStateFiles(fs, dir)
+	if err != nil || len(files) == 0 {
+		return nil, nil, err
+	}
+	if s.so.removeLegacyFirst {
+		if err := removeDurably(fs, dir, files...); err != nil {
+			return nil, nil, err
+		}
+	}
+	var notes []string
+	if d != nil {
+		if err := s.state.save(d); err != nil {
+			return nil, nil, err
+		}
+		notes = append(notes, fmt.Sprintf("moved the mirror state of %s to %s", filepath.Base(files[0]), StateTopicName))
+	}
+	if err := removeDurably(fs, dir, files...); err != nil {
+		return nil, nil, err
+	}
+	for _, f := range files {
+		notes = append(notes, "removed "+filepath.Base(f))
+	}
+	return d, notes, nil
 }
 
 // saveDoc persists d (without its source settings).
-func (s *store) saveDoc(d *doc) error {
-	raw, err := encodeDoc(d)
-	if err != nil {
-		return err
-	}
-	return s.state.save(raw)
-}
+func (s *store) saveDoc(d *doc) error { return s.state.save(d) }
 
 // saveSources persists the source settings of the mirrors in d.
 func (s *store) saveSources(d *doc) error {
@@ -312,18 +365,19 @@ func (s *store) saveSources(d *doc) error {
 	return s.sources.save(raw)
 }
 
-// stateUnknown reports whether the last save of the state log failed on
-// a write or fsync: what the file holds is then unknown (it may hold the
-// record whose save failed), and the next save writes it anew.
-func (s *store) stateUnknown() bool { return s.state != nil && s.state.w.Err() != nil }
+// stateUnknown reports whether the last save of the state failed: what
+// the topic holds is then unknown (it may hold the batch whose save
+// failed).
+func (s *store) stateUnknown() bool { return s.state != nil && s.state.unknown }
 
 func (s *store) close() error {
 	var err error
-	for _, l := range []*docLog{s.sources, s.state} {
-		if l != nil {
-			if cerr := l.close(); err == nil {
-				err = cerr
-			}
+	if s.sources != nil {
+		err = s.sources.close()
+	}
+	if s.own != nil {
+		if cerr := s.own.p.Close(); err == nil {
+			err = cerr
 		}
 	}
 	return err

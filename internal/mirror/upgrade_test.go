@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	mlog "github.com/minibroker/minibroker/internal/log"
 	"github.com/minibroker/minibroker/internal/mirror"
 	"github.com/minibroker/minibroker/internal/partition"
 	"github.com/minibroker/minibroker/internal/recordlog"
@@ -37,13 +38,22 @@ func lastDocument(t *testing.T, path, magic string) []byte {
 	return last
 }
 
-// TestUpgradeFromJSONFiles: a data directory as the version before the
-// state logs left it (mirrors.json and mirror-sources.json beside the
-// partitions, written as that version wrote them: indented JSON, the
-// sources file 0600) starts with its mirror as it was, paused and
-// read-only with its source settings, moves the JSON into the logs, and
-// mirrors on when resumed.
-func TestUpgradeFromJSONFiles(t *testing.T) {
+// TestUpgradeFromEarlierVersions: a data directory as an earlier version
+// left it, the version before __mirror_state (mirror-state.log and
+// mirror-sources.log beside the partitions, "log") or the one before the
+// state logs (mirrors.json and mirror-sources.json, written as that
+// version wrote them: indented JSON, the sources file 0600, "json"),
+// starts with its mirror as it was, paused and read-only with its source
+// settings, moves the state into __mirror_state (the old state file
+// removed, the sources into mirror-sources.log), and mirrors on when
+// resumed.
+func TestUpgradeFromEarlierVersions(t *testing.T) {
+	for _, from := range []string{"log", "json"} {
+		t.Run(from, func(t *testing.T) { upgradeFrom(t, from) })
+	}
+}
+
+func upgradeFrom(t *testing.T, from string) {
 	src := minibrokertest.Start(t, minibrokertest.Topic("orders", 2))
 	produce(t, src.Addr(), "orders", 10)
 	c := minibrokertest.Start(t)
@@ -60,22 +70,48 @@ func TestUpgradeFromJSONFiles(t *testing.T) {
 	}
 	c.Close()
 
+	// The state as the earlier version kept it, and __mirror_state emptied
+	// (that version had none).
 	dir := c.DataDir()
-	for _, f := range []struct {
-		log, magic, json string
-		mode             os.FileMode
-	}{
-		{"mirror-state.log", "MBMS", "mirrors.json", 0o644},
-		{"mirror-sources.log", "MBMC", "mirror-sources.json", 0o600},
-	} {
-		var old bytes.Buffer
-		if err := json.Indent(&old, lastDocument(t, filepath.Join(dir, f.log), f.magic), "", "  "); err != nil {
+	stateDir := filepath.Join(dir, mirror.StateTopicName+"-0")
+	p, err := partition.Open(stateDir, mirror.StateTopicName, 0, partition.Config{Log: mlog.DefaultConfig()}, partition.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	state, err := mirror.StateDocument(mirror.PartitionStateTopic(p, nil))
+	p.Close()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.RemoveAll(stateDir); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Mkdir(stateDir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if from == "log" {
+		data := append([]byte("MBMS\x00\x01\x00\x00"), recordlog.AppendFrame(nil, append([]byte{1}, state...))...)
+		if err := os.WriteFile(filepath.Join(dir, "mirror-state.log"), data, 0o644); err != nil {
 			t.Fatal(err)
 		}
-		if err := os.WriteFile(filepath.Join(dir, f.json), old.Bytes(), f.mode); err != nil {
-			t.Fatal(err)
+	} else {
+		for _, f := range []struct {
+			json string
+			doc  []byte
+			mode os.FileMode
+		}{
+			{"mirrors.json", state, 0o644},
+			{"mirror-sources.json", lastDocument(t, filepath.Join(dir, "mirror-sources.log"), "MBMC"), 0o600},
+		} {
+			var old bytes.Buffer
+			if err := json.Indent(&old, f.doc, "", "  "); err != nil {
+				t.Fatal(err)
+			}
+			if err := os.WriteFile(filepath.Join(dir, f.json), old.Bytes(), f.mode); err != nil {
+				t.Fatal(err)
+			}
 		}
-		if err := os.Remove(filepath.Join(dir, f.log)); err != nil {
+		if err := os.Remove(filepath.Join(dir, "mirror-sources.log")); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -94,7 +130,7 @@ func TestUpgradeFromJSONFiles(t *testing.T) {
 			t.Fatal("paused partition writable after the upgrade")
 		}
 	}
-	for _, name := range []string{"mirrors.json", "mirror-sources.json"} {
+	for _, name := range []string{"mirrors.json", "mirror-sources.json", "mirror-state.log"} {
 		if _, err := os.Stat(filepath.Join(dir, name)); !os.IsNotExist(err) {
 			t.Fatalf("%s after the upgrade: %v", name, err)
 		}

@@ -24,7 +24,8 @@ func TestDescribeTopicPartitionsCursor(t *testing.T) {
 	cl := newClient(t, c.Addr())
 	node := c.Broker().NodeID()
 	var seen []string
-	// The internal topics (__consumer_offsets, __transaction_state) sort
+	// The internal topics (__consumer_offsets, __mirror_state,
+	// __transaction_state) sort
 	// first: the walk starts past them, at dtp-a.
 	cursor := &kmsg.DescribeTopicPartitionsRequestCursor{Topic: "dtp-a"}
 	pages := 0

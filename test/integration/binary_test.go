@@ -33,7 +33,7 @@ func TestBinaryServeSigtermRestart(t *testing.T) {
 		t.Fatalf("healthz: %s", health)
 	}
 	metrics := httpGet(t, "http://"+p.httpAddr+"/metrics")
-	for _, want := range []string{`minibroker_requests_total{api="Produce"}`, "minibroker_partitions 103", // and the internal topics' 100
+	for _, want := range []string{`minibroker_requests_total{api="Produce"}`, "minibroker_partitions 104", // and the internal topics' 101
 		`minibroker_partition_log_end_offset{partition="0",topic="bin"}`, "minibroker_connections"} {
 		if !strings.Contains(metrics, want) {
 			t.Errorf("/metrics lacks %s", want)

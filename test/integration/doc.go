@@ -334,7 +334,10 @@
 //     prints them as kafka-dump-log does: TestDumpLogTransactionLogDecoder;
 //     the kill -9 matrix of the move, with
 //     its negative control: (internal/coordinator, TestTxnUpgradeCrash,
-//     TestTxnUpgradeCrashNegativeControl).
+//     TestTxnUpgradeCrashNegativeControl). The mirrors' state is in
+//     __mirror_state (minibroker's record layout), read by a kgo consumer,
+//     printed by dump-log --mirror-state-decoder, tombstoned by a delete:
+//     TestMirrorStateTopic.
 //
 // # Bad input and limits
 //

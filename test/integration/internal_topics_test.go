@@ -35,7 +35,7 @@ func TestInternalTopics(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 
-	want := map[string]int{"__consumer_offsets": 50, "__transaction_state": 7}
+	want := map[string]int{"__consumer_offsets": 50, "__transaction_state": 7, "__mirror_state": 1}
 	all := kmsg.NewPtrMetadataRequest()
 	resp, err := all.RequestWith(ctx, cl)
 	if err != nil {
@@ -50,7 +50,7 @@ func TestInternalTopics(t *testing.T) {
 		}
 		seen[name] = true
 	}
-	if !seen["__consumer_offsets"] || !seen["__transaction_state"] || !seen["plain"] {
+	if !seen["__consumer_offsets"] || !seen["__transaction_state"] || !seen["__mirror_state"] || !seen["plain"] {
 		t.Fatalf("all-topics metadata lists %v", seen)
 	}
 	listed, err := adm.ListTopics(ctx)
@@ -64,12 +64,13 @@ func TestInternalTopics(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if names := listed.Names(); len(names) != 3 {
+	if names := listed.Names(); len(names) != 4 {
 		t.Fatalf("kadm ListTopicsWithInternal: %v", names)
 	}
 	for topic, conf := range map[string]map[string]string{
 		"__consumer_offsets":  {"cleanup.policy": "compact", "segment.bytes": "104857600", "compression.type": "producer"},
 		"__transaction_state": {"cleanup.policy": "compact", "segment.bytes": "104857600", "compression.type": "uncompressed"},
+		"__mirror_state":      {"cleanup.policy": "compact", "segment.bytes": "104857600", "compression.type": "uncompressed"},
 	} {
 		for k, v := range conf {
 			if got := kadmTopicConfig(t, c, topic, k); got != v {
@@ -79,7 +80,7 @@ func TestInternalTopics(t *testing.T) {
 	}
 
 	// Produce: Kafka's ReplicaManager answer, with its message (v8+).
-	for _, topic := range []string{"__consumer_offsets", "__transaction_state"} {
+	for _, topic := range []string{"__consumer_offsets", "__transaction_state", "__mirror_state"} {
 		err := cl.ProduceSync(ctx, &kgo.Record{Topic: topic, Key: []byte("k"), Value: []byte("v")}).FirstErr()
 		if !errors.Is(err, kerr.InvalidTopicException) {
 			t.Fatalf("kgo produce to %s: %v, want INVALID_TOPIC_EXCEPTION", topic, err)
@@ -101,7 +102,7 @@ func TestInternalTopics(t *testing.T) {
 	if r, _ := dr.Lookup("__consumer_offsets", 0); !errors.Is(r.Err, kerr.InvalidTopicException) {
 		t.Fatalf("DeleteRecords: %v", r.Err)
 	}
-	del, err := adm.DeleteTopics(ctx, "__consumer_offsets", "__transaction_state")
+	del, err := adm.DeleteTopics(ctx, "__consumer_offsets", "__transaction_state", "__mirror_state")
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -87,7 +87,7 @@ func TestKadmCreateDeleteTopics(t *testing.T) {
 	}
 
 	md := kadmMetadata(t, c.Addr())
-	md.Topics.FilterInternal() // __consumer_offsets, __transaction_state
+	md.Topics.FilterInternal() // __consumer_offsets, __transaction_state, __mirror_state
 	if got, want := md.Topics.Names(), []string{"defaults", "orders"}; !slices.Equal(got, want) {
 		t.Fatalf("topics after creates: %v, want %v", got, want)
 	}

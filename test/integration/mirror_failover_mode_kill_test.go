@@ -5,7 +5,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"os"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -190,19 +189,17 @@ func controlsOnDisk(t *testing.T, dir string) (barriers, aborts []int64) {
 	return barriers, aborts
 }
 
-// statesOnDisk counts the partitions STOPPING and STOPPED in the last
-// state document of a stopped broker's mirror-state.log (each record ends
-// with the whole document as JSON).
+// statesOnDisk counts the partitions STOPPING and STOPPED in the state a
+// stopped broker's __mirror_state holds (each partition's last record).
 func statesOnDisk(t *testing.T, dir string) (stopping, stopped int) {
 	t.Helper()
-	raw, err := os.ReadFile(filepath.Join(dir, "mirror-state.log"))
-	if err != nil {
-		t.Fatal(err)
+	state := mirrorStateOnDisk(t, dir)
+	if len(state) == 0 {
+		t.Fatal("no mirror state in __mirror_state")
 	}
-	i := bytes.LastIndex(raw, []byte(`{"version":`))
-	if i < 0 {
-		t.Fatal("no state document in mirror-state.log")
+	for _, v := range state {
+		stopping += bytes.Count(v, []byte(`"state":"STOPPING"`))
+		stopped += bytes.Count(v, []byte(`"state":"STOPPED"`))
 	}
-	doc := raw[i:]
-	return bytes.Count(doc, []byte(`"state":"STOPPING"`)), bytes.Count(doc, []byte(`"state":"STOPPED"`))
+	return stopping, stopped
 }

@@ -125,11 +125,12 @@ func TestMirrorTopicFilters(t *testing.T) {
 	waitFor(t, "__audit mirrored with no exclude list", func() bool { return hasTopic(b, "__audit") })
 	waitMirrored(t, a, b, "__audit", 1)
 	assertIdentical(t, a, b, "__audit", 0, 3)
-	// The source's __consumer_offsets and __transaction_state pass these
-	// filters too, and are still never a mirror's target: the local
-	// internal topics stay the local coordinators' (TestInternalTopics).
+	// The source's __consumer_offsets, __transaction_state and
+	// __mirror_state pass these filters too, and are still never a
+	// mirror's target: the local internal topics stay the local
+	// coordinators' and mirrors' (TestInternalTopics).
 	waitRefreshes(t, a, b, "marker-4")
-	for _, topic := range []string{"__consumer_offsets", "__transaction_state"} {
+	for _, topic := range []string{"__consumer_offsets", "__transaction_state", "__mirror_state"} {
 		if mode, owner := mustPartition(t, b, topic, 0).Mode(); mode == partition.Mirrored {
 			t.Fatalf("%s-0 mirrored by %q", topic, owner)
 		}

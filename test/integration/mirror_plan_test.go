@@ -96,7 +96,7 @@ func TestMirrorPlanPredictsStop(t *testing.T) {
 	part := mustPartition(t, b, "ledger", 0)
 	beforeOffsets := part.Offsets()
 	beforeFiles := dirDigest(t, part.Dir())
-	beforeState := dirDigest(t, filepath.Join(b.DataDir(), "mirror-state.log"))
+	beforeState := dirDigest(t, filepath.Join(b.DataDir(), "__mirror_state-0"))
 
 	pl := httpPlan(t, b, "from-a", "ledger")
 	if len(pl.Partitions) != 1 {
@@ -124,7 +124,7 @@ func TestMirrorPlanPredictsStop(t *testing.T) {
 	if got := part.Offsets(); got != beforeOffsets {
 		t.Fatalf("plan changed offsets: %+v → %+v", beforeOffsets, got)
 	}
-	if dirDigest(t, part.Dir()) != beforeFiles || dirDigest(t, filepath.Join(b.DataDir(), "mirror-state.log")) != beforeState {
+	if dirDigest(t, part.Dir()) != beforeFiles || dirDigest(t, filepath.Join(b.DataDir(), "__mirror_state-0")) != beforeState {
 		t.Fatal("plan changed files")
 	}
 	if st := m.Status().Partitions[0]; st.State != mirror.Paused {

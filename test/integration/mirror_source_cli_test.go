@@ -114,12 +114,12 @@ func TestMirrorSourceSecurityCLI(t *testing.T) {
 		dir  string
 		logs string
 	}{{"b", filepath.Join(dir, "b"), b.output()}, {"c", filepath.Join(dir, "c"), c.output()}} {
-		state, _ := os.ReadFile(filepath.Join(n.dir, "mirror-state.log"))
+		state := mirrorStateSegments(t, n.dir)
 		fi, err := os.Stat(filepath.Join(n.dir, "mirror-sources.log"))
 		if err != nil || fi.Mode().Perm() != 0o600 {
 			t.Fatalf("%s: mirror-sources.log %v %v", n.name, fi, err)
 		}
-		assertNoSecret(t, srcMirrorPass, map[string]string{n.name + " log": n.logs, n.name + " mirror-state.log": string(state)})
+		assertNoSecret(t, srcMirrorPass, map[string]string{n.name + " log": n.logs, n.name + " __mirror_state": string(state)})
 	}
 	assertNoSecret(t, srcMirrorPass, map[string]string{"CLI output": strings.Join(outputs, "\n")})
 }

@@ -4,8 +4,6 @@ import (
 	"bytes"
 	"crypto/tls"
 	"net/http"
-	"os"
-	"path/filepath"
 	"strings"
 	"testing"
 
@@ -23,7 +21,7 @@ import (
 // file whose PKCS#8 key is encrypted, with ssl.key.password; and inline
 // ssl.keystore.key / ssl.keystore.certificate.chain with
 // ssl.truststore.certificates. Each catches up byte for byte. The key
-// password and the inline PEM show nowhere (describe, list, mirror-state.log,
+// password and the inline PEM show nowhere (describe, list, __mirror_state,
 // the debug log: [hidden]). Negative controls: a wrong or missing
 // ssl.key.password, an inline key of another certificate and no client
 // certificate at all are refused.
@@ -116,8 +114,8 @@ func TestMirrorSourceMTLSKeyForms(t *testing.T) {
 		}
 	}
 	_, listed := adminCall(t, "GET", base, nil)
-	stateFile, _ := os.ReadFile(filepath.Join(b.DataDir(), "mirror-state.log"))
+	stateFile := mirrorStateSegments(t, b.DataDir())
 	for _, secret := range []string{keyPassword, keyBody} {
-		assertNoSecret(t, secret, map[string]string{"list JSON": string(listed), "mirror-state.log": string(stateFile), "broker log": logs.String()})
+		assertNoSecret(t, secret, map[string]string{"list JSON": string(listed), "__mirror_state": string(stateFile), "broker log": logs.String()})
 	}
 }

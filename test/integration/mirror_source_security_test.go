@@ -24,7 +24,7 @@ import (
 // the settings go through the admin API by Kafka's client names, the
 // mirror is byte-identical, fails over with its barrier, and the password
 // shows nowhere: not in describe, list or the admin API's JSON, not in
-// mirror-state.log, not in the broker's debug log; the settings file is 0600.
+// __mirror_state, not in the broker's debug log; the settings file is 0600.
 func TestMirrorSourceSASLSSL(t *testing.T) {
 	t.Parallel()
 	pki := newSrcPKI(t, "src")
@@ -62,9 +62,9 @@ func TestMirrorSourceSASLSSL(t *testing.T) {
 
 	_, described := adminCall(t, "GET", base+"/secure", nil)
 	_, listed := adminCall(t, "GET", base, nil)
-	stateFile, _ := os.ReadFile(filepath.Join(b.DataDir(), "mirror-state.log"))
+	stateFile := mirrorStateSegments(t, b.DataDir())
 	if !strings.Contains(string(stateFile), `"name":"secure"`) {
-		t.Fatal("mirror-state.log does not hold the mirror")
+		t.Fatal("__mirror_state does not hold the mirror")
 	}
 	if !strings.Contains(string(described), `"sasl.jaas.config":"[hidden]"`) {
 		t.Fatalf("describe JSON: %s", described)
@@ -94,7 +94,7 @@ func TestMirrorSourceSASLSSL(t *testing.T) {
 	}
 	_, stopped := adminCall(t, "GET", base+"/secure", nil)
 	assertNoSecret(t, srcMirrorPass, map[string]string{"describe JSON": string(described), "list JSON": string(listed),
-		"describe after stop": string(stopped), "mirror-state.log": string(stateFile), "broker log": logs.String()})
+		"describe after stop": string(stopped), "__mirror_state": string(stateFile), "broker log": logs.String()})
 
 	// Deleting the mirror deletes its secrets.
 	if code, raw := adminCall(t, "DELETE", base+"/secure", nil); code != http.StatusOK {

@@ -37,15 +37,15 @@ func metadataFor(t *testing.T, cl *kgo.Client, names ...string) *kmsg.MetadataRe
 // TestReservedTopicNames: the names Kafka reserves for its internal topics
 // (and minibroker's __mirror_state) never become plain topics. A Metadata
 // request with auto-creation on for one the broker does not make
-// (__share_group_state, __cluster_metadata, __mirror_state) is answered
+// (__share_group_state, __cluster_metadata) is answered
 // UNKNOWN_TOPIC_OR_PARTITION, is_internal as in Kafka, no partitions, as
 // Kafka answers for an internal topic not yet made, and nothing is
 // created, through kmsg, sarama and kcat; CreateTopics of each is
-// INVALID_REQUEST with Kafka's message (kadm), as is sarama's
-// CreateTopic. __consumer_offsets and __transaction_state, which the
-// broker creates at start-up (TestInternalTopics), are answered with their
-// partitions, is_internal set, and CreateTopics of them
-// TOPIC_ALREADY_EXISTS, as Kafka's controller answers once they exist.
+// INVALID_REQUEST with Kafka's message (kadm). __consumer_offsets,
+// __transaction_state and __mirror_state, which the broker creates at
+// start-up (TestInternalTopics), are answered with their partitions,
+// is_internal set, and CreateTopics of them TOPIC_ALREADY_EXISTS (kadm and
+// sarama), as Kafka's controller answers once they exist.
 //
 // Seen failing before the fix: the first Metadata created a 1-partition
 // topic __consumer_offsets (is_internal false) and the CreateTopics calls
@@ -55,7 +55,7 @@ func TestReservedTopicNames(t *testing.T) {
 	c := minibrokertest.Start(t, kafkaCoordinatorTopics()...)
 	cl := newClient(t, c.Addr())
 	reserved := map[string]bool{"__consumer_offsets": true, "__transaction_state": true, "__share_group_state": true, "__cluster_metadata": false, "__mirror_state": true}
-	made := map[string]bool{"__consumer_offsets": true, "__transaction_state": true}
+	made := map[string]int{"__consumer_offsets": 50, "__transaction_state": 50, "__mirror_state": 1}
 	for name, internal := range reserved {
 		for range 2 { // asked again: still not there
 			resp := metadataFor(t, cl, name)
@@ -63,10 +63,10 @@ func TestReservedTopicNames(t *testing.T) {
 				t.Fatalf("metadata %s: %d topics", name, len(resp.Topics))
 			}
 			mt := resp.Topics[0]
-			if made[name] {
-				if mt.ErrorCode != 0 || !mt.IsInternal || len(mt.Partitions) != 50 {
-					t.Fatalf("metadata %s: code %d internal %v partitions %d, want 0 true 50",
-						name, mt.ErrorCode, mt.IsInternal, len(mt.Partitions))
+			if n := made[name]; n > 0 {
+				if mt.ErrorCode != 0 || !mt.IsInternal || len(mt.Partitions) != n {
+					t.Fatalf("metadata %s: code %d internal %v partitions %d, want 0 true %d",
+						name, mt.ErrorCode, mt.IsInternal, len(mt.Partitions), n)
 				}
 				continue
 			}
@@ -75,7 +75,7 @@ func TestReservedTopicNames(t *testing.T) {
 					name, mt.ErrorCode, mt.IsInternal, len(mt.Partitions), kerr.UnknownTopicOrPartition.Code, internal)
 			}
 		}
-		if _, ok := c.Broker().Topic(name); ok != made[name] {
+		if _, ok := c.Broker().Topic(name); ok != (made[name] > 0) {
 			t.Fatalf("%s: topic exists %v after Metadata", name, ok)
 		}
 	}
@@ -107,7 +107,7 @@ func TestReservedTopicNames(t *testing.T) {
 	adm := kadmClient(t, c.Addr())
 	for name := range reserved {
 		res, err := adm.CreateTopic(ctx, 3, 1, nil, name)
-		if made[name] {
+		if made[name] > 0 {
 			if !errors.Is(err, kerr.TopicAlreadyExists) {
 				t.Fatalf("CreateTopic %s: %v, want TOPIC_ALREADY_EXISTS", name, err)
 			}
@@ -124,11 +124,11 @@ func TestReservedTopicNames(t *testing.T) {
 	}
 	err = sadm.CreateTopic("__mirror_state", &sarama.TopicDetail{NumPartitions: 3, ReplicationFactor: 1}, false)
 	var terr *sarama.TopicError
-	if !errors.As(err, &terr) || terr.Err != sarama.ErrInvalidRequest {
-		t.Fatalf("sarama CreateTopic(__mirror_state): %v, want INVALID_REQUEST", err)
+	if !errors.As(err, &terr) || terr.Err != sarama.ErrTopicAlreadyExists {
+		t.Fatalf("sarama CreateTopic(__mirror_state): %v, want TOPIC_ALREADY_EXISTS", err)
 	}
-	if names := c.Broker().TopicNames(); len(names) != 2 || !made[names[0]] || !made[names[1]] {
-		t.Fatalf("topics after all this: %v, want the two internal ones", names)
+	if names := c.Broker().TopicNames(); len(names) != 3 || made[names[0]] == 0 || made[names[1]] == 0 || made[names[2]] == 0 {
+		t.Fatalf("topics after all this: %v, want the three internal ones", names)
 	}
 }
 
