@@ -8,7 +8,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
-// TestAdminAPIsAuthorization: the admin APIs of issue 39 as Kafka's
+// TestAdminAPIsAuthorization: the admin APIs (docs/ONE_NODE_APIS.md) as Kafka's
 // KafkaApis and ControllerApis check them. alice has the ACL each needs,
 // bob the same minus it: bob gets Kafka's code; with the API's authzTable
 // rule switched off (or, for the checks made in the handler, nothing to

@@ -167,7 +167,7 @@ func BenchmarkProduceHandlerParallel(b *testing.B) {
 	}
 }
 
-// BenchmarkCloseOpen1000Partitions measures issue #9 on real files: a
+// BenchmarkCloseOpen1000Partitions measures a large broker's restart on real files: a
 // broker holding one topic of 1,000 partitions with one record each is
 // closed (close-ms), opened again after that clean shutdown (open-ms),
 // given one more record per partition, killed, and opened again, which
@@ -242,7 +242,7 @@ func benchCloseOpen(b *testing.B, partitions int32, sets ...string) {
 
 // BenchmarkCreateTopic1000Partitions times CreateTopic of one topic of
 // 1,000 partitions in a running broker and reports the file descriptors
-// each new partition holds (/proc/self/fd; issue #9).
+// each new partition holds (/proc/self/fd).
 func BenchmarkCreateTopic1000Partitions(b *testing.B) {
 	cfg := config.Default()
 	cfg.Listen, cfg.HTTPListen = "127.0.0.1:0", ""

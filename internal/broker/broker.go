@@ -128,7 +128,7 @@ type Broker struct {
 	topicImg atomic.Pointer[coordinator.TopicImage]
 
 	// createUnderRegistryLock creates partitions and writes topics.json
-	// holding b.mu, as before both moved out of it: the seam for the
+	// holding b.mu (so Produce and Fetch wait on it): the seam for the
 	// negative controls of TestCreateDoesNotStallProduce and
 	// TestCreateManyTopicsDoesNotStallProduce.
 	createUnderRegistryLock bool
@@ -574,7 +574,7 @@ func (b *Broker) Close(ctx context.Context) error {
 // closeFiles closes the coordinators' logs, then flushes and closes every
 // partition, num.recovery.threads.per.data.dir at a time (Kafka's
 // LogManager.shutdown): each close is a few fsyncs of its own files, so
-// with 1,000 partitions closing them one by one took seconds (issue #9).
+// with 1,000 partitions closing them one by one takes seconds.
 // Every partition is closed whatever the others' errors; all are returned.
 func (b *Broker) closeFiles() error {
 	var errs []error

@@ -1,6 +1,6 @@
 package broker
 
-// Fault injection (issue #26): with faults.enable, requests pass through
+// Fault injection (docs/FAULTS.md): with faults.enable, requests pass through
 // the fault registry before their handler. With no fault set the cost is
 // one atomic load (Registry.Active); with faults disabled the registry is
 // nil. Nothing on the Kafka protocol reaches the registry: faults are set

@@ -31,7 +31,7 @@ type HTTPLimits struct {
 	MaxConnections int
 
 	// headerTimeoutOnly serves with ReadHeaderTimeout alone and no
-	// connection cap, as before these limits: the seam for the negative
+	// connection cap (no bound on slow clients): the seam for the negative
 	// control in TestHTTPSlowClientsClosed.
 	headerTimeoutOnly bool
 }

@@ -1,8 +1,8 @@
 package broker
 
 // The coordinators' internal topics, __consumer_offsets and
-// __transaction_state (issue 38 item 4), and the mirrors' __mirror_state
-// (item 3, internal/mirror/statetopic.go).
+// __transaction_state, and the mirrors' __mirror_state
+// (internal/mirror/statetopic.go).
 //
 // Both are created when the broker starts, if topics.json does not list
 // them yet, with Kafka's partition counts (offsets.topic.num.partitions,

@@ -14,8 +14,8 @@ import (
 	"github.com/minibroker/minibroker/internal/vfs/errorfs"
 )
 
-// The migration of the group log into __consumer_offsets (issue 38 item
-// 6; coordinator/offsets_topic_store.go), on an in-memory file system
+// The migration of the group log into __consumer_offsets
+// (coordinator/offsets_topic_store.go), on an in-memory file system
 // whose crash clone keeps only what was synced.
 
 func memBroker(t *testing.T, dir string, fs vfs.FS, seams func(*Broker)) (*Broker, error) {

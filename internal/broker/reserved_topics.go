@@ -1,7 +1,7 @@
 package broker
 
 // Names Kafka reserves for its internal topics are never ordinary topics
-// here (issue 39 item 5).
+// here, so a client cannot create one and later collide with Kafka's use.
 //
 // Kafka's Topic.INTERNAL_TOPICS (__consumer_offsets, __transaction_state,
 // and Kafka 4's __share_group_state) are created by Kafka's own

@@ -14,7 +14,7 @@ const (
 	AclAuthorizer      = "kafka.security.authorizer.AclAuthorizer"
 )
 
-// authorizerSettings are the ACL settings (issue #28), by Kafka's names.
+// authorizerSettings are the ACL settings, by Kafka's names.
 var authorizerSettings = []Setting{
 	{Name: "authorizer.class.name", Kind: KindString, Default: "", Check: checkAuthorizerClass,
 		Doc: "Empty: no authorization (every principal may do everything). " + StandardAuthorizer + " or " + AclAuthorizer +

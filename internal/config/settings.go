@@ -28,7 +28,7 @@ var settings = []Setting{
 	{Name: "default.replication.factor", Kind: KindInt, Default: "1", Min: 1, Max: 1, Ignored: true, Doc: "Accepted for compatibility; one node keeps one replica."},
 	{Name: "auto.create.topics.enable", Kind: KindBool, Default: "true", Doc: "Create a topic on Metadata or Produce for an unknown name."},
 	{Name: "delete.topic.enable", Kind: KindBool, Default: "true", Doc: "Allow DeleteTopics."},
-	// minibroker only (issue #26): not a Kafka setting.
+	// minibroker only: not a Kafka setting.
 	{Name: "faults.enable", Kind: KindBool, Default: "false", Doc: "Fault injection for tests (minibroker only): the fault registry and its HTTP endpoints /v1/faults, which answer loopback clients only. Never reachable over the Kafka protocol."},
 	// Kafka 4.0 (KIP-1030) raised the minimum to 1 MiB; minibroker keeps
 	// the 3.x minimum (a v0 record's overhead) so tests can roll small segments.

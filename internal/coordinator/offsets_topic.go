@@ -1,7 +1,8 @@
 package coordinator
 
-// __consumer_offsets in Kafka's record schemas (issue 38 item 1): the
-// group coordinator's store of record.
+// __consumer_offsets in Kafka's record schemas: the group coordinator's
+// store of record, so tools that read the topic (Burrow, kmsg) see the
+// groups.
 //
 // Every change of a group (offsets, membership, KIP-848 state) is
 // appended to the group's partition of the broker's __consumer_offsets

@@ -1,7 +1,7 @@
 package coordinator
 
-// __transaction_state in Kafka's record schemas (issue 38 item 2): the
-// transaction coordinator's store of record.
+// __transaction_state in Kafka's record schemas: the transaction
+// coordinator's store of record, so Kafka's tools and decoders read it.
 //
 // Every state change of a transactional id is one record in partition
 // PartitionFor(id, partitions) of the broker's __transaction_state

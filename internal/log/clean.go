@@ -79,7 +79,7 @@ type CleanRequest struct {
 	// clean data again is always allowed; tests and tools use it).
 	Force bool
 	// BarrierDiscardable is the partition's rule for a MIRROR_PID_RESET
-	// barrier (the seed's rules live in partition and psm): given whether
+	// barrier (the barrier's rules live in partition and psm): given whether
 	// a batch with a producer id is kept below it, may it be removed once
 	// its delete horizon has passed? nil keeps every barrier, as Kafka's
 	// cleaner keeps every control batch of a type it does not know.

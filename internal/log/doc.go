@@ -186,7 +186,7 @@
 // callers checked or computed the CRCs: the partition's produce, mirror
 // and control-batch paths), and batches a read checked and found good,
 // when they extend the prefix or the suffix. A read checks the CRC of
-// every batch outside the two, exactly as before, and counts the batches
+// every batch outside the two, and counts the batches
 // verified only after they pass; truncation lowers both to the cut. A
 // clean open verifies nothing, so damage that appeared while the broker
 // was down surfaces as a *CorruptionError (KAFKA_STORAGE_ERROR at the

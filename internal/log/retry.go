@@ -30,7 +30,7 @@ import (
 //     writable. Nothing was written; the sealing entries stay pending in
 //     memory and the next Append's roll writes them.
 //   - anything else (a write failing with EIO, an index that cannot be
-//     written): offline, as before.
+//     written): offline, since the files may no longer match memory.
 //
 // While a log is offline it serves reads below its flushed offset only
 // (see firstView) and refuses writes with ErrStorage until a restart,

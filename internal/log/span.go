@@ -73,8 +73,8 @@ type testSeams struct {
 	// failed (or, once the number is reused, wrong) send.
 	spanSharesDescriptor bool
 	// storageFailuresFatal takes the log offline on every storage
-	// failure, retryable ones included (retry.go), as before they were
-	// told apart.
+	// failure, retryable ones included (retry.go): the negative control
+	// of the retry rule.
 	storageFailuresFatal bool
 	// cleanSkipSync leaves the cleaner's .cleaned files unsynced before
 	// the swap (the negative control of its crash matrix).

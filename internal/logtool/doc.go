@@ -50,7 +50,7 @@
 // Like a broker, the verifier accepts anything from a producer id it does
 // not know: first seen, seen again after a barrier, or idle (by batch max
 // timestamps) for VerifyOptions.ProducerIDExpirationMs. A collision whose
-// second producer was refused or swallowed by the broker (the seed's
-// failover case: its batches were answered as duplicates) leaves nothing in
+// second producer was refused or swallowed by the broker (a failover
+// without the barrier: its batches were answered as duplicates) leaves nothing in
 // the log, and verify-log cannot see it.
 package logtool

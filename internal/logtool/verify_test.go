@@ -32,7 +32,7 @@ func kinds(v *Verifier) string {
 
 const collidingPID = 5
 
-// The seed's PID-collision scenarios (internal/psm/seed_test.go), written
+// The producer-id collision scenarios of internal/psm/seed_test.go, written
 // as logs: P(A) with producer id 5 from cluster A, then an unrelated P(B)
 // of cluster B that also got id 5. Without a barrier between them
 // verify-log must find the collision; with one it must stay silent.

@@ -38,7 +38,8 @@ import (
 //	                                            to mirror anew)
 //
 // STOPPING is a sequence of effects and the events that report them done
-// (the seed's order):
+// (in this order: what a step decided is persisted before it acts, so a
+// crash at any point resumes at the step it was in):
 //
 //	stop    → persist STOPPING, disarm retry, stop fetcher (and wait),
 //	          find the local LSO
@@ -48,7 +49,7 @@ import (
 //	          never a second one: one already there is recognised)
 //	stopped → persist STOPPED with the barrier's offset, set writable
 //
-// That is the default failover mode, truncate-to-lso (the seed's). In the
+// That is the default failover mode, truncate-to-lso. In the
 // mode abort-open-transactions (mirror.failover.mode, KIP-1279's June 2026
 // revision), recorded on the record by the stop, nothing is cut: lso
 // persists the log end as the last mirrored offset and the number of
@@ -270,7 +271,7 @@ func stepRules(kn knobs, rec partitionRecord, ev coreEvent) (partitionRecord, []
 		}
 		// Persisted before the cut: a crash after it cuts again to the
 		// same offset, and what was lost stays counted (cutting first
-		// and persisting after, as the seed's order reads, counts 0 lost
+		// and persisting after would count 0 lost
 		// after a crash between the two).
 		rec.LastMirroredOffset, rec.LostAtFailover = ev.End, ev.Lost
 		if rec.FailoverMode == FailoverAbortOpenTxns {

@@ -21,8 +21,7 @@ import (
 	"github.com/minibroker/minibroker/minibrokertest"
 )
 
-// Tests of issue 34's defects: each failed before its fix (the commit
-// message says how it was seen).
+// Tests of mirror defects found by review: each failed before its fix.
 
 // openMirror opens a Manager on a local made of real partitions and
 // mirrors topics from src with it, waiting until each partition 0 has
@@ -249,7 +248,7 @@ func TestSlowAppendHoldsUpOnlyItsPartition(t *testing.T) {
 // source's records. Under -race it is the test of the data race on the
 // fetcher's source topic id: each re-join rewrote it while the loop's
 // appender could still read it for the answer of a fetch made before the
-// pause (issue 34; the loop now keeps the id in the membership).
+// pause (the loop now keeps the id in the membership).
 func TestPauseResumeWhileFetchingKeepsOffsets(t *testing.T) {
 	const parts = 4
 	src := minibrokertest.Start(t, minibrokertest.Topic("orders", parts))

@@ -9,7 +9,7 @@ import (
 	"github.com/minibroker/minibroker/minibrokertest"
 )
 
-// TestSourceEpochRiseFencesFetch (issue 34, KIP-1279's leader-epoch
+// TestSourceEpochRiseFencesFetch (KIP-1279's leader-epoch
 // invariant): the source partition's leader epoch rises with no record
 // while the mirror fetches, caught up. The mirror's fetches carry the
 // epoch the fetcher read (CurrentLeaderEpoch), so the source fences the

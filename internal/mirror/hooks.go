@@ -33,11 +33,11 @@ type TestHooks interface {
 	SkipGroupClamp() bool
 	// SkipEpochWalkBack leaves out PREPARING's walk back through our
 	// earlier leader epochs when the source does not know our latest one:
-	// the log is cut to its start, as before issue 27.
+	// the log is cut to its start and mirrored again from there.
 	SkipEpochWalkBack() bool
 	// SkipIdentityCheck accepts a source that answers with another
 	// cluster id; SkipTopicIDCheck a source topic whose id changed (a
-	// recreated topic): the behaviour before issue 23.
+	// recreated topic), appending another cluster's or topic's records.
 	SkipIdentityCheck() bool
 	SkipTopicIDCheck() bool
 	// SkipTruncateGuard lets PREPARING cut local data without the start's
@@ -66,7 +66,7 @@ type TestHooks interface {
 	// KeepSourceLeaderEpoch leaves out KIP-1279's leader-epoch
 	// invariant: this node's leader epoch is not raised to the source's,
 	// and a synced offset clamped to the local log end keeps the source's
-	// epoch (the behaviour before issue 34 item 3).
+	// epoch.
 	KeepSourceLeaderEpoch() bool
 }
 
@@ -114,17 +114,17 @@ type knobs struct {
 	// (as before epoch.go's fencing): a source then never fences them.
 	noFetchEpoch bool
 	// dropFailSaveError makes a fetcher drop the error of persisting
-	// FAILED and exit, as it did before issue 34's fix.
+	// FAILED and exit, leaving the partition's state unsaved.
 	dropFailSaveError bool
 	// beforeSave is called by a save of a mirror's state, holding the
 	// mirror's lock and the store's, before it writes: a test holds it
 	// there (as a slow fsync would) to see what waits.
 	beforeSave func(mirror string)
-	// oneLock gives every mirror the same lock (the Manager's one mutex
-	// before issue 34's split), for the split's negative control.
+	// oneLock gives every mirror the same lock (one mirror's slow save
+	// then blocks the others), for the per-mirror lock's negative control.
 	oneLock bool
 	// asyncStreakReset ends a failure streak in a goroutine of its own
-	// after this long, as before issue 34's fix (unordered against a
-	// later failure, and waited for by nothing).
+	// after this long (unordered against a later failure, and waited for
+	// by nothing), for the negative control of the ordered reset.
 	asyncStreakReset time.Duration
 }

@@ -11,7 +11,7 @@ import (
 	"github.com/minibroker/minibroker/minibrokertest"
 )
 
-// TestMirrorLocksIndependent (issue 34: the Manager's one mutex): two
+// TestMirrorLocksIndependent (each mirror has its own lock): two
 // mirrors a and b of one Manager. While a save of a's state is held (the
 // knob holds it as a slow fsync would, with a's lock and the store's),
 // describing b answers: b's work takes b's lock only. A describe of a

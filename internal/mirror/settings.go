@@ -213,7 +213,7 @@ var settingDefs = []settingDef{
 		return err
 	}},
 	{name: SettingFailoverMode, def: string(FailoverTruncateToLSO), dynamic: true,
-		kip: "abort-open-transactions is KIP-1279's (June 2026 revision); truncate-to-lso is the seed's",
+		kip: "abort-open-transactions is KIP-1279's (June 2026 revision); truncate-to-lso, the default, cuts open transactions at the LSO",
 		set: func(s *Settings, v string) error {
 			switch m := FailoverMode(strings.TrimSpace(v)); m {
 			case FailoverTruncateToLSO, FailoverAbortOpenTxns:

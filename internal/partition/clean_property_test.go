@@ -49,8 +49,8 @@ type logGen struct {
 	cluster   int
 	coordEp   int32
 	idemPids  []int64 // the idempotent producer ids this cluster uses
-	// swallowBarriers fails over without a barrier: the seed's producer
-	// id collisions, for verify-log to find.
+	// swallowBarriers fails over without a barrier: producer-id
+	// collisions, for verify-log to find.
 	swallowBarriers bool
 }
 
@@ -495,7 +495,7 @@ func TestCompactionPropertyWithoutBarrierRule(t *testing.T) {
 // impossible producer history in either (no false finding from
 // cleaning); without the barrier rule (barriers removed as markers) the
 // cleaned log shows histories the barrier had separated; with failovers
-// that swallowed their barrier (the seed's collisions), every collision
+// that swallowed their barrier (producer-id collisions), every collision
 // it finds in the cleaned log it found in the original, and it finds
 // them in both.
 func TestCompactionVerifyLog(t *testing.T) {

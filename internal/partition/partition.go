@@ -1,7 +1,8 @@
 // Package partition joins one partition's log and its producer state: it
 // owns the append paths (client, mirror, coordinator), the high watermark
 // and last stable offset, truncation, recovery replay, and the
-// MIRROR_PID_RESET barrier. The seed's rules live here and in psm.
+// MIRROR_PID_RESET barrier. The barrier's rules live here and in psm
+// (docs/ARCHITECTURE.md lists them with their tests).
 package partition
 
 import (

@@ -8,7 +8,7 @@ import (
 )
 
 // The queries the broker and the mirrors make of a partition's log, so
-// that nothing outside this package holds the log itself (the seed's
+// that nothing outside this package holds the log itself (the barrier's
 // rules live only here and in psm).
 
 // Errors of CheckLeaderEpoch; the broker maps them to Kafka's codes.

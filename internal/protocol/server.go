@@ -99,7 +99,7 @@ type Config struct {
 	// the seam for comparing it with the copying path.
 	copyFileRecords bool
 	// preallocateFrames allocates a frame's whole declared size before
-	// its bytes arrive, as before frames grew as they are read: the seam
+	// its bytes arrive, instead of growing it as they are read: the seam
 	// for the negative control of TestStalledFramesHoldTheirBytes.
 	preallocateFrames bool
 	// noThrottleMute ignores Request.Throttle: the seam for the negative

@@ -4,7 +4,8 @@
 // epoch, the first offset of its open transaction) and uses it to
 // deduplicate retried batches, fence zombie producers, reject out-of-order
 // sequences, track ongoing transactions for the last stable offset, and
-// apply the MIRROR_PID_RESET barrier from the seed.
+// apply the MIRROR_PID_RESET barrier (a mirror's failover: producer state
+// from the source never judges writes after it; docs/MIRRORING.md).
 //
 // The rules are Apache Kafka's (ProducerStateManager, ProducerAppendInfo,
 // ProducerStateEntry, and the producer part of UnifiedLog.append). Where this

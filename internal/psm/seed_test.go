@@ -1,12 +1,13 @@
 package psm
 
-// The seed's PID-collision scenarios (shared/seed/000_7288de8d0d81ac70.txt),
-// fed to a Manager the way a mirror feeds a partition: producer P(A) with
+// The producer-id collisions a mirror's failover causes without the
+// barrier (docs/MIRRORING.md), fed to a Manager the way a mirror feeds a partition: producer P(A) with
 // producer id 5 from cluster A, then an unrelated producer P(B) of cluster
 // B that was also given id 5, both with origin REPLICATION (or, in the
 // failover case, a new local CLIENT producer). Each scenario runs twice:
 // without a barrier between A's and B's records it shows the corruption
-// the seed lists (the negative control), with a MIRROR_PID_RESET barrier
+// (B's batches judged against A's state: refused or swallowed as
+// duplicates; the negative control), with a MIRROR_PID_RESET barrier
 // between them it shows each producer judged on its own.
 
 import (

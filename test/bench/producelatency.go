@@ -7,7 +7,7 @@ import (
 
 // renderProduceLatency is the produce ack latency of every broker per row
 // (medians of the runs' p50, p99 and p99.9), each minibroker's MB/s over
-// min(store-nothing, disk) (issue #37's share), and for paced rows the
+// min(store-nothing, disk) (the share of the reachable bound it gets), and for paced rows the
 // p99.9 over the store-nothing broker's in the same runs (goal ≤ 2).
 func (r *report) renderProduceLatency(p func(string, ...any)) {
 	names := []string{"minibroker", "kfake", "store-nothing"}

@@ -10,7 +10,7 @@ import (
 	"testing"
 )
 
-// The client compatibility matrix (issue #8): every client in the rows of
+// The client compatibility matrix: every client in the rows of
 // compatClients, every capability in compatRows, each cell exercised
 // against a real minibroker over TCP and checked by reading the result
 // back. TestCompatMatrix renders the matrix as markdown and compares it

@@ -24,7 +24,7 @@
 // TestDocGoNamesExist fails if a test named here does not exist (in this
 // package, or in the internal package named before it).
 //
-// # The mirroring barrier (the seed)
+// # The mirroring barrier
 //
 //   - Failover writes one MIRROR_PID_RESET per partition, after the
 //     fetcher is gone and the log is cut to its local LSO, and producer

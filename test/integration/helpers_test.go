@@ -600,9 +600,9 @@ var castagnoli = crc32.MakeTable(crc32.Castagnoli)
 type mirrorHooks struct {
 	mirror.NoTestHooks
 	skipBarrier, skipGroupClamp, skipEpochWalkBack bool
-	// issue 34's leader-epoch invariant.
+	// KIP-1279's leader-epoch invariant.
 	keepSourceEpoch bool
-	// issue 23's rules: source identity, the failback guard, loops.
+	// the mirror's safety checks: source identity, the failback guard, loops.
 	skipIdentity, skipTopicID, skipTruncateGuard, skipLoop bool
 	stopStep                                               func(step mirror.StopStep, topic string, partition int32) error
 }

@@ -17,7 +17,7 @@ import (
 	"github.com/minibroker/minibroker/minibrokertest"
 )
 
-// TestInternalTopics (issue 38 item 4): __consumer_offsets and
+// TestInternalTopics: __consumer_offsets and
 // __transaction_state exist from the broker's start with Kafka's
 // partition counts and configs, Metadata flags them internal, kadm lists
 // them only when asked for internal topics, Fetch reads them, and no

@@ -97,7 +97,7 @@ func failoverWithExpiry(t *testing.T, withBarrier bool) (string, *rawCluster) {
 func TestVerifyLogFailoverWithoutBarrier(t *testing.T) {
 	dir, b := failoverWithExpiry(t, false)
 	// The chain goes on: C mirrors B (default expiration) and receives
-	// the same bytes, the seed's scenario 1 at C. verify-log finds the
+	// the same bytes, the collision again at C. verify-log finds the
 	// collision in both logs.
 	c := minibrokertest.Start(t)
 	c.Mirror("from-b", b.Addr()).Start("orders")

@@ -20,7 +20,7 @@ func describeRow(t *testing.T, out, topic, p string) []string {
 	return nil
 }
 
-// TestMirrorCLIDescribeExplains (issue 27, item 4): `mirror describe`'s
+// TestMirrorCLIDescribeExplains: `mirror describe`'s
 // text table has the records lost at failover and the fetch errors, and
 // while a source transaction is open it says why the lag does not close.
 // Before, the table had neither column and showed the lag with no note.

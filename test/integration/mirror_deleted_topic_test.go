@@ -31,7 +31,7 @@ func partitionStatus(t *testing.T, m *mirror.Manager, topic string) mirror.Parti
 	return mirror.PartitionStatus{}
 }
 
-// TestMirrorSourceTopicDeletedFails (issue 34 item 5, KIP-1279's deleted
+// TestMirrorSourceTopicDeletedFails (KIP-1279's deleted
 // source topic): with mirror.topic.deleted.policy at its default (fail),
 // a mirrored topic the source deleted goes FAILED, read-only, its records
 // kept and no barrier written; describe and the log say so; it stays so

@@ -150,7 +150,7 @@ func resumeMember(t *testing.T, client, addr string, wait time.Duration, want in
 	return member.records()
 }
 
-// TestMirrorLeaderEpochInvariant (issue 34 item 3, KIP-1279's leader-epoch
+// TestMirrorLeaderEpochInvariant (KIP-1279's leader-epoch
 // invariant): the source's leader epoch rose with no record while the
 // mirror lagged, and a group committed at the source at that epoch. B's
 // leader epoch is kept at or above the source's, the synced offset that

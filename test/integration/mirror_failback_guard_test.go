@@ -17,7 +17,7 @@ import (
 	"github.com/minibroker/minibroker/minibrokertest"
 )
 
-// Issue 23, guarded failback and loops.
+// Guarded failback and loops.
 
 // failbackScenario: A had orders 0..4, B mirrored them and took over
 // (barrier at 5), A went on writing a-late-0..2 (5..7) and B wrote

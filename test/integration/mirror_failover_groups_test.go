@@ -95,12 +95,12 @@ func resumeAndRead(t *testing.T, client, addr, group string) []compatRecord {
 	return nil
 }
 
-// TestMirrorFailoverClampsSyncedGroupOffsets (issue 27, item 1): a group's
+// TestMirrorFailoverClampsSyncedGroupOffsets: a group's
 // offset synced from the source (16) lies past where the failover cuts the
 // partition (the local LSO, 11). STOPPING lowers it to the cut, durably,
 // before the partition becomes writable, so sarama and kafka-go's group
 // Reader (which check no leader epoch) and kgo, a classic member and a
-// KIP-848 one (issue 33 item 3), resume at the barrier and read B's first
+// KIP-848 one, resume at the barrier and read B's first
 // records. An offset committed on B after the failover is
 // left alone. The negative control runs the same failover without the
 // clamp: the offset stays 16 and sarama skips B's records 12..15.

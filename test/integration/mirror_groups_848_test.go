@@ -82,7 +82,7 @@ func busyMember(t *testing.T, addr string) *kgo.Client {
 	return busy
 }
 
-// TestMirrorSyncsConsumerGroups (issue 33 item 3): the source's KIP-848
+// TestMirrorSyncsConsumerGroups: the source's KIP-848
 // consumer groups are synced as classic groups are. A kfake source has a
 // consumer group (a kgo member with ServerSideBalancer committed 10) and a
 // classic one (7); a group with a member on the destination is skipped

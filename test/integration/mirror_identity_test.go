@@ -20,7 +20,7 @@ import (
 	"github.com/minibroker/minibroker/minibrokertest"
 )
 
-// Issue 23, source identity: a mirror copies one source cluster and one
+// Source identity: a mirror copies one source cluster and one
 // incarnation of each topic. These tests run the scenario with the rule
 // and, as the negative control, with it switched off through the mirror's
 // test hooks.

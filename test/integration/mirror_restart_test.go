@@ -14,7 +14,7 @@ import (
 	"github.com/minibroker/minibroker/minibrokertest"
 )
 
-// TestMirrorRestartAfterFailoverKeepsCommonLog (issue 27, item 2): B
+// TestMirrorRestartAfterFailoverKeepsCommonLog: B
 // mirrors 2,000 records from A and fails over (barrier at 2000, then 5
 // records of its own); A writes 3 more. Starting the mirror again from A,
 // B asks A for the end of the barrier's epoch, which A never had
@@ -45,8 +45,7 @@ func TestMirrorRestartAfterFailoverKeepsCommonLog(t *testing.T) {
 // TestMirrorRestartWithoutEpochWalkBackCutsWholeLog is the negative
 // control of TestMirrorRestartAfterFailoverKeepsCommonLog: the same
 // scenario with PREPARING's walk back through earlier leader epochs
-// switched off (mirror.TestHooks.SkipEpochWalkBack, the behaviour before
-// issue 27). A does not know B's barrier epoch, so B cuts its whole log:
+// switched off (mirror.TestHooks.SkipEpochWalkBack). A does not know B's barrier epoch, so B cuts its whole log:
 // ListOffsets sees B's end fall to 0 during the restart. The end state is
 // still identical to A (the log is copied again).
 func TestMirrorRestartWithoutEpochWalkBackCutsWholeLog(t *testing.T) {

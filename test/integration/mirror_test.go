@@ -73,7 +73,7 @@ func TestMirrorActivePassive(t *testing.T) {
 // TestMirrorActivePassiveWithoutBarrier is the negative control: the same
 // failover with the barrier write removed. B's new producer, which drew A's
 // producer id, is answered as a duplicate of A's batches and its records
-// are silently dropped — the seed's failover corruption.
+// are silently dropped: the corruption the barrier exists to prevent.
 func TestMirrorActivePassiveWithoutBarrier(t *testing.T) {
 	t.Parallel()
 	a := minibrokertest.Start(t, minibrokertest.Topic("orders", 1))

@@ -13,7 +13,7 @@ import (
 	"github.com/minibroker/minibroker/minibrokertest"
 )
 
-// TestTxnCommitRefusedWhenPartitionBecameMirrored (issue 27, item 3): B
+// TestTxnCommitRefusedWhenPartitionBecameMirrored: B
 // failed over from A; A, still writable, has a kgo transactional producer
 // with records of an open transaction in ledger-0 when A starts mirroring
 // ledger back from B (failback): the partition becomes read-only and the

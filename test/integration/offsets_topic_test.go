@@ -122,7 +122,7 @@ func offsetsTopicState(t *testing.T, addr string) (offsets map[string]map[kmsg.O
 	return offsets, groups, where
 }
 
-// TestOffsetsTopicKgo (issue 38 item 1): a kgo group consumer commits,
+// TestOffsetsTopicKgo: a kgo group consumer commits,
 // kadm deletes one partition's offset; a kgo consumer of
 // __consumer_offsets, decoding with kmsg's OffsetCommitKey/Value and
 // GroupMetadataKey/Value, finds the commits in the partition Kafka's
@@ -266,7 +266,7 @@ func TestOffsetsTopicTxnOffsets(t *testing.T) {
 	}
 }
 
-// TestDumpLogOffsetsDecoder (issue 38 item 7): dump-log --offsets-decoder
+// TestDumpLogOffsetsDecoder: dump-log --offsets-decoder
 // prints a __consumer_offsets segment's records as kafka-dump-log
 // --offsets-decoder does: the key and payload as Kafka's JSON, a deleted
 // offset's payload <DELETE>.

@@ -70,7 +70,7 @@ func txnStateTopic(t *testing.T, addr string) map[string][]txnStateRecord {
 	return out
 }
 
-// TestTxnStateTopicKgo (issue 38 item 2): a kgo transactional producer
+// TestTxnStateTopicKgo: a kgo transactional producer
 // commits and aborts; a kgo consumer of __transaction_state decodes the
 // coordinator's records with kmsg's TxnMetadataKey/TxnMetadataValue: they
 // are in the partition Kafka's partitionFor gives the id (50
@@ -169,7 +169,7 @@ func legacyTxnLog(t *testing.T) []byte {
 	return out
 }
 
-// TestTxnStateFromOlderDataDir (issue 38 item 6): a data dir whose
+// TestTxnStateFromOlderDataDir: a data dir whose
 // transaction state is in transaction-state.log, as an earlier version
 // left it, starts with every transactional id as it was (the decided
 // commit completed), the file gone, the states in __transaction_state;
@@ -231,7 +231,7 @@ func TestTxnStateFromOlderDataDir(t *testing.T) {
 	check(c3, "after a restart")
 }
 
-// TestDumpLogTransactionLogDecoder (issue 38 item 7): dump-log
+// TestDumpLogTransactionLogDecoder: dump-log
 // --transaction-log-decoder prints the coordinator's records of a
 // committed and an aborted transaction as kafka-dump-log does.
 func TestDumpLogTransactionLogDecoder(t *testing.T) {
