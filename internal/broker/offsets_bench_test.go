@@ -13,7 +13,7 @@ import (
 )
 
 // Before and after __consumer_offsets became the group coordinator's
-// store (issue 38 items 5 and 5's start-up), side by side in one run:
+// store (appends and start-up), side by side in one run:
 // "group-log" is the coordinator on the group log (the legacyGroupLog
 // seam: what the previous version did, without its follower writes to
 // the topic), "topic" the coordinator on __consumer_offsets.

@@ -1,6 +1,6 @@
 package mirror
 
-// The mirrors' state in __mirror_state (issue 38 item 3).
+// The mirrors' state in __mirror_state.
 //
 // The state document (state.go) is kept as records of the broker's
 // internal compacted topic __mirror_state, in the layout of package

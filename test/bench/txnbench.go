@@ -3,7 +3,7 @@ package main
 // Section txn: the transaction coordinator's EndTxn latency and its
 // start-up with 100k transactional ids, this tree's minibroker beside the
 // binary -txn-compare names (e.g. one built from the commit before the
-// transaction state moved to __transaction_state, issue 38), in the same
+// transaction state moved to __transaction_state), in the same
 // run, alternating, medians of the runs.
 
 import (

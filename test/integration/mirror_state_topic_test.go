@@ -19,7 +19,7 @@ import (
 	"github.com/minibroker/minibroker/minibrokertest"
 )
 
-// TestMirrorStateTopic (issue 38 item 3): the mirrors' state is in the
+// TestMirrorStateTopic: the mirrors' state is in the
 // internal topic __mirror_state. A kgo consumer reads it (a definition
 // record for the mirror, one record per mirrored partition, in
 // minibroker's layout: internal/mirror/staterec); dump-log
