@@ -21,6 +21,8 @@ type ledgerMember struct {
 	cl   *kgo.Client
 	stop context.CancelFunc
 	done chan struct{}
+	l    *ownershipLedger
+	name string
 }
 
 func startLedgerMember(t *testing.T, ctx context.Context, b *Broker, l *ownershipLedger, topic, group, name string, classic kgo.GroupBalancer) *ledgerMember {
@@ -46,7 +48,7 @@ func startLedgerMember(t *testing.T, ctx context.Context, b *Broker, l *ownershi
 		t.Fatal(err)
 	}
 	mctx, stop := context.WithCancel(ctx)
-	m := &ledgerMember{cl: cl, stop: stop, done: make(chan struct{})}
+	m := &ledgerMember{cl: cl, stop: stop, done: make(chan struct{}), l: l, name: name}
 	go func() {
 		defer close(m.done)
 		for mctx.Err() == nil {
@@ -65,6 +67,7 @@ func startLedgerMember(t *testing.T, ctx context.Context, b *Broker, l *ownershi
 func (m *ledgerMember) leave() {
 	m.stop()
 	<-m.done
+	m.l.stopped(m.name)
 	m.cl.Close() // leaves the group (revoking first)
 }
 

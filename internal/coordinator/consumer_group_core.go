@@ -560,18 +560,27 @@ func (c *groupCore) consumerLeave(now time.Time, im *TopicImage, req ConsumerHea
 func (c *groupCore) tickConsumerGroup(now time.Time, id string, g *group, im *TopicImage) {
 	cg := g.cg
 	for _, m := range cg.sortedMembers() {
+		var reason string
 		switch {
 		case !m.sessionDeadline.IsZero() && !now.Before(m.sessionDeadline):
+			reason = "session_timeout"
 		case !m.rebalanceDeadline.IsZero() && !now.Before(m.rebalanceDeadline) &&
 			m.state == MemberUnrevokedPartitions && m.epoch == m.rebalanceEpoch:
+			reason = "rebalance_timeout"
 		case !m.joinDeadline.IsZero() && !now.Before(m.joinDeadline): // a classic member did not rejoin
+			reason = "join_timeout"
 		case !m.syncDeadline.IsZero() && !now.Before(m.syncDeadline): // nor sync
+			reason = "sync_timeout"
 		default:
 			continue
 		}
 		if g.cg != cg || cg.members[m.id] != m {
 			continue // the group became classic, or m went with an earlier member
 		}
+		if c.fenced == nil {
+			c.fenced = map[string]uint64{}
+		}
+		c.fenced[reason]++
 		c.fenceCGMember(now, id, cg, m, im)
 	}
 	if g.cg != cg {

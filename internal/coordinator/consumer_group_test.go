@@ -243,6 +243,9 @@ func TestConsumerGroupTimeouts(t *testing.T) {
 	if h.member("a") != nil || h.member("b") == nil {
 		t.Fatalf("session timeout: a %v b %v", h.member("a"), h.member("b"))
 	}
+	if h.c.fenced["session_timeout"] != 1 {
+		t.Fatalf("fenced %v, want one session_timeout", h.c.fenced)
+	}
 	r := h.beat("b", 2, nil)
 	if len(r.Assignment) != 1 || len(r.Assignment[0].Partitions) != 2 {
 		t.Fatalf("b after a was fenced: %+v", r)
@@ -259,5 +262,8 @@ func TestConsumerGroupTimeouts(t *testing.T) {
 	h.flush()
 	if h.member("b") != nil {
 		t.Fatal("b not fenced at its rebalance timeout")
+	}
+	if h.c.fenced["rebalance_timeout"] != 1 || h.c.fenced["session_timeout"] != 1 {
+		t.Fatalf("fenced %v, want one of each", h.c.fenced)
 	}
 }

@@ -47,6 +47,9 @@ type groupCore struct {
 	replaying  bool
 	replayNow  time.Time
 	rebalances uint64 // completed joins (new generations)
+	// fenced counts consumer-group members removed on a timer since the
+	// metrics last took it, by reason (GroupMetrics.Fenced).
+	fenced map[string]uint64
 
 	replies []Reply
 	records []record

@@ -11,6 +11,13 @@ type GroupMetrics struct {
 	Groups     *prometheus.GaugeVec // by state
 	Members    prometheus.Gauge
 	Rebalances prometheus.Counter
+	// Fenced counts consumer-group members the coordinator removed on a
+	// timer, by reason: session_timeout (no heartbeat for the session
+	// timeout), rebalance_timeout (partitions not revoked in time),
+	// join_timeout and sync_timeout (a classic member in a consumer group
+	// that did not rejoin or sync). Their partitions go to other members
+	// before the fenced member hears of it, as in Kafka.
+	Fenced *prometheus.CounterVec
 }
 
 // NewGroupMetrics registers the group metrics on reg (reusing ones already
@@ -26,6 +33,9 @@ func NewGroupMetrics(reg prometheus.Registerer) *GroupMetrics {
 		Rebalances: register(reg, prometheus.NewCounter(prometheus.CounterOpts{
 			Name: "minibroker_group_rebalances_total", Help: "Completed consumer group rebalances (new generations).",
 		})),
+		Fenced: register(reg, prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "minibroker_group_members_fenced_total", Help: "Consumer group members removed by the coordinator's timers, by reason.",
+		}, []string{"reason"})),
 	}
 }
 
@@ -55,5 +65,9 @@ func (g *Groups) updateMetricsLocked() {
 	if n := g.core.rebalances; n > 0 {
 		m.Rebalances.Add(float64(n))
 		g.core.rebalances = 0
+	}
+	for reason, n := range g.core.fenced {
+		m.Fenced.WithLabelValues(reason).Add(float64(n))
+		delete(g.core.fenced, reason)
 	}
 }
