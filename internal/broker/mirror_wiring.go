@@ -23,6 +23,9 @@ func (b *Broker) openMirrors(opts mirror.Options) error {
 	if b.groups != nil {
 		opts.Groups = b.groups
 	}
+	if b.shares != nil {
+		opts.ShareGroups = mirrorShares{b}
+	}
 	if b.authz != nil {
 		opts.ACLs = b.authz
 	}

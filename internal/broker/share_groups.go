@@ -15,6 +15,7 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/minibroker/minibroker/internal/coordinator"
 	"github.com/minibroker/minibroker/internal/share"
 )
 
@@ -114,3 +115,32 @@ func (b *Broker) SetShareNoLockExpiryForTest(on bool) { b.shares.SetNoLockExpiry
 // SetShareNoStoreForTest stops writing share partition state: the
 // negative control of the crash tests.
 func (b *Broker) SetShareNoStoreForTest(on bool) { b.shares.SetNoStoreForTest(on) }
+
+// mirrorShares adapts the share coordinator to the mirror's share group
+// offset sync (mirror.ShareOffsets).
+type mirrorShares struct{ b *Broker }
+
+func (s mirrorShares) ShareGroupActive(group string) bool {
+	return len(s.b.shares.Describe(group).Members) > 0
+}
+
+func (s mirrorShares) AlterShareOffsets(group string, offsets map[coordinator.TopicPartition]int64) error {
+	byID := map[share.TP]int64{}
+	for tp, off := range offsets {
+		t, ok := s.b.Topic(tp.Topic)
+		if !ok {
+			continue
+		}
+		byID[share.TP{Topic: t.ID, Partition: tp.Partition}] = off
+	}
+	res, e := s.b.shares.AlterOffsets(group, byID)
+	if e != nil {
+		return e
+	}
+	for _, err := range res {
+		if err != nil {
+			return err
+		}
+	}
+	return nil
+}

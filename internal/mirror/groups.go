@@ -100,6 +100,11 @@ func (m *Manager) syncGroupOffsets(ctx context.Context, rt *liveMirror) (synced 
 			rt.mu.Unlock()
 		}
 	}
+	shares, err := m.syncShareGroups(ctx, rt, src, mirrored)
+	if err != nil {
+		m.logger.Debug("share group offsets not synced", zap.String("mirror", rt.spec.Name), zap.Error(err))
+	}
+	synced += shares
 	m.metrics.groupsSynced.WithLabelValues(rt.spec.Name).Add(float64(synced))
 	return synced, nil
 }

@@ -62,6 +62,9 @@ type Options struct {
 	// every OffsetSyncInterval (default 10s).
 	Groups             GroupOffsets
 	OffsetSyncInterval time.Duration
+	// ShareGroups, when set, receives the source's share groups' start
+	// offsets on the same interval (groups_share.go).
+	ShareGroups ShareOffsets
 	// TestHooks are for tests only (hooks.go): nil in production, where
 	// nothing a user can reach sets them.
 	TestHooks TestHooks

@@ -242,7 +242,10 @@
 //     consumers, TestShareGroupBinaryKill9. read_committed delivers no
 //     aborted record and nothing past the last stable offset:
 //     TestShareGroupReadCommitted (control: read_uncommitted delivers the
-//     aborted ones).
+//     aborted ones). The mirror syncs share groups' start offsets, a
+//     group active on the destination skipped, and after a failover the
+//     group resumes there: TestMirrorSyncsShareGroups (control: a group
+//     not synced reads the acknowledged records again).
 //   - KIP-848 consumer groups (ConsumerGroupHeartbeat, docs/CONSUMER_GROUPS.md):
 //     kgo with ServerSideBalancer joins, consumes, commits and shares the
 //     partitions with a second member: TestConsumerGroup848Kgo; Kafka's

@@ -23,15 +23,33 @@ type shareRaw struct {
 	member string
 	topic  [16]byte
 	epoch  int32 // share session epoch
+	// topicName is the subscription (default "sc").
+	topicName string
+	mepoch    int32 // member epoch
 }
 
 func (s *shareRaw) join() {
 	s.t.Helper()
 	req := kmsg.NewPtrShareGroupHeartbeatRequest()
-	req.GroupID, req.MemberID, req.MemberEpoch, req.SubscribedTopicNames = s.group, s.member, 0, []string{"sc"}
+	topic := s.topicName
+	if topic == "" {
+		topic = "sc"
+	}
+	req.GroupID, req.MemberID, req.MemberEpoch, req.SubscribedTopicNames = s.group, s.member, 0, []string{topic}
 	resp, err := req.RequestWith(context.Background(), s.cl)
 	if err != nil || resp.ErrorCode != 0 {
 		s.t.Fatalf("join: %v %+v", err, resp)
+	}
+	s.mepoch = resp.MemberEpoch
+}
+
+func (s *shareRaw) leave() {
+	s.t.Helper()
+	req := kmsg.NewPtrShareGroupHeartbeatRequest()
+	req.GroupID, req.MemberID, req.MemberEpoch = s.group, s.member, -1
+	resp, err := req.RequestWith(context.Background(), s.cl)
+	if err != nil || resp.ErrorCode != 0 {
+		s.t.Fatalf("leave: %v %+v", err, resp)
 	}
 }
 

@@ -165,6 +165,13 @@ func TestShareGroupThreeConsumers(t *testing.T) {
 // describeShareStart is the share partition's start offset (partition 0).
 func describeShareStart(t *testing.T, addr, group, topic string) int64 {
 	t.Helper()
+	return describeShareStartOr(t, addr, group, topic)
+}
+
+// describeShareStartOr is describeShareStart, -1 for a group with no
+// state for the partition.
+func describeShareStartOr(t *testing.T, addr, group, topic string) int64 {
+	t.Helper()
 	cl := newClient(t, addr)
 	defer cl.Close()
 	req := kmsg.NewPtrDescribeShareGroupOffsetsRequest()
