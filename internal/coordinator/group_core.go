@@ -38,8 +38,11 @@ func (cfg GroupConfig) consumerMaxSize() int {
 // (takeReplies) and the records to persist (takeRecords) after each call.
 // Its model is Kafka's classic GroupCoordinator.
 type groupCore struct {
-	cfg         GroupConfig
-	groups      map[string]*group
+	cfg    GroupConfig
+	groups map[string]*group
+	// deleted: the groups a recGroupDelete removed since the topic store
+	// last took the records (nil without the topic store).
+	deleted     map[string]*group
 	newMemberID func(clientID string) string
 
 	seq        uint64 // records applied; orders offsets the way log positions do in Kafka

@@ -417,6 +417,9 @@ func (c *groupCore) apply(r record) {
 			delete(g.offsets, r.tp)
 		}
 	case recGroupDelete:
+		if g := c.groups[r.group]; g != nil && c.deleted != nil {
+			c.deleted[r.group] = g // for the topic store's tombstones
+		}
 		delete(c.groups, r.group)
 	case recTxnStage:
 		g := c.getOrCreate(r.group)

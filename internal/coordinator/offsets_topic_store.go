@@ -82,6 +82,7 @@ type topicStore struct {
 
 func (s *topicStore) append(c *groupCore, recs []record) (func() error, error) {
 	out := s.view.follow(c, recs)
+	clear(c.deleted)
 	if len(out) == 0 {
 		return nil, nil
 	}
@@ -190,6 +191,7 @@ func (g *Groups) openStorage() (groupStorage, error) {
 			return nil, err
 		}
 		s.view = viewOf(g.core, t.Partitions())
+		g.core.deleted = map[string]*group{}
 		g.logger.Info("loaded __consumer_offsets", zap.Int("groups", len(g.core.groups)), zap.Int("records", st.records),
 			zap.Int("skipped", st.skipped), zap.Duration("took", time.Since(start)))
 		return s, nil
@@ -197,6 +199,7 @@ func (g *Groups) openStorage() (groupStorage, error) {
 	if err := g.migrate(s, format, legacy, start); err != nil {
 		return nil, err
 	}
+	g.core.deleted = map[string]*group{}
 	return s, nil
 }
 

@@ -5,10 +5,13 @@ package coordinator
 
 import "sort"
 
-// offsetsView is, per group, what the topic holds: the encoded metadata
-// value, the offsets and the KIP-848 records. A core call's records are
-// translated against it (a group deleted becomes a tombstone for each key
-// the topic holds of it).
+// offsetsView is, per group, what the topic holds of the group's
+// metadata: the encoded GroupMetadata value and the KIP-848 records. A
+// core call's records are translated against it (a group deleted becomes
+// a tombstone for each key the topic holds of it). Offsets are not kept
+// here (a second copy of every offset made the start-up slower): a
+// commit or deletion is written as the core made it, and a deleted
+// group's offsets are those the core had (groupCore.deleted).
 type offsetsView struct {
 	n      int32
 	groups map[string]*viewGroup
@@ -18,9 +21,8 @@ type offsetsView struct {
 }
 
 type viewGroup struct {
-	meta    string // the encoded GroupMetadataValue, "" when none
-	offsets map[TopicPartition]OffsetAndMetadata
-	cg      map[cgKey]string // encoded consumer group record values
+	meta string           // the encoded GroupMetadataValue, "" when none
+	cg   map[cgKey]string // encoded consumer group record values
 }
 
 // cgKey names a consumer group record within its group: its type and
@@ -42,9 +44,6 @@ func viewOf(c *groupCore, n int32) *offsetsView {
 		if g.lastMeta != nil {
 			vg.meta = string(groupValue(g.lastMeta))
 		}
-		for tp, e := range g.offsets {
-			vg.offsets[tp] = e.OffsetAndMetadata
-		}
 		if g.cg != nil {
 			for _, r := range snapshotCG(id, g.cg) {
 				vg.cg[cgKey{r.typ, cgSubKey(&r)}] = string(cgTopicValue(&r))
@@ -60,7 +59,7 @@ func viewOf(c *groupCore, n int32) *offsetsView {
 func (v *offsetsView) group(id string) *viewGroup {
 	g := v.groups[id]
 	if g == nil {
-		g = &viewGroup{offsets: map[TopicPartition]OffsetAndMetadata{}, cg: map[cgKey]string{}}
+		g = &viewGroup{cg: map[cgKey]string{}}
 		v.groups[id] = g
 	}
 	return g
@@ -102,30 +101,15 @@ func (v *offsetsView) add(out pending, group string, r TopicRecord) {
 }
 
 // setOffset writes group's offset for tp as the core has it now (absent:
-// a tombstone), if the view differs.
+// a tombstone).
 func (v *offsetsView) setOffset(out pending, c *groupCore, group string, tp TopicPartition) {
-	var want *OffsetAndMetadata
 	if g := c.groups[group]; g != nil {
 		if e := g.offsets[tp]; e != nil {
-			want = &e.OffsetAndMetadata
+			v.add(out, group, TopicRecord{Key: offsetKey(group, tp), Value: offsetValue(e.OffsetAndMetadata)})
+			return
 		}
 	}
-	vg := v.groups[group]
-	var have *OffsetAndMetadata
-	if vg != nil {
-		if om, ok := vg.offsets[tp]; ok {
-			have = &om
-		}
-	}
-	switch {
-	case want == nil && have == nil:
-	case want == nil:
-		delete(vg.offsets, tp)
-		v.add(out, group, TopicRecord{Key: offsetKey(group, tp)})
-	case have == nil || *have != *want:
-		v.group(group).offsets[tp] = *want
-		v.add(out, group, TopicRecord{Key: offsetKey(group, tp), Value: offsetValue(*want)})
-	}
+	v.add(out, group, TopicRecord{Key: offsetKey(group, tp)})
 }
 
 // setMeta writes group's metadata as the core has it now.
@@ -209,39 +193,34 @@ func sortCGKeys(ks []cgKey) {
 	})
 }
 
-// diffGroup writes everything of group that differs from the core.
-func (v *offsetsView) diffGroup(out pending, c *groupCore, group string) {
+// diffGroup writes everything of group that differs from the core:
+// offsets that had, as have (the core's before the change, or the
+// topic's as loaded), differ from the core's now, then the consumer
+// group records and the metadata against the view.
+func (v *offsetsView) diffGroup(out pending, c *groupCore, group string, had map[TopicPartition]*offsetEntry) {
 	tps := map[TopicPartition]bool{}
+	var now map[TopicPartition]*offsetEntry
 	if g := c.groups[group]; g != nil {
-		for tp := range g.offsets {
-			tps[tp] = true
-		}
+		now = g.offsets
 	}
-	if vg := v.groups[group]; vg != nil {
-		for tp := range vg.offsets {
-			tps[tp] = true
-		}
+	for tp := range now {
+		tps[tp] = true
+	}
+	for tp := range had {
+		tps[tp] = true
 	}
 	for _, tp := range sortedTPs(tps) {
-		v.setOffset(out, c, group, tp)
+		w, h := now[tp], had[tp]
+		switch {
+		case w == nil && h == nil:
+		case w == nil || h == nil || w.OffsetAndMetadata != h.OffsetAndMetadata:
+			v.setOffset(out, c, group, tp)
+		}
 	}
 	v.diffCG(out, c, group)
 	v.setMeta(out, c, group)
-	if vg := v.groups[group]; vg != nil && vg.meta == "" && len(vg.offsets) == 0 && len(vg.cg) == 0 {
+	if vg := v.groups[group]; vg != nil && vg.meta == "" && len(vg.cg) == 0 {
 		delete(v.groups, group)
-	}
-}
-
-// syncOffsets makes the view's offsets of group the core's, writing
-// nothing: a marker just made the topic hold them.
-func (v *offsetsView) syncOffsets(c *groupCore, group string) {
-	g := c.groups[group]
-	if g == nil {
-		return
-	}
-	vg := v.group(group)
-	for tp, e := range g.offsets {
-		vg.offsets[tp] = e.OffsetAndMetadata
 	}
 }
 
@@ -263,7 +242,11 @@ func (v *offsetsView) follow(c *groupCore, recs []record) pending {
 		case recGroupMetadata:
 			v.setMeta(out, c, r.group)
 		case recGroupDelete:
-			v.diffGroup(out, c, r.group)
+			var had map[TopicPartition]*offsetEntry
+			if g := c.deleted[r.group]; g != nil {
+				had = g.offsets
+			}
+			v.diffGroup(out, c, r.group, had)
 		case recTxnStage:
 			v.stagedIn(r.producerID, r.group)
 			out.records(PartitionFor(r.group, v.n), TopicRecord{Key: offsetKey(r.group, r.tp), Value: offsetValue(r.offset)},
@@ -277,11 +260,6 @@ func (v *offsetsView) follow(c *groupCore, recs []record) pending {
 					marked[p] = true
 					out[p] = append(out[p], topicOp{marker: true, commit: r.commit, coordEpoch: r.coordEpoch,
 						txn: TopicProducer{ID: r.producerID, Epoch: r.producerEpoch}})
-				}
-			}
-			if r.commit {
-				for _, id := range groups {
-					v.syncOffsets(c, id)
 				}
 			}
 			delete(v.txnGroups, r.producerID)
@@ -303,8 +281,15 @@ func (v *offsetsView) reconcile(c *groupCore, loaded *groupCore) pending {
 	for id := range v.groups {
 		ids[id] = true
 	}
+	for id := range loaded.groups {
+		ids[id] = true
+	}
 	for _, id := range sortedKeys(ids) {
-		v.diffGroup(out, c, id)
+		var had map[TopicPartition]*offsetEntry
+		if lg := loaded.groups[id]; lg != nil {
+			had = lg.offsets
+		}
+		v.diffGroup(out, c, id, had)
 		g := c.groups[id]
 		if g == nil {
 			continue
