@@ -8,6 +8,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/minibroker/minibroker/internal/log"
 	"github.com/minibroker/minibroker/internal/psm"
 )
 
@@ -59,22 +60,22 @@ type File struct {
 // Checkpoint file names: minibroker's per-partition files (internal/log)
 // and Kafka's per-data-directory ones, which share the format.
 var offsetCheckpointNames = map[string]bool{
-	"log-start-offset":                 true,
-	"clean-shutdown":                   true,
-	"recovery-point":                   true,
-	"recovery-point-offset-checkpoint": true,
+	log.LogStartOffsetName:             true,
+	log.CleanShutdownName:              true,
+	log.RecoveryPointName:              true,
+	"recovery-point-offset-checkpoint": true, // Kafka's, per data directory
 	"log-start-offset-checkpoint":      true,
 	"replication-offset-checkpoint":    true,
-	"cleaner-offset-checkpoint":        true, // minibroker: per partition, one offset (the first dirty)
+	log.CleanerCheckpointName:          true, // minibroker: per partition, one offset (the first dirty)
 }
 
-const epochCheckpointName = "leader-epoch-checkpoint"
+const epochCheckpointName = log.EpochCheckpointName
 
 var suffixKinds = map[string]Kind{
-	".log":       KindSegment,
-	".index":     KindOffsetIndex,
-	".timeindex": KindTimeIndex,
-	".txnindex":  KindTxnIndex,
+	log.LogSuffix:       KindSegment,
+	log.IndexSuffix:     KindOffsetIndex,
+	log.TimeIndexSuffix: KindTimeIndex,
+	log.TxnIndexSuffix:  KindTxnIndex,
 }
 
 // Classify names the kind of a file from its base name, as the broker
