@@ -2,6 +2,7 @@ package coordinator
 
 import (
 	"bytes"
+	"encoding/json"
 	"reflect"
 	"slices"
 	"sync"
@@ -290,5 +291,53 @@ func TestConsumerGroupTopicClassicMember(t *testing.T) {
 	back, _, err = decodeCGTopic(5, cgTopicKey(&r), cgTopicValue(&r))
 	if err != nil || back.cg.meta.classic != nil {
 		t.Fatalf("without classic metadata: %+v %v", back.cg.meta, err)
+	}
+}
+
+// TestConsumerGroupRecordJSON: each consumer group record, written as the
+// coordinator writes it, prints under the field names of Kafka's schemas
+// (what dump-log --offsets-decoder shows).
+func TestConsumerGroupRecordJSON(t *testing.T) {
+	tid := TopicID{1, 2, 3}
+	meta := &cgMemberMeta{instanceID: "i", clientID: "c", clientHost: "/h", subscribedNames: []string{"t"}, rebalanceTimeoutMs: 300,
+		classic: &classicMeta{sessionTimeoutMs: 45000, protocols: []Protocol{{Name: "range", Metadata: []byte{1}}}}}
+	for _, c := range []struct {
+		kv        int16
+		r         record
+		key, data string
+	}{
+		{3, record{typ: recCGMetadata, group: "g", cg: &cgRecord{epoch: 4, metadataHash: 9}},
+			`{"groupId":"g"}`, `{"epoch":4,"metadataHash":9}`},
+		{5, record{typ: recCGMemberMetadata, group: "g", cg: &cgRecord{member: "m", meta: meta}},
+			`{"groupId":"g","memberId":"m"}`, `{"instanceId":"i","rackId":null,"clientId":"c","clientHost":"/h","subscribedTopicNames":["t"],` +
+				`"subscribedTopicRegex":null,"rebalanceTimeoutMs":300,"serverAssignor":null,` +
+				`"classicMemberMetadata":{"sessionTimeoutMs":45000,"supportedProtocols":[{"name":"range","metadata":"AQ=="}]}}`},
+		{6, record{typ: recCGTargetMetadata, group: "g", cg: &cgRecord{assignmentEpoch: 4}},
+			`{"groupId":"g"}`, `{"assignmentEpoch":4}`},
+		{7, record{typ: recCGTargetMember, group: "g", cg: &cgRecord{member: "m", partitions: assignment{tid: {0, 2}}}},
+			`{"groupId":"g","memberId":"m"}`, `{"topicPartitions":[{"topicId":"AQIDAAAAAAAAAAAAAAAAAA","partitions":[0,2]}]}`},
+		{8, record{typ: recCGCurrentMember, group: "g", cg: &cgRecord{member: "m", memberEpoch: 4, prevEpoch: 3, state: MemberUnrevokedPartitions,
+			assigned: assignment{tid: {0}}, pending: assignment{tid: {2}}}},
+			`{"groupId":"g","memberId":"m"}`, `{"memberEpoch":4,"previousMemberEpoch":3,"state":1,` +
+				`"assignedPartitions":[{"topicId":"AQIDAAAAAAAAAAAAAAAAAA","partitions":[0]}],` +
+				`"partitionsPendingRevocation":[{"topicId":"AQIDAAAAAAAAAAAAAAAAAA","partitions":[2]}]}`},
+		{16, record{typ: recCGRegex, group: "g", cg: &cgRecord{regex: "o.*", resolved: &resolvedRegex{topics: []string{"orders"}, version: 7, timestamp: 8}}},
+			`{"groupId":"g","regularExpression":"o.*"}`, `{"topics":["orders"],"version":7,"timestamp":8}`},
+	} {
+		k, v, ok, err := ConsumerGroupRecordJSON(c.kv, cgTopicKey(&c.r), cgTopicValue(&c.r))
+		if !ok || err != nil {
+			t.Fatalf("key %d: ok %v err %v", c.kv, ok, err)
+		}
+		kb, _ := json.Marshal(k)
+		vb, _ := json.Marshal(v)
+		if string(kb) != c.key || string(vb) != c.data {
+			t.Errorf("key %d:\n%s %s\nwant\n%s %s", c.kv, kb, vb, c.key, c.data)
+		}
+		if _, v, _, err := ConsumerGroupRecordJSON(c.kv, cgTopicKey(&c.r), nil); err != nil || v != nil {
+			t.Errorf("key %d tombstone: %v %v", c.kv, v, err)
+		}
+	}
+	if _, _, ok, _ := ConsumerGroupRecordJSON(4, []byte{0, 4, 0, 1, 'g'}, nil); ok {
+		t.Fatal("key 4 (not written) decoded")
 	}
 }

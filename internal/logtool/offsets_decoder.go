@@ -13,8 +13,10 @@ package logtool
 // base64, as Kafka's JSON converters write them. Deviation: Kafka also
 // decodes a consumer group member's subscription and assignment (the
 // consumer protocol) into JSON; they are printed as base64 here. The
-// KIP-848 consumer group records (key versions 3 to 8) are not decoded
-// yet: they print as unknown record types.
+// KIP-848 consumer group records (key versions 3 and 5 to 8, and 16, the
+// regular expressions) are decoded by the group coordinator's own reader
+// (coordinator.ConsumerGroupRecordJSON); key 4, which this broker does not
+// write, prints as an unknown record type.
 
 import (
 	"encoding/json"
@@ -22,6 +24,8 @@ import (
 	"strconv"
 
 	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/minibroker/minibroker/internal/coordinator"
 )
 
 type offsetKeyJSON struct {
@@ -129,7 +133,14 @@ func DecodeOffsetsRecord(offset int64, key, value []byte) (keyText, payload stri
 			}
 		}
 	default:
-		return fmt.Sprintf("Unknown record type %d at offset %d, skipping.", version, offset), ""
+		ck, cv, ok, err := coordinator.ConsumerGroupRecordJSON(version, key, value)
+		if !ok {
+			return fmt.Sprintf("Unknown record type %d at offset %d, skipping.", version, offset), ""
+		}
+		if err != nil {
+			return fmt.Sprintf("Error at offset %d, skipping. %v", offset, err), ""
+		}
+		k, v = ck, cv
 	}
 	if verr != nil {
 		return fmt.Sprintf("Error at offset %d, skipping. %v", offset, verr), ""

@@ -10,7 +10,8 @@ import (
 
 // TestDecodeOffsetsRecord: a group's metadata as Kafka's JSON converter
 // writes it (nullable strings null, v3's groupInstanceId, bytes base64),
-// an unknown key type, and random bytes decode without a panic.
+// an unknown key type, a KIP-848 record, and random bytes decode without
+// a panic.
 func TestDecodeOffsetsRecord(t *testing.T) {
 	k := kmsg.GroupMetadataKey{Version: 2, Group: "g"}
 	v := kmsg.GroupMetadataValue{Version: 3, ProtocolType: "consumer", Generation: 4, CurrentStateTimestamp: 99,
@@ -25,15 +26,27 @@ func TestDecodeOffsetsRecord(t *testing.T) {
 	if payload != want {
 		t.Fatalf("payload\n%s\nwant\n%s", payload, want)
 	}
-	if key, payload := DecodeOffsetsRecord(9, []byte{0, 3, 0, 1, 'g'}, []byte{0, 0}); !strings.HasPrefix(key, "Unknown record type 3 at offset 9") || payload != "" {
+	if key, payload := DecodeOffsetsRecord(9, []byte{0, 4, 0, 1, 'g'}, []byte{0, 0}); !strings.HasPrefix(key, "Unknown record type 4 at offset 9") || payload != "" {
 		t.Fatalf("unknown type: %q %q", key, payload)
+	}
+	// A KIP-848 record (ConsumerGroupMetadata: key 3, value v0 with the
+	// epoch and no tagged field), its tombstone, and a value cut short.
+	key, payload = DecodeOffsetsRecord(10, []byte{0, 3, 0, 1, 'g'}, []byte{0, 0, 0, 0, 0, 5, 0})
+	if key != `{"type":"3","data":{"groupId":"g"}}` || payload != `{"version":"0","data":{"epoch":5}}` {
+		t.Fatalf("consumer group metadata: %s %s", key, payload)
+	}
+	if key, payload = DecodeOffsetsRecord(11, []byte{0, 3, 0, 1, 'g'}, nil); payload != "<DELETE>" {
+		t.Fatalf("tombstone: %s %s", key, payload)
+	}
+	if key, _ = DecodeOffsetsRecord(12, []byte{0, 3, 0, 1, 'g'}, []byte{0, 0, 0, 0}); !strings.HasPrefix(key, "Error at offset 12") {
+		t.Fatalf("short value: %s", key)
 	}
 	r := rand.New(rand.NewSource(1))
 	for range 20000 {
 		key := make([]byte, r.Intn(12))
 		r.Read(key)
 		if len(key) >= 2 {
-			key[0], key[1] = 0, byte(r.Intn(4))
+			key[0], key[1] = 0, byte(r.Intn(17))
 		}
 		var value []byte
 		if r.Intn(4) > 0 {
