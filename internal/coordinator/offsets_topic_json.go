@@ -106,7 +106,7 @@ func ConsumerGroupRecordJSON(kv int16, key, value []byte) (keyData, valueData an
 		if m.classic != nil {
 			cm := &classicMetaJSON{SessionTimeoutMs: m.classic.sessionTimeoutMs, SupportedProtocols: []protocolJSON{}}
 			for _, p := range m.classic.protocols {
-				cm.SupportedProtocols = append(cm.SupportedProtocols, protocolJSON{p.Name, p.Metadata})
+				cm.SupportedProtocols = append(cm.SupportedProtocols, protocolJSON(p))
 			}
 			v.ClassicMemberMetadata = cm
 		}
