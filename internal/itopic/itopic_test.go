@@ -1,0 +1,110 @@
+package itopic
+
+import (
+	"bytes"
+	"fmt"
+	"path/filepath"
+	"testing"
+	"time"
+
+	mlog "github.com/minibroker/minibroker/internal/log"
+	"github.com/minibroker/minibroker/internal/partition"
+)
+
+func openLog(t *testing.T, dir string) Log {
+	t.Helper()
+	cfg := partition.Config{Log: mlog.DefaultConfig(), MessageMaxBytes: 4 << 20, Compacted: true}
+	var l Log
+	l.Topic = "__itopic_test"
+	l.Now = func() time.Time { return time.UnixMilli(1_700_000_000_000) }
+	for i := range int32(2) {
+		p, err := partition.Open(filepath.Join(dir, fmt.Sprintf("__itopic_test-%d", i)), l.Topic, i, cfg, partition.Options{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { p.Close() })
+		l.Parts = append(l.Parts, p)
+	}
+	return l
+}
+
+// TestAppendReplay: records appended to a partition, split into batches
+// of at most BatchBytes, read back by Replay in order with their keys,
+// values and tombstones (nil values), after a reopen of the partition;
+// the other partition stays empty, and a partition out of range is an
+// error.
+func TestAppendReplay(t *testing.T) {
+	dir := t.TempDir()
+	l := openLog(t, dir)
+	const n = 300
+	val := bytes.Repeat([]byte{'v'}, 4<<10) // 300 × 4 KiB: more than two batches
+	rec := func(i int) (key, value []byte) {
+		if i%7 == 0 {
+			return []byte(fmt.Sprintf("k%d", i)), nil // a tombstone
+		}
+		return []byte(fmt.Sprintf("k%d", i)), append([]byte(fmt.Sprintf("%d:", i)), val...)
+	}
+	end, err := l.Append(1, n, rec)
+	if err != nil || end != n {
+		t.Fatalf("Append: end %d, %v", end, err)
+	}
+	if err := l.Sync(1, end); err != nil {
+		t.Fatal(err)
+	}
+	if off := l.Parts[1].Offsets(); off.LogEnd != n {
+		t.Fatalf("log end %d", off.LogEnd)
+	}
+	for _, p := range l.Parts {
+		p.Close()
+	}
+	l = openLog(t, dir)
+	i := 0
+	if err := l.Replay(1, func(key, value []byte) {
+		wk, wv := rec(i)
+		if !bytes.Equal(key, wk) || !bytes.Equal(value, wv) || (wv == nil) != (value == nil) {
+			t.Fatalf("record %d: key %q, %d value bytes (nil %v); want %q, %d (nil %v)", i, key, len(value), value == nil, wk, len(wv), wv == nil)
+		}
+		i++
+	}); err != nil {
+		t.Fatal(err)
+	}
+	if i != n {
+		t.Fatalf("replayed %d of %d records", i, n)
+	}
+	if err := l.Replay(0, func(key, value []byte) { t.Fatalf("partition 0 holds %q", key) }); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := l.Append(2, 1, rec); err == nil {
+		t.Fatal("append to partition 2 of 2 accepted")
+	}
+	if l.Err(1) != nil {
+		t.Fatalf("partition offline: %v", l.Err(1))
+	}
+}
+
+// TestEachRecordStopsAtGarbage: a records section cut short yields the
+// whole records before the cut and nothing after it, without a panic.
+func TestEachRecordStopsAtGarbage(t *testing.T) {
+	dir := t.TempDir()
+	l := openLog(t, dir)
+	if _, err := l.Append(0, 3, func(i int) ([]byte, []byte) { return []byte{byte('a' + i)}, []byte("value") }); err != nil {
+		t.Fatal(err)
+	}
+	raw, err := l.Parts[0].ReadRaw(0, 3, 1<<20)
+	if err != nil {
+		t.Fatal(err)
+	}
+	section := raw[61:] // the batch header is 61 bytes
+	var got []string
+	EachRecord(section, 3, func(key, _ []byte) { got = append(got, string(key)) })
+	if fmt.Sprint(got) != "[a b c]" {
+		t.Fatalf("whole section: %v", got)
+	}
+	for cut := range len(section) {
+		got = got[:0]
+		EachRecord(section[:cut], 3, func(key, _ []byte) { got = append(got, string(key)) })
+		if len(got) > 2 {
+			t.Fatalf("cut at %d of %d: %v", cut, len(section), got)
+		}
+	}
+}
