@@ -13,11 +13,11 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/twmb/franz-go/pkg/kbin"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/minibroker/minibroker/internal/batch"
 	"github.com/minibroker/minibroker/internal/coordinator"
+	"github.com/minibroker/minibroker/internal/itopic"
 	"github.com/minibroker/minibroker/internal/partition"
 )
 
@@ -161,7 +161,7 @@ func (o offsetsTopicLog) Replay(p int32, fn func(b coordinator.TopicBatch, key, 
 			if !ok {
 				continue
 			}
-			eachRecord(section, h.NumRecords, func(key, value []byte) { fn(info, key, value) })
+			itopic.EachRecord(section, h.NumRecords, func(key, value []byte) { fn(info, key, value) })
 		}
 		if err := it.Err(); err != nil {
 			return fmt.Errorf("__consumer_offsets-%d at %d: %w", p, at, err)
@@ -171,31 +171,4 @@ func (o offsetsTopicLog) Replay(p int32, fn func(b coordinator.TopicBatch, key, 
 		}
 	}
 	return nil
-}
-
-// eachRecord calls fn with the key and value of each of the n records of
-// an uncompressed records section; it stops at one that does not parse.
-func eachRecord(section []byte, n int32, fn func(key, value []byte)) {
-	r := kbin.Reader{Src: section}
-	for range n {
-		length := r.Varint()
-		if !r.Ok() || length < 0 {
-			return
-		}
-		rec := kbin.Reader{Src: r.Span(int(length))}
-		rec.Int8()    // attributes
-		rec.Varlong() // timestamp delta
-		rec.Varint()  // offset delta
-		var key, value []byte
-		if kl := rec.Varint(); kl >= 0 {
-			key = rec.Span(int(kl))
-		}
-		if vl := rec.Varint(); vl >= 0 {
-			value = rec.Span(int(vl))
-		}
-		if !r.Ok() || !rec.Ok() {
-			return
-		}
-		fn(key, value)
-	}
 }
