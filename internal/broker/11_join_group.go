@@ -18,6 +18,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/minibroker/minibroker/internal/config"
@@ -82,6 +83,15 @@ func strOrEmpty(s *string) string {
 func (b *Broker) handleJoinGroup(ctx context.Context, r *protocol.Request) kmsg.Response {
 	req := r.Body.(*kmsg.JoinGroupRequest)
 	resp := req.ResponseKind().(*kmsg.JoinGroupResponse)
+	if b.shares.Exists(req.Group) {
+		// A share group's id: Kafka's classicGroupJoin answers
+		// INCONSISTENT_GROUP_PROTOCOL with no member id.
+		resp.ErrorCode = kerr.InconsistentGroupProtocol.Code
+		if r.Version < 7 {
+			resp.Protocol = kmsg.StringPtr("")
+		}
+		return resp
+	}
 	jr := coordinator.JoinRequest{
 		Group: req.Group, MemberID: req.MemberID, InstanceID: strOrEmpty(req.InstanceID),
 		ClientID: r.ClientID, ClientHost: clientHost(r), ProtocolType: req.ProtocolType,

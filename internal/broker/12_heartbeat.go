@@ -9,6 +9,7 @@ package broker
 import (
 	"context"
 
+	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/minibroker/minibroker/internal/protocol"
@@ -17,6 +18,10 @@ import (
 func (b *Broker) handleHeartbeat(_ context.Context, r *protocol.Request) kmsg.Response {
 	req := r.Body.(*kmsg.HeartbeatRequest)
 	resp := req.ResponseKind().(*kmsg.HeartbeatResponse)
+	if b.shares.Exists(req.Group) {
+		resp.ErrorCode = kerr.UnknownMemberID.Code // a share group: Kafka's classicGroupHeartbeat
+		return resp
+	}
 	resp.ErrorCode = errorCode(b.groups.Heartbeat(req.Group, req.MemberID, strOrEmpty(req.InstanceID), req.Generation))
 	return resp
 }

@@ -11,6 +11,7 @@ package broker
 import (
 	"context"
 
+	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/minibroker/minibroker/internal/coordinator"
@@ -20,6 +21,10 @@ import (
 func (b *Broker) handleLeaveGroup(_ context.Context, r *protocol.Request) kmsg.Response {
 	req := r.Body.(*kmsg.LeaveGroupRequest)
 	resp := req.ResponseKind().(*kmsg.LeaveGroupResponse)
+	if b.shares.Exists(req.Group) {
+		resp.ErrorCode = kerr.UnknownMemberID.Code // a share group: Kafka's classicGroupLeave
+		return resp
+	}
 	if r.Version < 3 {
 		errs, top := b.groups.Leave(req.Group, []coordinator.LeaveMember{{MemberID: req.MemberID}})
 		if top == nil {

@@ -10,6 +10,7 @@ package broker
 import (
 	"context"
 
+	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/minibroker/minibroker/internal/coordinator"
@@ -19,6 +20,11 @@ import (
 func (b *Broker) handleSyncGroup(ctx context.Context, r *protocol.Request) kmsg.Response {
 	req := r.Body.(*kmsg.SyncGroupRequest)
 	resp := req.ResponseKind().(*kmsg.SyncGroupResponse)
+	if b.shares.Exists(req.Group) {
+		resp.ErrorCode = kerr.UnknownMemberID.Code // a share group: Kafka's classicGroupSync
+		resp.MemberAssignment = []byte{}
+		return resp
+	}
 	sr := coordinator.SyncRequest{
 		Group: req.Group, MemberID: req.MemberID, InstanceID: strOrEmpty(req.InstanceID),
 		Generation: req.Generation, ProtocolType: req.ProtocolType, Protocol: req.Protocol,

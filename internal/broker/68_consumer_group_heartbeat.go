@@ -20,6 +20,7 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/minibroker/minibroker/internal/coordinator"
@@ -29,6 +30,13 @@ import (
 func (b *Broker) handleConsumerGroupHeartbeat(_ context.Context, r *protocol.Request) kmsg.Response {
 	req := r.Body.(*kmsg.ConsumerGroupHeartbeatRequest)
 	resp := req.ResponseKind().(*kmsg.ConsumerGroupHeartbeatResponse)
+	if req.Group != "" && b.shares.Exists(req.Group) {
+		// Group ids are one namespace: Kafka's
+		// getOrMaybeCreateConsumerGroup refuses a share group's.
+		resp.ErrorCode = kerr.GroupIDNotFound.Code
+		resp.ErrorMessage = kmsg.StringPtr("Group " + req.Group + " is not a consumer group.")
+		return resp
+	}
 	hr := coordinator.ConsumerHeartbeatRequest{
 		Version: r.Version, Group: req.Group, MemberID: req.MemberID, MemberEpoch: req.MemberEpoch,
 		InstanceID: req.InstanceID, RackID: req.RackID, RebalanceTimeoutMs: req.RebalanceTimeoutMillis,
