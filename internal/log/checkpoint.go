@@ -31,16 +31,83 @@ func encodeOffsetFile(offset int64) []byte {
 	return fmt.Appendf(nil, "%d\n%d\n", checkpointVersion, offset)
 }
 
-func decodeOffsetFile(data []byte) (int64, error) {
+// Checkpoint is a text checkpoint file parsed for its layout only:
+//
+//	single offset   version, then one offset (log-start-offset,
+//	                recovery-point, clean-shutdown, cleaner-offset-checkpoint)
+//	entries         version, count, then one line of fields per entry:
+//	                "epoch startOffset" (leader-epoch-checkpoint) or
+//	                "topic partition offset" (Kafka's per data directory
+//	                recovery-point-offset-checkpoint and the like)
+//
+// ParseCheckpoint is the one parser of these files. The log's readers
+// (decodeOffsetFile, decodeEpochCheckpoint) add its own rules on top
+// (version 0, no negative offset, epochs and offsets increasing); the
+// tools in internal/logtool show what ParseCheckpoint gives, so they also
+// show Kafka's files and files the log would refuse.
+type Checkpoint struct {
+	Version int
+	// Offset is set for the single-offset layout.
+	Offset *int64
+	// Entries holds the lines after the count, split into fields.
+	Entries [][]string
+}
+
+// ParseCheckpoint parses data. epochs selects the two-field entries of
+// leader-epoch-checkpoint; otherwise a file of two lines is the
+// single-offset layout and a longer one holds three-field entries. It
+// checks the count line against the entries and that the numeric fields
+// are numbers; the errors say which line is wrong.
+func ParseCheckpoint(data []byte, epochs bool) (*Checkpoint, error) {
 	lines := strings.Split(strings.TrimRight(string(data), "\n"), "\n")
-	if len(lines) != 2 || lines[0] != strconv.Itoa(checkpointVersion) {
+	if len(lines) < 2 {
+		return nil, fmt.Errorf("%d lines, want at least 2", len(lines))
+	}
+	v, err := strconv.Atoi(strings.TrimSpace(lines[0]))
+	if err != nil {
+		return nil, fmt.Errorf("version line %q", lines[0])
+	}
+	c := &Checkpoint{Version: v}
+	if !epochs && len(lines) == 2 {
+		off, err := strconv.ParseInt(strings.TrimSpace(lines[1]), 10, 64)
+		if err != nil {
+			return nil, fmt.Errorf("offset line %q", lines[1])
+		}
+		c.Offset = &off
+		return c, nil
+	}
+	n, err := strconv.Atoi(strings.TrimSpace(lines[1]))
+	if err != nil || n != len(lines)-2 {
+		return nil, fmt.Errorf("count line %q for %d entries", lines[1], len(lines)-2)
+	}
+	width := 3
+	if epochs {
+		width = 2
+	}
+	c.Entries = make([][]string, 0, n)
+	for i, line := range lines[2:] {
+		f := strings.Fields(line)
+		if len(f) != width {
+			return nil, fmt.Errorf("entry %d: %q has %d fields, want %d", i, line, len(f), width)
+		}
+		for _, num := range f[width-2:] {
+			if _, err := strconv.ParseInt(num, 10, 64); err != nil {
+				return nil, fmt.Errorf("entry %d: %q is not a number", i, num)
+			}
+		}
+		c.Entries = append(c.Entries, f)
+	}
+	return c, nil
+}
+
+// decodeOffsetFile reads the single-offset layout under the log's rules:
+// version 0 and an offset that is not negative.
+func decodeOffsetFile(data []byte) (int64, error) {
+	c, err := ParseCheckpoint(data, false)
+	if err != nil || c.Version != checkpointVersion || c.Offset == nil || *c.Offset < 0 {
 		return 0, errCheckpoint
 	}
-	off, err := strconv.ParseInt(lines[1], 10, 64)
-	if err != nil || off < 0 {
-		return 0, errCheckpoint
-	}
-	return off, nil
+	return *c.Offset, nil
 }
 
 // readOffsetFile returns the offset in dir/name, ok=false if missing or

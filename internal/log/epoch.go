@@ -7,7 +7,6 @@ import (
 	"io/fs"
 	"slices"
 	"strconv"
-	"strings"
 
 	"github.com/minibroker/minibroker/internal/vfs"
 )
@@ -175,23 +174,16 @@ func encodeEpochCheckpoint(entries []EpochEntry) []byte {
 
 var errEpochCheckpoint = errors.New("malformed leader-epoch-checkpoint")
 
-// decodeEpochCheckpoint parses the checkpoint text, requiring the entries
-// to be strictly increasing in epoch and offset.
+// decodeEpochCheckpoint reads leader-epoch-checkpoint (ParseCheckpoint)
+// under the log's rules: version 0, epochs that fit an int32, no negative
+// number, epochs and offsets strictly increasing.
 func decodeEpochCheckpoint(data []byte) ([]EpochEntry, error) {
-	lines := strings.Split(strings.TrimRight(string(data), "\n"), "\n")
-	if len(lines) < 2 || strings.TrimSpace(lines[0]) != strconv.Itoa(epochCheckpointVersion) {
+	c, err := ParseCheckpoint(data, true)
+	if err != nil || c.Version != epochCheckpointVersion {
 		return nil, errEpochCheckpoint
 	}
-	n, err := strconv.Atoi(strings.TrimSpace(lines[1]))
-	if err != nil || n != len(lines)-2 {
-		return nil, errEpochCheckpoint
-	}
-	entries := make([]EpochEntry, 0, n)
-	for _, line := range lines[2:] {
-		f := strings.Fields(line)
-		if len(f) != 2 {
-			return nil, errEpochCheckpoint
-		}
+	entries := make([]EpochEntry, 0, len(c.Entries))
+	for _, f := range c.Entries {
 		epoch, err1 := strconv.ParseInt(f[0], 10, 32)
 		off, err2 := strconv.ParseInt(f[1], 10, 64)
 		if err1 != nil || err2 != nil || epoch < 0 || off < 0 {

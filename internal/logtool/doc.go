@@ -30,7 +30,10 @@
 //     the snapshot is compared with a replay (psm, origin REPLICATION) of
 //     the directory's segments below its offset.
 //   - leader-epoch-checkpoint, log-start-offset, clean-shutdown, and Kafka's
-//     recovery-point-offset-checkpoint and log-start-offset-checkpoint.
+//     recovery-point-offset-checkpoint and log-start-offset-checkpoint,
+//     parsed by the log's own parser (log.ParseCheckpoint) without the
+//     log's rules, so a file the broker would ignore is still shown; one
+//     whose layout does not parse is a Damage.
 //
 // A batch that can be framed (its length fits the file) is printed even
 // when its CRC, magic or header fields are wrong, with the problems listed,

@@ -10,6 +10,7 @@ import (
 	"path/filepath"
 
 	"github.com/minibroker/minibroker/internal/batch"
+	"github.com/minibroker/minibroker/internal/log"
 	"github.com/minibroker/minibroker/internal/mirror/staterec"
 	"github.com/minibroker/minibroker/internal/psm"
 )
@@ -467,7 +468,7 @@ func (d *Dumper) dumpCheckpoint(f File) error {
 	if err != nil {
 		return err
 	}
-	c, err := DecodeCheckpoint(data, f.Kind)
+	c, err := log.ParseCheckpoint(data, f.Kind == KindEpochCheckpoint)
 	if err != nil {
 		d.Damaged++
 		d.emitText(fmt.Sprintf("Malformed checkpoint: %v\n", err))

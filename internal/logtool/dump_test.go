@@ -202,3 +202,47 @@ func TestDumpSnapshotDeepAfterRetention(t *testing.T) {
 	}
 	mustContain(t, out, "Deep check against a replay of offsets below 5: 0 failed; replayed from offset 3")
 }
+
+// Checkpoints are read with the log's parser: a damaged one is reported
+// as damage (text and JSON); one the broker would refuse but whose layout
+// is whole (a version the log does not write, epochs out of order) is
+// shown as it is, so the reader sees what the broker ignored.
+func TestDumpCheckpoints(t *testing.T) {
+	var l logBuilder
+	l.add(dataBatch(spec{pid: 1, seq: 0, n: 2}))
+	cases := []struct {
+		name, data string
+		damage     string // "" when the file is shown, not damaged
+		shown      string
+	}{
+		{"leader-epoch-checkpoint", "0\n3\n0 0\n", "Malformed checkpoint: count line \"3\" for 1 entries", ""},
+		{"leader-epoch-checkpoint", "0\n1\n0 x\n", `Malformed checkpoint: entry 0: "x" is not a number`, ""},
+		{"recovery-point", "0\n", "Malformed checkpoint: 1 lines, want at least 2", ""},
+		{"log-start-offset", "0\nseven\n", `Malformed checkpoint: offset line "seven"`, ""},
+		{"leader-epoch-checkpoint", "0\n2\n5 10\n3 4\n", "", "epoch: 3 startOffset: 4"},
+		{"clean-shutdown", "1\n-4\n", "", "version: 1 offset: -4"},
+	}
+	for _, c := range cases {
+		t.Run(c.name+"/"+c.data, func(t *testing.T) {
+			dir := t.TempDir()
+			l.write(t, dir)
+			if err := os.WriteFile(filepath.Join(dir, c.name), []byte(c.data), 0o644); err != nil {
+				t.Fatal(err)
+			}
+			out, d := dumpDir(t, dir, Options{})
+			if c.damage == "" {
+				mustContain(t, out, c.shown)
+				if d.Damaged != 0 {
+					t.Errorf("counted as damage:\n%s", out)
+				}
+				return
+			}
+			mustContain(t, out, c.damage)
+			if d.Damaged != 1 {
+				t.Errorf("damaged %d, want 1:\n%s", d.Damaged, out)
+			}
+			js, _ := dumpDir(t, dir, Options{JSON: true})
+			mustContain(t, js, `"kind":"damage"`, `"file":"`+filepath.Join(dir, c.name)+`"`)
+		})
+	}
+}
