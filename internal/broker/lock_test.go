@@ -21,7 +21,7 @@ func TestDataDirLockReleasedDespiteDuplicate(t *testing.T) {
 		}
 		if unlock {
 			first.unlockDataDir()
-		} else { // negative control: close alone, as before
+		} else { // negative control: close alone, without the unlock
 			first.lock.Close()
 			first.lock = nil
 		}

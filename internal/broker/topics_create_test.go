@@ -167,7 +167,7 @@ func createStallPartitions() int32 {
 // While a CreateTopics of many partitions runs, a producer on another
 // topic is served: its p99 latency stays far under the creation's
 // duration (asserted generously: under a quarter of it and under 2 s).
-// Negative control: with creation under the registry lock, as before, a
+// Negative control: with creation under the registry lock, a
 // produce waits for the whole creation (its max latency is most of it).
 func TestCreateDoesNotStallProduce(t *testing.T) {
 	for _, underLock := range []bool{false, true} {

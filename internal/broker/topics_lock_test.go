@@ -49,7 +49,7 @@ func (f slowSyncFile) Sync() error {
 // served: its p99 latency stays under half the fsync (topics.json is
 // written under adminMu, not the registry lock Produce takes). Negative
 // control: with the partitions created and topics.json written under the
-// registry lock, as before, p99 is at least half the fsync (produces wait
+// registry lock, p99 is at least half the fsync (produces wait
 // for the writes).
 func TestCreateManyTopicsDoesNotStallProduce(t *testing.T) {
 	const (

@@ -16,7 +16,7 @@ package coordinator
 //     writes nothing (epoch 0); the first state change writes the file
 //     before its record, so a topic that holds the coordinator's records
 //     always has the file beside it.
-//   - the producer id blocks, in producer-ids (producerid.go), as before:
+//   - the producer id blocks, in producer-ids (producerid.go), unchanged by the upgrade:
 //     a block of 1000 ids is reserved durably before any id of it is
 //     handed out, so ids never repeat across restarts and crashes. Kafka
 //     keeps this in its controller (AllocateProducerIds); on one node

@@ -360,7 +360,7 @@ func TestFaultNoSpaceThenFreed(t *testing.T) {
 	testNoSpaceThenFreed(t, l, e, mem)
 }
 
-// Negative controls: with every storage failure fatal (as before), the
+// Negative controls: with every storage failure fatal (no retry), the
 // log stays offline after space is freed, and after a failed roll is
 // possible again.
 func TestFaultRetryableNegativeControl(t *testing.T) {

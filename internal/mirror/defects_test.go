@@ -366,7 +366,7 @@ func TestFailedFailurePersistKeepsFetcher(t *testing.T) {
 // is retried again (mirror.failed.retry.max.attempts=1: a streak of one
 // retry is the limit), and the partition mirrors again. Negative control
 // (SetAsyncStreakReset: the end of the streak in a goroutine of its own,
-// as before, here late by 300 ms): the second failure still sees the
+// here late by 300 ms): the second failure still sees the
 // streak, is not retried ("not retried again after 1 retries in a row"),
 // and the partition stays FAILED.
 func TestStreakResetOrderedBeforeNextFailure(t *testing.T) {

@@ -17,7 +17,7 @@ import (
 // the local partition's leader epoch reaches the source's without a new
 // batch, a metadata refresh or a group sync (the refresh is an hour here,
 // and no group sync runs); records produced after are mirrored.
-// Negative control (SetNoFetchEpoch: CurrentLeaderEpoch -1, as before):
+// Negative control (SetNoFetchEpoch: CurrentLeaderEpoch -1, no fencing):
 // no fetch is fenced and the local epoch stays below the source's for as
 // long as the test looks (3 s), while records still flow.
 func TestSourceEpochRiseFencesFetch(t *testing.T) {

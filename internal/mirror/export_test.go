@@ -43,7 +43,7 @@ func SetDropFailSaveError(m *Manager) { m.knobs.dropFailSaveError = true }
 // mirror's lock and the store's. Set it before the mirrors are used.
 func SetBeforeSave(m *Manager, fn func(mirror string)) { m.knobs.beforeSave = fn }
 
-// SetOneLock gives every mirror of m one lock, as before the split. Set
+// SetOneLock gives every mirror of m one shared lock (no per-mirror lock). Set
 // it before any mirror is created.
 func SetOneLock(m *Manager) { m.knobs.oneLock = true }
 

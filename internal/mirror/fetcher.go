@@ -409,7 +409,7 @@ func (f *fetcher) state() State {
 // credentials or certificates refused) restart when they change; a
 // refused truncation does not. Identity failures go through failIdentity.
 // It answers the error of persisting FAILED (nil when the transition is
-// refused): the record is then as before.
+// refused): the record is then unchanged.
 func (m *Manager) fail(rt *liveMirror, k tp, err error) error {
 	m.logger.Error("mirror partition failed", zap.String("mirror", rt.spec.Name), zap.String("topic", k.topic),
 		zap.Int32("partition", k.partition), zap.Error(err))

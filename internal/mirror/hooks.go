@@ -111,7 +111,7 @@ type knobs struct {
 	// before its ABORT markers (core.go's barrierEffects).
 	barrierBeforeAborts bool
 	// noFetchEpoch makes the mirror's fetches send CurrentLeaderEpoch -1
-	// (as before epoch.go's fencing): a source then never fences them.
+	// (no fencing, epoch.go's rule removed): a source then never fences them.
 	noFetchEpoch bool
 	// dropFailSaveError makes a fetcher drop the error of persisting
 	// FAILED and exit, leaving the partition's state unsaved.

@@ -162,7 +162,7 @@ type liveMirror struct {
 	// be guarded by it. Never held across network I/O; held across a save
 	// of the mirror's state, so a change is persisted before it is acted
 	// on and before anything else of the mirror sees it.
-	mu   *sync.Mutex // the mirror's own (knobs.oneLock: one for all, as before)
+	mu   *sync.Mutex // the mirror's own (knobs.oneLock: one shared by all mirrors)
 	spec *mirrorSpec
 	// gone is set (under mu) once the mirror is deleted: nothing of it is
 	// saved or started after.

@@ -64,7 +64,7 @@ func retryPolicyOf(s *Settings) retryPolicy {
 
 // failRetriable moves a partition to FAILED for a retriable reason and
 // schedules its retry (unless the attempts in a row are used up). It
-// answers the error of persisting FAILED: the record is then as before and
+// answers the error of persisting FAILED: the record is then unchanged and
 // no retry is armed.
 func (m *Manager) failRetriable(rt *liveMirror, k tp, err error) error {
 	rt.mu.Lock()

@@ -16,7 +16,7 @@ import (
 // and then fsynced by the log's background flush, as Kafka's roll leaves
 // the snapshot's fsync to its flush-log task. Negative control: with the
 // snapshot written with its fsync on the append path (Snapshot.WriteFile
-// in writeRollSnapshotsLocked, as before), the appends do not return.
+// in writeRollSnapshotsLocked), the appends do not return.
 func TestRollSnapshotFsyncOffAppendPath(t *testing.T) {
 	release := make(chan struct{})
 	var synced atomic.Int32

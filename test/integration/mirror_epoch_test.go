@@ -184,7 +184,7 @@ func TestMirrorLeaderEpochInvariant(t *testing.T) {
 
 // TestMirrorLeaderEpochInvariantOff is the negative control: the same
 // scenario with the synced offset keeping the source's epoch and B's epoch
-// not raised to the source's, as before the rule: the offset is (10,
+// not raised to the source's, that is without the rule: the offset is (10,
 // epoch 3) on a partition at epoch 1. librdkafka's seek to the committed
 // position asks B where epoch 3 ends; B has no epoch that high and answers
 // UNDEFINED, and the consumer resets and reads the topic again from 0

@@ -8,7 +8,7 @@ import (
 	"github.com/minibroker/minibroker/minibrokertest"
 )
 
-// TestMirrorSyncsShareGroups (issue 35 item 4): the mirror syncs share
+// TestMirrorSyncsShareGroups: the mirror syncs share
 // groups' start offsets (KIP-1279). On the source a share group
 // acknowledged records 0-6 of ledger's 10 (7-9 acquired, not
 // acknowledged: its start offset is 7); a share group with a member on

@@ -136,10 +136,10 @@ func TestReservedTopicNames(t *testing.T) {
 // topic answers it UNKNOWN_TOPIC_OR_PARTITION without partitions, as KRaft
 // Kafka's AutoTopicCreationManager does; the topic exists at once, so the
 // next Metadata has its partitions. kgo and sarama producers, which retry
-// the first answer, produce to new topics as before.
+// the first answer, still produce to new topics.
 //
-// Seen failing before the fix: the first answer held the topic and its
-// partitions with code 0.
+// The rule's failure, for whoever breaks it: a first answer that holds
+// the topic and its partitions with code 0.
 func TestAutoCreateAnswersAsKRaft(t *testing.T) {
 	t.Parallel()
 	c := minibrokertest.Start(t, minibrokertest.Set("num.partitions", "2"))
