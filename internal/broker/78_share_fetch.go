@@ -219,10 +219,10 @@ func (b *Broker) shareAcquire(group, member string, tp share.TP, p *partition.Pa
 	}
 	committed := b.shareGroupSetting(group, "share.isolation.level", "") == "read_committed"
 	o := p.Offsets()
-	lv := share.LogView{LogStart: o.LogStart, Initial: o.HighWatermark, Limit: o.HighWatermark}
-	if b.shareGroupSetting(group, "share.auto.offset.reset", "") == "earliest" {
-		lv.Initial = o.LogStart
-	}
+	lv := share.LogView{LogStart: o.LogStart, Limit: o.HighWatermark,
+		InitialFn: func() int64 {
+			return shareResetOffset(b.shareGroupSetting(group, "share.auto.offset.reset", ""), p, o, time.Now())
+		}}
 	if committed {
 		lv.Limit = o.LastStable
 	}

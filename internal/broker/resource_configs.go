@@ -23,6 +23,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"math"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -31,6 +32,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"time"
 
 	"github.com/twmb/franz-go/pkg/kmsg"
 
@@ -339,8 +341,62 @@ func validShareAutoOffsetReset(v string) bool {
 	case "latest", "earliest":
 		return true
 	}
+	_, ok := shareResetDuration(v)
+	return ok
+}
+
+// shareResetDuration is the duration of a share.auto.offset.reset
+// by_duration:<ISO-8601 duration>, refused when malformed or negative.
+func shareResetDuration(v string) (time.Duration, bool) {
 	d, ok := strings.CutPrefix(v, "by_duration:")
-	return ok && isoDuration.MatchString(d) && d != "P" && !strings.HasSuffix(d, "T") && !strings.HasPrefix(d, "-")
+	if !ok || !isoDuration.MatchString(d) || d == "P" || strings.HasSuffix(d, "T") {
+		return 0, false
+	}
+	return parseISODuration(d)
+}
+
+// parseISODuration reads what isoDuration matched: days are 24 hours,
+// each part may carry its own sign, and a leading sign negates the
+// whole (Java's Duration.parse). It is not ok when negative or beyond
+// time.Duration's range.
+func parseISODuration(s string) (time.Duration, bool) {
+	neg := false
+	switch s[0] {
+	case '-':
+		neg, s = true, s[1:]
+	case '+':
+		s = s[1:]
+	}
+	s = s[1:] // P
+	unit := map[byte]time.Duration{'D': 24 * time.Hour, 'H': time.Hour, 'M': time.Minute}
+	var total float64
+	num := ""
+	for i := 0; i < len(s); i++ {
+		ch := s[i]
+		switch {
+		case ch == 'T':
+		case ch == 'D' || ch == 'H' || ch == 'M' || ch == 'S':
+			n, err := strconv.ParseFloat(strings.Replace(num, ",", ".", 1), 64)
+			if err != nil {
+				return 0, false
+			}
+			u := time.Second
+			if ch != 'S' {
+				u = unit[ch]
+			}
+			total += n * float64(u)
+			num = ""
+		default:
+			num += string(ch)
+		}
+	}
+	if neg {
+		total = -total
+	}
+	if total < 0 || total > float64(math.MaxInt64) {
+		return 0, false
+	}
+	return time.Duration(total), true
 }
 
 // clientMetricsMatchParams are the client properties a match pattern

@@ -16,6 +16,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/minibroker/minibroker/internal/coordinator"
+	"github.com/minibroker/minibroker/internal/partition"
 	"github.com/minibroker/minibroker/internal/share"
 )
 
@@ -143,4 +144,24 @@ func (s mirrorShares) AlterShareOffsets(group string, offsets map[coordinator.To
 		}
 	}
 	return nil
+}
+
+// shareResetOffset is where a new share partition of p starts
+// (share.auto.offset.reset): "earliest" the log start; by_duration:<d>
+// the first offset whose timestamp is at or after now-d, as ListOffsets
+// by timestamp finds it, and the high watermark when no record is that
+// recent; "latest" (the default) the high watermark.
+func shareResetOffset(reset string, p *partition.Partition, o partition.Offsets, now time.Time) int64 {
+	if reset == "earliest" {
+		return o.LogStart
+	}
+	d, ok := shareResetDuration(reset)
+	if !ok {
+		return o.HighWatermark
+	}
+	off, _, found := p.OffsetForTimestamp(now.Add(-d).UnixMilli())
+	if !found || off >= o.HighWatermark {
+		return o.HighWatermark
+	}
+	return max(off, o.LogStart)
 }

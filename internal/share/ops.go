@@ -115,6 +115,10 @@ type LogView struct {
 	// Initial is where a new share partition starts
 	// (share.auto.offset.reset: the log start or the high watermark).
 	Initial int64
+	// InitialFn, when set, computes Initial instead, and only when the
+	// share partition is new (share.auto.offset.reset by_duration looks
+	// the offset up by timestamp).
+	InitialFn func() int64
 	// Limit is the high watermark, or the last stable offset under
 	// read_committed.
 	Limit int64
@@ -129,7 +133,11 @@ func (c *Coordinator) Prepare(group string, tp TP, cfg Config, lv LogView) (from
 	g := c.getOrCreate(group)
 	p := g.parts[tp]
 	if p == nil {
-		p = NewPartition(cfg, lv.Initial)
+		initial := lv.Initial
+		if lv.InitialFn != nil {
+			initial = lv.InitialFn()
+		}
+		p = NewPartition(cfg, initial)
 		g.parts[tp] = p
 	}
 	p.SetConfig(cfg)
