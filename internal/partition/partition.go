@@ -271,9 +271,10 @@ func (p *Partition) writeRollSnapshotsLocked() {
 // full flush, as Kafka's flush-log task fsyncs the roll's snapshot before
 // the rolled segment (UnifiedLog.roll). Until then a power loss can lose
 // or tear them, which costs the next open only a longer replay
-// (psm.LoadLatestSnapshot skips a torn one); before this, an fsync here on
-// the produce path waited for the journal commit behind the rolled
-// segment's fsync (about 0.4 s with 1 GiB segments; OPTIMISATIONS.md, 38).
+// (psm.LoadLatestSnapshot skips a torn one). An fsync on the produce path
+// instead would wait for the journal commit behind the rolled segment's
+// fsync (about 0.4 s with 1 GiB segments; OPTIMISATIONS.md, "Produce tail
+// latency").
 // A file deleted meanwhile (truncation, retention) is skipped.
 func (p *Partition) syncRollSnapshots() {
 	p.snapshotMu.Lock()

@@ -79,7 +79,7 @@ func runFetchSessions(r *report) error {
 			return fmt.Errorf("create %s: %w", fsTopic(n), err)
 		}
 		// A first record on every partition: the runs do not pay for
-		// first appends (see OPTIMISATIONS.md, 5).
+		// first appends (see OPTIMISATIONS.md, "First append to a new partition").
 		var recs []*kgo.Record
 		for part := range n {
 			recs = append(recs, &kgo.Record{Topic: fsTopic(n), Partition: part, Value: []byte("warm")})
