@@ -5,7 +5,8 @@ package broker
 //
 // A member fetches its share session's partitions (epoch 0 opens the
 // session, a positive epoch adds Topics and drops ForgottenTopicsData,
-// -1 closes it and releases what the member holds there). Piggybacked
+// -1 closes it and releases what the member holds there; so does the
+// close of the connection that opened it). Piggybacked
 // acknowledgements are applied first, and stored durably before the
 // answer (share.Coordinator.Ack). Then, per partition, the records from
 // the share partition's fetch offset are read from the log (up to the
@@ -88,6 +89,12 @@ func (b *Broker) handleShareFetch(ctx context.Context, r *protocol.Request) kmsg
 	if e != nil {
 		resp.ErrorCode = e.Code
 		return resp
+	}
+	if req.ShareSessionEpoch == 0 && r.Session != nil && b.shares.BindSession(group, member, r.Session) {
+		// The connection's end ends its share sessions and releases
+		// their records (ctx ends with the connection).
+		conn := r.Session
+		context.AfterFunc(ctx, func() { b.shares.ConnClosed(conn) })
 	}
 	b.shareAcks(r, group, member, acks, renew, func(tp share.TP, code int16) { out.part(tp).AcknowledgeErrorCode = code })
 	if renew {

@@ -113,6 +113,11 @@ func (b *Broker) SetShareLockDurationForTest(d time.Duration) { b.shareLockDurat
 // negative control of the lock expiry tests.
 func (b *Broker) SetShareNoLockExpiryForTest(on bool) { b.shares.SetNoLockExpiryForTest(on) }
 
+// SetShareNoConnReleaseForTest keeps share sessions and their acquired
+// records when the connection closes: the negative control of the
+// connection release tests.
+func (b *Broker) SetShareNoConnReleaseForTest(on bool) { b.shares.SetNoConnReleaseForTest(on) }
+
 // SetShareNoStoreForTest stops writing share partition state: the
 // negative control of the crash tests.
 func (b *Broker) SetShareNoStoreForTest(on bool) { b.shares.SetNoStoreForTest(on) }

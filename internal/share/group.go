@@ -53,6 +53,12 @@ type Coordinator struct {
 	// noLockExpiry turns acquisition lock expiry off (the negative
 	// control of the lock expiry tests).
 	noLockExpiry bool
+	// conns are the connections whose close ends share sessions
+	// (BindSession, ConnClosed).
+	conns map[any]bool
+	// noConnRelease keeps sessions when their connection closes (the
+	// negative control of the connection release tests).
+	noConnRelease bool
 	// noStore skips the store (the negative control of the crash
 	// tests: acknowledgements answered but not durable).
 	noStore bool

@@ -13,6 +13,79 @@ type sessionKey struct{ group, member string }
 type Session struct {
 	Epoch int32
 	Parts map[TP]bool
+	// conn is the connection that opened the session (epoch 0), nil
+	// when unknown: the session ends when it closes (ConnClosed).
+	conn any
+}
+
+// BindSession ties member's share session to the connection that opened
+// it (Kafka's ShareSessionCache keeps the connection id of the session's
+// creating request). It reports whether conn is new to the coordinator:
+// the caller then arranges for ConnClosed when the connection ends.
+func (c *Coordinator) BindSession(group, member string, conn any) (watch bool) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	s := c.sessions[sessionKey{group, member}]
+	if s == nil || conn == nil {
+		return false
+	}
+	s.conn = conn
+	if c.conns == nil {
+		c.conns = map[any]bool{}
+	}
+	if c.conns[conn] {
+		return false
+	}
+	c.conns[conn] = true
+	return true
+}
+
+// ConnClosed ends the share sessions opened on conn and releases what
+// their members hold on the sessions' partitions, as Kafka's
+// SharePartitionManager does when a connection closes: the records are
+// delivered again at once instead of when their acquisition locks end.
+func (c *Coordinator) ConnClosed(conn any) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	delete(c.conns, conn)
+	if c.noConnRelease {
+		return
+	}
+	n := 0
+	for k, s := range c.sessions {
+		if s.conn != conn {
+			continue
+		}
+		delete(c.sessions, k)
+		n += c.releaseSessionLocked(k, s)
+	}
+	if n > 0 {
+		c.signalLocked()
+	}
+}
+
+// releaseSessionLocked releases what k's member holds on s's partitions.
+func (c *Coordinator) releaseSessionLocked(k sessionKey, s *Session) int {
+	g := c.groups[k.group]
+	if g == nil {
+		return 0
+	}
+	n := 0
+	for tp := range s.Parts {
+		if p := g.parts[tp]; p != nil {
+			n += p.ReleaseMember(k.member)
+		}
+	}
+	return n
+}
+
+// SetNoConnReleaseForTest keeps share sessions and their records when
+// their connection closes (on=true): the negative control of the
+// connection release tests.
+func (c *Coordinator) SetNoConnReleaseForTest(on bool) {
+	c.mu.Lock()
+	c.noConnRelease = on
+	c.mu.Unlock()
 }
 
 // UpdateSession applies a ShareFetch's session part: epoch 0 opens a new
@@ -81,16 +154,8 @@ func (c *Coordinator) CloseSession(group, member string) *kerr.Error {
 		return kerr.ShareSessionNotFound
 	}
 	delete(c.sessions, k)
-	if g := c.groups[group]; g != nil {
-		n := 0
-		for tp := range s.Parts {
-			if p := g.parts[tp]; p != nil {
-				n += p.ReleaseMember(member)
-			}
-		}
-		if n > 0 {
-			c.signalLocked()
-		}
+	if c.releaseSessionLocked(k, s) > 0 {
+		c.signalLocked()
 	}
 	return nil
 }
