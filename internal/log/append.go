@@ -245,6 +245,9 @@ func (l *Log) writeRunLocked(seg *segment, data []byte, hs []framed, checked boo
 	seg.verified.appended(seg.size, pos, checked)
 	seg.size = pos
 	seg.dirty, seg.idxDirty = true, true
+	if seg.writebackDue() && l.flusher != nil {
+		l.flusher.kickWriteback()
+	}
 	// The run is in the log: it counts even if a later run of the same
 	// Append fails.
 	l.leo = hs[len(hs)-1].h.LastOffset() + 1
@@ -281,12 +284,10 @@ func (l *Log) rollLocked(base int64, now time.Time) (*segment, error) {
 	// (checkIndexFiles), wait for the next full flush, which must find
 	// them even when one ran since the segment's last append.
 	old.idxDirty = true
-	l.outsideMu(func() {
-		if terr := old.trimPrealloc(); terr != nil {
-			l.logger.Warn("cannot give back a rolled segment's preallocated blocks", zap.String("segment", old.logPath), zap.Error(terr))
-		}
-		err = syncAll(seal)
-	})
+	// The blocks reserved past the old segment's data are given back by
+	// the roll's background flush (trimRolled), not here: a truncation
+	// can wait on the file system's journal as an fsync does.
+	l.outsideMu(func() { err = syncAll(seal) })
 	if err != nil {
 		return nil, l.failLocked(err)
 	}

@@ -39,7 +39,11 @@ func (l *Log) flush(withIndexes bool) error {
 	}
 	leo := l.leo
 	var targets []syncTarget
+	var trims []*segment
 	for i, s := range l.segments {
+		if withIndexes && i < len(l.segments)-1 && s.allocated > s.size {
+			trims = append(trims, s)
+		}
 		var err error
 		var created bool
 		targets, created, err = s.syncTargets(targets, withIndexes || i < len(l.segments)-1)
@@ -65,6 +69,7 @@ func (l *Log) flush(withIndexes bool) error {
 	}
 	l.mu.Unlock()
 
+	l.trimRolled(trims)
 	err := l.syncTaken(targets, syncDir, epochFile, epochsFrom)
 
 	l.mu.Lock()
@@ -114,6 +119,20 @@ func (l *Log) flush(withIndexes bool) error {
 		l.mu.Unlock()
 	}
 	return err
+}
+
+// trimRolled gives back the blocks reserved past the data of rolled
+// segments (prealloc.go), before the fsync that follows makes it durable.
+// Called by a full flush with flushMu and truncMu (for reading) held and
+// mu released: only the active segment is preallocated, by appends, and a
+// rolled segment becomes active again only by a truncation, which waits
+// for truncMu, so nothing else touches these segments' reservations.
+func (l *Log) trimRolled(trims []*segment) {
+	for _, s := range trims {
+		if err := s.trimPrealloc(); err != nil {
+			l.logger.Warn("cannot give back a rolled segment's preallocated blocks", zap.String("segment", s.logPath), zap.Error(err))
+		}
+	}
 }
 
 // syncTaken syncs what flush took as dirty (targets, the directory if
@@ -226,6 +245,7 @@ type flusher struct {
 	interval time.Duration
 	full     atomic.Bool // a kick asked for a full flush (roll)
 	kickCh   chan struct{}
+	wbCh     chan struct{}      // a window of the active segment is due for writeback
 	periodCh chan time.Duration // a new log.flush.interval.ms (SetConfig)
 	stopCh   chan struct{}
 	done     sync.WaitGroup
@@ -233,7 +253,7 @@ type flusher struct {
 }
 
 func startFlusher(l *Log, interval time.Duration) *flusher {
-	f := &flusher{l: l, interval: interval, kickCh: make(chan struct{}, 1), periodCh: make(chan time.Duration),
+	f := &flusher{l: l, interval: interval, kickCh: make(chan struct{}, 1), wbCh: make(chan struct{}, 1), periodCh: make(chan time.Duration),
 		stopCh: make(chan struct{})}
 	f.done.Add(1)
 	go f.run()
@@ -256,6 +276,7 @@ func (f *flusher) run() {
 	}
 	setPeriod(f.interval)
 	defer func() { setPeriod(0) }()
+	var wb writebackRange // the range written back last, waited for next
 	for {
 		full := true
 		select {
@@ -263,6 +284,9 @@ func (f *flusher) run() {
 			return
 		case d := <-f.periodCh:
 			setPeriod(d)
+			continue
+		case <-f.wbCh:
+			wb = f.l.writeBehind(wb)
 			continue
 		case <-f.kickCh:
 			full = f.full.Swap(false)
@@ -297,6 +321,15 @@ func (f *flusher) kick(full bool) {
 	}
 	select {
 	case f.kickCh <- struct{}{}:
+	default:
+	}
+}
+
+// kickWriteback asks the flusher for a write-behind of the active
+// segment (writeback.go) without waiting for it.
+func (f *flusher) kickWriteback() {
+	select {
+	case f.wbCh <- struct{}{}:
 	default:
 	}
 }

@@ -9,7 +9,8 @@ import "errors"
 // which is all that readers and recovery look at, does not change; a
 // write into reserved blocks skips ext4's per-write block reservation.
 // The reserved tail past the data is given back (a truncation to the
-// file's own size) when the segment rolls and when the log closes; after
+// file's own size) by the full flush after the segment rolls (the roll's
+// background flush, off the append path) and when the log closes; after
 // a crash it stays reserved until the segment is deleted. At most
 // preallocMax, or the segment's size, is reserved and unwritten per log.
 const (

@@ -19,8 +19,9 @@ func diskUse(t *testing.T, path string) (blocks, size int64) {
 
 // TestPreallocation: past preallocFrom bytes the active segment's blocks
 // are reserved ahead of its data while its size stays that of the data
-// (what readers and recovery see); a roll and Close give the reserved
-// tail back, and a crash with it reserved recovers the same log.
+// (what readers and recovery see); the full flush after a roll (the
+// roll's background flush) and Close give the reserved tail back, and a
+// crash with it reserved recovers the same log.
 // Negative controls: without FALLOC_FL_KEEP_SIZE the file's size runs
 // ahead of the data; without the trims the rolled segment and the closed
 // active one keep the blocks.
@@ -41,6 +42,9 @@ func TestPreallocation(t *testing.T) {
 	appendN(t, l, 20, 1, 0, 2000, 1<<20) // rolls at 24 MiB
 	if len(l.segments) < 2 {
 		t.Fatalf("%d segments, want a roll", len(l.segments))
+	}
+	if err := l.Flush(); err != nil { // what the roll's background flush does
+		t.Fatal(err)
 	}
 	if blocks, size := diskUse(t, seg0); blocks > size+64<<10 {
 		t.Errorf("rolled segment: %d bytes of blocks for %d bytes of data", blocks, size)

@@ -58,6 +58,9 @@ type segment struct {
 	// failed. Changed only with appendMu held.
 	allocated  int64
 	noPrealloc bool
+	// wbFrom: the end of the bytes handed to the kernel for writeback
+	// (writeback.go); guarded by mu.
+	wbFrom int64
 }
 
 // openSegment opens (create=true: creates) the files of the segment at base.

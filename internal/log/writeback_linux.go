@@ -1,0 +1,37 @@
+package log
+
+import (
+	"os"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/minibroker/minibroker/internal/vfs"
+)
+
+// startWriteback asks the kernel to start writing the dirty pages of
+// [off, off+n) of f without waiting for them (SYNC_FILE_RANGE_WRITE).
+// Files that are not *os.File (the fault-injecting test file system) are
+// left alone.
+func startWriteback(f vfs.File, off, n int64) {
+	syncFileRange(f, off, n, unix.SYNC_FILE_RANGE_WRITE)
+}
+
+// waitWriteback waits for the writeback of [off, off+n) of f started
+// earlier, starting it for pages still dirty.
+func waitWriteback(f vfs.File, off, n int64) {
+	syncFileRange(f, off, n, unix.SYNC_FILE_RANGE_WAIT_BEFORE|unix.SYNC_FILE_RANGE_WRITE|unix.SYNC_FILE_RANGE_WAIT_AFTER)
+}
+
+func syncFileRange(f vfs.File, off, n int64, flags int) {
+	osf, ok := f.(*os.File)
+	if !ok || osf == nil {
+		return
+	}
+	rc, err := osf.SyscallConn()
+	if err != nil {
+		return
+	}
+	_ = rc.Control(func(fd uintptr) {
+		_ = unix.SyncFileRange(int(fd), off, n, flags)
+	})
+}
