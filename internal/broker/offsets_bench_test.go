@@ -3,13 +3,17 @@ package broker
 import (
 	"context"
 	"fmt"
+	"os"
 	"sort"
 	"sync"
+	"sync/atomic"
+	"syscall"
 	"testing"
 	"time"
 
 	"github.com/minibroker/minibroker/internal/config"
 	"github.com/minibroker/minibroker/internal/coordinator"
+	"github.com/minibroker/minibroker/internal/vfs"
 )
 
 // Before and after __consumer_offsets became the group coordinator's
@@ -19,10 +23,14 @@ import (
 // the topic), "topic" the coordinator on __consumer_offsets.
 
 func offsetsBenchBroker(b *testing.B, dir string, legacy bool) *Broker {
+	return offsetsBenchBrokerFS(b, dir, legacy, vfs.Default)
+}
+
+func offsetsBenchBrokerFS(b *testing.B, dir string, legacy bool, fs vfs.FS) *Broker {
 	b.Helper()
 	cfg := config.Default()
 	cfg.DataDir, cfg.Listen, cfg.HTTPListen = dir, "127.0.0.1:0", ""
-	br, err := newBroker(Options{Config: cfg}, func(br *Broker) { br.legacyGroupLog = legacy })
+	br, err := newBroker(Options{Config: cfg, FS: fs}, func(br *Broker) { br.legacyGroupLog = legacy })
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -68,23 +76,64 @@ func quantile(ds []time.Duration, q float64) time.Duration {
 
 func medianDuration(xs []time.Duration) time.Duration { return quantile(xs, 0.5) }
 
+// syncCountFS counts the fsyncs of the files it opens.
+type syncCountFS struct {
+	vfs.FS
+	n *atomic.Int64
+}
+
+type syncCountFile struct {
+	vfs.File
+	n *atomic.Int64
+}
+
+func (c syncCountFS) OpenFile(name string, flag int, perm os.FileMode) (vfs.File, error) {
+	f, err := c.FS.OpenFile(name, flag, perm)
+	if err != nil {
+		return nil, err
+	}
+	return syncCountFile{f, c.n}, nil
+}
+
+func (f syncCountFile) Sync() error { f.n.Add(1); return f.File.Sync() }
+
+// cpuTime is the process's user and system time so far.
+func cpuTime() time.Duration {
+	var r syscall.Rusage
+	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &r); err != nil {
+		return 0
+	}
+	return time.Duration(r.Utime.Nano() + r.Stime.Nano())
+}
+
 // BenchmarkOffsetCommitStores: OffsetCommit latency (fsynced before the
 // answer) on the group log and on __consumer_offsets, in alternating
-// rounds; p50 and p99 per round, medians of the rounds reported.
+// rounds; p50 and p99 per round, medians of the rounds reported, and
+// where the time goes: fsyncs per commit (8 committers of 8 groups share
+// the group log's fsyncs; on the topic each group's partition is a file
+// of its own) and the process's CPU time per commit (the other broker is
+// idle meanwhile).
 func BenchmarkOffsetCommitStores(b *testing.B) {
-	logB, topicB := offsetsBenchBroker(b, b.TempDir(), true), offsetsBenchBroker(b, b.TempDir(), false)
+	var logSyncs, topicSyncs atomic.Int64
+	logB := offsetsBenchBrokerFS(b, b.TempDir(), true, syncCountFS{vfs.Default, &logSyncs})
+	topicB := offsetsBenchBrokerFS(b, b.TempDir(), false, syncCountFS{vfs.Default, &topicSyncs})
 	defer logB.Close(context.Background())
 	defer topicB.Close(context.Background())
 	const rounds, perRound = 5, 800
 	for range b.N {
 		var p50 = map[string][]time.Duration{}
 		var p99 = map[string][]time.Duration{}
+		syncs, cpu := map[string]int64{}, map[string]time.Duration{}
 		for r := range rounds {
 			for _, c := range []struct {
-				name string
-				br   *Broker
-			}{{"group-log", logB}, {"topic", topicB}} {
+				name  string
+				br    *Broker
+				syncs *atomic.Int64
+			}{{"group-log", logB, &logSyncs}, {"topic", topicB, &topicSyncs}} {
+				s0, c0 := c.syncs.Load(), cpuTime()
 				lat := commitLatencies(b, c.br, r, perRound)
+				syncs[c.name] += c.syncs.Load() - s0
+				cpu[c.name] += cpuTime() - c0
 				p50[c.name] = append(p50[c.name], quantile(lat, 0.5))
 				p99[c.name] = append(p99[c.name], quantile(lat, 0.99))
 			}
@@ -92,6 +141,8 @@ func BenchmarkOffsetCommitStores(b *testing.B) {
 		for _, name := range []string{"group-log", "topic"} {
 			b.ReportMetric(float64(medianDuration(p50[name]).Microseconds()), name+"-p50-µs")
 			b.ReportMetric(float64(medianDuration(p99[name]).Microseconds()), name+"-p99-µs")
+			b.ReportMetric(float64(syncs[name])/(rounds*perRound), name+"-fsyncs/commit")
+			b.ReportMetric(float64(cpu[name].Microseconds())/(rounds*perRound), name+"-cpu-µs/commit")
 		}
 		b.Logf("p99 per round: group-log %v, topic %v; ratio of medians topic/group-log %.2f",
 			p99["group-log"], p99["topic"], float64(medianDuration(p99["topic"]))/float64(medianDuration(p99["group-log"])))

@@ -1,8 +1,8 @@
 // Package itopic is an internal topic (__transaction_state, and the
 // coordinators' other topics) as a coordinator writes it: batches of
-// key/value records appended as the partition's leader (uncompressed, no
-// producer id), made durable by the partition's group commit (FlushTo),
-// and read back from each partition's log start at the coordinator's
+// key/value records appended with origin COORDINATOR (uncompressed, no
+// producer id), made durable by the partition's group commit (FlushTo), and
+// read back from each partition's log start at the coordinator's
 // start-up. Clients never write these topics (the broker refuses their
 // Produce); they read them with Fetch.
 package itopic
@@ -66,11 +66,11 @@ func (l Log) Append(p int32, n int, rec func(i int) (key, value []byte)) (int64,
 			size += len(body) - before
 			j++
 		}
-		res, err := part.AppendAsLeader(DataBatch(body, j-i, now().UnixMilli()))
+		last, err := part.AppendAsCoordinator(DataBatch(body, j-i, now().UnixMilli()))
 		if err != nil {
 			return 0, fmt.Errorf("%s-%d: %w", l.Topic, p, err)
 		}
-		end = res.LastOffset + 1
+		end = last + 1
 		i = j
 	}
 	return end, nil

@@ -2,6 +2,7 @@ package itopic
 
 import (
 	"bytes"
+	"errors"
 	"fmt"
 	"path/filepath"
 	"testing"
@@ -106,5 +107,25 @@ func TestEachRecordStopsAtGarbage(t *testing.T) {
 		if len(got) > 2 {
 			t.Fatalf("cut at %d of %d: %v", cut, len(section), got)
 		}
+	}
+}
+
+// TestAppendTooLarge: a batch longer than the topic's max.message.bytes
+// is refused with partition.ErrTooLarge and nothing is written (the
+// coordinator's append path checks only the size of what the broker
+// built); a record that fits is appended after it.
+func TestAppendTooLarge(t *testing.T) {
+	l := openLog(t, t.TempDir()) // max.message.bytes 4 MiB
+	big := bytes.Repeat([]byte{'x'}, 4<<20)
+	_, err := l.Append(0, 1, func(int) ([]byte, []byte) { return []byte("k"), big })
+	if !errors.Is(err, partition.ErrTooLarge) {
+		t.Fatalf("a 4 MiB record: %v, want ErrTooLarge", err)
+	}
+	if end := l.Parts[0].Offsets().LogEnd; end != 0 {
+		t.Fatalf("log end %d after the refusal", end)
+	}
+	end, err := l.Append(0, 1, func(int) ([]byte, []byte) { return []byte("k"), []byte("v") })
+	if err != nil || end != 1 {
+		t.Fatalf("a small record after it: end %d, %v", end, err)
 	}
 }

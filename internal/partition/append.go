@@ -300,14 +300,21 @@ func (p *Partition) WriteMarker(producerID int64, epoch int16, commit bool, coor
 }
 
 // AppendAsCoordinator appends one batch a coordinator built (origin
-// COORDINATOR: the group coordinator's __consumer_offsets records, plain
-// or transactional with NO_SEQUENCE, as Kafka's coordinator writes them)
+// COORDINATOR: the coordinators' records in their internal topics, plain
+// or transactional with NO_SEQUENCE, as Kafka's coordinators write them)
 // and returns its last offset. raw's CRC must be set; only its base
-// offset and leader epoch are changed.
+// offset and leader epoch are changed. The broker built the batch, so
+// what AppendAsLeader checks of a client's (framing, CRC, record count,
+// keys, timestamps) is not checked again; the size is, against the
+// topic's max.message.bytes (MESSAGE_TOO_LARGE, nothing written), as
+// Kafka's log checks every origin's batches.
 func (p *Partition) AppendAsCoordinator(raw []byte) (int64, error) {
 	h, err := batch.ParseHeader(raw)
 	if err != nil {
 		return 0, err
+	}
+	if limit := p.config().MessageMaxBytes; limit > 0 && len(raw) > int(limit) {
+		return 0, fmt.Errorf("%w: %d bytes > max.message.bytes %d", ErrTooLarge, len(raw), limit)
 	}
 	off, err := p.appendControl(raw, false)
 	if err != nil {
