@@ -40,41 +40,25 @@ func (b *Broker) handleAddPartitionsToTxn(_ context.Context, r *protocol.Request
 	resp := req.ResponseKind().(*kmsg.AddPartitionsToTxnResponse)
 	if req.Version >= 4 {
 		for _, tx := range req.Transactions {
-			resp.Transactions = append(resp.Transactions, b.addPartitionsToTxnV4(req.Version, tx))
+			resp.Transactions = append(resp.Transactions, b.addPartitionsToTxn(req.Version, tx))
 		}
 		return resp
 	}
-	codes := map[coordinator.TopicPartition]int16{}
-	var parts []coordinator.TopicPartition
-	refused := false
+	// The client form is one transaction of the batched form, not
+	// verify-only, answered the same way and copied back.
+	tx := kmsg.NewAddPartitionsToTxnRequestTransaction()
+	tx.TransactionalID, tx.ProducerID, tx.ProducerEpoch = req.TransactionalID, req.ProducerID, req.ProducerEpoch
 	for _, rt := range req.Topics {
-		for _, p := range rt.Partitions {
-			tp := coordinator.TopicPartition{Topic: rt.Topic, Partition: p}
-			parts = append(parts, tp)
-			if c, bad := b.txnPartitionRefusal(rt.Topic, p, false); bad {
-				codes[tp], refused = c, true
-			}
-		}
+		t := kmsg.NewAddPartitionsToTxnRequestTransactionTopic()
+		t.Topic, t.Partitions = rt.Topic, rt.Partitions
+		tx.Topics = append(tx.Topics, t)
 	}
-	var all int16
-	switch {
-	case req.TransactionalID == "":
-		all = kerr.InvalidRequest.Code
-	case refused:
-		all = kerr.OperationNotAttempted.Code
-	default:
-		all = txnErrorCode(b.txns.AddPartitions(req.TransactionalID, req.ProducerID, req.ProducerEpoch, parts), req.Version, 2)
-	}
-	for _, rt := range req.Topics {
+	for _, tt := range b.addPartitionsToTxn(req.Version, tx).Topics {
 		st := kmsg.NewAddPartitionsToTxnResponseTopic()
-		st.Topic = rt.Topic
-		for _, p := range rt.Partitions {
+		st.Topic = tt.Topic
+		for _, tp := range tt.Partitions {
 			sp := kmsg.NewAddPartitionsToTxnResponseTopicPartition()
-			sp.Partition = p
-			sp.ErrorCode = all
-			if c, ok := codes[coordinator.TopicPartition{Topic: rt.Topic, Partition: p}]; ok && req.TransactionalID != "" {
-				sp.ErrorCode = c
-			}
+			sp.Partition, sp.ErrorCode = tp.Partition, tp.ErrorCode
 			st.Partitions = append(st.Partitions, sp)
 		}
 		resp.Topics = append(resp.Topics, st)
@@ -82,8 +66,9 @@ func (b *Broker) handleAddPartitionsToTxn(_ context.Context, r *protocol.Request
 	return resp
 }
 
-// addPartitionsToTxnV4 answers one transaction of a v4+ request.
-func (b *Broker) addPartitionsToTxnV4(version int16, tx kmsg.AddPartitionsToTxnRequestTransaction) kmsg.AddPartitionsToTxnResponseTransaction {
+// addPartitionsToTxn answers one transaction: the one of a v0–v3 request
+// or one of a v4+ request's.
+func (b *Broker) addPartitionsToTxn(version int16, tx kmsg.AddPartitionsToTxnRequestTransaction) kmsg.AddPartitionsToTxnResponseTransaction {
 	out := kmsg.NewAddPartitionsToTxnResponseTransaction()
 	out.TransactionalID = tx.TransactionalID
 	codes := map[coordinator.TopicPartition]int16{}
@@ -113,7 +98,7 @@ func (b *Broker) addPartitionsToTxnV4(version int16, tx kmsg.AddPartitionsToTxnR
 	case version >= 5:
 		all = errorCode(b.txns.AddPartitionsImplicit(tx.TransactionalID, tx.ProducerID, tx.ProducerEpoch, parts))
 	default:
-		all = errorCode(b.txns.AddPartitions(tx.TransactionalID, tx.ProducerID, tx.ProducerEpoch, parts))
+		all = txnErrorCode(b.txns.AddPartitions(tx.TransactionalID, tx.ProducerID, tx.ProducerEpoch, parts), version, 2)
 	}
 	for _, rt := range tx.Topics {
 		st := kmsg.NewAddPartitionsToTxnResponseTransactionTopic()
