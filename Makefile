@@ -61,7 +61,7 @@ test: deps fmt vet lint build
 ## compat: the client compatibility matrix (kgo, sarama, kafka-go, confluent-kafka-go, kcat); rewrites
 ## its table in docs/COMPATIBILITY.md. `make test` runs the same test and fails when that table differs.
 compat: deps
-	MINIBROKER_UPDATE_COMPAT=1 $(GO) test -count=1 -run '^TestCompatMatrix$$' ./test/integration/
+	MINIBROKER_UPDATE_COMPAT=1 $(GO) test -count=1 -run '^TestCompatMatrix$$' ./test/integration/clients/
 	@git diff --stat -- docs/COMPATIBILITY.md
 
 ## ecosystem: the Kafka tools people use (kcat, kafka-python, Burrow, kafkactl, and the Go tools the Go module

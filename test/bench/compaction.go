@@ -12,7 +12,7 @@ import (
 // times in one go test (internal/log/clean_bench_test.go); the cleaner's
 // RSS with 10 M distinct keys against 1 M (clean_rss_bench_test.go); and
 // produce p99 on another topic while the cleaner runs against idle
-// (test/integration/compaction_bench_test.go).
+// (test/integration/compaction/compaction_bench_test.go).
 func runCompactionBench(r *report) error {
 	t0 := time.Now()
 	var errs []string
@@ -21,7 +21,7 @@ func runCompactionBench(r *report) error {
 	}{
 		{[]string{"test", "-run", "^$", "-bench", "CleanerVsDiskWrite", "-benchtime", "1x", "-count", strconv.Itoa(r.opts.runs), "-timeout", "20m", "./internal/log"}},
 		{[]string{"test", "-run", "^$", "-bench", "CleanerRSS", "-benchtime", "1x", "-count", "1", "-timeout", "30m", "./internal/log"}},
-		{[]string{"test", "-run", "^$", "-bench", "CompactionProduceP99", "-benchtime", "1x", "-count", "1", "-timeout", "20m", "./test/integration"}},
+		{[]string{"test", "-run", "^$", "-bench", "CompactionProduceP99", "-benchtime", "1x", "-count", "1", "-timeout", "20m", "./test/integration/compaction"}},
 	} {
 		cmdline, lines, err := runGoTestBench(nil, b.args...)
 		r.compactionCmds = append(r.compactionCmds, cmdline)

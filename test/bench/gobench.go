@@ -78,7 +78,7 @@ func runGoBench(r *report) error {
 func runSecurityBench(r *report) error {
 	t0 := time.Now()
 	cmdline, lines, err := runGoTestBench([]string{fmt.Sprintf("MINIBROKER_BENCH_SECURITY_MB=%d", r.opts.securityMB)},
-		"test", "-run", "^$", "-bench", "SecurityThroughput|SCRAMConnect", "-benchtime", "1x", "-count", "1", "-timeout", "10m", "./test/integration")
+		"test", "-run", "^$", "-bench", "SecurityThroughput|SCRAMConnect", "-benchtime", "1x", "-count", "1", "-timeout", "10m", "./test/integration/security")
 	r.securityCmd = cmdline
 	r.security = lines
 	r.securityTook = time.Since(t0)
@@ -88,32 +88,32 @@ func runSecurityBench(r *report) error {
 // runFailoverBench: `mirror stop` of 1,000 mirrored partitions until all
 // are STOPPED, -runs iterations (the benchmark reports their median), and
 // its floor measured in the same run: 1,000 new files and their
-// directories fsynced 64 at a time (test/integration/failover_bench_test.go).
+// directories fsynced 64 at a time (test/integration/mirror/failover_bench_test.go).
 func runFailoverBench(r *report) error {
 	t0 := time.Now()
 	cmdline, lines, err := runGoTestBench(nil, "test", "-run", "^$", "-bench", "FailoverStop1000Partitions",
-		"-benchtime", fmt.Sprintf("%dx", r.opts.runs), "-count", "1", "-timeout", "15m", "./test/integration")
+		"-benchtime", fmt.Sprintf("%dx", r.opts.runs), "-count", "1", "-timeout", "15m", "./test/integration/mirror")
 	r.failoverCmd, r.failover, r.failoverTook = cmdline, lines, time.Since(t0)
 	return err
 }
 
 // runAuthzBench: produce with the authorizer on and 1,000 ACLs against
-// the authorizer off, in the same run (test/integration/acl_bench_test.go).
+// the authorizer off, in the same run (test/integration/security/acl_bench_test.go).
 func runAuthzBench(r *report) error {
 	t0 := time.Now()
 	cmdline, lines, err := runGoTestBench(nil, "test", "-run", "^$", "-bench", "AuthorizerProduce", "-benchtime", "1x",
-		"-count", "1", "-timeout", "10m", "./test/integration")
+		"-count", "1", "-timeout", "10m", "./test/integration/security")
 	r.authzCmd, r.authz, r.authzTook = cmdline, lines, time.Since(t0)
 	return err
 }
 
 // runQuotaBench runs the client quota benchmarks
-// (test/integration/quotas_bench_test.go): a quota'd producer and
+// (test/integration/hostile/quotas_bench_test.go): a quota'd producer and
 // consumer beside unquota'd ones on one broker.
 func runQuotaBench(r *report) error {
 	t0 := time.Now()
 	cmdline, lines, err := runGoTestBench(nil, "test", "-run", "^$", "-bench", "ClientQuota", "-benchtime", "1x",
-		"-count", "1", "-timeout", "20m", "./test/integration")
+		"-count", "1", "-timeout", "20m", "./test/integration/hostile")
 	r.quotasCmd, r.quotas, r.quotasTook = cmdline, lines, time.Since(t0)
 	return err
 }

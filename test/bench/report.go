@@ -232,7 +232,7 @@ func (r *report) render(b *strings.Builder) {
 	r.renderTxn(p)
 	r.renderMirrorSpeed(p)
 	if r.failoverCmd != "" {
-		p("## Failover of 1,000 partitions\n\n`%s` (took %s; `test/integration/failover_bench_test.go`): a mirror of one "+
+		p("## Failover of 1,000 partitions\n\n`%s` (took %s; `test/integration/mirror/failover_bench_test.go`): a mirror of one "+
 			"1,000-partition topic, caught up, is stopped (every partition through STOPPING to STOPPED, its barrier fsynced) "+
 			"as `mirror stop --all-topics --wait` does; the median of %d failovers (goal < 500 ms). Beside it, in the same run "+
 			"and on the same disk, its floor: 1,000 new files, each in a directory of its own, written and fsynced with their "+
@@ -245,7 +245,7 @@ func (r *report) render(b *strings.Builder) {
 		p("\n")
 	}
 	if r.authzCmd != "" {
-		p("## Authorizer benchmark\n\n`%s` (took %s; `test/integration/acl_bench_test.go`): 100-byte records produced over "+
+		p("## Authorizer benchmark\n\n`%s` (took %s; `test/integration/security/acl_bench_test.go`): 100-byte records produced over "+
 			"SASL_PLAINTEXT as one principal to a broker with the authorizer on and 1,000 ACLs and to one with it off, both at once "+
 			"for the same 2 s window in each of 9 rounds (so the machine's other load falls on both alike), the median rates, and "+
 			"the median of the rounds' ratios on/off with the lowest and highest (goal: at least 0.95; an A/A run, neither broker "+
@@ -261,7 +261,7 @@ func (r *report) render(b *strings.Builder) {
 		p("\n")
 	}
 	if r.quotasCmd != "" {
-		p("## Client quotas\n\n`%s` (took %s; `test/integration/quotas_bench_test.go`): on one broker with Kafka's default "+
+		p("## Client quotas\n\n`%s` (took %s; `test/integration/hostile/quotas_bench_test.go`): on one broker with Kafka's default "+
 			"quota windows (11 × 1 s), a client whose client id has a 1 MB/s (10^6 bytes) `producer_byte_rate` (then "+
 			"`consumer_byte_rate`) runs beside a client without a quota, both for 20 s from the quota'd client's start; "+
 			"the unquota'd client's rate alone is measured for 7 s just before and after, in the same round. Medians of the "+
@@ -282,7 +282,7 @@ func (r *report) render(b *strings.Builder) {
 	}
 	r.renderCompaction(p)
 	if r.securityCmd != "" {
-		p("## Security benchmarks\n\n`%s` (took %s; `test/integration/security_bench_test.go`): 10 KiB records produced, then consumed, "+
+		p("## Security benchmarks\n\n`%s` (took %s; `test/integration/security/security_bench_test.go`): 10 KiB records produced, then consumed, "+
 			"over SASL_SSL (SCRAM-SHA-512, TLS) and over PLAINTEXT on the same broker in the same run, in rounds alternating the order, "+
 			"medians, and the ratio (goal: at least 0.7); also CPU per MB of the test process (client and broker share it and the cores) "+
 			"and its ratio, which a loaded machine disturbs less than MB/s. "+

@@ -3,26 +3,24 @@
 // driven by real clients (kgo/kmsg/kadm, sarama, kafka-go,
 // confluent-kafka-go, kcat), with real TLS and real files.
 //
-// A helper used by more than one file lives in a helpers file:
-// helpers_test.go (clients, the built binary, mirrored clusters and
-// their test-only hooks), helpers_raw_test.go (bare TCP connections
-// speaking frames by hand), helpers_mirror_test.go (secured
-// mirror sources, mirror admin calls and waits, mirrored transactions,
-// topic filters), helpers_security_test.go (ACL and SASL brokers and
-// clients), helpers_produce_test.go (raw producers, transactional
-// clients) and helpers_compat_test.go (the compat matrix's shared rows
-// and the client steps other tests reuse). Two exceptions: the compat
-// matrix's own rows, cells and table stay in compat_matrix_test.go and
-// its security rows in compat_security_test.go, and
-// bench_helpers_test.go holds what only the benchmarks (*_bench_test.go)
-// use.
+// The tests live in one package per thing they prove: clients, admin,
+// security, storage, compaction, groups, txn, share, mirror, hostile and
+// tools (docs/ARCHITECTURE.md says what each holds). What more than one
+// package uses lives in itest: StartBinary (the built binary, the one way
+// to run it), StartBroker (an in-process broker with the seams no user
+// can reach; tests that need none use minibrokertest.Start), the clients,
+// raw connections, secured mirror sources, ACL and SASL brokers, and Main,
+// every package's TestMain (it fails the run on a leaked goroutine). A
+// helper only one package uses stays in that package. A package that
+// imports internal/ says why in its package comment.
 //
 // Each rule below is proven by the tests named beside it; where a rule is
 // a safety rule, a negative control runs the same scenario with the rule
 // switched off (through broker options no user can reach) and shows the
 // failure. docs/ARCHITECTURE.md lists the unit tests of the same rules.
-// TestDocGoNamesExist fails if a test named here does not exist (in this
-// package, or in the internal package named before it).
+// TestDocGoNamesExist fails if a test named here does not exist (in one of
+// the packages under test/integration, or in the internal package named
+// before it).
 //
 // # The mirroring barrier
 //
