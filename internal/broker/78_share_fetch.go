@@ -240,11 +240,43 @@ func (b *Broker) shareAcquire(group, member string, tp share.TP, p *partition.Pa
 	if maxBytes <= 0 {
 		maxBytes = 1 << 20
 	}
-	res, err := p.Read(from, maxBytes, true, committed)
-	if err != nil {
-		sp.ErrorCode = errorCode(err)
-		return 0
+	// The log is read in chunks, growing from shareReadChunk, until max
+	// records are acquired, the window is full, the limit or maxBytes is
+	// reached: a client's MaxBytes (kgo: 50 MiB) would otherwise read and
+	// walk the whole backlog for each request of MaxRecords (500).
+	n := 0
+	open := map[int64]bool{} // producers whose aborted transaction is under way
+	for chunk := shareReadChunk; n < max && maxBytes > 0; chunk *= 2 {
+		res, err := p.Read(from, min(chunk, maxBytes), true, committed)
+		if err != nil {
+			sp.ErrorCode = errorCode(err)
+			return n
+		}
+		if len(res.Records) == 0 {
+			break
+		}
+		maxBytes -= len(res.Records)
+		got, next, more := b.shareAcquireRead(group, member, tp, max-n, from, lv.Limit, committed, res, open, sp)
+		n += got
+		if !more || next >= lv.Limit || next <= from {
+			break
+		}
+		from = next
 	}
+	return n
+}
+
+// shareReadChunk is the first read of a share fetch's partition; each
+// further read of the same fetch doubles it.
+const shareReadChunk = 64 << 10
+
+// shareAcquireRead acquires up to max records for member among the
+// batches of one read (which began at from), adding the acquired ranges
+// and the batches holding them to sp. It returns how many were
+// acquired, the offset after the read's last batch, and whether the
+// share partition could acquire more past it (window room, max not
+// reached).
+func (b *Broker) shareAcquireRead(group, member string, tp share.TP, max int, from, limit int64, committed bool, res partition.ReadResult, open map[int64]bool, sp *kmsg.ShareFetchResponseTopicPartition) (int, int64, bool) {
 	type raw struct {
 		first, last int64
 		bytes       []byte
@@ -253,7 +285,7 @@ func (b *Broker) shareAcquire(group, member string, tp share.TP, p *partition.Pa
 	var batches []share.Batch
 	aborted := res.Aborted
 	sort.Slice(aborted, func(i, j int) bool { return aborted[i].FirstOffset < aborted[j].FirstOffset })
-	open := map[int64]bool{} // producers whose aborted transaction is under way
+	next := from
 	it := batch.NewIter(res.Records)
 	for {
 		rb, h, ok := it.Next()
@@ -272,8 +304,9 @@ func (b *Broker) shareAcquire(group, member string, tp share.TP, p *partition.Pa
 		}
 		batches = append(batches, share.Batch{First: h.BaseOffset, Last: h.LastOffset(), Skip: skip})
 		raws = append(raws, raw{h.BaseOffset, h.LastOffset(), rb})
+		next = h.LastOffset() + 1
 	}
-	ranges := b.shares.Acquire(group, tp, member, max, from, lv.Limit, batches)
+	ranges, more := b.shares.Acquire(group, tp, member, max, from, limit, batches)
 	n := 0
 	for _, rg := range ranges {
 		ar := kmsg.NewShareFetchResponseTopicPartitionAcquiredRecord()
@@ -290,5 +323,5 @@ func (b *Broker) shareAcquire(group, member string, tp share.TP, p *partition.Pa
 			}
 		}
 	}
-	return n
+	return n, next, more && n < max
 }

@@ -224,7 +224,7 @@ var kafkaSettings = []Setting{
 	{Name: "group.share.min.record.lock.duration.ms", Kind: KindInt, Default: "15000", Min: 1000, Max: 30000, From: "ShareGroupConfig"},
 	{Name: "group.share.max.record.lock.duration.ms", Kind: KindInt, Default: "60000", Min: 30000, Max: 3600000, From: "ShareGroupConfig"},
 	{Name: "group.share.max.groups", Kind: KindShort, Default: "10", Min: 1, Max: 100, From: "ShareGroupConfig"},
-	{Name: "group.share.partition.max.record.locks", Kind: KindInt, Default: "200", Min: 100, Max: 10000, From: "ShareGroupConfig"},
+	{Name: "group.share.partition.max.record.locks", Kind: KindInt, Default: "2000", Min: 100, Max: 10000, From: "ShareGroupConfig"},
 	{Name: "share.fetch.purgatory.purge.interval.requests", Kind: KindInt, Default: "1000", Min: noMin, From: "ShareGroupConfig"},
 	{Name: "share.coordinator.state.topic.num.partitions", Kind: KindInt, Default: "50", Min: 1, From: "ShareCoordinatorConfig"},
 	{Name: "share.coordinator.state.topic.replication.factor", Kind: KindShort, Default: "3", Min: 1, From: "ShareCoordinatorConfig"},

@@ -27,10 +27,10 @@ func TestConnClosedReleasesSessions(t *testing.T) {
 		t.Fatal("a connection watched twice")
 	}
 	c.Prepare("g", tp, cfg(), LogView{Limit: 10})
-	if got := c.Acquire("g", tp, "m1", 3, 0, 10, log(0, 10)); len(got) == 0 {
+	if got, _ := c.Acquire("g", tp, "m1", 3, 0, 10, log(0, 10)); len(got) == 0 {
 		t.Fatal("nothing acquired")
 	}
-	if got := c.Acquire("g", tp, "m2", 3, 3, 10, log(0, 10)); len(got) == 0 {
+	if got, _ := c.Acquire("g", tp, "m2", 3, 3, 10, log(0, 10)); len(got) == 0 {
 		t.Fatal("nothing acquired")
 	}
 	// m2 reopens its session on connB: connA's close leaves it.

@@ -81,7 +81,7 @@ func TestHeartbeatEpochsAndErrors(t *testing.T) {
 	}
 	// m1 holds records; it stops heartbeating and is fenced: released.
 	c.Prepare("g", TP{topicA, 0}, cfg(), LogView{Initial: 0, Limit: 10})
-	if got := c.Acquire("g", TP{topicA, 0}, "m1", 5, 0, 10, log(0, 10)); len(got) != 1 {
+	if got, _ := c.Acquire("g", TP{topicA, 0}, "m1", 5, 0, 10, log(0, 10)); len(got) != 1 {
 		t.Fatalf("acquired %v", got)
 	}
 	ck.t = ck.t.Add(11 * time.Second)
@@ -198,7 +198,7 @@ func TestAckStoredOrNotApplied(t *testing.T) {
 	if from != 2 {
 		t.Fatalf("reopened fetch offset %d, want 2", from)
 	}
-	if got := c2.Acquire("g", tp, "m2", 10, from, 10, log(2, 10)); !reflect.DeepEqual(got, []Range{{2, 3, 2}, {4, 9, 1}}) {
+	if got, _ := c2.Acquire("g", tp, "m2", 10, from, 10, log(2, 10)); !reflect.DeepEqual(got, []Range{{2, 3, 2}, {4, 9, 1}}) {
 		t.Fatalf("reopened acquisition %v", got)
 	}
 }

@@ -212,15 +212,23 @@ func (c *Coordinator) Prepare(group string, tp TP, cfg Config, lv LogView) (from
 	return p.FetchOffset(), p.CanAcquire(lv.Limit)
 }
 
-// Acquire is Partition.Acquire on group's share partition tp.
-func (c *Coordinator) Acquire(group string, tp TP, member string, max int, from, limit int64, batches []Batch) []Range {
+// Acquire is Partition.Acquire on group's share partition tp. It also
+// reports whether records past the batches could still be acquired: the
+// window has room, or reaches past them (released records).
+func (c *Coordinator) Acquire(group string, tp TP, member string, max int, from, limit int64, batches []Batch) ([]Range, bool) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	g := c.groups[group]
 	if g == nil || g.parts[tp] == nil {
-		return nil
+		return nil, false
 	}
-	return g.parts[tp].Acquire(c.opt.Now(), member, max, from, limit, batches)
+	p := g.parts[tp]
+	out := p.Acquire(c.opt.Now(), member, max, from, limit, batches)
+	next := from
+	if len(batches) > 0 {
+		next = batches[len(batches)-1].Last + 1
+	}
+	return out, p.InFlight() < p.cfg.MaxInFlight || next < p.End()
 }
 
 // Ack applies member's acknowledgements on tp and stores the partition's
@@ -241,6 +249,7 @@ func (c *Coordinator) Ack(group string, tp TP, member string, batches []AckBatch
 	}
 	p := g.parts[tp]
 	before := p.clone()
+	full, start := p.InFlight() >= p.cfg.MaxInFlight, p.Start()
 	released, err := p.Ack(c.opt.Now(), member, batches)
 	switch err {
 	case nil:
@@ -255,7 +264,12 @@ func (c *Coordinator) Ack(group string, tp TP, member string, batches []AckBatch
 			return kerr.KafkaStorageError
 		}
 	}
-	if released {
+	// A fetch waiting on this partition is woken when records became
+	// AVAILABLE or the SPSO moved and made room in a full window: Kafka
+	// completes its delayed share fetches after an acknowledgement. A
+	// waiter left asleep here waits out its MaxWait (kgo: 5 s, 500 ms
+	// when it carries acknowledgements) with records to give it.
+	if released || (full && p.Start() > start) {
 		c.signalLocked()
 	}
 	return nil
