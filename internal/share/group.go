@@ -59,6 +59,9 @@ type Coordinator struct {
 	// noConnRelease keeps sessions when their connection closes (the
 	// negative control of the connection release tests).
 	noConnRelease bool
+	// noSticky makes the assignor forget the current assignment (the
+	// negative control of the stickiness tests).
+	noSticky bool
 	// noStore skips the store (the negative control of the crash
 	// tests: acknowledgements answered but not durable).
 	noStore bool
@@ -307,54 +310,7 @@ func (c *Coordinator) maybeAssignLocked(g *Group) {
 		g.Epoch++
 	}
 	g.metaKey, g.AssignE = key, g.Epoch
-	assignSimple(g, byName, names)
-}
-
-// assignSimple is the share groups' assignor (Kafka's SimpleAssignor in
-// spirit): for each topic, with at least as many subscribers as
-// partitions every partition goes to several members (member i gets
-// partition i mod P, so each partition is shared); with fewer, the
-// partitions are dealt round-robin so each member gets its share.
-// Members are taken in id order. Not sticky (docs/SHARE_GROUPS.md).
-func assignSimple(g *Group, byName map[string]TopicInfo, topics []string) {
-	ids := make([]string, 0, len(g.Members))
-	for id := range g.Members {
-		ids = append(ids, id)
-	}
-	sort.Strings(ids)
-	out := map[string]map[[16]byte][]int32{}
-	for _, id := range ids {
-		out[id] = map[[16]byte][]int32{}
-	}
-	for _, name := range topics {
-		t, ok := byName[name]
-		if !ok || t.Partitions <= 0 {
-			continue
-		}
-		var subs []string
-		for _, id := range ids {
-			if slices.Contains(g.Members[id].Topics, name) {
-				subs = append(subs, id)
-			}
-		}
-		if len(subs) == 0 {
-			continue
-		}
-		P := int(t.Partitions)
-		if len(subs) >= P {
-			for i, id := range subs {
-				out[id][t.ID] = append(out[id][t.ID], int32(i%P))
-			}
-		} else {
-			for p := 0; p < P; p++ {
-				id := subs[p%len(subs)]
-				out[id][t.ID] = append(out[id][t.ID], int32(p))
-			}
-		}
-	}
-	for _, id := range ids {
-		g.Members[id].Assigned = out[id]
-	}
+	assignSimple(g, byName, names, !c.noSticky)
 }
 
 // removeMemberLocked drops a member (left or fenced): its share sessions
