@@ -1,8 +1,12 @@
 package coordinator
 
 // The coordinator's storage: __consumer_offsets (topicStore), or, when
-// the coordinator runs without the broker's topic (this package's
-// tests), the group log (logStorage).
+// the coordinator runs without the broker's topic, the group log
+// (logStorage), as the versions before the topic ran it: the peer of
+// internal/broker's store benchmarks, the writer of the migration tests'
+// old data dirs, and the store of this package's tests of the group log
+// format (its durability tests run on the topic too:
+// offsets_topic_crash_test.go).
 //
 // Migration: a data dir written before the topic was the store of
 // record has its group log (group-log). When the coordinator starts with

@@ -45,6 +45,20 @@ func (l Log) part(p int32) (*partition.Partition, error) {
 // and returns the partition's log end offset after them. Nothing is
 // fsynced: Sync makes them durable.
 func (l Log) Append(p int32, n int, rec func(i int) (key, value []byte)) (int64, error) {
+	return l.AppendAs(p, n, rec, Producer{ID: -1})
+}
+
+// Producer is the producer of a transactional batch (ID -1: a plain
+// batch, no producer).
+type Producer struct {
+	ID    int64
+	Epoch int16
+}
+
+// AppendAs is Append with the batches transactional for prod (with
+// NO_SEQUENCE, as Kafka's group coordinator writes a TxnOffsetCommit's
+// records) when prod.ID is not -1.
+func (l Log) AppendAs(p int32, n int, rec func(i int) (key, value []byte), prod Producer) (int64, error) {
 	part, err := l.part(p)
 	if err != nil {
 		return 0, err
@@ -66,7 +80,7 @@ func (l Log) Append(p int32, n int, rec func(i int) (key, value []byte)) (int64,
 			size += len(body) - before
 			j++
 		}
-		last, err := part.AppendAsCoordinator(DataBatch(body, j-i, now().UnixMilli()))
+		last, err := part.AppendAsCoordinator(dataBatch(body, j-i, now().UnixMilli(), prod))
 		if err != nil {
 			return 0, fmt.Errorf("%s-%d: %w", l.Topic, p, err)
 		}
@@ -76,11 +90,40 @@ func (l Log) Append(p int32, n int, rec func(i int) (key, value []byte)) (int64,
 	return end, nil
 }
 
+// WriteMarker appends a COMMIT or ABORT marker of producer pid to
+// partition p and returns the log end offset after it (not fsynced).
+func (l Log) WriteMarker(p int32, pid int64, epoch int16, commit bool, coordinatorEpoch int32) (int64, error) {
+	part, err := l.part(p)
+	if err != nil {
+		return 0, err
+	}
+	off, err := part.WriteMarker(pid, epoch, commit, coordinatorEpoch)
+	if err != nil {
+		return 0, fmt.Errorf("%s-%d: %w", l.Topic, p, err)
+	}
+	return off + 1, nil
+}
+
+// End is partition p's log end offset (0 for a partition out of range).
+func (l Log) End(p int32) int64 {
+	part, err := l.part(p)
+	if err != nil {
+		return 0
+	}
+	return part.Offsets().LogEnd
+}
+
 // DataBatch wraps an encoded records section of n records in one
 // uncompressed batch of magic 2 with no producer id.
-func DataBatch(body []byte, n int, ts int64) []byte {
+func DataBatch(body []byte, n int, ts int64) []byte { return dataBatch(body, n, ts, Producer{ID: -1}) }
+
+func dataBatch(body []byte, n int, ts int64, prod Producer) []byte {
 	rb := kmsg.RecordBatch{Magic: 2, LastOffsetDelta: int32(n - 1), FirstTimestamp: ts, MaxTimestamp: ts,
 		ProducerID: -1, ProducerEpoch: -1, FirstSequence: -1, NumRecords: int32(n), Records: body}
+	if prod.ID >= 0 {
+		rb.ProducerID, rb.ProducerEpoch = prod.ID, prod.Epoch
+		rb.Attributes |= batch.AttrTransactional
+	}
 	rb.Length = int32(49 + len(body))
 	raw := rb.AppendTo(nil)
 	batch.SetCRC(raw)
@@ -116,6 +159,25 @@ func (l Log) Err(p int32) error {
 // minibroker made may hold a client's, which are not a coordinator's
 // state.
 func (l Log) Replay(p int32, fn func(key, value []byte)) error {
+	return l.ReplayBatches(p, func(b BatchInfo, key, value []byte) {
+		if !b.Control {
+			fn(key, value)
+		}
+	})
+}
+
+// BatchInfo is what Replay's reader learns of a record's batch.
+type BatchInfo struct {
+	Producer      Producer // the batch's producer id and epoch (-1: none)
+	Transactional bool
+	Control       bool // a COMMIT or ABORT marker (Commit says which), no key or value
+	Commit        bool
+}
+
+// ReplayBatches is Replay with each record's batch, and with the
+// transaction markers of producers (fn with a Control BatchInfo, nil key
+// and value); other control batches and compressed batches are skipped.
+func (l Log) ReplayBatches(p int32, fn func(b BatchInfo, key, value []byte)) error {
 	part, err := l.part(p)
 	if err != nil {
 		return err
@@ -135,14 +197,28 @@ func (l Log) Replay(p int32, fn func(key, value []byte)) error {
 			}
 			moved = true
 			at = h.LastOffset() + 1
-			if h.IsControl() || h.Codec() != 0 {
+			info := BatchInfo{Producer: Producer{ID: h.ProducerID, Epoch: h.ProducerEpoch},
+				Transactional: h.IsTransactional(), Control: h.IsControl()}
+			if h.IsControl() {
+				if h.NumRecords == 0 || h.ProducerID < 0 {
+					continue
+				}
+				c, err := batch.ReadControl(b)
+				if err != nil || (c.Type != batch.ControlCommit && c.Type != batch.ControlAbort) {
+					continue
+				}
+				info.Commit = c.Type == batch.ControlCommit
+				fn(info, nil, nil)
+				continue
+			}
+			if h.Codec() != 0 {
 				continue
 			}
 			section, ok := batch.RecordsSection(b)
 			if !ok {
 				continue
 			}
-			EachRecord(section, h.NumRecords, fn)
+			EachRecord(section, h.NumRecords, func(key, value []byte) { fn(info, key, value) })
 		}
 		if err := it.Err(); err != nil {
 			return fmt.Errorf("%s-%d at %d: %w", l.Topic, p, at, err)

@@ -129,3 +129,38 @@ func TestAppendTooLarge(t *testing.T) {
 		t.Fatalf("a small record after it: end %d, %v", end, err)
 	}
 }
+
+// TestReplayBatches: a transactional batch of a producer, its COMMIT
+// marker and a plain batch read back with their batch's producer,
+// transactional flag and marker; Replay gives the records alone.
+func TestReplayBatches(t *testing.T) {
+	l := openLog(t, t.TempDir())
+	one := func(k, v string) func(int) ([]byte, []byte) {
+		return func(int) ([]byte, []byte) { return []byte(k), []byte(v) }
+	}
+	if _, err := l.AppendAs(0, 1, one("a", "1"), Producer{ID: 7, Epoch: 3}); err != nil {
+		t.Fatal(err)
+	}
+	end, err := l.WriteMarker(0, 7, 3, true, 0)
+	if err != nil || end != 2 {
+		t.Fatalf("marker: end %d, %v", end, err)
+	}
+	if end, err = l.Append(0, 1, one("b", "2")); err != nil || end != 3 || l.End(0) != 3 {
+		t.Fatalf("plain append: end %d (End %d), %v", end, l.End(0), err)
+	}
+	var got []string
+	err = l.ReplayBatches(0, func(b BatchInfo, key, value []byte) {
+		got = append(got, fmt.Sprintf("%d/%d txn=%v control=%v commit=%v %s=%s", b.Producer.ID, b.Producer.Epoch,
+			b.Transactional, b.Control, b.Commit, key, value))
+	})
+	want := []string{"7/3 txn=true control=false commit=false a=1", "7/3 txn=true control=true commit=true =",
+		"-1/-1 txn=false control=false commit=false b=2"}
+	if err != nil || fmt.Sprint(got) != fmt.Sprint(want) {
+		t.Fatalf("ReplayBatches: %q, %v; want %q", got, err, want)
+	}
+	got = nil
+	if err := l.Replay(0, func(key, value []byte) { got = append(got, string(key)+"="+string(value)) }); err != nil ||
+		fmt.Sprint(got) != "[a=1 b=2]" {
+		t.Fatalf("Replay: %q, %v", got, err)
+	}
+}

@@ -1,7 +1,25 @@
-// Package recordlog is the durable record log the coordinators keep their
-// state in (the transaction log and the group log), and the mirrors
-// theirs (internal/mirror/statelog.go), in the spirit of
-// pebble's record package and etcd's wal: one append-only file of framed
+// Package recordlog is a durable record log of its own, beside the
+// partition log, in the spirit of pebble's record package and etcd's
+// wal. The coordinators keep their state in Kafka's internal topics
+// (__consumer_offsets, __transaction_state, __mirror_state); what still
+// uses this package, and why:
+//
+//   - mirror-sources.log (internal/mirror/statelog.go): the mirrors'
+//     source security settings, secrets included, which must never be
+//     in a topic that Fetch serves;
+//   - the migration readers of data dirs written by earlier versions:
+//     the group log (group-log, internal/coordinator/group_store.go) and
+//     mirror-state.log (internal/mirror/statelog.go), read once at the
+//     first start and removed once the topic holds their records (the
+//     transaction log's reader, internal/coordinator/txn_legacy.go,
+//     reads the same format with its own code);
+//   - the group coordinator without __consumer_offsets, on the group log
+//     as those versions ran it: the peer of the store benchmarks
+//     (internal/broker BenchmarkOffsetCommitStores) and the writer of
+//     the migration tests' old data dirs, and the store of the
+//     coordinator's unit tests of the group log format.
+//
+// The format: one append-only file of framed
 // records behind a magic/version header, made durable by group commit (one
 // fsync shared by every record appended before it), cut at a torn tail
 // when it is opened, and compacted by writing a new file and renaming it
