@@ -1,4 +1,4 @@
-package integration
+package share
 
 import (
 	"context"
@@ -11,6 +11,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/minibroker/minibroker/minibrokertest"
+	"github.com/minibroker/minibroker/test/integration/itest"
 )
 
 // shareAssignments describes group: member id -> partitions of its one
@@ -58,8 +59,8 @@ func TestShareGroupAssignorJoinLeave(t *testing.T) {
 	c := minibrokertest.Start(t, minibrokertest.Topic(topic, P),
 		minibrokertest.Set("group.share.session.timeout.ms", "30000"),
 		minibrokertest.Set("group.share.heartbeat.interval.ms", "300"))
-	setShareEarliest(t, c.Addr(), group)
-	admin := newClient(t, c.Addr())
+	itest.SetShareEarliest(t, c.Addr(), group)
+	admin := itest.NewClient(t, c.Addr())
 	stable := func(n int) map[string][]int32 {
 		t.Helper()
 		deadline := time.Now().Add(60 * time.Second)
