@@ -113,7 +113,7 @@ func (b *Broker) producePartition(t *Topic, rp kmsg.ProduceRequestTopicPartition
 		sp.ErrorCode = kerr.UnknownTopicOrPartition.Code
 		return
 	}
-	if b.panicInProduce != nil && b.panicInProduce(t.Name) {
+	if b.knobs.panicInProduce != nil && b.knobs.panicInProduce(t.Name) {
 		panic("panicInProduce: an append panicking on purpose (test knob)")
 	}
 	p := parts[rp.Partition]

@@ -60,7 +60,7 @@ func (b *Broker) handleEndTxn(_ context.Context, r *protocol.Request) kmsg.Respo
 		return resp
 	}
 	if req.Version >= 5 {
-		res, err := b.txns.EndTxnV2(req.TransactionalID, req.ProducerID, req.ProducerEpoch, req.Commit, b.noTV2EpochBump)
+		res, err := b.txns.EndTxnV2(req.TransactionalID, req.ProducerID, req.ProducerEpoch, req.Commit, b.knobs.noTV2EpochBump)
 		resp.ErrorCode = txnErrorCode(err, req.Version, 2)
 		resp.ProducerID, resp.ProducerEpoch = res.ProducerID, res.ProducerEpoch
 		return resp

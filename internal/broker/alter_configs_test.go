@@ -55,7 +55,7 @@ func countSegments(t *testing.T, dir string) int {
 // the partition keeps rolling at 1 GiB, which the test sees.
 func TestAlteredSegmentBytesReachesRunningPartition(t *testing.T) {
 	for _, skip := range []bool{false, true} {
-		b, cl := startSeamed(t, func(b *Broker) { b.skipApplyConfigs = skip })
+		b, cl := startSeamed(t, func(b *Broker) { b.knobs.skipApplyConfigs = skip })
 		if _, err := b.CreateTopic("seg", 1, nil, [16]byte{}, false); err != nil {
 			t.Fatal(err)
 		}
@@ -84,7 +84,7 @@ func TestAlteredSegmentBytesReachesRunningPartition(t *testing.T) {
 // is stored and described, a value the log can only clamp.
 func TestAlterRefusesInvalidValue(t *testing.T) {
 	for _, skip := range []bool{false, true} {
-		b, cl := startSeamed(t, func(b *Broker) { b.skipValidation = skip })
+		b, cl := startSeamed(t, func(b *Broker) { b.knobs.skipValidation = skip })
 		if _, err := b.CreateTopic("inv", 1, nil, [16]byte{}, false); err != nil {
 			t.Fatal(err)
 		}

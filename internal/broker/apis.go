@@ -150,7 +150,7 @@ func (b *Broker) Handle(ctx context.Context, req *protocol.Request) kmsg.Respons
 	default:
 		return deny
 	}
-	if b.panicInHandler != nil && b.panicInHandler(req.Key) {
+	if b.knobs.panicInHandler != nil && b.knobs.panicInHandler(req.Key) {
 		panic("panicInHandler: a handler panicking on purpose (test knob)")
 	}
 	var resp kmsg.Response

@@ -64,8 +64,8 @@ func startAuthz(t *testing.T, on bool, sets ...string) *authzEnv {
 		}
 	}
 	b, err := newBroker(Options{Config: cfg}, func(b *Broker) {
-		b.skipAuthzRule = func(key int16) bool { return int32(key) == e.skip.Load() }
-		b.panicInHandler = func(key int16) bool { return int32(key) == e.panicKey.Load() }
+		b.knobs.skipAuthzRule = func(key int16) bool { return int32(key) == e.skip.Load() }
+		b.knobs.panicInHandler = func(key int16) bool { return int32(key) == e.panicKey.Load() }
 	})
 	if err != nil {
 		t.Fatal(err)

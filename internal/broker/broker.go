@@ -127,61 +127,13 @@ type Broker struct {
 	topicGen atomic.Uint64
 	topicImg atomic.Pointer[coordinator.TopicImage]
 
-	// createUnderRegistryLock creates partitions and writes topics.json
-	// holding b.mu (so Produce and Fetch wait on it): the seam for the
-	// negative controls of TestCreateDoesNotStallProduce and
-	// TestCreateManyTopicsDoesNotStallProduce.
-	createUnderRegistryLock bool
-
 	stop     chan struct{}
 	bg       sync.WaitGroup
 	stopOnce sync.Once
 
-	// Test-only seams for negative controls, never set outside tests:
-	// skipValidation starts with settings the table refuses (New does not
-	// call Config.Validate nor check meta.properties' version) and stores
-	// altered topic configs unchecked;
-	// skipApplyConfigs stores altered topic configs without applying them
-	// to the running partitions.
-	skipValidation   bool
-	skipApplyConfigs bool
-	// skipAdminBrowserChecks serves the admin API without its
-	// cross-origin, content-type and header rules (httpauth.go).
-	skipAdminBrowserChecks bool
-	// skipCommitMarkerCheck makes CheckTxnMarker pass every partition, a
-	// mirrored one included, so EndTxn decides such a commit (txn.go).
-	skipCommitMarkerCheck bool
-	// noTV2EpochBump serves EndTxn v5+ without its epoch bump (the
-	// decision keeps the epoch, as transaction version 0 does): the
-	// negative control of KIP-890's fencing (26_end_txn.go).
-	noTV2EpochBump bool
-	// skipAuthzRule, when it returns true for an API key, serves that
-	// API without its authzTable rule (authz_table.go); the checks inside
-	// handlers (Metadata, DescribeGroups, …) still apply.
-	skipAuthzRule func(key int16) bool
-	// fetchSessionEviction replaces the fetch session cache's minimum
-	// eviction age (Kafka's constant 120 s), fetchSessionMaxPartitions
-	// its bound on cached partitions (fetch_session.go); 0: the defaults.
-	fetchSessionEviction      time.Duration
-	fetchSessionMaxPartitions int
-	// skipQuotaEnforcement stores client quotas and answers
-	// DescribeClientQuotas but never throttles (quotas.go): the seam for
-	// the negative controls of the quota enforcement tests.
-	skipQuotaEnforcement bool
-	// panicInHandler, when it returns true for an API key, makes that
-	// API's handler panic (after authorization): the negative control of
-	// the no-panic property (defects.go).
-	panicInHandler func(key int16) bool
-	// panicInProduce, when it returns true for a topic, makes
-	// producePartition panic for it while the transaction check is held
-	// (00_produce.go: TestPanicInProduceLeavesEndTxnWorking).
-	panicInProduce func(topic string) bool
-	// legacyGroupLog opens the group coordinator without
-	// __consumer_offsets, on the group log, as the version before the
-	// topic was its store did (offsets_migration_test.go); groupSeams
-	// adjusts its options.
-	legacyGroupLog bool
-	groupSeams     func(*coordinator.GroupsOptions)
+	// knobs are the test-only seams (knobs.go); the zero value is
+	// production's.
+	knobs knobs
 }
 
 // New opens the data directory (creating meta.properties on first start),
@@ -216,7 +168,7 @@ func newBroker(opts Options, seams func(*Broker)) (*Broker, error) {
 	if seams != nil {
 		seams(b)
 	}
-	if !b.skipValidation {
+	if !b.knobs.skipValidation {
 		if err := cfg.Validate(); err != nil {
 			return nil, fmt.Errorf("refusing to start: %w", err)
 		}
@@ -226,7 +178,7 @@ func newBroker(opts Options, seams func(*Broker)) (*Broker, error) {
 	}
 	b.metrics = newMetrics(b, opts.Registry)
 	b.fetchSessions = newFetchSessionCache(func() int { return int(b.cfg.Int32("max.incremental.fetch.session.cache.slots")) },
-		cmp.Or(b.fetchSessionEviction, defaultFetchSessionEviction), cmp.Or(b.fetchSessionMaxPartitions, maxFetchSessionPartitions), opts.Registry)
+		cmp.Or(b.knobs.fetchSessionEviction, defaultFetchSessionEviction), cmp.Or(b.knobs.fetchSessionMaxPartitions, maxFetchSessionPartitions), opts.Registry)
 	b.cleaner = newCleanerManager(b)
 	opts.Registry.MustRegister(cleanerCollector{b.cleaner})
 	b.psmMetrics = psm.NewMetrics(opts.Registry)
@@ -271,11 +223,11 @@ func newBroker(opts Options, seams func(*Broker)) (*Broker, error) {
 		Metrics: coordinator.NewGroupMetrics(opts.Registry), Topics: b.topicImage,
 		OffsetsTopic: b.offsetsTopicLog(),
 	}
-	if b.legacyGroupLog {
+	if b.knobs.legacyGroupLog {
 		gopts.OffsetsTopic = nil
 	}
-	if b.groupSeams != nil {
-		b.groupSeams(&gopts)
+	if b.knobs.groupSeams != nil {
+		b.knobs.groupSeams(&gopts)
 	}
 	if b.groups, err = coordinator.OpenGroups(gopts); err != nil {
 		return nil, fmt.Errorf("group coordinator: %w", err)
@@ -329,7 +281,7 @@ func newBroker(opts Options, seams func(*Broker)) (*Broker, error) {
 			b.closeListeners()
 			return nil, fmt.Errorf("admin API: %w", err)
 		}
-		b.httpAuth.authorizer, b.httpAuth.skipBrowserChecks = opts.AdminAuthorizer, b.skipAdminBrowserChecks
+		b.httpAuth.authorizer, b.httpAuth.skipBrowserChecks = opts.AdminAuthorizer, b.knobs.skipAdminBrowserChecks
 		if b.httpAuth.authorizer == nil && b.authz != nil {
 			// The Kafka ACLs authorize the admin API's principals too.
 			b.httpAuth.authorizer = aclClusterAuthorizer{b.authz}
@@ -364,7 +316,7 @@ func newBroker(opts Options, seams func(*Broker)) (*Broker, error) {
 		}
 		return nil, err
 	}
-	if !b.skipQuotaEnforcement {
+	if !b.knobs.skipQuotaEnforcement {
 		pc.ConnectionThrottle = b.quotas.ConnectionThrottle
 	}
 	b.frontMetrics = protocol.NewMetrics(opts.Registry)
@@ -662,7 +614,7 @@ func (b *Broker) loadMeta() error {
 	}
 	// Kafka's MetaPropertiesVersion knows 0 (ZooKeeper) and 1 (KRaft); a
 	// KRaft node needs 1. A missing version is 0, as Kafka reads it.
-	if v := props["version"]; v != "1" && !b.skipValidation {
+	if v := props["version"]; v != "1" && !b.knobs.skipValidation {
 		if v == "" {
 			v = "0 (none given)"
 		}

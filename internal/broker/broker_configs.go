@@ -150,7 +150,7 @@ func (b *Broker) alterBrokerConfigs(name string, edit func(map[string]string) er
 // configuration again, after a broker default changed; b.adminMu held
 // (t.Partitions changes only under it).
 func (b *Broker) reapplyPartitionConfigsLocked() {
-	if b.skipApplyConfigs {
+	if b.knobs.skipApplyConfigs {
 		return
 	}
 	for _, name := range b.TopicNames() {

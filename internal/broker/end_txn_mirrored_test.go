@@ -32,7 +32,7 @@ func TestEndTxnCommitWithMirroredPartition(t *testing.T) {
 	for _, skip := range []bool{false, true} {
 		t.Run(fmt.Sprintf("skipCommitMarkerCheck=%v", skip), func(t *testing.T) {
 			logs, observed := observer.New(zap.InfoLevel)
-			a := startMirrorBroker(t, zap.New(logs), func(b *Broker) { b.skipCommitMarkerCheck = skip })
+			a := startMirrorBroker(t, zap.New(logs), func(b *Broker) { b.knobs.skipCommitMarkerCheck = skip })
 			b := startMirrorBroker(t, zap.NewNop(), nil)
 			if _, err := a.CreateTopic("ledger", 1, nil, [16]byte{}, false); err != nil {
 				t.Fatal(err)

@@ -45,7 +45,7 @@ func txnRecordBatch(pid int64, epoch int16, seq int32, value string) []byte {
 func TestTV2EpochBumpFencesZombie(t *testing.T) {
 	for _, noBump := range []bool{false, true} {
 		t.Run(fmt.Sprintf("noTV2EpochBump=%v", noBump), func(t *testing.T) {
-			b := startMirrorBroker(t, zap.NewNop(), func(b *Broker) { b.noTV2EpochBump = noBump })
+			b := startMirrorBroker(t, zap.NewNop(), func(b *Broker) { b.knobs.noTV2EpochBump = noBump })
 			if _, err := b.CreateTopic("z", 1, nil, [16]byte{}, false); err != nil {
 				t.Fatal(err)
 			}

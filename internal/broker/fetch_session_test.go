@@ -72,7 +72,7 @@ func fetchV12Client(t *testing.T, addr string) *kgo.Client {
 func TestFetchSessionEviction(t *testing.T) {
 	const age = 1500 * time.Millisecond
 	b, cl := sessionBroker(t, func(b *Broker) {
-		b.fetchSessionEviction = age
+		b.knobs.fetchSessionEviction = age
 		if err := b.cfg.Set("max.incremental.fetch.session.cache.slots", "2"); err != nil {
 			t.Fatal(err)
 		}
@@ -148,7 +148,7 @@ func testutilCounter(t *testing.T, b *Broker, name string) float64 {
 func TestFetchSessionPartitionBound(t *testing.T) {
 	for _, bound := range []int{5, 0} {
 		t.Run(fmt.Sprint("bound ", bound), func(t *testing.T) {
-			b, cl := sessionBroker(t, func(b *Broker) { b.fetchSessionMaxPartitions = bound })
+			b, cl := sessionBroker(t, func(b *Broker) { b.knobs.fetchSessionMaxPartitions = bound })
 			bounded := bound > 0
 			id := sessionFetch(t, cl, "s", 0, 0, 4, -1, 0).SessionID
 			if id <= 0 {

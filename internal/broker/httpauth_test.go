@@ -192,7 +192,7 @@ func TestAdminAPIRefusesCrossOrigin(t *testing.T) {
 		t.Fatalf("same-origin JSON with the header: HTTP %d", code)
 	}
 
-	ungated := startHTTPBroker(t, Options{}, func(b *Broker) { b.skipAdminBrowserChecks = true })
+	ungated := startHTTPBroker(t, Options{}, func(b *Broker) { b.knobs.skipAdminBrowserChecks = true })
 	if code, _ := call(t, http.DefaultClient, "POST", "http://"+ungated.HTTPAddr()+"/v1/faults", dropFault, form); code != http.StatusCreated {
 		t.Fatalf("negative control: the cross-origin form post got HTTP %d", code)
 	}

@@ -30,7 +30,7 @@ func offsetsBenchBrokerFS(b *testing.B, dir string, legacy bool, fs vfs.FS) *Bro
 	b.Helper()
 	cfg := config.Default()
 	cfg.DataDir, cfg.Listen, cfg.HTTPListen = dir, "127.0.0.1:0", ""
-	br, err := newBroker(Options{Config: cfg, FS: fs}, func(br *Broker) { br.legacyGroupLog = legacy })
+	br, err := newBroker(Options{Config: cfg, FS: fs}, func(br *Broker) { br.knobs.legacyGroupLog = legacy })
 	if err != nil {
 		b.Fatal(err)
 	}

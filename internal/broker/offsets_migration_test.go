@@ -45,7 +45,7 @@ func migrationOffsets(group string) map[coordinator.TopicPartition]coordinator.O
 func legacyDataDir(t *testing.T, dir string) *errorfs.MemFS {
 	t.Helper()
 	mem := errorfs.NewMem()
-	b, err := memBroker(t, dir, mem, func(b *Broker) { b.legacyGroupLog = true })
+	b, err := memBroker(t, dir, mem, func(b *Broker) { b.knobs.legacyGroupLog = true })
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -113,7 +113,7 @@ func migrationCrashRun(t *testing.T, removeFirst bool) (bad []string, cuts int) 
 		mem := legacyDataDir(t, dir)
 		efs := errorfs.Wrap(mem)
 		b, err := memBroker(t, dir, efs, func(b *Broker) {
-			b.groupSeams = func(o *coordinator.GroupsOptions) {
+			b.knobs.groupSeams = func(o *coordinator.GroupsOptions) {
 				o.MigrationStartForTest = func() { efs.Inject(errorfs.Rule{Skip: cut}) }
 				o.MigrationRemovesLogFirstForTest = removeFirst
 			}

@@ -22,7 +22,7 @@ func TestPanicInProduceLeavesEndTxnWorking(t *testing.T) {
 	var panics atomic.Int32
 	panics.Store(1)
 	b, _ := startSeamed(t, func(b *Broker) {
-		b.panicInProduce = func(topic string) bool { return topic == "tx" && panics.Add(-1) >= 0 }
+		b.knobs.panicInProduce = func(topic string) bool { return topic == "tx" && panics.Add(-1) >= 0 }
 	})
 	if _, err := b.CreateTopic("tx", 1, nil, [16]byte{}, false); err != nil {
 		t.Fatal(err)

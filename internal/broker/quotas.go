@@ -105,7 +105,7 @@ func noteFetchWait(ctx context.Context, start time.Time) {
 // quotasBefore prepares a request for its quotas; ctx gains the Fetch
 // wait clock.
 func (b *Broker) quotasBefore(ctx context.Context, req *protocol.Request) (context.Context, *quotaState) {
-	if b.quotas == nil || b.skipQuotaEnforcement || !b.quotas.AnyEnabled() {
+	if b.quotas == nil || b.knobs.skipQuotaEnforcement || !b.quotas.AnyEnabled() {
 		return ctx, nil
 	}
 	st := &quotaState{start: time.Now()}

@@ -34,7 +34,7 @@ func startQuotaBrokerClient(t *testing.T, skip bool) (*Broker, *kgo.Client) {
 			t.Fatal(err)
 		}
 	}
-	b, err := newBroker(Options{Config: cfg}, func(b *Broker) { b.skipQuotaEnforcement = skip })
+	b, err := newBroker(Options{Config: cfg}, func(b *Broker) { b.knobs.skipQuotaEnforcement = skip })
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -74,7 +74,7 @@ func TestStartRefusesBadSettings(t *testing.T) {
 				if c.edit != nil {
 					c.edit(&cfg)
 				}
-				return newBroker(Options{Config: cfg}, func(b *Broker) { b.skipValidation = skip })
+				return newBroker(Options{Config: cfg}, func(b *Broker) { b.knobs.skipValidation = skip })
 			}
 			b, err := start(false)
 			if err == nil {

@@ -164,7 +164,7 @@ func (b *Broker) updateTopicConfigs(name string, update func(map[string]string) 
 	if err != nil {
 		return err
 	}
-	if !b.skipValidation {
+	if !b.knobs.skipValidation {
 		if err := checkTopicConfigs(next); err != nil {
 			return err
 		}
@@ -186,7 +186,7 @@ func (b *Broker) updateTopicConfigs(name string, update func(map[string]string) 
 	// Outside b.mu (SetConfig waits for an append in progress): the
 	// partitions stay open, Close and Kill taking adminMu, and
 	// t.Partitions, which changes only under adminMu, is stable.
-	if !b.skipApplyConfigs {
+	if !b.knobs.skipApplyConfigs {
 		pc := b.partitionConfig(next)
 		for _, p := range t.Partitions {
 			p.SetConfig(pc)

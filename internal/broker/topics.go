@@ -208,7 +208,7 @@ func (b *Broker) deletePartitions(parts []*partition.Partition) {
 // If the write fails, apply is not run and the error (mlog.ErrStorage)
 // is returned.
 func (b *Broker) commitTopics(edit func(listing map[string]topicJSON), apply func()) error {
-	if b.createUnderRegistryLock { // negative control: the write under b.mu
+	if b.knobs.legacyCreateUnderRegistryLock { // negative control: the write under b.mu
 		b.mu.Lock()
 		defer b.mu.Unlock()
 	}
@@ -217,7 +217,7 @@ func (b *Broker) commitTopics(edit func(listing map[string]topicJSON), apply fun
 	if err := b.writeTopics(listing); err != nil {
 		return err
 	}
-	if !b.createUnderRegistryLock {
+	if !b.knobs.legacyCreateUnderRegistryLock {
 		b.mu.Lock()
 		defer b.mu.Unlock()
 	}

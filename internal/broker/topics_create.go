@@ -186,7 +186,7 @@ func (b *Broker) AddPartitions(name string, count int32, validateOnly bool) erro
 // directories are orphans, removed at the next start-up, and shutdown is
 // not held up deleting thousands of them.
 func (b *Broker) createPartitions(t *Topic, from, to int32) ([]*partition.Partition, error) {
-	if b.createUnderRegistryLock {
+	if b.knobs.legacyCreateUnderRegistryLock {
 		b.mu.Lock()
 		defer b.mu.Unlock()
 	}

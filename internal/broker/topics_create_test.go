@@ -181,7 +181,7 @@ func TestCreateDoesNotStallProduce(t *testing.T) {
 				parts = min(parts, 500)
 			}
 			b, cl := startServing(t, t.TempDir(), nil)
-			b.createUnderRegistryLock = underLock
+			b.knobs.legacyCreateUnderRegistryLock = underLock
 			lat, took := produceLatenciesWhile(t, b, cl, func(admin *kgo.Client) {
 				got := createTopics(t, admin, false, map[string]int32{"many": parts})
 				if got["many"].ErrorCode != 0 {

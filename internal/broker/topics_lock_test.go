@@ -66,7 +66,7 @@ func TestCreateManyTopicsDoesNotStallProduce(t *testing.T) {
 			cfg := config.Default()
 			cfg.DataDir, cfg.Listen, cfg.HTTPListen = t.TempDir(), "127.0.0.1:0", ""
 			b, cl := serveWith(t, Options{Config: cfg, FS: slowTopicsFS{vfs.Default, delay}})
-			b.createUnderRegistryLock = underLock
+			b.knobs.legacyCreateUnderRegistryLock = underLock
 			lat, took := produceLatenciesWhile(t, b, cl, func(admin *kgo.Client) {
 				for i := range topics {
 					req := kmsg.NewPtrCreateTopicsRequest()

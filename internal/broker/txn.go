@@ -50,7 +50,7 @@ func (m txnMarkers) WriteTxnMarker(tp coordinator.TopicPartition, pid int64, epo
 // CheckTxnMarker implements coordinator.TxnMarkerChecker: a mirrored
 // partition cannot take a COMMIT marker.
 func (m txnMarkers) CheckTxnMarker(tp coordinator.TopicPartition) error {
-	if m.b.skipCommitMarkerCheck {
+	if m.b.knobs.skipCommitMarkerCheck {
 		return nil // negative control: the rule removed
 	}
 	p, ok := m.b.partitionOf(tp.Topic, tp.Partition)
