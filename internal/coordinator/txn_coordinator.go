@@ -453,22 +453,34 @@ func (t *Transactions) AddOffsets(txnID string, pid int64, epoch int16, group st
 // soon as the producer does. If a marker cannot be written the decision
 // stands (the answer is success, as in Kafka) and the goroutine retries.
 func (t *Transactions) EndTxn(txnID string, pid int64, epoch int16, commit bool) error {
-	t.decideMu.Lock()
-	t.mu.Lock()
-	if commit {
-		if err := t.checkCommitLocked(txnID, pid, epoch); err != nil {
-			t.mu.Unlock()
-			t.decideMu.Unlock()
-			return err
+	return t.endTxn(txnID, pid, epoch, commit, func(now int64) (*MarkerJob, error) {
+		return t.machine.EndTxn(txnID, pid, epoch, commit, now)
+	})
+}
+
+// endTxn is the one path of EndTxn and EndTxnV2: under decideMu and mu,
+// the commit check (checkCommitLocked) and the machine's decision
+// (decide); then the decision made durable, then its markers written by
+// the caller if no one else is writing them. The locks are released by
+// defer, so a panic in decide cannot leave decideMu held and every later
+// decision blocked.
+func (t *Transactions) endTxn(txnID string, pid int64, epoch int16, commit bool, decide func(nowMs int64) (*MarkerJob, error)) error {
+	job, after, claimed, err := func() (*MarkerJob, syncPoint, bool, error) {
+		t.decideMu.Lock()
+		defer t.decideMu.Unlock()
+		t.mu.Lock()
+		defer t.mu.Unlock()
+		if commit {
+			if err := t.checkCommitLocked(txnID, pid, epoch); err != nil {
+				return nil, nil, false, err
+			}
 		}
-	}
-	job, err := t.machine.EndTxn(txnID, pid, epoch, commit, t.nowMs())
-	after := t.pointLocked(txnID)
-	claimed := t.claimLocked(job)
-	t.mu.Unlock()
-	t.decideMu.Unlock()
+		job, err := decide(t.nowMs())
+		after := t.pointLocked(txnID)
+		return job, after, t.claimLocked(job), err
+	}()
 	if err != nil {
-		return err
+		return err // the machine decides nothing, so no job, when it refuses
 	}
 	if err := t.durable(after); err != nil {
 		if claimed {

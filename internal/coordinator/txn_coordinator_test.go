@@ -528,3 +528,43 @@ func TestTransactionsCommitRefusedWhenMarkerBlocked(t *testing.T) {
 		t.Fatalf("after the abort: %s", md.State)
 	}
 }
+
+// A panic while EndTxn decides (recovered by the connection's handler, as
+// the server does) releases the coordinator's locks: a later EndTxn, and
+// InitProducerId, still answer. Negative control, tried by hand: with
+// endTxn's locks released by explicit unlocks instead of defer, the later
+// calls block on decideMu and the test fails at its deadline.
+func TestTransactionsEndTxnPanicReleasesLocks(t *testing.T) {
+	h := newTxnHarness(t, vfs.Default, t.TempDir())
+	tx := h.open() // closed at the end only: Close would block on held locks
+	if _, err := tx.InitProducerID("t", 10_000, -1, -1); err != nil {
+		t.Fatal(err)
+	}
+	must(t, tx.AddPartitions("t", 0, 0, []TopicPartition{{"a", 0}}))
+	func() {
+		defer func() {
+			if recover() == nil {
+				t.Fatal("no panic")
+			}
+		}()
+		tx.endTxn("t", 0, 0, true, func(int64) (*MarkerJob, error) { panic("injected") })
+	}()
+	done := make(chan error, 1)
+	go func() {
+		err := tx.EndTxn("t", 0, 0, true)
+		if err == nil {
+			_, err = tx.InitProducerID("u", 10_000, -1, -1)
+		}
+		done <- err
+	}()
+	select {
+	case err := <-done:
+		must(t, err)
+	case <-time.After(30 * time.Second):
+		t.Fatal("EndTxn after a recovered panic did not return: the coordinator's locks are still held")
+	}
+	if got := fmt.Sprint(h.markers.take()); got != "[a-0 commit pid=0 epoch=0 coord=0]" {
+		t.Errorf("markers: %s", got)
+	}
+	tx.Close()
+}

@@ -13,31 +13,14 @@ import (
 // answer is the producer id and epoch the client goes on with. noBump
 // removes the epoch bump (the broker's negative-control knob).
 func (t *Transactions) EndTxnV2(txnID string, pid int64, epoch int16, commit, noBump bool) (EndResult, error) {
-	t.decideMu.Lock()
-	t.mu.Lock()
-	if commit {
-		if err := t.checkCommitLocked(txnID, pid, epoch); err != nil {
-			t.mu.Unlock()
-			t.decideMu.Unlock()
-			return noEndResult, err
-		}
-	}
-	res, job, err := t.machine.EndTxnV2(txnID, pid, epoch, commit, noBump, t.nowMs())
-	after := t.pointLocked(txnID)
-	claimed := t.claimLocked(job)
-	t.mu.Unlock()
-	t.decideMu.Unlock()
+	var res EndResult
+	err := t.endTxn(txnID, pid, epoch, commit, func(now int64) (*MarkerJob, error) {
+		r, job, err := t.machine.EndTxnV2(txnID, pid, epoch, commit, noBump, now)
+		res = r
+		return job, err
+	})
 	if err != nil {
 		return noEndResult, err
-	}
-	if err := t.durable(after); err != nil {
-		if claimed {
-			t.release(job)
-		}
-		return noEndResult, err
-	}
-	if claimed && t.runJob(job) != nil {
-		t.poke()
 	}
 	t.poke() // an empty abort or a new epoch: the id's expiration moved
 	return res, nil
