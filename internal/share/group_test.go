@@ -203,3 +203,37 @@ func TestAckStoredOrNotApplied(t *testing.T) {
 		t.Fatalf("reopened acquisition %v", got)
 	}
 }
+
+// An acknowledgement whose store fails leaves the window exactly as it
+// was (states, members, locks, SPSO), also when the acknowledgement
+// would have moved the SPSO past records finished earlier (5-6 here).
+// Negative control: ackUndo without its walk over the finished records
+// past the acknowledged ones restores a window short of them.
+func TestAckUndoneWhenStoreFails(t *testing.T) {
+	st := &memStore{saved: map[TP]Snapshot{}}
+	c, err := NewCoordinator(Options{Now: func() time.Time { return t0 }, Store: st})
+	if err != nil {
+		t.Fatal(err)
+	}
+	tp := TP{topicA, 0}
+	c.Prepare("g", tp, cfg(), LogView{Limit: 10})
+	c.Acquire("g", tp, "m", 10, 0, 10, log(0, 10))
+	if e := c.Ack("g", tp, "m", []AckBatch{{5, 6, []int8{AckAccept}}}, false); e != nil {
+		t.Fatal(e)
+	}
+	for _, b := range [][]AckBatch{
+		{{0, 4, []int8{AckAccept}}},
+		{{0, 1, []int8{AckReject}}, {3, 4, []int8{AckRelease}}},
+		{{7, 9, []int8{AckAccept}}},
+	} {
+		p := c.groups["g"].parts[tp]
+		want := p.clone()
+		st.fail = true
+		if e := c.Ack("g", tp, "m", b, false); e != kerr.KafkaStorageError {
+			t.Fatalf("ack %v with a failing store: %v", b, e)
+		}
+		if got := c.groups["g"].parts[tp]; got.start != want.start || !reflect.DeepEqual(got.recs, want.recs) {
+			t.Fatalf("after the failed ack %v: start %d %+v, want %d %+v", b, got.start, got.recs, want.start, want.recs)
+		}
+	}
+}

@@ -248,7 +248,7 @@ func (c *Coordinator) Ack(group string, tp TP, member string, batches []AckBatch
 		return kerr.InvalidRecordState
 	}
 	p := g.parts[tp]
-	before := p.clone()
+	undo := p.ackUndo(batches[len(batches)-1].Last)
 	full, start := p.InFlight() >= p.cfg.MaxInFlight, p.Start()
 	released, err := p.Ack(c.opt.Now(), member, batches)
 	switch err {
@@ -260,7 +260,7 @@ func (c *Coordinator) Ack(group string, tp TP, member string, batches []AckBatch
 	}
 	if st := c.store(); st != nil {
 		if err := st.Save(group, tp, p.Snapshot()); err != nil {
-			g.parts[tp] = before
+			undo()
 			return kerr.KafkaStorageError
 		}
 	}
@@ -273,6 +273,25 @@ func (c *Coordinator) Ack(group string, tp TP, member string, batches []AckBatch
 		c.signalLocked()
 	}
 	return nil
+}
+
+// ackUndo returns what puts the window back as it is now after an Ack
+// whose batches end at last: an Ack changes only records up to last and
+// then drops a prefix of the window, which ends before the first record
+// past last that is not finished. Only that head is copied, not the
+// whole window (up to group.share.partition.max.record.locks records,
+// copied on every acknowledgement otherwise).
+func (p *Partition) ackUndo(last int64) func() {
+	k := int(min(max(last-p.start+1, 0), int64(len(p.recs))))
+	for k < len(p.recs) && (p.recs[k].state == Acknowledged || p.recs[k].state == Archived) {
+		k++
+	}
+	head, start := append([]record(nil), p.recs[:k]...), p.start
+	return func() {
+		dropped := int(p.start - start)
+		p.recs = append(head, p.recs[k-dropped:]...)
+		p.start = start
+	}
 }
 
 func (p *Partition) clone() *Partition {
