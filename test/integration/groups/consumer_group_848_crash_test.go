@@ -151,6 +151,13 @@ func TestConsumerGroup848BinaryKill9(t *testing.T) {
 		}
 		start() // a third member joins: the group rebalances
 		time.Sleep(time.Duration(150+100*round) * time.Millisecond)
+		// A loaded machine may not have had a commit acknowledged yet: the
+		// kill must come after one (the check below needs it).
+		itest.WaitFor(t, "a commit acknowledged before the kill", func() bool {
+			mu.Lock()
+			defer mu.Unlock()
+			return len(acked) > 0
+		})
 		p.Stop(t, syscall.SIGKILL)
 		close(stop)
 		wg.Wait()
