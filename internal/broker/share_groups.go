@@ -130,6 +130,16 @@ func (s mirrorShares) ShareGroupActive(group string) bool {
 	return len(s.b.shares.Describe(group).Members) > 0
 }
 
+func (s mirrorShares) ClampShareOffsets(ends map[coordinator.TopicPartition]int64) (int, error) {
+	byID := map[share.TP]int64{}
+	for tp, end := range ends {
+		if t, ok := s.b.Topic(tp.Topic); ok {
+			byID[share.TP{Topic: t.ID, Partition: tp.Partition}] = end
+		}
+	}
+	return s.b.shares.Truncate(byID)
+}
+
 func (s mirrorShares) AlterShareOffsets(group string, offsets map[coordinator.TopicPartition]int64) error {
 	byID := map[share.TP]int64{}
 	for tp, off := range offsets {

@@ -180,7 +180,8 @@ func (m *Manager) commitSynced(rt *liveMirror, group string, offsets map[coordin
 // barrier is written and the partition becomes writable. Offsets synced
 // while mirroring were clamped to the log end then, but the truncation to
 // the local LSO can cut below them; a consumer resuming from such an
-// offset would skip the records written there after the failover.
+// offset would skip the records written there after the failover. Share
+// groups' start offsets are cut the same way (ShareOffsets).
 // Idempotent, so a resumed STOPPING runs it again.
 func (m *Manager) clampGroupOffsets(ends map[coordinator.TopicPartition]int64) (int, error) {
 	if m.opts.Groups == nil || len(ends) == 0 {
@@ -192,7 +193,16 @@ func (m *Manager) clampGroupOffsets(ends map[coordinator.TopicPartition]int64) (
 	}
 	m.groupSyncMu.Lock()
 	defer m.groupSyncMu.Unlock()
-	return m.opts.Groups.ClampOffsets(ends)
+	n, err := m.opts.Groups.ClampOffsets(ends)
+	if err != nil || m.opts.ShareGroups == nil {
+		return n, err
+	}
+	// Share groups' start offsets likewise: a share group resuming
+	// above the cut would skip the records written there after the
+	// failover, and its in-flight state past the cut describes records
+	// that are gone.
+	k, err := m.opts.ShareGroups.ClampShareOffsets(ends)
+	return n + k, err
 }
 
 // syncSourceEpochs asks the source for the leader epochs of the mirrored

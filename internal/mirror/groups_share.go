@@ -19,6 +19,10 @@ type ShareOffsets interface {
 	// AlterShareOffsets sets share partitions' start offsets (as
 	// AlterShareGroupOffsets), durably.
 	AlterShareOffsets(group string, offsets map[coordinator.TopicPartition]int64) error
+	// ClampShareOffsets cuts every share group's share partitions at
+	// ends[tp], durably: a start offset above it comes down to it and
+	// in-flight state past it is dropped. It answers how many changed.
+	ClampShareOffsets(ends map[coordinator.TopicPartition]int64) (int, error)
 }
 
 // syncShareGroups copies the source's share groups' start offsets (SPSO)

@@ -140,6 +140,37 @@ func (c *Coordinator) AlterOffsets(group string, offsets map[TP]int64) (map[TP]*
 	return out, nil
 }
 
+// Truncate applies a log truncation to every share group: each share
+// partition tp in ends is cut at ends[tp] (Partition.Truncate) and
+// stored; it answers how many share partitions changed. A mirror's
+// failover calls it after cutting the mirrored partitions, before they
+// become writable.
+func (c *Coordinator) Truncate(ends map[TP]int64) (int, error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	n := 0
+	for _, g := range c.groups {
+		for tp, p := range g.parts {
+			end, ok := ends[tp]
+			if !ok {
+				continue
+			}
+			before := p.clone()
+			if !p.Truncate(end) {
+				continue
+			}
+			if st := c.store(); st != nil {
+				if err := st.Save(g.ID, tp, p.Snapshot()); err != nil {
+					g.parts[tp] = before
+					return n, err
+				}
+			}
+			n++
+		}
+	}
+	return n, nil
+}
+
 // DeleteOffsets forgets share partitions' state (DeleteShareGroupOffsets):
 // only on a group with no members; GROUP_ID_NOT_FOUND for none.
 func (c *Coordinator) DeleteOffsets(group string, tps []TP) (map[TP]*kerr.Error, *kerr.Error) {

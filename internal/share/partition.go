@@ -383,6 +383,22 @@ func (p *Partition) MoveStart(off int64) {
 	p.advance()
 }
 
+// Truncate cuts the window at end (the log was truncated there): a SPSO
+// above it comes down to it and the in-flight state of offsets at or
+// past it is dropped, so those offsets, rewritten after the cut, are
+// delivered as new records. It reports whether anything changed.
+func (p *Partition) Truncate(end int64) bool {
+	switch {
+	case p.start > end:
+		p.start, p.recs = end, p.recs[:0]
+	case p.End() > end:
+		p.recs = p.recs[:end-p.start]
+	default:
+		return false
+	}
+	return true
+}
+
 // Reset puts the SPSO at off with an empty window, forward or back
 // (AlterShareGroupOffsets on a group with no members).
 func (p *Partition) Reset(off int64) {
