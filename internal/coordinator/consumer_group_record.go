@@ -141,27 +141,50 @@ func appendAssignment(dst []byte, a assignment) []byte {
 // readCount reads an array length no longer than what is left (each
 // element at least min bytes).
 func readCount(r *kbin.Reader, min int) (int, error) {
-	n := r.ArrayLen()
+	return checkCount(r.ArrayLen(), min, r)
+}
+
+// readCompactCount is readCount for a compact array (Kafka's flexible
+// versions).
+func readCompactCount(r *kbin.Reader, min int) (int, error) {
+	return checkCount(r.CompactArrayLen(), min, r)
+}
+
+func checkCount(n int32, min int, r *kbin.Reader) (int, error) {
 	if n < 0 || int(n)*min > len(r.Src) {
 		return 0, fmt.Errorf("%w: array length %d", ErrGroupLogCorrupt, n)
 	}
 	return int(n), nil
 }
 
-func readAssignment(r *kbin.Reader) (assignment, error) {
-	n, err := readCount(r, 20)
+// readAssignment reads [TopicId uuid, Partitions [int32]] as the group
+// log writes it (appendAssignment).
+func readAssignment(r *kbin.Reader) (assignment, error) { return readAssignmentOf(r, false) }
+
+// readAssignmentOf reads an assignment in the group log's layout or, when
+// flexible, in Kafka's __consumer_offsets schema (appendTopicAssignment:
+// compact arrays, a tagged-field section after each topic).
+func readAssignmentOf(r *kbin.Reader, flexible bool) (assignment, error) {
+	count, min := readCount, 20 // uuid, int32 count
+	if flexible {
+		count, min = readCompactCount, 18 // uuid, uvarint count, tags
+	}
+	n, err := count(r, min)
 	if err != nil {
 		return nil, err
 	}
 	a := assignment{}
 	for i := 0; i < n && r.Ok(); i++ {
 		id := r.Uuid()
-		k, err := readCount(r, 4)
+		k, err := count(r, 4)
 		if err != nil {
 			return nil, err
 		}
 		for j := 0; j < k && r.Ok(); j++ {
 			a[id] = append(a[id], r.Int32())
+		}
+		if flexible {
+			readTags(r, nil)
 		}
 	}
 	return a.normalize(), nil

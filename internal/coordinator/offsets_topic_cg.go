@@ -197,33 +197,7 @@ func readCompactNull(r *kbin.Reader) string {
 	return ""
 }
 
-func readCompactCount(r *kbin.Reader, min int) (int, error) {
-	n := r.CompactArrayLen()
-	if n < 0 || int(n)*min > len(r.Src) {
-		return 0, fmt.Errorf("%w: array length %d", ErrGroupLogCorrupt, n)
-	}
-	return int(n), nil
-}
-
-func readTopicAssignment(r *kbin.Reader) (assignment, error) {
-	n, err := readCompactCount(r, 18)
-	if err != nil {
-		return nil, err
-	}
-	a := assignment{}
-	for i := 0; i < n && r.Ok(); i++ {
-		id := r.Uuid()
-		k, err := readCompactCount(r, 4)
-		if err != nil {
-			return nil, err
-		}
-		for j := 0; j < k && r.Ok(); j++ {
-			a[id] = append(a[id], r.Int32())
-		}
-		readTags(r, nil)
-	}
-	return a.normalize(), nil
-}
+func readTopicAssignment(r *kbin.Reader) (assignment, error) { return readAssignmentOf(r, true) }
 
 // readClassicMeta reads ConsumerGroupMemberMetadataValue's tagged field
 // ClassicMemberMetadata.
