@@ -137,6 +137,7 @@ func StartE(t TB, opts ...Option) (*Cluster, error) {
 	// Kafka's counts sets them (Set).
 	cfg.Kafka["offsets.topic.num.partitions"] = "1"
 	cfg.Kafka["transaction.state.log.num.partitions"] = "1"
+	cfg.Kafka["share.coordinator.state.topic.num.partitions"] = "1"
 	for _, kv := range c.opts.sets {
 		if err := cfg.Set(kv[0], kv[1]); err != nil {
 			return nil, err

@@ -59,6 +59,7 @@ or I/O errors.`,
 	cmd.Flags().BoolVar(&opts.PrintData, "print-data", false, "print every record's key, value and headers (decompressing batches)")
 	cmd.Flags().BoolVar(&opts.OffsetsDecoder, "offsets-decoder", false, "decode __consumer_offsets records as kafka-dump-log --offsets-decoder does (implies --print-data)")
 	cmd.Flags().BoolVar(&opts.TransactionLogDecoder, "transaction-log-decoder", false, "decode __transaction_state records as kafka-dump-log --transaction-log-decoder does (implies --print-data)")
+	cmd.Flags().BoolVar(&opts.ShareGroupStateDecoder, "share-group-state-decoder", false, "decode __share_group_state records (ShareSnapshot, ShareUpdate) as kafka-dump-log --share-group-state-decoder does (implies --print-data)")
 	cmd.Flags().BoolVar(&opts.MirrorStateDecoder, "mirror-state-decoder", false, "decode __mirror_state records (minibroker's own layout, internal/mirror/staterec) in the form of kafka-dump-log's decoders (implies --print-data)")
 	cmd.Flags().BoolVar(&opts.Deep, "deep", false, "check index entries against the log and snapshots against a replay of the log")
 	cmd.Flags().BoolVar(&opts.JSON, "json", false, "print one JSON object per line (batch, index entry, snapshot producer, …)")

@@ -80,6 +80,7 @@ type Broker struct {
 	txns       *coordinator.Transactions
 	groups     *coordinator.Groups // the group coordinator, opened after the topics
 	shares     *share.Coordinator  // share groups (share_groups.go)
+	shareStore *share.TopicStore   // their state in __share_group_state
 	// shareLockDuration, when set, is every share group's acquisition
 	// lock (SetShareLockDurationForTest).
 	shareLockDuration time.Duration

@@ -1,7 +1,8 @@
 package broker
 
-// The coordinators' internal topics, __consumer_offsets and
-// __transaction_state, and the mirrors' __mirror_state
+// The coordinators' internal topics, __consumer_offsets,
+// __transaction_state and __share_group_state (the share coordinator's,
+// share_state_topic.go), and the mirrors' __mirror_state
 // (internal/mirror/statetopic.go).
 //
 // Both are created when the broker starts, if topics.json does not list
@@ -13,11 +14,20 @@ package broker
 // their segment.bytes, compression.type producer / uncompressed, and for
 // the transaction topic min.insync.replicas and
 // unclean.leader.election.enable=false (accepted and ignored on one node).
+// __share_group_state has share.coordinator.state.topic.num.partitions
+// (50) and Kafka's ShareCoordinatorService.shareGroupStateTopicConfigs:
+// cleanup.policy=delete (KIP-932: compaction would keep only the last
+// ShareSnapshot and the last ShareUpdate of a share partition, and an
+// update is a delta over the ones before it), and its segment.bytes.
+// Deviation: retention.ms and retention.bytes -1, as the share
+// coordinator prunes the topic itself (below each partition's oldest
+// snapshot still needed) and time retention would drop the only
+// snapshot of a share partition that has been idle.
 // __mirror_state has one partition (a mirror state save is one batch,
 // atomic only within a partition), cleanup.policy=compact and the
 // offsets topic's segment.bytes. Deviation: Kafka creates each on its
 // coordinator's first request
-// (FindCoordinator); minibroker creates both at start-up, so they are
+// (FindCoordinator); minibroker creates them at start-up, so they are
 // listed from the first Metadata on. An existing topic keeps its
 // partition count, as Kafka's coordinators take the count of the topic
 // that exists: a topic of these names left by an older minibroker (which
@@ -60,12 +70,13 @@ const (
 	offsetsTopic     = "__consumer_offsets"
 	txnTopic         = "__transaction_state"
 	mirrorStateTopic = mirror.StateTopicName
+	shareStateTopic  = "__share_group_state"
 )
 
 // coordinatorTopic reports whether name is one of the internal topics a
 // coordinator (or the mirrors) of this broker writes.
 func coordinatorTopic(name string) bool {
-	return name == offsetsTopic || name == txnTopic || name == mirrorStateTopic
+	return name == offsetsTopic || name == txnTopic || name == mirrorStateTopic || name == shareStateTopic
 }
 
 // internalTopicError refuses a client's change to an internal topic; it
@@ -100,7 +111,7 @@ type internalTopicSpec struct {
 }
 
 // internalTopicSpecs: Kafka's partition counts and topic configs for the
-// two topics, from the broker's settings.
+// topics, from the broker's settings.
 func (b *Broker) internalTopicSpecs() []internalTopicSpec {
 	return []internalTopicSpec{
 		{offsetsTopic, b.cfg.Int32("offsets.topic.num.partitions"), map[string]string{
@@ -114,6 +125,13 @@ func (b *Broker) internalTopicSpecs() []internalTopicSpec {
 			"compression.type":               "uncompressed",
 			"min.insync.replicas":            strconv.FormatInt(b.cfg.Int64("transaction.state.log.min.isr"), 10),
 			"unclean.leader.election.enable": "false",
+		}},
+		{shareStateTopic, b.cfg.Int32("share.coordinator.state.topic.num.partitions"), map[string]string{
+			"cleanup.policy":   "delete",
+			"segment.bytes":    strconv.FormatInt(b.cfg.Int64("share.coordinator.state.topic.segment.bytes"), 10),
+			"compression.type": "producer",
+			"retention.ms":     "-1",
+			"retention.bytes":  "-1",
 		}},
 		{mirrorStateTopic, 1, map[string]string{
 			"cleanup.policy":   "compact",

@@ -65,4 +65,8 @@ type knobs struct {
 	// adjusts its options.
 	legacyGroupLog bool
 	groupSeams     func(*coordinator.GroupsOptions)
+	// shareMigration adjusts the migration of the share state files into
+	// __share_group_state (share_state_topic.go): its start hook, and
+	// removeFirst, the negative control of its crash test.
+	shareMigration shareMigrationSeams
 }

@@ -8,7 +8,8 @@ package broker
 // coordinators, flagged is_internal in Metadata; __cluster_metadata is the
 // KRaft log, whose creation Kafka's controller refuses; __mirror_state is
 // minibroker's. The broker itself creates __consumer_offsets,
-// __transaction_state and __mirror_state at start-up (internal_topics.go);
+// __transaction_state, __share_group_state and __mirror_state at
+// start-up (internal_topics.go);
 // no client creates any of these:
 //
 //   - Metadata names one that does not exist UNKNOWN_TOPIC_OR_PARTITION
@@ -18,7 +19,7 @@ package broker
 //   - CreateTopics refuses them with INVALID_REQUEST "Creation of internal
 //     topic <name> is prohibited.", Kafka's answer for __cluster_metadata
 //     (ControllerApis), and answers TOPIC_ALREADY_EXISTS for
-//     the three internal topics the broker made, which exist, as Kafka's
+//     the internal topics the broker made, which exist, as Kafka's
 //     controller does once its coordinators made them.
 //
 // A topic of one of the other names already in topics.json (made by an

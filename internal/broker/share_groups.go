@@ -9,7 +9,6 @@ package broker
 // docs/SHARE_GROUPS.md lists the deviations from Kafka.
 
 import (
-	"path/filepath"
 	"strconv"
 	"time"
 
@@ -24,13 +23,15 @@ import (
 // checked: a lock ends at most this late.
 const shareTick = 100 * time.Millisecond
 
-// shareStateDir holds the share partitions' state (share.FileStore).
-const shareStateDir = "share-groups"
-
 func (b *Broker) openShareGroups() error {
+	b.shareStore = &share.TopicStore{Log: b.shareStateTopicLog(),
+		PerSnapshot: int(b.cfg.Int32("share.coordinator.snapshot.update.records.per.snapshot"))}
+	if err := b.migrateShareStateFiles(); err != nil {
+		return err
+	}
 	c, err := share.NewCoordinator(share.Options{
 		Topics:  b.shareTopics,
-		Store:   share.FileStore{FS: b.fs, Dir: filepath.Join(b.dataDir, shareStateDir)},
+		Store:   b.shareStore,
 		MaxSize: int(b.cfg.Int32("group.share.max.size")),
 	})
 	if err != nil {

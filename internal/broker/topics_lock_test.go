@@ -88,8 +88,8 @@ func TestCreateManyTopicsDoesNotStallProduce(t *testing.T) {
 			if t.Failed() {
 				return
 			}
-			if got := len(b.TopicNames()); got != topics+1+3 { // and the three internal topics
-				t.Fatalf("%d topics, want %d", got, topics+1+2)
+			if got := len(b.TopicNames()); got != topics+1+4 { // and the four internal topics
+				t.Fatalf("%d topics, want %d", got, topics+1+4)
 			}
 			if len(lat) < 100 {
 				t.Fatalf("%d produces during the creation: too few for a p99", len(lat))

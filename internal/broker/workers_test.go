@@ -224,7 +224,7 @@ func TestStartupOpenFailureClosesTheOthers(t *testing.T) {
 // creates at start-up (internal_topics.go).
 func internalPartitionCount(b *Broker) int {
 	n := 0
-	for _, name := range []string{offsetsTopic, txnTopic, mirrorStateTopic} {
+	for _, name := range []string{offsetsTopic, txnTopic, mirrorStateTopic, shareStateTopic} {
 		n += len(b.partitionsOf(name))
 	}
 	return n

@@ -375,6 +375,11 @@ var actedOn = map[string]string{
 	"group.share.record.lock.duration.ms":    "A share group's acquisition lock on a delivered record (a group's share.record.lock.duration.ms overrides it).",
 	"group.share.delivery.count.limit":       "A share group record released or expired after this many deliveries is archived.",
 	"group.share.partition.max.record.locks": "The most in-flight records of a share partition.",
+
+	// The share coordinator's topic (internal/share/topicstore.go).
+	"share.coordinator.state.topic.num.partitions":           "Partitions of __share_group_state when the broker creates it at start-up (an existing topic keeps its count).",
+	"share.coordinator.state.topic.segment.bytes":            "segment.bytes of __share_group_state when the broker creates it.",
+	"share.coordinator.snapshot.update.records.per.snapshot": "Update records the share coordinator writes to __share_group_state between two snapshot records of a share partition.",
 }
 
 // ignoredDoc says why a Kafka setting is accepted and ignored, by the

@@ -166,12 +166,22 @@ func (l Log) Replay(p int32, fn func(key, value []byte)) error {
 	})
 }
 
+// ReplayAt is Replay with each record's offset.
+func (l Log) ReplayAt(p int32, fn func(offset int64, key, value []byte)) error {
+	return l.ReplayBatches(p, func(b BatchInfo, key, value []byte) {
+		if !b.Control {
+			fn(b.Offset, key, value)
+		}
+	})
+}
+
 // BatchInfo is what Replay's reader learns of a record's batch.
 type BatchInfo struct {
 	Producer      Producer // the batch's producer id and epoch (-1: none)
 	Transactional bool
 	Control       bool // a COMMIT or ABORT marker (Commit says which), no key or value
 	Commit        bool
+	Offset        int64 // the record's offset (a marker's: its batch's)
 }
 
 // ReplayBatches is Replay with each record's batch, and with the
@@ -207,7 +217,7 @@ func (l Log) ReplayBatches(p int32, fn func(b BatchInfo, key, value []byte)) err
 				if err != nil || (c.Type != batch.ControlCommit && c.Type != batch.ControlAbort) {
 					continue
 				}
-				info.Commit = c.Type == batch.ControlCommit
+				info.Commit, info.Offset = c.Type == batch.ControlCommit, h.BaseOffset
 				fn(info, nil, nil)
 				continue
 			}
@@ -218,7 +228,10 @@ func (l Log) ReplayBatches(p int32, fn func(b BatchInfo, key, value []byte)) err
 			if !ok {
 				continue
 			}
-			EachRecord(section, h.NumRecords, func(key, value []byte) { fn(info, key, value) })
+			EachRecordAt(section, h.NumRecords, h.BaseOffset, func(off int64, key, value []byte) {
+				info.Offset = off
+				fn(info, key, value)
+			})
 		}
 		if err := it.Err(); err != nil {
 			return fmt.Errorf("%s-%d at %d: %w", l.Topic, p, at, err)
@@ -233,6 +246,12 @@ func (l Log) ReplayBatches(p int32, fn func(b BatchInfo, key, value []byte)) err
 // EachRecord calls fn with the key and value of each of the n records of
 // an uncompressed records section; it stops at one that does not parse.
 func EachRecord(section []byte, n int32, fn func(key, value []byte)) {
+	EachRecordAt(section, n, 0, func(_ int64, key, value []byte) { fn(key, value) })
+}
+
+// EachRecordAt is EachRecord with each record's offset (the batch's
+// base offset plus the record's offset delta).
+func EachRecordAt(section []byte, n int32, base int64, fn func(offset int64, key, value []byte)) {
 	r := kbin.Reader{Src: section}
 	for range n {
 		length := r.Varint()
@@ -242,7 +261,7 @@ func EachRecord(section []byte, n int32, fn func(key, value []byte)) {
 		rec := kbin.Reader{Src: r.Span(int(length))}
 		rec.Int8()    // attributes
 		rec.Varlong() // timestamp delta
-		rec.Varint()  // offset delta
+		delta := rec.Varint()
 		var key, value []byte
 		if kl := rec.Varint(); kl >= 0 {
 			key = rec.Span(int(kl))
@@ -253,6 +272,6 @@ func EachRecord(section []byte, n int32, fn func(key, value []byte)) {
 		if !r.Ok() || !rec.Ok() {
 			return
 		}
-		fn(key, value)
+		fn(base+int64(delta), key, value)
 	}
 }

@@ -13,6 +13,7 @@ import (
 	"github.com/minibroker/minibroker/internal/log"
 	"github.com/minibroker/minibroker/internal/mirror/staterec"
 	"github.com/minibroker/minibroker/internal/psm"
+	"github.com/minibroker/minibroker/internal/share"
 )
 
 // Options select what Dump prints.
@@ -36,6 +37,11 @@ type Options struct {
 	// of __mirror_state (minibroker's layout, package staterec), in the
 	// form of kafka-dump-log's decoders; it implies PrintData.
 	MirrorStateDecoder bool
+	// ShareGroupStateDecoder prints each record's key and value as
+	// kafka-dump-log --share-group-state-decoder does for
+	// __share_group_state (share.DescribeStateRecord); it implies
+	// PrintData.
+	ShareGroupStateDecoder bool
 	// MaxDecompressedBytes bounds one batch's decompressed records;
 	// 0 means DefaultMaxDecompressedBytes.
 	MaxDecompressedBytes int
@@ -229,7 +235,7 @@ func (d *Dumper) printBatch(file string, b *Batch) {
 		j.ControlRecord = controlToJSON(c)
 		d.emitText(controlText(h, c))
 	}
-	if (d.opts.PrintData || d.opts.OffsetsDecoder || d.opts.TransactionLogDecoder || d.opts.MirrorStateDecoder) && !h.IsControl() {
+	if (d.opts.PrintData || d.opts.OffsetsDecoder || d.opts.TransactionLogDecoder || d.opts.MirrorStateDecoder || d.opts.ShareGroupStateDecoder) && !h.IsControl() {
 		recs, err := DecodeRecords(b.Raw, h, d.opts.MaxDecompressedBytes)
 		j.Records = make([]recordJSON, 0, len(recs))
 		for i := range recs {
@@ -241,6 +247,10 @@ func (d *Dumper) printBatch(file string, b *Batch) {
 				}
 				k, p := decode(recs[i].Offset, recs[i].Key, recs[i].Value)
 				rj.OffsetsKey, rj.OffsetsPayload = k, p
+				d.emitText(offsetsRecordText(&recs[i], k, p))
+			} else if d.opts.ShareGroupStateDecoder {
+				k, p := share.DescribeStateRecord(recs[i].Offset, recs[i].Key, recs[i].Value)
+				rj.ShareStateKey, rj.ShareStatePayload = k, p
 				d.emitText(offsetsRecordText(&recs[i], k, p))
 			} else if d.opts.MirrorStateDecoder {
 				k, p := staterec.Describe(recs[i].Offset, recs[i].Key, recs[i].Value)

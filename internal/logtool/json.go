@@ -85,6 +85,9 @@ type recordJSON struct {
 	// The mirror state decoder's (MirrorStateDecoder).
 	MirrorStateKey     string `json:"mirror_state_key,omitempty"`
 	MirrorStatePayload string `json:"mirror_state_payload,omitempty"`
+	// The share group state decoder's (ShareGroupStateDecoder).
+	ShareStateKey     string `json:"share_state_key,omitempty"`
+	ShareStatePayload string `json:"share_state_payload,omitempty"`
 }
 
 type headerJSON struct {

@@ -24,8 +24,9 @@ type TopicInfo struct {
 	Partitions int32
 }
 
-// Store keeps share partitions' snapshots durably (the broker's file
-// store, or a test's). Save must be durable when it returns.
+// Store keeps share partitions' snapshots durably (the broker's
+// __share_group_state, TopicStore, or a test's). Save must be durable
+// when it returns.
 type Store interface {
 	Save(group string, tp TP, s Snapshot) error
 	Delete(group string, tp TP) error
@@ -323,8 +324,11 @@ func (c *Coordinator) removeMemberLocked(g *Group, id string) {
 		}
 	}
 	released := 0
-	for _, p := range g.parts {
-		released += p.ReleaseMember(id)
+	for tp, p := range g.parts {
+		if n := p.ReleaseMember(id); n > 0 {
+			released += n
+			_ = c.persistLocked(g.ID, tp, p)
+		}
 	}
 	g.Epoch++
 	c.maybeAssignLocked(g)
@@ -349,9 +353,10 @@ func (c *Coordinator) Tick() {
 		if c.noLockExpiry {
 			continue
 		}
-		for _, p := range g.parts {
+		for tp, p := range g.parts {
 			if p.ExpireLocks(now) > 0 {
 				signal = true
+				_ = c.persistLocked(g.ID, tp, p)
 			}
 		}
 	}

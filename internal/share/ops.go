@@ -73,7 +73,10 @@ func (c *Coordinator) releaseSessionLocked(k sessionKey, s *Session) int {
 	n := 0
 	for tp := range s.Parts {
 		if p := g.parts[tp]; p != nil {
-			n += p.ReleaseMember(k.member)
+			if r := p.ReleaseMember(k.member); r > 0 {
+				n += r
+				_ = c.persistLocked(k.group, tp, p)
+			}
 		}
 	}
 	return n
@@ -202,7 +205,14 @@ func (c *Coordinator) Prepare(group string, tp TP, cfg Config, lv LogView) (from
 		if lv.InitialFn != nil {
 			initial = lv.InitialFn()
 		}
+		// Stored before a record is acquired: a restart must find the
+		// start offset share.auto.offset.reset chose, or records acquired
+		// and not acknowledged would be skipped by a later choice
+		// (latest). Not stored, nothing is acquired.
 		p = NewPartition(cfg, initial)
+		if c.persistLocked(group, tp, p) != nil {
+			return initial, false
+		}
 		g.parts[tp] = p
 	}
 	p.SetConfig(cfg)
@@ -292,6 +302,17 @@ func (p *Partition) ackUndo(last int64) func() {
 		p.recs = append(head, p.recs[k-dropped:]...)
 		p.start = start
 	}
+}
+
+// persistLocked stores a share partition's state after a change Kafka's
+// SharePartition writes without an acknowledgement waiting on it
+// (records released, acquisition locks expired): the change stands even
+// when the write fails, as Kafka's does; a later write carries it.
+func (c *Coordinator) persistLocked(group string, tp TP, p *Partition) error {
+	if st := c.store(); st != nil {
+		return st.Save(group, tp, p.Snapshot())
+	}
+	return nil
 }
 
 func (p *Partition) clone() *Partition {

@@ -13,12 +13,11 @@ import (
 	"github.com/minibroker/minibroker/internal/vfs"
 )
 
-// FileStore keeps each share partition's snapshot in its own file under
-// Dir (the broker's <data-dir>/share-groups), rewritten atomically and
-// fsynced (file and directory) on every save: Kafka keeps the same
-// state (ShareSnapshot: the SPSO and the state batches) in
-// __share_group_state through its share coordinator; minibroker keeps it
-// beside the group log (docs/SHARE_GROUPS.md).
+// FileStore is the layout of the share state an older minibroker kept:
+// each share partition's snapshot in its own JSON file under Dir
+// (<data-dir>/share-groups), rewritten atomically and fsynced. The
+// broker reads it only to move it into __share_group_state
+// (TopicStore) at start-up, then removes it.
 type FileStore struct {
 	FS  vfs.FS
 	Dir string

@@ -60,8 +60,8 @@ func TestElectLeadersOneNode(t *testing.T) {
 		t.Fatal(err)
 	}
 	// Every topic, the internal ones too, with no partition needing one.
-	if len(all) != 5 || len(all["el"]) != 0 || len(all["el2"]) != 0 || len(all["__consumer_offsets"]) != 0 || len(all["__transaction_state"]) != 0 || len(all["__mirror_state"]) != 0 {
-		t.Fatalf("all partitions: %+v, want the five topics with no partition needing an election", all)
+	if len(all) != 6 || len(all["el"]) != 0 || len(all["el2"]) != 0 || len(all["__consumer_offsets"]) != 0 || len(all["__transaction_state"]) != 0 || len(all["__mirror_state"]) != 0 || len(all["__share_group_state"]) != 0 {
+		t.Fatalf("all partitions: %+v, want the six topics with no partition needing an election", all)
 	}
 }
 

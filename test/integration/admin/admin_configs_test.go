@@ -261,7 +261,7 @@ func TestClientMetricsResources(t *testing.T) {
 		names = append(names, fmt.Sprintf("%d:%s", cr.Type, cr.Name))
 	}
 	node := fmt.Sprint(c.Broker().NodeID())
-	if want := "2:__consumer_offsets 2:__mirror_state 2:__transaction_state 2:cm-t 4:" + node + " 8:" + node + " 16:sub1"; strings.Join(names, " ") != want {
+	if want := "2:__consumer_offsets 2:__mirror_state 2:__share_group_state 2:__transaction_state 2:cm-t 4:" + node + " 8:" + node + " 16:sub1"; strings.Join(names, " ") != want {
 		t.Fatalf("v1 all: %v, want %s", names, want)
 	}
 	if r := list(1, 3); r.ErrorCode != kerr.UnsupportedVersion.Code {

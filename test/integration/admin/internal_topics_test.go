@@ -19,8 +19,8 @@ import (
 	"github.com/minibroker/minibroker/minibrokertest"
 )
 
-// TestInternalTopics: __consumer_offsets and
-// __transaction_state exist from the broker's start with Kafka's
+// TestInternalTopics: __consumer_offsets, __transaction_state,
+// __share_group_state and __mirror_state exist from the broker's start with Kafka's
 // partition counts and configs, Metadata flags them internal, kadm lists
 // them only when asked for internal topics, Fetch reads them, and no
 // client changes them: Produce and DeleteRecords answer
@@ -31,13 +31,14 @@ func TestInternalTopics(t *testing.T) {
 	t.Parallel()
 	c := minibrokertest.Start(t, minibrokertest.Topic("plain", 1),
 		minibrokertest.Set("offsets.topic.num.partitions", "50"), // Kafka's default (minibrokertest sets 1)
-		minibrokertest.Set("transaction.state.log.num.partitions", "7"))
+		minibrokertest.Set("transaction.state.log.num.partitions", "7"),
+		minibrokertest.Set("share.coordinator.state.topic.num.partitions", "5"))
 	cl := itest.NewClient(t, c.Addr())
 	adm := kadm.NewClient(cl)
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 
-	want := map[string]int{"__consumer_offsets": 50, "__transaction_state": 7, "__mirror_state": 1}
+	want := map[string]int{"__consumer_offsets": 50, "__transaction_state": 7, "__mirror_state": 1, "__share_group_state": 5}
 	all := kmsg.NewPtrMetadataRequest()
 	resp, err := all.RequestWith(ctx, cl)
 	if err != nil {
@@ -52,7 +53,7 @@ func TestInternalTopics(t *testing.T) {
 		}
 		seen[name] = true
 	}
-	if !seen["__consumer_offsets"] || !seen["__transaction_state"] || !seen["__mirror_state"] || !seen["plain"] {
+	if !seen["__consumer_offsets"] || !seen["__transaction_state"] || !seen["__mirror_state"] || !seen["__share_group_state"] || !seen["plain"] {
 		t.Fatalf("all-topics metadata lists %v", seen)
 	}
 	listed, err := adm.ListTopics(ctx)
@@ -66,13 +67,15 @@ func TestInternalTopics(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if names := listed.Names(); len(names) != 4 {
+	if names := listed.Names(); len(names) != 5 {
 		t.Fatalf("kadm ListTopicsWithInternal: %v", names)
 	}
 	for topic, conf := range map[string]map[string]string{
 		"__consumer_offsets":  {"cleanup.policy": "compact", "segment.bytes": "104857600", "compression.type": "producer"},
 		"__transaction_state": {"cleanup.policy": "compact", "segment.bytes": "104857600", "compression.type": "uncompressed"},
 		"__mirror_state":      {"cleanup.policy": "compact", "segment.bytes": "104857600", "compression.type": "uncompressed"},
+		"__share_group_state": {"cleanup.policy": "delete", "segment.bytes": "104857600", "compression.type": "producer",
+			"retention.ms": "-1", "retention.bytes": "-1"},
 	} {
 		for k, v := range conf {
 			if got := itest.KadmTopicConfig(t, c, topic, k); got != v {
@@ -82,7 +85,7 @@ func TestInternalTopics(t *testing.T) {
 	}
 
 	// Produce: Kafka's ReplicaManager answer, with its message (v8+).
-	for _, topic := range []string{"__consumer_offsets", "__transaction_state", "__mirror_state"} {
+	for _, topic := range []string{"__consumer_offsets", "__transaction_state", "__mirror_state", "__share_group_state"} {
 		err := cl.ProduceSync(ctx, &kgo.Record{Topic: topic, Key: []byte("k"), Value: []byte("v")}).FirstErr()
 		if !errors.Is(err, kerr.InvalidTopicException) {
 			t.Fatalf("kgo produce to %s: %v, want INVALID_TOPIC_EXCEPTION", topic, err)
@@ -104,7 +107,7 @@ func TestInternalTopics(t *testing.T) {
 	if r, _ := dr.Lookup("__consumer_offsets", 0); !errors.Is(r.Err, kerr.InvalidTopicException) {
 		t.Fatalf("DeleteRecords: %v", r.Err)
 	}
-	del, err := adm.DeleteTopics(ctx, "__consumer_offsets", "__transaction_state", "__mirror_state")
+	del, err := adm.DeleteTopics(ctx, "__consumer_offsets", "__transaction_state", "__mirror_state", "__share_group_state")
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -38,13 +38,14 @@ func metadataFor(t *testing.T, cl *kgo.Client, names ...string) *kmsg.MetadataRe
 
 // TestReservedTopicNames: the names Kafka reserves for its internal topics
 // (and minibroker's __mirror_state) never become plain topics. A Metadata
-// request with auto-creation on for one the broker does not make
-// (__share_group_state, __cluster_metadata) is answered
+// request with auto-creation on for the one the broker does not make
+// (__cluster_metadata) is answered
 // UNKNOWN_TOPIC_OR_PARTITION, is_internal as in Kafka, no partitions, as
 // Kafka answers for an internal topic not yet made, and nothing is
 // created, through kmsg, sarama and kcat; CreateTopics of each is
 // INVALID_REQUEST with Kafka's message (kadm). __consumer_offsets,
-// __transaction_state and __mirror_state, which the broker creates at
+// __transaction_state, __share_group_state and __mirror_state, which the
+// broker creates at
 // start-up (TestInternalTopics), are answered with their partitions,
 // is_internal set, and CreateTopics of them TOPIC_ALREADY_EXISTS (kadm and
 // sarama), as Kafka's controller answers once they exist.
@@ -57,7 +58,7 @@ func TestReservedTopicNames(t *testing.T) {
 	c := minibrokertest.Start(t, itest.KafkaCoordinatorTopics()...)
 	cl := itest.NewClient(t, c.Addr())
 	reserved := map[string]bool{"__consumer_offsets": true, "__transaction_state": true, "__share_group_state": true, "__cluster_metadata": false, "__mirror_state": true}
-	made := map[string]int{"__consumer_offsets": 50, "__transaction_state": 50, "__mirror_state": 1}
+	made := map[string]int{"__consumer_offsets": 50, "__transaction_state": 50, "__mirror_state": 1, "__share_group_state": 50}
 	for name, internal := range reserved {
 		for range 2 { // asked again: still not there
 			resp := metadataFor(t, cl, name)
@@ -91,17 +92,17 @@ func TestReservedTopicNames(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer sc.Close()
-	if _, err := sc.Partitions("__share_group_state"); !errors.Is(err, sarama.ErrUnknownTopicOrPartition) {
-		t.Fatalf("sarama Partitions(__share_group_state): %v, want unknown topic", err)
+	if _, err := sc.Partitions("__cluster_metadata"); !errors.Is(err, sarama.ErrUnknownTopicOrPartition) {
+		t.Fatalf("sarama Partitions(__cluster_metadata): %v, want unknown topic", err)
 	}
 	if ps, err := sc.Partitions("__consumer_offsets"); err != nil || len(ps) != 50 {
 		t.Fatalf("sarama Partitions(__consumer_offsets): %v %v, want 50", ps, err)
 	}
 
 	// kcat (librdkafka) lists it as unknown.
-	text, _ := itest.RunKcat(t, "", "-L", "-b", c.Addr(), "-t", "__share_group_state")
+	text, _ := itest.RunKcat(t, "", "-L", "-b", c.Addr(), "-t", "__cluster_metadata")
 	if !strings.Contains(text, "Unknown topic or partition") {
-		t.Fatalf("kcat -L -t __share_group_state:\n%s", text)
+		t.Fatalf("kcat -L -t __cluster_metadata:\n%s", text)
 	}
 
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
@@ -129,8 +130,8 @@ func TestReservedTopicNames(t *testing.T) {
 	if !errors.As(err, &terr) || terr.Err != sarama.ErrTopicAlreadyExists {
 		t.Fatalf("sarama CreateTopic(__mirror_state): %v, want TOPIC_ALREADY_EXISTS", err)
 	}
-	if names := c.Broker().TopicNames(); len(names) != 3 || made[names[0]] == 0 || made[names[1]] == 0 || made[names[2]] == 0 {
-		t.Fatalf("topics after all this: %v, want the three internal ones", names)
+	if names := c.Broker().TopicNames(); len(names) != 4 || made[names[0]] == 0 || made[names[1]] == 0 || made[names[2]] == 0 || made[names[3]] == 0 {
+		t.Fatalf("topics after all this: %v, want the four internal ones", names)
 	}
 }
 

@@ -29,7 +29,7 @@ func TestKcatMetadata(t *testing.T) {
 	for _, want := range []string{
 		"Metadata for all topics (from broker 0: " + c.Addr() + "/0):",
 		" 1 brokers:\n  broker 0 at " + c.Addr() + " (controller)\n",
-		" 5 topics:\n", // and the internal __consumer_offsets, __transaction_state, __mirror_state
+		" 6 topics:\n", // and the internal __consumer_offsets, __transaction_state, __mirror_state, __share_group_state
 		"  topic \"__consumer_offsets\" with 50 partitions:\n",
 		"  topic \"alpha\" with 3 partitions:\n" +
 			"    partition 0, leader 0, replicas: 0, isrs: 0\n" +

@@ -7,12 +7,14 @@ import (
 )
 
 // KafkaCoordinatorTopics gives a cluster Kafka's default partition counts
-// for __consumer_offsets and __transaction_state (50 each), which
+// for __consumer_offsets, __transaction_state and __share_group_state
+// (50 each), which
 // minibrokertest lowers to 1 to keep start-up fast.
 func KafkaCoordinatorTopics() []minibrokertest.Option {
 	return []minibrokertest.Option{
 		minibrokertest.Set("offsets.topic.num.partitions", "50"),
 		minibrokertest.Set("transaction.state.log.num.partitions", "50"),
+		minibrokertest.Set("share.coordinator.state.topic.num.partitions", "50"),
 	}
 }
 

@@ -132,7 +132,7 @@ func TestMirrorTopicFilters(t *testing.T) {
 	// mirror's target: the local internal topics stay the local
 	// coordinators' and mirrors' (TestInternalTopics).
 	waitRefreshes(t, a, b, "marker-4")
-	for _, topic := range []string{"__consumer_offsets", "__transaction_state", "__mirror_state"} {
+	for _, topic := range []string{"__consumer_offsets", "__transaction_state", "__mirror_state", "__share_group_state"} {
 		if mode, owner := itest.MustPartition(t, b, topic, 0).Mode(); mode == partition.Mirrored {
 			t.Fatalf("%s-0 mirrored by %q", topic, owner)
 		}

@@ -362,7 +362,7 @@ func checkPartitionDirs(t *testing.T, dir string, want map[string]int, stage str
 	got := map[string]int{}
 	for _, e := range entries {
 		m := partitionDirName.FindStringSubmatch(e.Name())
-		if !e.IsDir() || m == nil || m[1] == "__consumer_offsets" || m[1] == "__transaction_state" || m[1] == "__mirror_state" {
+		if !e.IsDir() || m == nil || m[1] == "__consumer_offsets" || m[1] == "__transaction_state" || m[1] == "__mirror_state" || m[1] == "__share_group_state" {
 			continue
 		}
 		if n, _ := strconv.Atoi(m[2]); n >= want[m[1]] {

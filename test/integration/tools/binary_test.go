@@ -35,7 +35,7 @@ func TestBinaryServeSigtermRestart(t *testing.T) {
 		t.Fatalf("healthz: %s", health)
 	}
 	metrics := itest.HttpGet(t, "http://"+p.HttpAddr+"/metrics")
-	for _, want := range []string{`minibroker_requests_total{api="Produce"}`, "minibroker_partitions 104", // and the internal topics' 101
+	for _, want := range []string{`minibroker_requests_total{api="Produce"}`, "minibroker_partitions 154", // and the internal topics' 151
 		`minibroker_partition_log_end_offset{partition="0",topic="bin"}`, "minibroker_connections"} {
 		if !strings.Contains(metrics, want) {
 			t.Errorf("/metrics lacks %s", want)
