@@ -121,6 +121,7 @@ func (b *Broker) partitionConfig(overrides map[string]string) partition.Config {
 	lc.MinCompactionLagMs = num("min.compaction.lag.ms")
 	lc.MaxCompactionLagMs = num("max.compaction.lag.ms")
 	lc.DeleteRetentionMs = num("delete.retention.ms")
+	lc.WritebackBytes = b.cfg.Int64("log.writeback.bytes")
 	return partition.Config{
 		Compacted:       compacted,
 		Log:             lc,

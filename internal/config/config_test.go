@@ -1,6 +1,7 @@
 package config
 
 import (
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -276,5 +277,27 @@ func TestParseJAAS(t *testing.T) {
 		if strings.Contains(err.Error(), secret) {
 			t.Fatalf("%q: the error quotes the password: %v", b, err)
 		}
+	}
+}
+
+// log.writeback.bytes is minibroker's own: a LONG of at least 0 (0: off),
+// 8 MiB by default, a broker setting with no topic-level config.
+func TestWritebackBytesSetting(t *testing.T) {
+	c := Default()
+	if got := c.Int64("log.writeback.bytes"); got != 8<<20 {
+		t.Fatalf("default %d, want %d", got, 8<<20)
+	}
+	for _, ok := range []int64{0, 32 << 20} {
+		if err := c.Set("log.writeback.bytes", fmt.Sprint(ok)); err != nil || c.Int64("log.writeback.bytes") != ok {
+			t.Errorf("log.writeback.bytes=%d: %v", ok, err)
+		}
+	}
+	for _, bad := range []string{"-1", "8MiB", ""} {
+		if err := c.Set("log.writeback.bytes", bad); err == nil {
+			t.Errorf("log.writeback.bytes=%q accepted", bad)
+		}
+	}
+	if s, ok := Lookup("log.writeback.bytes"); !ok || s.Topic != "" || s.Ignored {
+		t.Fatalf("lookup: %+v %v", s, ok)
 	}
 }

@@ -29,6 +29,8 @@ var settings = []Setting{
 	{Name: "auto.create.topics.enable", Kind: KindBool, Default: "true", Doc: "Create a topic on Metadata or Produce for an unknown name."},
 	{Name: "delete.topic.enable", Kind: KindBool, Default: "true", Doc: "Allow DeleteTopics."},
 	// minibroker only: not a Kafka setting.
+	// minibroker only: Kafka leaves the page cache to the kernel.
+	{Name: "log.writeback.bytes", Kind: KindLong, Default: "8388608", Min: 0, Doc: "Write-behind window of a partition's active segment (minibroker only): each time this many bytes are appended, the background flusher starts the kernel's writeback of the whole pages just filled and waits for the window it started before, so about two windows are dirty at once rather than the whole segment, and the roll's fsync finds little left to write (docs/OPTIMISATIONS.md, Produce tail latency). 0: off, dirty pages are left to the kernel until an fsync. Durability is the fsync's either way."},
 	{Name: "faults.enable", Kind: KindBool, Default: "false", Doc: "Fault injection for tests (minibroker only): the fault registry and its HTTP endpoints /v1/faults, which answer loopback clients only. Never reachable over the Kafka protocol."},
 	// Kafka 4.0 (KIP-1030) raised the minimum to 1 MiB; minibroker keeps
 	// the 3.x minimum (a v0 record's overhead) so tests can roll small segments.

@@ -245,7 +245,7 @@ func (l *Log) writeRunLocked(seg *segment, data []byte, hs []framed, checked boo
 	seg.verified.appended(seg.size, pos, checked)
 	seg.size = pos
 	seg.dirty, seg.idxDirty = true, true
-	if seg.writebackDue() && l.flusher != nil {
+	if l.writebackDue(seg) && l.flusher != nil {
 		l.flusher.kickWriteback()
 	}
 	// The run is in the log: it counts even if a later run of the same

@@ -22,6 +22,9 @@ type Config struct {
 	FlushIntervalMessages int64 // log.flush.interval.messages, default math.MaxInt64 (background flushing only)
 	FlushIntervalMs       int64 // log.flush.interval.ms, <= 0 or math.MaxInt64 = none
 	SegmentMs             int64 // log.roll.ms, default 7 days
+	// WritebackBytes: the active segment's write-behind window
+	// (writeback.go; minibroker's log.writeback.bytes), 0 = none.
+	WritebackBytes int64
 
 	// Compaction (clean.go). Compact: cleanup.policy holds compact.
 	// NoDelete: it does not hold delete, so retention.ms and
@@ -45,6 +48,7 @@ func DefaultConfig() Config {
 		FlushIntervalMessages: math.MaxInt64,
 		FlushIntervalMs:       math.MaxInt64,
 		SegmentMs:             week,
+		WritebackBytes:        DefaultWritebackBytes,
 
 		MinCleanableDirtyRatio: 0.5,
 		MaxCompactionLagMs:     math.MaxInt64,

@@ -1,7 +1,7 @@
 package log
 
-// Write-behind of the active segment (Linux): every writebackBytes
-// appended, the background flusher asks the kernel to start writing the
+// Write-behind of the active segment (Linux): every Config.WritebackBytes
+// appended (minibroker's log.writeback.bytes; 0: none), the background flusher asks the kernel to start writing the
 // pages just filled (sync_file_range SYNC_FILE_RANGE_WRITE) and waits for
 // the range it started the time before, so that at most about two windows
 // of the segment are dirty or in flight at once. Without it the page cache
@@ -12,7 +12,7 @@ package log
 // nor its metadata is durable after it: durability is still the fsync's
 // (flush), which then finds little left to write. Only whole pages are
 // written back, so an append never writes into a page under writeback.
-const writebackBytes = 8 << 20
+const DefaultWritebackBytes = 8 << 20
 
 // writebackRange is a range of a segment file handed to the kernel.
 type writebackRange struct {
@@ -22,8 +22,8 @@ type writebackRange struct {
 
 // writebackDue reports whether the active segment has a window of
 // appended bytes not yet handed to the kernel. Called with mu held.
-func (s *segment) writebackDue() bool {
-	return s.size-s.wbFrom >= writebackBytes
+func (l *Log) writebackDue(s *segment) bool {
+	return l.cfg.WritebackBytes > 0 && s.size-s.wbFrom >= l.cfg.WritebackBytes
 }
 
 // takeWriteback returns the whole pages of the active segment appended

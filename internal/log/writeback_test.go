@@ -28,11 +28,11 @@ func TestWriteBehind(t *testing.T) {
 		if from%pageSize != 0 || from > size {
 			t.Fatalf("handed over up to %d of %d bytes: want whole pages within the data", from, size)
 		}
-		if size-from < writebackBytes {
+		if size-from < cfg.WritebackBytes {
 			break
 		}
 		if time.Now().After(deadline) {
-			t.Fatalf("handed over up to %d of %d bytes: want within %d bytes of the data", from, size, writebackBytes)
+			t.Fatalf("handed over up to %d of %d bytes: want within %d bytes of the data", from, size, cfg.WritebackBytes)
 		}
 		time.Sleep(10 * time.Millisecond)
 	}
@@ -46,5 +46,23 @@ func TestWriteBehind(t *testing.T) {
 	l.takeWriteback()
 	if from, size := handed(); from > size || from%pageSize != 0 {
 		t.Fatalf("after a truncation: handed over up to %d of %d bytes", from, size)
+	}
+}
+
+// TestWriteBehindOff: with WritebackBytes 0 (log.writeback.bytes=0) nothing
+// is handed to the kernel however much is appended.
+func TestWriteBehindOff(t *testing.T) {
+	cfg := testConfig()
+	cfg.SegmentBytes = 64 << 20
+	cfg.WritebackBytes = 0
+	l := openTest(t, t.TempDir(), cfg, Options{})
+	defer l.Close()
+	appendN(t, l, 40, 1, 0, 1000, 1<<20-333)
+	time.Sleep(200 * time.Millisecond) // a kick, had there been one, reaches the flusher
+	l.mu.Lock()
+	from := l.active().wbFrom
+	l.mu.Unlock()
+	if from != 0 {
+		t.Fatalf("handed over up to %d bytes with write-behind off", from)
 	}
 }
