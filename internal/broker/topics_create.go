@@ -37,8 +37,8 @@ func (b *Broker) checkBrokerPartitions(n int32) error {
 	limit := b.cfg.Int64("max.broker.partitions")
 	// The internal topics' partitions are the broker's own, not counted.
 	have := int64(b.partitionCount())
-	for _, name := range []string{offsetsTopic, txnTopic, mirrorStateTopic} {
-		have -= int64(len(b.partitionsOf(name)))
+	for _, spec := range b.internalTopicSpecs() {
+		have -= int64(len(b.partitionsOf(spec.name)))
 	}
 	if have+int64(n) > limit {
 		return fmt.Errorf("%w: %d partitions would exceed max.broker.partitions=%d (the broker has %d)", errPolicy, n, limit, have)

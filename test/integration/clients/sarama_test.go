@@ -283,6 +283,7 @@ func TestSaramaClusterAdmin(t *testing.T) {
 			delete(topics, "__consumer_offsets")
 			delete(topics, "__transaction_state")
 			delete(topics, "__mirror_state")
+			delete(topics, "__share_group_state")
 			d, ok := topics["admin"]
 			if len(topics) != 1 || !ok || d.NumPartitions != 3 || d.ReplicationFactor != 1 || len(d.ConfigEntries) != 1 ||
 				d.ConfigEntries["retention.ms"] == nil || *d.ConfigEntries["retention.ms"] != retention {
