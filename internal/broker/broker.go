@@ -49,7 +49,8 @@ type Options struct {
 	FS     vfs.FS
 	// Registry receives the broker's metrics; nil creates a private one.
 	Registry *prometheus.Registry
-	// Mirror tunes mirrors; its test-only fields are never set from config.
+	// Mirror tunes mirrors; its test seams (unexported, set only through
+	// mirror.WithTestHooks) are never set from config.
 	Mirror mirror.Options
 	// HTTP bounds the HTTP listener's clients (zero: DefaultHTTPLimits).
 	HTTP HTTPLimits

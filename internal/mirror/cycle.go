@@ -70,7 +70,7 @@ func (rt *liveMirror) mirrorsTopic(topic string) (name, sourceClusterID string, 
 // checkLoop refuses to mirror a topic that the source mirrors from this
 // cluster.
 func (m *Manager) checkLoop(ctx context.Context, rt *liveMirror, src *source, topic string) error {
-	if m.opts.TestHooks.SkipLoopCheck() {
+	if m.knobs.hooks.SkipLoopCheck() {
 		return nil
 	}
 	name, cluster, err := src.topicMirror(ctx, topic)

@@ -36,7 +36,7 @@ func TestDeleteDuringStart(t *testing.T) {
 	l := &local{dir: t.TempDir(), parts: map[string][]*partition.Partition{}}
 	defer l.close()
 	hooks := &deleteDuringStart{}
-	m, err := openManager(l, mirror.Options{TestHooks: hooks})
+	m, err := openManager(l, mirror.WithTestHooks(mirror.Options{}, hooks))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -320,7 +320,7 @@ func (m *Manager) discoverTopics(ctx context.Context, rt *liveMirror, src *sourc
 		} else if m.local.Partitions(topic) != nil {
 			reason = "exists locally and is not mirrored: start it by name (mirror start --topics) to mirror into it"
 		}
-		if reason != "" && !m.opts.TestHooks.TakeOverLocalTopics() {
+		if reason != "" && !m.knobs.hooks.TakeOverLocalTopics() {
 			if !skipped {
 				m.logger.Warn("source topic selected but not mirrored", zap.String("mirror", rt.spec.Name),
 					zap.String("topic", topic), zap.String("reason", reason))
@@ -434,7 +434,7 @@ func (m *Manager) syncTopicConfigs(ctx context.Context, rt *liveMirror, src *sou
 	if err := m.setTopic(rt, topic, func(ts *topicSpec) { ts.SyncedConfigs = union }); err != nil {
 		return err
 	}
-	if err := m.opts.TestHooks.BeforeConfigSync(topic); err != nil {
+	if err := m.knobs.hooks.BeforeConfigSync(topic); err != nil {
 		return err
 	}
 	if err := m.local.UpdateTopicConfigs(topic, set, remove); err != nil {

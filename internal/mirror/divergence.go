@@ -112,6 +112,6 @@ func (m *Manager) divergenceOf(ctx context.Context, src *source, topic string, i
 	v := p.EpochView()
 	cut, err := divergenceCut(v, func(epoch int32) (int32, int64, error) {
 		return src.endOffsetForEpoch(ctx, topic, idx, epoch)
-	}, m.opts.TestHooks.SkipEpochWalkBack())
+	}, m.knobs.hooks.SkipEpochWalkBack())
 	return Divergence{LogEnd: v.End(), Cut: cut}, err
 }

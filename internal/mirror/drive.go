@@ -131,7 +131,7 @@ func (d *stopDriver) applyKind(kind effectKind, idx []int, col int, pending [][]
 		for _, i := range idx {
 			o := d.parts[i].Offsets()
 			ev := &coreEvent{Kind: EvLSO, End: o.LastStable, Lost: o.LogEnd - o.LastStable, Open: int64(openTxns(d.parts[i]))}
-			if m.opts.TestHooks.SkipAbortMarkers() && ev.Open > 0 {
+			if m.knobs.hooks.SkipAbortMarkers() && ev.Open > 0 {
 				m.logger.Warn("NEGATIVE CONTROL: open transactions not aborted", zap.String("topic", d.tps[i].topic),
 					zap.Int32("partition", d.tps[i].partition), zap.Int64("open", ev.Open))
 				ev.Open = 0
@@ -394,7 +394,7 @@ func (d *stopDriver) writeBarrier(k tp, p *partition.Partition, at int64) (int64
 	if err := m.hook(StepBarrier, k); err != nil {
 		return 0, err
 	}
-	if m.opts.TestHooks.SkipBarrier() {
+	if m.knobs.hooks.SkipBarrier() {
 		m.logger.Warn("NEGATIVE CONTROL: barrier not written", zap.String("topic", k.topic), zap.Int32("partition", k.partition))
 		return at, nil
 	}
@@ -402,7 +402,7 @@ func (d *stopDriver) writeBarrier(k tp, p *partition.Partition, at int64) (int64
 	if err != nil {
 		return 0, fmt.Errorf("write barrier: %w", err)
 	}
-	if !m.opts.TestHooks.SkipBarrierSync() {
+	if !m.knobs.hooks.SkipBarrierSync() {
 		if err := p.FlushTo(off + 1); err != nil {
 			return 0, fmt.Errorf("flush barrier: %w", err)
 		}

@@ -41,7 +41,7 @@ import (
 // epoch: when it rose, the record is saved, then the partition's epoch
 // raised.
 func (m *Manager) noteSourceEpoch(rt *liveMirror, k tp, p *partition.Partition, epoch int32) error {
-	if epoch < 0 || m.opts.TestHooks.KeepSourceLeaderEpoch() {
+	if epoch < 0 || m.knobs.hooks.KeepSourceLeaderEpoch() {
 		return nil
 	}
 	rt.mu.Lock()
@@ -73,7 +73,7 @@ func (m *Manager) noteSourceEpoch(rt *liveMirror, k tp, p *partition.Partition, 
 // noteSourceEpochs steps each local partition of topic with the leader
 // epoch info says the source's has (a Metadata answer).
 func (m *Manager) noteSourceEpochs(rt *liveMirror, topic string, info topicInfo) {
-	if m.opts.TestHooks.KeepSourceLeaderEpoch() {
+	if m.knobs.hooks.KeepSourceLeaderEpoch() {
 		return
 	}
 	parts := m.local.Partitions(topic)

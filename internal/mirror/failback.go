@@ -115,7 +115,7 @@ func (m *Manager) StartWith(ctx context.Context, name string, topics []string, s
 		rep.Records += p.Records
 		rep.Markers += p.Markers
 		rep.Barriers += p.Barriers
-		rep.Refused = rep.Refused || (p.losesData() && !so.AllowTruncate && !m.opts.TestHooks.SkipTruncateGuard())
+		rep.Refused = rep.Refused || (p.losesData() && !so.AllowTruncate && !m.knobs.hooks.SkipTruncateGuard())
 	}
 	if so.DryRun {
 		return rep, nil
@@ -246,7 +246,7 @@ func (m *Manager) startPlanned(rt *liveMirror, plan *topicStart) error {
 		rt.mu.Unlock()
 		return fmt.Errorf("%w: %s", ErrNotFound, rt.spec.Name)
 	}
-	if rt.spec.Topics[topic] == nil && !m.opts.TestHooks.SkipPendingTopics() {
+	if rt.spec.Topics[topic] == nil && !m.knobs.hooks.SkipPendingTopics() {
 		rt.spec.Topics[topic] = &topicSpec{Partitions: map[int32]*partitionRecord{}, Pending: true}
 		if err := m.saveLocked(rt); err != nil {
 			delete(rt.spec.Topics, topic)
@@ -259,7 +259,7 @@ func (m *Manager) startPlanned(rt *liveMirror, plan *topicStart) error {
 	if err != nil {
 		return fmt.Errorf("mirror: local topic %s: %w", topic, err)
 	}
-	if err := m.opts.TestHooks.AfterLocalTopicCreate(topic); err != nil {
+	if err := m.knobs.hooks.AfterLocalTopicCreate(topic); err != nil {
 		return err
 	}
 	rt.mu.Lock()
@@ -277,7 +277,7 @@ func (m *Manager) startPlanned(rt *liveMirror, plan *topicStart) error {
 		// locally is synced from the next refresh on).
 		ts.Pending, ts.SyncedConfigs = false, plan.configs
 	}
-	if ts.TopicID == "" || m.opts.TestHooks.SkipTopicIDCheck() {
+	if ts.TopicID == "" || m.knobs.hooks.SkipTopicIDCheck() {
 		ts.TopicID = topicIDString(info.ID)
 	}
 	// The core's start for each partition: read-only first (a

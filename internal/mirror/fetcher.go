@@ -299,7 +299,7 @@ func (f *fetcher) run() {
 			loop.remove(f)
 			return
 		case <-f.wake: // paused (or resumed): leave and look again
-			f.m.opts.TestHooks.FetcherWoken(f.k.topic, f.k.partition)
+			f.m.knobs.hooks.FetcherWoken(f.k.topic, f.k.partition)
 			loop.remove(f)
 		case err := <-f.evictions:
 			if time.Since(joined) > 10*time.Second {

@@ -154,7 +154,7 @@ func (m *Manager) commitSynced(rt *liveMirror, group string, offsets map[coordin
 		p := parts[tp.Partition]
 		o := p.Offsets()
 		clamped := min(max(om.Offset, o.LogStart), o.LogEnd)
-		if clamped != om.Offset && !m.opts.TestHooks.KeepSourceLeaderEpoch() {
+		if clamped != om.Offset && !m.knobs.hooks.KeepSourceLeaderEpoch() {
 			// A clamped offset carries the local epoch (KIP-1279): the
 			// source's is that of a batch this log does not have yet,
 			// possibly above every epoch here. The epoch of the local
@@ -187,7 +187,7 @@ func (m *Manager) clampGroupOffsets(ends map[coordinator.TopicPartition]int64) (
 	if m.opts.Groups == nil || len(ends) == 0 {
 		return 0, nil
 	}
-	if m.opts.TestHooks.SkipGroupClamp() {
+	if m.knobs.hooks.SkipGroupClamp() {
 		m.logger.Warn("NEGATIVE CONTROL: group offsets not clamped at failover")
 		return 0, nil
 	}
@@ -211,7 +211,7 @@ func (m *Manager) clampGroupOffsets(ends map[coordinator.TopicPartition]int64) (
 // copied. A source that does not answer leaves them: the fetchers' next
 // Metadata answer raises them.
 func (m *Manager) syncSourceEpochs(ctx context.Context, rt *liveMirror, src *source, mirrored map[string]bool) {
-	if m.opts.TestHooks.KeepSourceLeaderEpoch() {
+	if m.knobs.hooks.KeepSourceLeaderEpoch() {
 		return
 	}
 	topics := slices.Sorted(maps.Keys(mirrored))

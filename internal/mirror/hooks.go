@@ -5,8 +5,8 @@ import "time"
 // TestHooks are the seams tests use: to stand in for a crash at a
 // STOPPING step, for a fetcher goroutine the scheduler runs late, or to
 // switch a safety rule off for a negative control (the same scenario with
-// the rule removed, showing the failure it prevents). Production code
-// never sets Options.TestHooks, and no config file, flag or API can; nil
+// the rule removed, showing the failure it prevents). They live in the
+// unexported knobs (knobs.hooks), set only through WithTestHooks; nil
 // makes every hook do nothing. A test embeds NoTestHooks and overrides
 // what it needs.
 type TestHooks interface {
@@ -70,7 +70,7 @@ type TestHooks interface {
 	KeepSourceLeaderEpoch() bool
 }
 
-// NoTestHooks does nothing; it is what a nil Options.TestHooks means.
+// NoTestHooks does nothing; it is what no hooks (nil) means.
 type NoTestHooks struct{}
 
 func (NoTestHooks) BeforeStopStep(StopStep, string, int32) error { return nil }
@@ -90,11 +90,26 @@ func (NoTestHooks) BeforeConfigSync(string) error                { return nil }
 func (NoTestHooks) TakeOverLocalTopics() bool                    { return false }
 func (NoTestHooks) KeepSourceLeaderEpoch() bool                  { return false }
 
-// knobs are the package's unexported test seams (pebble's Options.private
-// style), set only by this package's tests (export_test.go), never by a
-// user: TestHooks above predates them and stays for the tests outside the
-// package that use it.
+// WithTestHooks returns o with the test hooks h in its unexported knobs.
+// It is the one seam through which code outside this package (the
+// in-process brokers of test/integration/itest, carried in
+// BrokerOptions.Mirror, and this package's external tests) reaches the
+// knobs; production code never calls it, and no config file, flag or API
+// leads to it. The other knobs are set by this package's own tests
+// (export_test.go).
+func WithTestHooks(o Options, h TestHooks) Options {
+	o.private.hooks = h
+	return o
+}
+
+// knobs are the package's test seams, one unexported struct in the manner
+// of pebble's Options.private (carried in Options.private, copied to
+// Manager.knobs by Open): never set by a user; the zero value is what
+// production runs. hooks is set through WithTestHooks, the rest by this
+// package's tests (export_test.go).
 type knobs struct {
+	// hooks are the TestHooks above; Open makes nil NoTestHooks.
+	hooks TestHooks
 	// beforeFetcherExit is called by a fetcher's goroutine as it exits,
 	// before it says it is done: a test holds it there to see who waits.
 	beforeFetcherExit func(topic string, partition int32)

@@ -58,7 +58,7 @@ func (m *Manager) checkIdentity(rt *liveMirror, topic string, info topicInfo) er
 
 func (m *Manager) checkIdentityLocked(rt *liveMirror, topic string, info topicInfo) error {
 	spec := rt.spec
-	if info.ClusterID != "" && !m.opts.TestHooks.SkipIdentityCheck() {
+	if info.ClusterID != "" && !m.knobs.hooks.SkipIdentityCheck() {
 		switch spec.SourceClusterID {
 		case "":
 			spec.SourceClusterID = info.ClusterID
@@ -75,7 +75,7 @@ func (m *Manager) checkIdentityLocked(rt *liveMirror, topic string, info topicIn
 				strings.Join(spec.Source, ","), info.ClusterID, spec.Name, spec.SourceClusterID)}
 		}
 	}
-	if topic == "" || m.opts.TestHooks.SkipTopicIDCheck() {
+	if topic == "" || m.knobs.hooks.SkipTopicIDCheck() {
 		return nil
 	}
 	ts := spec.Topics[topic]

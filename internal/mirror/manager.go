@@ -65,9 +65,6 @@ type Options struct {
 	// ShareGroups, when set, receives the source's share groups' start
 	// offsets on the same interval (groups_share.go).
 	ShareGroups ShareOffsets
-	// TestHooks are for tests only (hooks.go): nil in production, where
-	// nothing a user can reach sets them.
-	TestHooks TestHooks
 	// ACLs, when set, is the local authorizer the source's topic ACLs are
 	// synced to (aclsync.go); nil: the broker has none, nothing is synced.
 	ACLs ACLStore
@@ -79,6 +76,11 @@ type Options struct {
 	// __mirror_state (statetopic.go); nil: the Manager opens and closes
 	// the partition __mirror_state-0 of its data directory itself.
 	StateTopic StateTopic
+
+	// private are the test seams (knobs, hooks.go): unexported, so no
+	// config file, flag or API sets them; the zero value is production.
+	// A test outside this package reaches them only through WithTestHooks.
+	private knobs
 }
 
 // StopStep names the steps of STOPPING, in order.
@@ -220,8 +222,8 @@ func Open(local Local, dataDir string, opts Options) (*Manager, error) {
 	if opts.Logger == nil {
 		opts.Logger = zap.NewNop()
 	}
-	if opts.TestHooks == nil {
-		opts.TestHooks = NoTestHooks{}
+	if opts.private.hooks == nil {
+		opts.private.hooks = NoTestHooks{}
 	}
 	if opts.FetchMaxBytes <= 0 {
 		opts.FetchMaxBytes = 8 << 20
@@ -234,7 +236,7 @@ func Open(local Local, dataDir string, opts Options) (*Manager, error) {
 		return nil, err
 	}
 	m := &Manager{local: local, dataDir: dataDir, opts: opts, logger: opts.Logger.Named("mirror"),
-		store: st, saved: map[string]*mirrorSpec{}, mirrors: map[string]*liveMirror{}}
+		store: st, saved: map[string]*mirrorSpec{}, mirrors: map[string]*liveMirror{}, knobs: opts.private}
 	for _, spec := range d.Mirrors {
 		m.saved[spec.Name] = cloneSpec(spec)
 	}

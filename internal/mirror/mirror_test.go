@@ -326,8 +326,8 @@ func TestPauseStopsAppendsBeforeItReturns(t *testing.T) {
 	l := &local{dir: t.TempDir(), parts: map[string][]*partition.Partition{}}
 	defer l.close()
 	release := make(chan struct{})
-	m, err := openManager(l, mirror.Options{FetchMaxWait: 5 * time.Second,
-		TestHooks: lateFetcher{release: release}})
+	m, err := openManager(l, mirror.WithTestHooks(mirror.Options{FetchMaxWait: 5 * time.Second},
+		lateFetcher{release: release}))
 	if err != nil {
 		t.Fatal(err)
 	}

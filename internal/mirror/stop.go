@@ -178,5 +178,5 @@ func parallel(n int, fn func(i int)) {
 }
 
 func (m *Manager) hook(step StopStep, k tp) error {
-	return m.opts.TestHooks.BeforeStopStep(step, k.topic, k.partition)
+	return m.knobs.hooks.BeforeStopStep(step, k.topic, k.partition)
 }

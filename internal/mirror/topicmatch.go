@@ -101,7 +101,7 @@ func (m *Manager) MatchTopics(ctx context.Context, name, action string, patterns
 			reason = "excluded by " + SettingTopicsExclude
 		case owner != "":
 			reason = "mirrored by " + owner
-		case m.local.Partitions(topic) != nil && !m.opts.TestHooks.TakeOverLocalTopics():
+		case m.local.Partitions(topic) != nil && !m.knobs.hooks.TakeOverLocalTopics():
 			reason = "exists locally and is not mirrored: name it (not a pattern) to mirror into it"
 		}
 		if reason != "" {

@@ -112,7 +112,7 @@ func (f *fetcher) prepare(src *source) error {
 	if err := f.checkSourceTopic(src); err != nil {
 		return err
 	}
-	if tr.losesData() && !f.m.opts.TestHooks.SkipTruncateGuard() {
+	if tr.losesData() && !f.m.knobs.hooks.SkipTruncateGuard() {
 		f.rt.mu.Lock()
 		approval := f.rt.spec.Topics[f.k.topic].Partitions[f.k.partition].AllowTruncate
 		f.rt.mu.Unlock()

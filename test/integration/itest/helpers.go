@@ -164,7 +164,8 @@ type BrokerOptions struct {
 	HTTP bool
 	// Config changes the settings after RawConfig's.
 	Config func(*config.Config)
-	// Mirror is the mirrors' options, their test hooks included.
+	// Mirror is the mirrors' options, their test hooks included
+	// (set with mirror.WithTestHooks, the mirror package's one test seam).
 	Mirror mirror.Options
 	// FS is the file system storage writes through (the OS's when nil).
 	FS vfs.FS
@@ -209,7 +210,7 @@ func StartBroker(t *testing.T, o BrokerOptions) *RawCluster {
 // NoBarrier is the mirror options of the negative control whose mirrors
 // leave the barrier out.
 func NoBarrier() mirror.Options {
-	return mirror.Options{TestHooks: MirrorHooks{NoBarrier: true}}
+	return mirror.WithTestHooks(mirror.Options{}, MirrorHooks{NoBarrier: true})
 }
 
 // RawConfig is a raw cluster's configuration: loopback on a free port, no

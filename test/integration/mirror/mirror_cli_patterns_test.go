@@ -181,7 +181,7 @@ func TestMirrorTopicPatternsLeaveLocalTopics(t *testing.T) {
 			ctx := context.Background()
 			a := minibrokertest.Start(t, minibrokertest.Topic("orders-x", 1))
 			itest.ProduceTo(t, a.Addr(), "orders-x", "src", 4)
-			b := itest.StartBroker(t, itest.BrokerOptions{HTTP: true, Mirror: mirror.Options{TestHooks: takeOverHooks{take: takeOver}}})
+			b := itest.StartBroker(t, itest.BrokerOptions{HTTP: true, Mirror: mirror.WithTestHooks(mirror.Options{}, takeOverHooks{take: takeOver})})
 			itest.Must(t, "create local", kadmCreate(t, b.Addr(), "orders-x", 1))
 			itest.ProduceTo(t, b.Addr(), "orders-x", "local", 6)
 			c := adminclient.New(adminclient.Options{Addr: b.Broker().HTTPAddr()})

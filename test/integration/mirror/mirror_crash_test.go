@@ -68,12 +68,12 @@ func TestMirrorCrashAtEachStoppingStep(t *testing.T) {
 		t.Run(string(step), func(t *testing.T) {
 			a := minibrokertest.Start(t, minibrokertest.Topic("orders", 1))
 			itest.ProduceSerially(t, itest.IdempotentProducer(t, a.Addr()), "orders", 0, "a", 5)
-			crashAt := mirror.Options{TestHooks: itest.MirrorHooks{StopStep: func(s mirror.StopStep, _ string, _ int32) error {
+			crashAt := mirror.WithTestHooks(mirror.Options{}, itest.MirrorHooks{StopStep: func(s mirror.StopStep, _ string, _ int32) error {
 				if s == step {
 					return itest.ErrCrash
 				}
 				return nil
-			}}}
+			}})
 			b := itest.StartBroker(t, itest.BrokerOptions{Mirror: crashAt})
 			if err := itest.MirrorOn(b).Create("from-a", []string{a.Addr()}, ""); err != nil {
 				t.Fatal(err)

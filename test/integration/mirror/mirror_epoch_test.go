@@ -193,7 +193,7 @@ func TestMirrorLeaderEpochInvariant(t *testing.T) {
 // (auto.offset.reset=earliest): 10 records twice.
 func TestMirrorLeaderEpochInvariantOff(t *testing.T) {
 	t.Parallel()
-	b, srcEpoch, mirroring := epochScenario(t, mirror.Options{TestHooks: itest.MirrorHooks{KeepSourceEpoch: true}})
+	b, srcEpoch, mirroring := epochScenario(t, mirror.WithTestHooks(mirror.Options{}, itest.MirrorHooks{KeepSourceEpoch: true}))
 	bEpoch := leaderEpochOf(t, b.Addr(), "ledger")
 	off, ep := committedEpoch(t, b.Addr(), "app", "ledger")
 	if off != 10 || ep != srcEpoch || bEpoch >= srcEpoch || mirroring[1] >= srcEpoch {

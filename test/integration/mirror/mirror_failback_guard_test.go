@@ -168,7 +168,7 @@ func TestMirrorFailbackGuard(t *testing.T) {
 // removes A's three late records without a word.
 func TestMirrorFailbackWithoutGuard(t *testing.T) {
 	t.Parallel()
-	a := itest.StartBroker(t, itest.BrokerOptions{Mirror: mirror.Options{TestHooks: itest.MirrorHooks{NoTruncateGuard: true}}})
+	a := itest.StartBroker(t, itest.BrokerOptions{Mirror: mirror.WithTestHooks(mirror.Options{}, itest.MirrorHooks{NoTruncateGuard: true})})
 	b := failbackScenario(t, a)
 	if n := countPrefix(t, a, "a-late"); n != 3 {
 		t.Fatalf("A holds %d a-late records before the start, want 3", n)
@@ -193,7 +193,7 @@ func TestMirrorLoopRefused(t *testing.T) {
 	for _, check := range []bool{true, false} {
 		t.Run(map[bool]string{true: "check", false: "without"}[check], func(t *testing.T) {
 			t.Parallel()
-			a := itest.StartBroker(t, itest.BrokerOptions{Mirror: mirror.Options{TestHooks: itest.MirrorHooks{NoLoopCheck: !check}}})
+			a := itest.StartBroker(t, itest.BrokerOptions{Mirror: mirror.WithTestHooks(mirror.Options{}, itest.MirrorHooks{NoLoopCheck: !check})})
 			if r, err := itest.KadmClient(t, a.Addr()).CreateTopic(context.Background(), 1, 1, nil, "orders"); err != nil || r.Err != nil {
 				t.Fatalf("create orders on A: %v %v", err, r.Err)
 			}

@@ -145,7 +145,7 @@ func TestMirrorFailoverClampsSyncedGroupOffsets(t *testing.T) {
 
 func TestMirrorFailoverWithoutGroupClamp(t *testing.T) {
 	t.Parallel()
-	b := failoverGroupsScenario(t, mirror.Options{TestHooks: itest.MirrorHooks{NoGroupClamp: true}}, "sarama")
+	b := failoverGroupsScenario(t, mirror.WithTestHooks(mirror.Options{}, itest.MirrorHooks{NoGroupClamp: true}), "sarama")
 	if got := committedOffset(t, b.Addr(), "sarama"); got != 16 {
 		t.Fatalf("negative control: group at %d, want the unclamped 16", got)
 	}
@@ -165,12 +165,12 @@ func TestMirrorCrashBeforeGroupClamp(t *testing.T) {
 		t.Run(string(step), func(t *testing.T) {
 			a, abort := itest.OpenTxnFailoverSource(t, "g")
 			defer abort()
-			crashAt := mirror.Options{TestHooks: itest.MirrorHooks{StopStep: func(s mirror.StopStep, _ string, _ int32) error {
+			crashAt := mirror.WithTestHooks(mirror.Options{}, itest.MirrorHooks{StopStep: func(s mirror.StopStep, _ string, _ int32) error {
 				if s == step {
 					return itest.ErrCrash
 				}
 				return nil
-			}}}
+			}})
 			b := itest.StartBroker(t, itest.BrokerOptions{Mirror: crashAt})
 			m := itest.MirrorOn(b)
 			if err := m.Create("from-a", []string{a.Addr()}, ""); err != nil {

@@ -234,14 +234,14 @@ func TestMirrorFailoverModesCrashAtEachStep(t *testing.T) {
 				a := minibrokertest.Start(t, minibrokertest.Topic("ledger", 1))
 				defer openTxnSource(t, a)()
 				calls := 0
-				crashAt := mirror.Options{TestHooks: itest.MirrorHooks{StopStep: func(s mirror.StopStep, _ string, _ int32) error {
+				crashAt := mirror.WithTestHooks(mirror.Options{}, itest.MirrorHooks{StopStep: func(s mirror.StopStep, _ string, _ int32) error {
 					if s == pt.step {
 						if calls++; calls == pt.nth {
 							return itest.ErrCrash
 						}
 					}
 					return nil
-				}}}
+				}})
 				b := itest.StartBroker(t, itest.BrokerOptions{Mirror: crashAt})
 				startModeMirror(t, a, b, sc)
 				if err := itest.MirrorOn(b).Stop("from-a", nil); err == nil {
@@ -276,7 +276,7 @@ func TestMirrorAbortModeWithoutMarkers(t *testing.T) {
 	t.Parallel()
 	a := minibrokertest.Start(t, minibrokertest.Topic("ledger", 1))
 	defer openTxnSource(t, a)()
-	b := itest.StartBroker(t, itest.BrokerOptions{Mirror: mirror.Options{TestHooks: skipAbortHooks{}}})
+	b := itest.StartBroker(t, itest.BrokerOptions{Mirror: mirror.WithTestHooks(mirror.Options{}, skipAbortHooks{})})
 	sc := modeScenarios[1]
 	startModeMirror(t, a, b, sc)
 	if err := itest.MirrorOn(b).Stop("from-a", nil); err != nil {

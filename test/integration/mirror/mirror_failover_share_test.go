@@ -33,7 +33,7 @@ func TestMirrorFailoverClampsShareGroups(t *testing.T) {
 				t.Fatalf("source share group starts at %d, want 16", start)
 			}
 
-			b := itest.StartBroker(t, itest.BrokerOptions{Mirror: mirror.Options{TestHooks: itest.MirrorHooks{NoGroupClamp: !clamp}}})
+			b := itest.StartBroker(t, itest.BrokerOptions{Mirror: mirror.WithTestHooks(mirror.Options{}, itest.MirrorHooks{NoGroupClamp: !clamp})})
 			m := itest.MirrorOn(b)
 			if err := m.Create("from-a", []string{a.Addr()}, ""); err != nil {
 				t.Fatal(err)

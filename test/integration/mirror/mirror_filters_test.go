@@ -152,7 +152,7 @@ func TestMirrorAutoCreationLeavesLocalTopics(t *testing.T) {
 		t.Run(fmt.Sprintf("takeOver=%v", takeOver), func(t *testing.T) {
 			a := minibrokertest.Start(t, minibrokertest.Topic("orders", 1))
 			itest.ProduceTo(t, a.Addr(), "orders", "src", 4)
-			b := itest.StartBroker(t, itest.BrokerOptions{Mirror: mirror.Options{TestHooks: takeOverHooks{take: takeOver}}})
+			b := itest.StartBroker(t, itest.BrokerOptions{Mirror: mirror.WithTestHooks(mirror.Options{}, takeOverHooks{take: takeOver})})
 			itest.Must(t, "create local", kadmCreate(t, b.Addr(), "orders", 1))
 			itest.ProduceTo(t, b.Addr(), "orders", "local", 6)
 			m := createAutoMirror(t, b, a.Addr(), map[string]string{mirror.SettingTopicsInclude: "orders|marker.*"})
@@ -336,13 +336,13 @@ func TestMirrorCrashAfterAutoCreatedTopic(t *testing.T) {
 			a := minibrokertest.Start(t, minibrokertest.Topic("auto-1", 1), minibrokertest.Topic("auto-2", 1))
 			itest.ProduceTo(t, a.Addr(), "auto-1", "one", 3)
 			itest.ProduceTo(t, a.Addr(), "auto-2", "two", 3)
-			b := itest.StartBroker(t, itest.BrokerOptions{Mirror: mirror.Options{TestHooks: pendingHooks{crashOn: "auto-1", skipPending: skipPending}}})
+			b := itest.StartBroker(t, itest.BrokerOptions{Mirror: mirror.WithTestHooks(mirror.Options{}, pendingHooks{crashOn: "auto-1", skipPending: skipPending})})
 			createAutoMirror(t, b, a.Addr(), map[string]string{mirror.SettingTopicsInclude: "auto-.*"})
 			itest.WaitMirrored(t, a, b, "auto-2", 1)
 			if !hasTopic(b, "auto-1") {
 				t.Fatal("auto-1 not created locally before the crash")
 			}
-			b.CrashAndRestart(mirror.Options{TestHooks: pendingHooks{skipPending: skipPending}})
+			b.CrashAndRestart(mirror.WithTestHooks(mirror.Options{}, pendingHooks{skipPending: skipPending}))
 			waitRefreshes(t, a, b, "auto-marker-1")
 			waitRefreshes(t, a, b, "auto-marker-2")
 			st, _ := itest.MirrorOn(b).Describe("from-a")

@@ -108,7 +108,7 @@ func TestMirrorSourceTopicRecreatedFails(t *testing.T) {
 			t.Parallel()
 			a := minibrokertest.Start(t, minibrokertest.Topic("orders", 1))
 			producePrefixed(t, a.Addr(), "orders", 0, "old", 10)
-			b := itest.StartBroker(t, itest.BrokerOptions{Mirror: mirror.Options{TestHooks: itest.MirrorHooks{NoTopicIDCheck: !check, NoTruncateGuard: !check}}})
+			b := itest.StartBroker(t, itest.BrokerOptions{Mirror: mirror.WithTestHooks(mirror.Options{}, itest.MirrorHooks{NoTopicIDCheck: !check, NoTruncateGuard: !check})})
 			m := itest.MirrorOn(b)
 			itest.Must(t, "create", m.CreateWith("from-a", []string{a.Addr()}, mirror.CreateOptions{
 				Config: map[string]string{mirror.SettingFailedRetryInitialMs: "20"}}))
@@ -191,7 +191,7 @@ func TestMirrorTopicRecreatedFetchByName(t *testing.T) {
 			src := kafka30Source(t, kfake.SeedTopics(1, "orders"), kfake.ClusterID("kafka-3-0"))
 			addr := src.ListenAddrs()[0]
 			producePrefixed(t, addr, "orders", 0, "old", 10)
-			b := itest.StartBroker(t, itest.BrokerOptions{Mirror: mirror.Options{TestHooks: itest.MirrorHooks{NoTopicIDCheck: !check, NoTruncateGuard: !check}}})
+			b := itest.StartBroker(t, itest.BrokerOptions{Mirror: mirror.WithTestHooks(mirror.Options{}, itest.MirrorHooks{NoTopicIDCheck: !check, NoTruncateGuard: !check})})
 			m := itest.MirrorOn(b)
 			itest.Must(t, "create", m.Create("from-kfake", []string{addr}, ""))
 			itest.Must(t, "start", m.Start(t.Context(), "from-kfake", []string{"orders"}))
@@ -243,7 +243,7 @@ func TestMirrorSourceClusterIDChangedFails(t *testing.T) {
 			for p := int32(0); p < 2; p++ {
 				producePrefixed(t, addr, "orders", p, "one", 5)
 			}
-			b := itest.StartBroker(t, itest.BrokerOptions{Mirror: mirror.Options{TestHooks: itest.MirrorHooks{NoIdentityCheck: !check, NoTopicIDCheck: !check, NoTruncateGuard: !check}}})
+			b := itest.StartBroker(t, itest.BrokerOptions{Mirror: mirror.WithTestHooks(mirror.Options{}, itest.MirrorHooks{NoIdentityCheck: !check, NoTopicIDCheck: !check, NoTruncateGuard: !check})})
 			m := itest.MirrorOn(b)
 			// --no-check: the cluster id is recorded at the first contact.
 			itest.Must(t, "create", m.CreateWith("from-one", []string{addr}, mirror.CreateOptions{

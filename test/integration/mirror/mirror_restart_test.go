@@ -73,7 +73,7 @@ const restartRecords = 2000
 func restartAfterFailover(t *testing.T, hooks mirror.TestHooks) (minEnd, maxStart, atRestart int64, consumed []*kgo.Record) {
 	const n = restartRecords
 	a := minibrokertest.Start(t, minibrokertest.Topic("orders", 1))
-	b := itest.StartBroker(t, itest.BrokerOptions{Mirror: mirror.Options{FetchMaxBytes: 16 << 10, TestHooks: hooks}})
+	b := itest.StartBroker(t, itest.BrokerOptions{Mirror: mirror.WithTestHooks(mirror.Options{FetchMaxBytes: 16 << 10}, hooks)})
 	pa := itest.IdempotentProducer(t, a.Addr())
 	for i := 0; i < n; i += 100 {
 		var recs []*kgo.Record

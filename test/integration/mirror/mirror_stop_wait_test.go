@@ -74,7 +74,7 @@ func TestMirrorStopAllTopicsWait(t *testing.T) {
 		itest.ProduceSerially(t, pa, "t2", p, "a", 4)
 	}
 	gate := &stopStepGate{topic: "t2", part: 1, fail: true}
-	b := itest.StartBroker(t, itest.BrokerOptions{HTTP: true, Mirror: mirror.Options{TestHooks: itest.MirrorHooks{StopStep: gate.hook}}})
+	b := itest.StartBroker(t, itest.BrokerOptions{HTTP: true, Mirror: mirror.WithTestHooks(mirror.Options{}, itest.MirrorHooks{StopStep: gate.hook})})
 	if err := itest.MirrorOn(b).Create("from-a", []string{a.Addr()}, ""); err != nil {
 		t.Fatal(err)
 	}

@@ -90,7 +90,7 @@ func TestDrillActivePassive(t *testing.T) {
 func TestDrillWithoutBarrierReportsSilentLoss(t *testing.T) {
 	t.Parallel()
 	a := minibrokertest.Start(t, minibrokertest.Topic("canary", 1))
-	b := itest.StartBroker(t, itest.BrokerOptions{HTTP: true, Mirror: mirror.Options{TestHooks: itest.MirrorHooks{NoBarrier: true}}})
+	b := itest.StartBroker(t, itest.BrokerOptions{HTTP: true, Mirror: mirror.WithTestHooks(mirror.Options{}, itest.MirrorHooks{NoBarrier: true})})
 	if err := b.B.Mirrors().Create("from-a", []string{a.Addr()}, ""); err != nil {
 		t.Fatal(err)
 	}

@@ -36,7 +36,7 @@ func startExpiring(t *testing.T, expireMs string, skipBarrier bool) *itest.RawCl
 				}
 			}
 		},
-		Mirror: mirror.Options{TestHooks: itest.MirrorHooks{NoBarrier: skipBarrier}},
+		Mirror: mirror.WithTestHooks(mirror.Options{}, itest.MirrorHooks{NoBarrier: skipBarrier}),
 	})
 }
 
