@@ -9,7 +9,6 @@ import (
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kgo"
-	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/minibroker/minibroker/internal/config"
 )
@@ -52,16 +51,7 @@ func BenchmarkShareConsume(b *testing.B) {
 			for i := 0; i < b.N; i++ {
 				groups++
 				group := fmt.Sprintf("sb-%d", groups) // a fresh group: b.Run runs this more than once
-				req := kmsg.NewPtrIncrementalAlterConfigsRequest()
-				res := kmsg.NewIncrementalAlterConfigsRequestResource()
-				res.ResourceType, res.ResourceName = kmsg.ConfigResourceTypeGroupConfig, group
-				c := kmsg.NewIncrementalAlterConfigsRequestResourceConfig()
-				c.Name, c.Value = "share.auto.offset.reset", kmsg.StringPtr("earliest")
-				res.Configs = append(res.Configs, c)
-				req.Resources = append(req.Resources, res)
-				if resp, err := req.RequestWith(ctx, prod); err != nil || resp.Resources[0].ErrorCode != 0 {
-					b.Fatalf("group config: %v", err)
-				}
+				setShareResetEarliest(b, ctx, prod, group)
 				t0 := time.Now()
 				shareConsumeAll(b, br.Addr(), group, "sb", consumers, records)
 				elapsed += time.Since(t0)

@@ -30,16 +30,7 @@ func TestShareFetchWokenByAck(t *testing.T) {
 	}
 	topic, _ := b.Topic("wake")
 	const group = "wake-group"
-	cfgReq := kmsg.NewPtrIncrementalAlterConfigsRequest()
-	res := kmsg.NewIncrementalAlterConfigsRequestResource()
-	res.ResourceType, res.ResourceName = kmsg.ConfigResourceTypeGroupConfig, group
-	c := kmsg.NewIncrementalAlterConfigsRequestResourceConfig()
-	c.Name, c.Value = "share.auto.offset.reset", kmsg.StringPtr("earliest")
-	res.Configs = append(res.Configs, c)
-	cfgReq.Resources = append(cfgReq.Resources, res)
-	if resp, err := cfgReq.RequestWith(ctx, cl); err != nil || resp.Resources[0].ErrorCode != 0 {
-		t.Fatalf("group config: %v %+v", err, resp)
-	}
+	setShareResetEarliest(t, ctx, cl, group)
 	fetch := func(member string, wait int32) *kmsg.ShareFetchResponse {
 		req := kmsg.NewPtrShareFetchRequest()
 		req.GroupID, req.MemberID = kmsg.StringPtr(group), kmsg.StringPtr(member)
@@ -96,5 +87,21 @@ func TestShareFetchWokenByAck(t *testing.T) {
 	}
 	if f, l := acquired(resp); f != 100 || l != 149 {
 		t.Fatalf("member B's waiting fetch acquired %d-%d, want 100-149 once A's acknowledgement made room", f, l)
+	}
+}
+
+// setShareResetEarliest sets the share group's share.auto.offset.reset to
+// earliest, so it starts at the log's first record.
+func setShareResetEarliest(tb testing.TB, ctx context.Context, cl *kgo.Client, group string) {
+	tb.Helper()
+	req := kmsg.NewPtrIncrementalAlterConfigsRequest()
+	res := kmsg.NewIncrementalAlterConfigsRequestResource()
+	res.ResourceType, res.ResourceName = kmsg.ConfigResourceTypeGroupConfig, group
+	c := kmsg.NewIncrementalAlterConfigsRequestResourceConfig()
+	c.Name, c.Value = "share.auto.offset.reset", kmsg.StringPtr("earliest")
+	res.Configs = append(res.Configs, c)
+	req.Resources = append(req.Resources, res)
+	if resp, err := req.RequestWith(ctx, cl); err != nil || resp.Resources[0].ErrorCode != 0 {
+		tb.Fatalf("group config: %v %+v", err, resp)
 	}
 }
