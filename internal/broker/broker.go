@@ -61,6 +61,12 @@ type Options struct {
 	// CLUSTER ALTER and DESCRIBE; nil: the ACLs when authorizer.class.name
 	// is set, else every authenticated principal is allowed.
 	AdminAuthorizer ClusterAuthorizer
+
+	// private are the test seams (knobs.go), copied to Broker.knobs:
+	// unexported, so no config file, flag or API sets them; the zero
+	// value is production. Code outside this package reaches them only
+	// through WithTestHooks.
+	private knobs
 }
 
 // Broker is one running minibroker node.
@@ -82,14 +88,11 @@ type Broker struct {
 	groups     *coordinator.Groups // the group coordinator, opened after the topics
 	shares     *share.Coordinator  // share groups (share_groups.go)
 	shareStore *share.TopicStore   // their state in __share_group_state
-	// shareLockDuration, when set, is every share group's acquisition
-	// lock (SetShareLockDurationForTest).
-	shareLockDuration time.Duration
-	mirrors           *mirror.Manager
-	faults            *fault.Registry // nil unless faults.enable
-	lock              *os.File        // data-dir lock
-	scram             *security.ScramStore
-	authz             *acl.Authorizer // nil: authorizer.class.name unset, everything allowed
+	mirrors    *mirror.Manager
+	faults     *fault.Registry // nil unless faults.enable
+	lock       *os.File        // data-dir lock
+	scram      *security.ScramStore
+	authz      *acl.Authorizer // nil: authorizer.class.name unset, everything allowed
 	// fetchSessions is the fetch session cache (KIP-227, fetch_session.go).
 	fetchSessions *fetchSessionCache
 	quotas        *quota.Manager // client quotas (quotas.go)
@@ -144,8 +147,8 @@ func New(opts Options) (*Broker, error) {
 	return newBroker(opts, nil)
 }
 
-// newBroker is New; seams, if set, adjusts the broker before it opens
-// anything (tests only).
+// newBroker is New; seams, if set, adjusts the broker (its knobs, which
+// start as opts.private) before it opens anything (tests only).
 func newBroker(opts Options, seams func(*Broker)) (*Broker, error) {
 	cfg := opts.Config
 	cfg.Kafka = maps.Clone(cfg.Kafka) // the caller's map is not the broker's
@@ -165,7 +168,7 @@ func newBroker(opts Options, seams func(*Broker)) (*Broker, error) {
 	b := &Broker{
 		cfg: cfg, logger: opts.Logger, fs: opts.FS, dataDir: cfg.DataDir, nodeID: cfg.NodeID,
 		registry: opts.Registry, topics: map[string]*Topic{}, topicsByID: map[[16]byte]*Topic{},
-		stop: make(chan struct{}), httpLim: opts.HTTP.withDefaults(),
+		stop: make(chan struct{}), httpLim: opts.HTTP.withDefaults(), knobs: opts.private,
 	}
 	if seams != nil {
 		seams(b)
@@ -228,9 +231,7 @@ func newBroker(opts Options, seams func(*Broker)) (*Broker, error) {
 	if b.knobs.legacyGroupLog {
 		gopts.OffsetsTopic = nil
 	}
-	if b.knobs.groupSeams != nil {
-		b.knobs.groupSeams(&gopts)
-	}
+	gopts = coordinator.WithTestHooks(gopts, b.knobs.groupHooks)
 	if b.groups, err = coordinator.OpenGroups(gopts); err != nil {
 		return nil, fmt.Errorf("group coordinator: %w", err)
 	}

@@ -13,6 +13,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/minibroker/minibroker/internal/config"
+	"github.com/minibroker/minibroker/internal/coordinator"
 )
 
 // ownershipLedger records, per partition, which members hold it (from
@@ -245,7 +246,7 @@ func fencedMembers(t *testing.T, reg *prometheus.Registry) map[string]float64 {
 // commit) are logged. The time to a stable assignment after the last
 // leave is logged beside a classic group's in the same run. Negative
 // control: with the coordinator assigning a partition before its owner
-// revoked it (SetAssignBeforeRevokeForTest), partitions are held twice.
+// revoked it (the group hook AssignBeforeRevoke), partitions are held twice.
 func TestConsumerGroupRebalanceLedger(t *testing.T) {
 	if testing.Short() {
 		t.Skip("ledger run: several seconds of rebalances")
@@ -268,8 +269,8 @@ func TestConsumerGroupRebalanceLedger(t *testing.T) {
 				}
 			}
 			reg := prometheus.NewRegistry()
-			b, cl := serveWith(t, Options{Config: cfg, Registry: reg})
-			b.groups.SetAssignBeforeRevokeForTest(tc.assignBeforeRevoke)
+			b, cl := serveWith(t, Options{Config: cfg, Registry: reg,
+				private: knobs{groupHooks: coordinator.TestHooks{AssignBeforeRevoke: tc.assignBeforeRevoke}}})
 			createTopics(t, cl, false, map[string]int32{"ledger": 8, "ledger-classic": 8})
 			overlaps, _, settle848 := ledgerRun(t, b, true, "ledger", "g848")
 			if tc.assignBeforeRevoke {

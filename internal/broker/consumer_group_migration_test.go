@@ -11,6 +11,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/minibroker/minibroker/internal/config"
+	"github.com/minibroker/minibroker/internal/coordinator"
 )
 
 // ledgerMember is one kgo group member of a ledger run: classic (with
@@ -231,7 +232,7 @@ func mixedRun(t *testing.T, b *Broker, balancer func() kgo.GroupBalancer, topic,
 // last one leaves; from the clients' own assigned/revoked/lost callbacks
 // no partition is ever held by two members at once, and every record is
 // read. Negative control: with the coordinator assigning a partition
-// before its owner revoked it (SetAssignBeforeRevokeForTest), the mixed
+// before its owner revoked it (the group hook AssignBeforeRevoke), the mixed
 // group holds partitions twice.
 func TestConsumerGroupMixedProtocolsLedger(t *testing.T) {
 	if testing.Short() {
@@ -255,8 +256,8 @@ func TestConsumerGroupMixedProtocolsLedger(t *testing.T) {
 					t.Fatal(err)
 				}
 			}
-			b, cl := serveWith(t, Options{Config: cfg})
-			b.groups.SetAssignBeforeRevokeForTest(tc.assignBeforeRevoke)
+			b, cl := serveWith(t, Options{Config: cfg,
+				private: knobs{groupHooks: coordinator.TestHooks{AssignBeforeRevoke: tc.assignBeforeRevoke}}})
 			createTopics(t, cl, false, map[string]int32{"mixed": 8})
 			overlaps := mixedRun(t, b, tc.balancer, "mixed", "gmixed")
 			if tc.assignBeforeRevoke {

@@ -4,15 +4,44 @@ import (
 	"time"
 
 	"github.com/minibroker/minibroker/internal/coordinator"
+	"github.com/minibroker/minibroker/internal/share"
 )
 
+// TestHooks are the broker's seams for tests outside this package (the
+// integration tests, through test/integration/itest's BrokerOptions):
+// each switches a rule off for a negative control, the same scenario with
+// the rule removed showing the failure it prevents. The zero value is
+// production. They live in the unexported knobs (knobs.hooks), set only
+// through WithTestHooks.
+type TestHooks struct {
+	// Share are the share coordinator's hooks (share.TestHooks: lock
+	// expiry, release on connection close, the state store).
+	Share share.TestHooks
+}
+
+// WithTestHooks returns o with the test hooks h in its unexported knobs.
+// It is the one seam through which code outside this package reaches the
+// broker's knobs; production code never calls it, and no config file,
+// flag or API leads to it. The mirrors' hooks travel in Options.Mirror
+// (mirror.WithTestHooks).
+func WithTestHooks(o Options, h TestHooks) Options {
+	o.private.hooks = h
+	return o
+}
+
 // knobs are the broker's test-only seams, one struct in the manner of
-// pebble's Options.private: unexported, so only this package's tests set
-// them (through newBroker's seams function); the zero value is what
+// pebble's Options.private (carried in Options.private, copied to
+// Broker.knobs by New): unexported, so this package's tests set them
+// (Options.private, or newBroker's seams function) and code outside it
+// only the hooks, through WithTestHooks; the zero value is what
 // production runs. Each switches a rule off for a negative control or
 // shortens a bound a test cannot wait for; none is reachable from a config
 // file, flag or API.
 type knobs struct {
+	// hooks are the TestHooks above; the share coordinator gets
+	// hooks.Share (share.WithTestHooks).
+	hooks TestHooks
+
 	// legacyCreateUnderRegistryLock creates partitions and writes
 	// topics.json holding b.mu (so Produce and Fetch wait on it): the
 	// negative controls of TestCreateDoesNotStallProduce and
@@ -61,10 +90,12 @@ type knobs struct {
 	panicInProduce func(topic string) bool
 	// legacyGroupLog opens the group coordinator without
 	// __consumer_offsets, on the group log, as the version before the
-	// topic was its store did (offsets_migration_test.go); groupSeams
-	// adjusts its options.
+	// topic was its store did (offsets_migration_test.go); groupHooks
+	// are the group coordinator's (coordinator.WithTestHooks): its
+	// migration crash seams, and the negative control of the consumer
+	// group ledgers (AssignBeforeRevoke).
 	legacyGroupLog bool
-	groupSeams     func(*coordinator.GroupsOptions)
+	groupHooks     coordinator.TestHooks
 	// shareMigration adjusts the migration of the share state files into
 	// __share_group_state (share_state_topic.go): its start hook, and
 	// removeFirst, the negative control of its crash test.

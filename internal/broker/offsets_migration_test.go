@@ -113,9 +113,9 @@ func migrationCrashRun(t *testing.T, removeFirst bool) (bad []string, cuts int) 
 		mem := legacyDataDir(t, dir)
 		efs := errorfs.Wrap(mem)
 		b, err := memBroker(t, dir, efs, func(b *Broker) {
-			b.knobs.groupSeams = func(o *coordinator.GroupsOptions) {
-				o.MigrationStartForTest = func() { efs.Inject(errorfs.Rule{Skip: cut}) }
-				o.MigrationRemovesLogFirstForTest = removeFirst
+			b.knobs.groupHooks = coordinator.TestHooks{
+				MigrationStart:           func() { efs.Inject(errorfs.Rule{Skip: cut}) },
+				MigrationRemovesLogFirst: removeFirst,
 			}
 		})
 		if err == nil {

@@ -29,11 +29,11 @@ func (b *Broker) openShareGroups() error {
 	if err := b.migrateShareStateFiles(); err != nil {
 		return err
 	}
-	c, err := share.NewCoordinator(share.Options{
+	c, err := share.NewCoordinator(share.WithTestHooks(share.Options{
 		Topics:  b.shareTopics,
 		Store:   b.shareStore,
 		MaxSize: int(b.cfg.Int32("group.share.max.size")),
-	})
+	}, b.knobs.hooks.Share))
 	if err != nil {
 		return err
 	}
@@ -85,9 +85,6 @@ func (b *Broker) shareGroupMs(group, name, def string) time.Duration {
 // sharePartitionConfig is a share partition's limits in group.
 func (b *Broker) sharePartitionConfig(group string) share.Config {
 	lock := b.shareGroupMs(group, "share.record.lock.duration.ms", "group.share.record.lock.duration.ms")
-	if b.shareLockDuration > 0 {
-		lock = b.shareLockDuration
-	}
 	return share.Config{
 		LockDuration:  lock,
 		DeliveryLimit: int16(b.cfg.Int32("group.share.delivery.count.limit")),
@@ -105,23 +102,6 @@ func (b *Broker) nonShareGroupExists(id string) bool {
 	}
 	return false
 }
-
-// SetShareLockDurationForTest overrides every share group's acquisition
-// lock duration (tests: below Kafka's 1 s minimum).
-func (b *Broker) SetShareLockDurationForTest(d time.Duration) { b.shareLockDuration = d }
-
-// SetShareNoLockExpiryForTest turns acquisition lock expiry off: the
-// negative control of the lock expiry tests.
-func (b *Broker) SetShareNoLockExpiryForTest(on bool) { b.shares.SetNoLockExpiryForTest(on) }
-
-// SetShareNoConnReleaseForTest keeps share sessions and their acquired
-// records when the connection closes: the negative control of the
-// connection release tests.
-func (b *Broker) SetShareNoConnReleaseForTest(on bool) { b.shares.SetNoConnReleaseForTest(on) }
-
-// SetShareNoStoreForTest stops writing share partition state: the
-// negative control of the crash tests.
-func (b *Broker) SetShareNoStoreForTest(on bool) { b.shares.SetNoStoreForTest(on) }
 
 // mirrorShares adapts the share coordinator to the mirror's share group
 // offset sync (mirror.ShareOffsets).

@@ -146,16 +146,6 @@ func (g *Groups) ValidateFetchMember(groupID string, memberID *string, epoch int
 	return g.core.ValidateFetchMember(groupID, memberID, epoch)
 }
 
-// SetAssignBeforeRevokeForTest is a negative-control knob for the
-// broker's tests: with on, a consumer group member is given its target
-// partitions at once, while their previous owner still holds them (the
-// reconciliation rule removed). Never set outside tests.
-func (g *Groups) SetAssignBeforeRevokeForTest(on bool) {
-	g.mu.Lock()
-	g.core.assignBeforeRevoke = on
-	g.mu.Unlock()
-}
-
 // topicImage is the broker's current topics (an empty image without a
 // Topics function).
 func (g *Groups) topicImage() *TopicImage {

@@ -452,7 +452,7 @@ func (c *groupCore) nextAssignment(cg *consumerGroup, m *cgMember, epoch int32, 
 			if keep.has(t, p) {
 				continue
 			}
-			if cg.partitionEpoch(t, p) != -1 && !c.assignBeforeRevoke {
+			if cg.partitionEpoch(t, p) != -1 && !c.knobs.hooks.AssignBeforeRevoke {
 				unreleased = true
 				continue
 			}

@@ -115,7 +115,7 @@ func TestConsumerGroupRevokeBeforeAssign(t *testing.T) {
 	for _, knob := range []bool{false, true} {
 		t.Run(fmt.Sprintf("assignBeforeRevoke=%v", knob), func(t *testing.T) {
 			h := newCGHarness(t, map[string]int32{"t": 4})
-			h.c.assignBeforeRevoke = knob
+			h.c.knobs.hooks.AssignBeforeRevoke = knob
 			tid := h.topc["t"]
 			ra := h.join("a", "t")
 			if ra.MemberEpoch != 1 || !reflect.DeepEqual(ra.Assignment, []OwnedTopic{{tid, []int32{0, 1, 2, 3}}}) {

@@ -10,12 +10,12 @@ import (
 )
 
 // openBoundGroups opens the group coordinator with a 1 MiB group log
-// record bound (the production bound is 64 MiB) and the given seams.
-func openBoundGroups(t *testing.T, fs vfs.FS, seams groupSeams) *Groups {
+// record bound (the production bound is 64 MiB) and the given knobs.
+func openBoundGroups(t *testing.T, fs vfs.FS, k knobs) *Groups {
 	t.Helper()
-	seams.maxRecord = 1 << 20
+	k.maxRecord = 1 << 20
 	g, err := OpenGroups(GroupsOptions{
-		FS: fs, Dir: "/data", TickInterval: 10 * time.Millisecond, seams: seams,
+		FS: fs, Dir: "/data", TickInterval: 10 * time.Millisecond, private: k,
 		Config: GroupConfig{MinSessionTimeout: time.Second, MaxSessionTimeout: time.Minute, OffsetsRetention: time.Hour},
 	})
 	if err != nil {
@@ -32,7 +32,7 @@ func openBoundGroups(t *testing.T, fs vfs.FS, seams groupSeams) *Groups {
 // written; after a restart, the other groups' committed offsets, written
 // before and after, are all there.
 func TestGroupRecordTooLarge(t *testing.T) {
-	victim, after, syncErr := testGroupRecordTooLarge(t, groupSeams{})
+	victim, after, syncErr := testGroupRecordTooLarge(t, knobs{})
 	if !errors.Is(syncErr, ErrRecordTooLarge) {
 		t.Errorf("leader's SyncGroup: %v, want ErrRecordTooLarge (UNKNOWN_SERVER_ERROR)", syncErr)
 	}
@@ -46,16 +46,16 @@ func TestGroupRecordTooLarge(t *testing.T) {
 // SyncGroup with success and the restart loses the victim's offset to the
 // frame hidden in the metadata.
 func TestGroupRecordTooLargeNegativeControl(t *testing.T) {
-	victim, after, syncErr := testGroupRecordTooLarge(t, groupSeams{skipCoreBound: true, skipWriteBound: true})
+	victim, after, syncErr := testGroupRecordTooLarge(t, knobs{skipCoreBound: true, skipWriteBound: true})
 	t.Logf("without the bound: sync err %v, victim %d, after %d", syncErr, victim, after)
 	if syncErr != nil || victim == 42 {
 		t.Fatal("the scenario shows no loss without the bound: it proves nothing")
 	}
 }
 
-func testGroupRecordTooLarge(t *testing.T, seams groupSeams) (victim, after int64, syncErr error) {
+func testGroupRecordTooLarge(t *testing.T, k knobs) (victim, after int64, syncErr error) {
 	fs := memFS(t)
-	g := openBoundGroups(t, fs, seams)
+	g := openBoundGroups(t, fs, k)
 	tp := TopicPartition{Topic: "t", Partition: 0}
 	if err := g.CommitOffsetsAdmin("victim", map[TopicPartition]OffsetAndMetadata{tp: {Offset: 42, LeaderEpoch: -1}}); err != nil {
 		t.Fatal(err)
@@ -78,7 +78,7 @@ func testGroupRecordTooLarge(t *testing.T, seams groupSeams) (victim, after int6
 	if err := g.Close(); err != nil {
 		t.Fatal(err)
 	}
-	g2 := openBoundGroups(t, fs, groupSeams{})
+	g2 := openBoundGroups(t, fs, knobs{})
 	defer g2.Close()
 	victim, after = -1, -1
 	if om, ok := g2.ListGroupOffsets("victim")[tp]; ok {
@@ -101,7 +101,7 @@ func TestGroupRecordTooLargeRefusedByLog(t *testing.T) {
 	var victim, after int64
 	go func() {
 		defer close(done)
-		victim, after, syncErr = testGroupRecordTooLarge(t, groupSeams{skipCoreBound: true})
+		victim, after, syncErr = testGroupRecordTooLarge(t, knobs{skipCoreBound: true})
 	}()
 	select {
 	case <-done:

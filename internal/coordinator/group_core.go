@@ -65,13 +65,9 @@ type groupCore struct {
 	// Format.MaxRecord); a group whose state record would be longer is
 	// not stored (checkGroupRecord).
 	maxRecord int
-	// skipRecordBound is set only by this package's negative-control
-	// tests: group records are then stored whatever their length.
-	skipRecordBound bool
-	// assignBeforeRevoke is a negative-control knob (Groups.
-	// SetAssignBeforeRevokeForTest): a consumer group member is given
-	// its target partitions while their previous owner still holds them.
-	assignBeforeRevoke bool
+	// knobs are the test seams (knobs.go), GroupsOptions.private; the
+	// core reads skipCoreBound and hooks.AssignBeforeRevoke.
+	knobs knobs
 }
 
 func newGroupCore(cfg GroupConfig, newMemberID func(clientID string) string) *groupCore {

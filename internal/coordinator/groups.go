@@ -9,7 +9,6 @@ import (
 
 	"go.uber.org/zap"
 
-	"github.com/minibroker/minibroker/internal/recordlog"
 	"github.com/minibroker/minibroker/internal/vfs"
 )
 
@@ -39,30 +38,10 @@ type GroupsOptions struct {
 	// group log in Dir is the store (this package's tests).
 	OffsetsTopic OffsetsTopic
 
-	// MigrationStartForTest, if set, is called when a migration of the
-	// group log starts, and MigrationRemovesLogFirstForTest makes it
-	// remove the group log before the topic holds its state durably
-	// (the negative control): for the broker's migration crash tests
-	// only.
-	MigrationStartForTest           func()
-	MigrationRemovesLogFirstForTest bool
-
-	// seams are set only by this package's tests.
-	seams groupSeams
-}
-
-// groupSeams are test-only settings (zero value: production).
-type groupSeams struct {
-	// maxRecord lowers the group log's record bound (0: groupLogFormat's
-	// 64 MiB), so a test can exceed it with a small request.
-	maxRecord int
-	// skipCoreBound: the core stores a group record of any length (its
-	// check removed), so only the group log's writer can refuse it.
-	skipCoreBound bool
-	// skipWriteBound: the log is written with a 1 GiB bound (read back,
-	// the next open uses the real one). With skipCoreBound too, this is
-	// the code before the bound: an oversized record reaches the file.
-	skipWriteBound bool
+	// private are the test seams (knobs.go): unexported, so no config
+	// file, flag or API sets them; the zero value is production. Code
+	// outside this package reaches them only through WithTestHooks.
+	private knobs
 }
 
 // Groups is the group coordinator: the deterministic core (groupCore)
@@ -114,6 +93,7 @@ func OpenGroups(opts GroupsOptions) (*Groups, error) {
 		stop: make(chan struct{}), done: make(chan struct{}),
 	}
 	g.core = newGroupCore(opts.Config, newMemberID)
+	g.core.knobs = opts.private
 	store, err := g.openStorage()
 	if err != nil {
 		return nil, err
@@ -122,15 +102,6 @@ func OpenGroups(opts GroupsOptions) (*Groups, error) {
 	g.updateMetricsLocked()
 	go g.loop()
 	return g, nil
-}
-
-// logFormat is the group log's format, with the test's record bound.
-func (s groupSeams) logFormat() recordlog.Format {
-	f := groupLogFormat
-	if s.maxRecord > 0 {
-		f.MaxRecord = s.maxRecord
-	}
-	return f
 }
 
 // newMemberID is Kafka's: the client id (or group instance id), a dash

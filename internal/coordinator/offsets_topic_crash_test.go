@@ -15,7 +15,7 @@ import (
 // that keeps only fsynced bytes: every acknowledged commit is there.
 func TestGroupsTopicCrashKeepsAcknowledgedCommits(t *testing.T) {
 	fs := memFS(t)
-	g := openTopicGroups(t, fs, groupSeams{})
+	g := openTopicGroups(t, fs, knobs{})
 	const writers, commits = 8, 50
 	var wg sync.WaitGroup
 	for w := range writers {
@@ -33,7 +33,7 @@ func TestGroupsTopicCrashKeepsAcknowledgedCommits(t *testing.T) {
 	wg.Wait()
 	crashed := fs.CrashClone()
 	g.Kill()
-	g2 := openTopicGroups(t, crashed, groupSeams{})
+	g2 := openTopicGroups(t, crashed, knobs{})
 	defer g2.Close()
 	for w := range writers {
 		offs := g2.ListGroupOffsets(fmt.Sprint("g", w))
@@ -52,7 +52,7 @@ func TestGroupsTopicCrashKeepsAcknowledgedCommits(t *testing.T) {
 // crash.
 func TestGroupsTopicUnsyncedIsLost(t *testing.T) {
 	fs := memFS(t)
-	g := openTopicGroups(t, fs, groupSeams{})
+	g := openTopicGroups(t, fs, knobs{})
 	g.mu.Lock()
 	g.core.CommitOffsets(time.Now(), CommitRequest{Group: "g", Generation: -1,
 		Offsets: map[TopicPartition]OffsetAndMetadata{{Topic: "t"}: {Offset: 42}}})
@@ -65,7 +65,7 @@ func TestGroupsTopicUnsyncedIsLost(t *testing.T) {
 	crashed := fs.CrashClone()
 	g.mu.Unlock()
 	g.Kill()
-	g2 := openTopicGroups(t, crashed, groupSeams{})
+	g2 := openTopicGroups(t, crashed, knobs{})
 	defer g2.Close()
 	if offs := g2.ListGroupOffsets("g"); len(offs) != 0 {
 		t.Fatalf("an offset that was never fsynced survived the crash: %v (the crash test proves nothing)", offs)
@@ -76,7 +76,7 @@ func TestGroupsTopicUnsyncedIsLost(t *testing.T) {
 // COORDINATOR_NOT_AVAILABLE, never acknowledged.
 func TestGroupsTopicFailedFsync(t *testing.T) {
 	efs := errorfs.Wrap(memFS(t))
-	g := openTopicGroups(t, efs, groupSeams{})
+	g := openTopicGroups(t, efs, knobs{})
 	defer g.Close()
 	efs.Inject(errorfs.Rule{Op: errorfs.OpSync, PathContains: "__consumer_offsets"})
 	_, err := g.CommitOffsets(CommitRequest{Group: "g", Generation: -1,

@@ -56,11 +56,11 @@ func openOffsetsTopic(t testing.TB, fs vfs.FS, dir string) (o offsetsPartTopic, 
 
 // openTopicGroups opens the group coordinator on fs's /data, its store
 // __consumer_offsets over real partitions there (closed with the test).
-func openTopicGroups(t *testing.T, fs vfs.FS, seams groupSeams) *Groups {
+func openTopicGroups(t *testing.T, fs vfs.FS, k knobs) *Groups {
 	t.Helper()
 	topic, _ := openOffsetsTopic(t, fs, "/data")
 	g, err := OpenGroups(GroupsOptions{
-		FS: fs, Dir: "/data", TickInterval: 10 * time.Millisecond, seams: seams, OffsetsTopic: topic,
+		FS: fs, Dir: "/data", TickInterval: 10 * time.Millisecond, private: k, OffsetsTopic: topic,
 		Config: GroupConfig{MinSessionTimeout: time.Second, MaxSessionTimeout: time.Minute, OffsetsRetention: time.Hour},
 	})
 	if err != nil {

@@ -168,10 +168,9 @@ func (s *topicStore) close(abandon bool) error {
 // openStorage loads the core from its store and returns the store.
 func (g *Groups) openStorage() (groupStorage, error) {
 	opts := g.opts
-	format := opts.seams.logFormat()
+	format := opts.private.logFormat()
 	g.core.maxRecord = format.MaxRecord
-	g.core.skipRecordBound = opts.seams.skipCoreBound
-	if opts.seams.skipWriteBound {
+	if opts.private.skipWriteBound {
 		format.MaxRecord = 1 << 30
 	}
 	start := time.Now()
@@ -216,8 +215,8 @@ func replayInto(c *groupCore, t OffsetsTopic, now time.Time) (replayStats, error
 // migrate moves the group log into the topic (see the file comment).
 func (g *Groups) migrate(s *topicStore, format recordlog.Format, legacy string, start time.Time) error {
 	opts := g.opts
-	if opts.MigrationStartForTest != nil {
-		opts.MigrationStartForTest()
+	if h := opts.private.hooks.MigrationStart; h != nil {
+		h()
 	}
 	store, err := openGroupStore(opts.FS, opts.Dir, g.core, start, g.logger, format)
 	if err != nil {
@@ -239,7 +238,7 @@ func (g *Groups) migrate(s *topicStore, format recordlog.Format, legacy string, 
 			appended += len(op.recs)
 		}
 	}
-	if opts.MigrationRemovesLogFirstForTest {
+	if opts.private.hooks.MigrationRemovesLogFirst {
 		// Negative control: the file goes before the topic is durable.
 		if err := removeDurably(opts.FS, opts.Dir, groupLogFile); err != nil {
 			return err
@@ -248,7 +247,7 @@ func (g *Groups) migrate(s *topicStore, format recordlog.Format, legacy string, 
 	if _, err := s.write(out); err != nil {
 		return fmt.Errorf("migrating the group log to __consumer_offsets: %w", err)
 	}
-	if !opts.MigrationRemovesLogFirstForTest {
+	if !opts.private.hooks.MigrationRemovesLogFirst {
 		if err := s.flush(); err != nil {
 			return fmt.Errorf("migrating the group log to __consumer_offsets: %w", err)
 		}

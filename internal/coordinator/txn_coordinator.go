@@ -61,7 +61,9 @@ type TxnOptions struct {
 	// one second.
 	RetryInterval time.Duration
 
-	seams txnSeams // this package's negative controls
+	// private are the test seams (knobs.go; removeLegacyFirst): set only
+	// by this package's tests.
+	private knobs
 }
 
 // Transactions is the transaction coordinator: the TxnMachine behind a
@@ -131,7 +133,7 @@ func OpenTransactions(opts TxnOptions) (*Transactions, error) {
 		return nil, errors.New("coordinator: no __transaction_state")
 	}
 	start := time.Now()
-	st, err := openTxnState(opts.FS, opts.Dir, opts.Topic, opts.seams)
+	st, err := openTxnState(opts.FS, opts.Dir, opts.Topic, opts.private)
 	if err != nil {
 		return nil, err
 	}

@@ -70,7 +70,7 @@ type txnHarness struct {
 	clock   *fakeClock
 	reg     *prometheus.Registry
 	topic   *partTopic // opened by the first open
-	seams   txnSeams
+	knobs   knobs
 }
 
 type fakeClock struct {
@@ -99,7 +99,7 @@ func (h *txnHarness) open() *Transactions {
 	h.reg = prometheus.NewRegistry()
 	tx, err := OpenTransactions(TxnOptions{FS: h.fs, Dir: h.dir, Topic: h.txnTopic(), Config: TxnConfig{MaxTimeoutMs: 60_000, IDExpirationMs: 3_600_000},
 		ProducerIDs: pids, Markers: h.markers, Offsets: h.offsets, Registry: h.reg, Now: h.clock.Now,
-		RetryInterval: 5 * time.Millisecond, seams: h.seams})
+		RetryInterval: 5 * time.Millisecond, private: h.knobs})
 	if err != nil {
 		h.t.Fatal(err)
 	}

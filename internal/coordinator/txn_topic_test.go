@@ -284,7 +284,7 @@ func TestTxnUpgradeTornTailAndBadHeader(t *testing.T) {
 // starts again on what a kill -9 leaves (every write made so far) and on
 // what a power loss leaves (CrashClone: only what was fsynced). It
 // returns the cuts whose restart did not read the old states back.
-func upgradeCrashRun(t *testing.T, seams txnSeams) (bad []string, cuts int) {
+func upgradeCrashRun(t *testing.T, k knobs) (bad []string, cuts int) {
 	for cut := 0; ; cut++ {
 		mem := errorfs.NewMem()
 		must(t, mem.MkdirAll("/d", 0o755))
@@ -292,7 +292,7 @@ func upgradeCrashRun(t *testing.T, seams txnSeams) (bad []string, cuts int) {
 		efs := errorfs.Wrap(mem)
 		topic := openTxnTopic(t, efs, "/d")
 		efs.Inject(errorfs.Rule{Skip: cut})
-		_, err := openTxnState(efs, "/d", topic, seams)
+		_, err := openTxnState(efs, "/d", topic, k)
 		if err == nil && len(efs.Injected()) == 0 {
 			return bad, cut // the upgrade ran to its end before the cut
 		}
@@ -300,7 +300,7 @@ func upgradeCrashRun(t *testing.T, seams txnSeams) (bad []string, cuts int) {
 			name string
 			fs   *errorfs.MemFS
 		}{{"kill -9", mem}, {"power loss", mem.CrashClone()}} {
-			st, err := openTxnState(after.fs, "/d", openTxnTopic(t, after.fs, "/d"), txnSeams{})
+			st, err := openTxnState(after.fs, "/d", openTxnTopic(t, after.fs, "/d"), knobs{})
 			switch {
 			case err != nil:
 				bad = append(bad, fmt.Sprintf("cut after %d operations, %s: restart: %v", cut, after.name, err))
@@ -321,7 +321,7 @@ func upgradeCrashRun(t *testing.T, seams txnSeams) (bad []string, cuts int) {
 // and run again: the restart reads every state of the old log, at a
 // coordinator epoch above its, and removes it.
 func TestTxnUpgradeCrash(t *testing.T) {
-	bad, cuts := upgradeCrashRun(t, txnSeams{})
+	bad, cuts := upgradeCrashRun(t, knobs{})
 	if len(bad) > 0 {
 		t.Fatal(strings.Join(bad, "\n"))
 	}
@@ -335,7 +335,7 @@ func TestTxnUpgradeCrash(t *testing.T) {
 // removed only once the topic's records are durable) and shows cuts that
 // lose a transaction's state.
 func TestTxnUpgradeCrashNegativeControl(t *testing.T) {
-	bad, _ := upgradeCrashRun(t, txnSeams{removeLegacyFirst: true})
+	bad, _ := upgradeCrashRun(t, knobs{removeLegacyFirst: true})
 	if len(bad) == 0 {
 		t.Fatal("removing the old log first loses nothing: the upgrade crash test proves nothing")
 	}

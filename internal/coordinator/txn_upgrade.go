@@ -106,13 +106,6 @@ func removeDurably(fs vfs.FS, dir, name string) error {
 	return nil
 }
 
-// txnSeams are this package's negative-control knobs (zero: production).
-type txnSeams struct {
-	// removeLegacyFirst makes the upgrade remove transaction-state.log
-	// before the topic's records are written and durable.
-	removeLegacyFirst bool
-}
-
 // txnStart is what the coordinator starts from.
 type txnStart struct {
 	states       map[string]TxnMetadata
@@ -126,7 +119,7 @@ type txnStart struct {
 
 // openTxnState reads the coordinator's state: the topic, or the old
 // transaction log, which it then moves into the topic (see above).
-func openTxnState(fs vfs.FS, dir string, topic TxnStateTopic, seams txnSeams) (txnStart, error) {
+func openTxnState(fs vfs.FS, dir string, topic TxnStateTopic, k knobs) (txnStart, error) {
 	var s txnStart
 	legacy, err := readLegacyTxnLog(fs, dir)
 	if err != nil {
@@ -158,7 +151,7 @@ func openTxnState(fs vfs.FS, dir string, topic TxnStateTopic, seams txnSeams) (t
 		return s, nil
 	}
 
-	if seams.removeLegacyFirst {
+	if k.removeLegacyFirst {
 		if err := removeDurably(fs, dir, txnLogFile); err != nil {
 			return s, err
 		}

@@ -158,11 +158,3 @@ func assignSimple(g *Group, byName map[string]TopicInfo, topics []string, sticky
 		g.Members[id].Assigned = a
 	}
 }
-
-// SetNoStickyAssignForTest makes the assignor ignore the current
-// assignment (on=true): the negative control of the stickiness tests.
-func (c *Coordinator) SetNoStickyAssignForTest(on bool) {
-	c.mu.Lock()
-	c.noSticky = on
-	c.mu.Unlock()
-}

@@ -53,14 +53,14 @@ func checkBalanced(t *testing.T, a map[string][]int32, P int) {
 // when members are still at least as many as partitions; a leave from a
 // group whose partitions were shared is not checked, a member of a
 // partition that must lose sharers may have to move). Heartbeats without a change move nothing.
-// Negative control (SetNoStickyAssignForTest): the same steps move
+// Negative control (the knob noStickyAssign): the same steps move
 // partitions between members that stay.
 func TestAssignSticky(t *testing.T) {
 	for _, sticky := range []bool{true, false} {
 		t.Run(fmt.Sprintf("sticky=%v", sticky), func(t *testing.T) {
 			const P = 4
 			c, _ := newCoord(t, P)
-			c.SetNoStickyAssignForTest(!sticky)
+			c.opt.private.noStickyAssign = !sticky
 			// Member ids in the reverse order of joining, so that an
 			// assignor dealing by id order moves partitions.
 			names := []string{"m6", "m5", "m4", "m3", "m2", "m1"}

@@ -40,6 +40,11 @@ type Options struct {
 	Store  Store              // nil: state kept in memory only
 	// MaxSize is group.share.max.size.
 	MaxSize int
+
+	// private are the test seams (knobs.go): unexported, so no config
+	// file, flag or API sets them; the zero value is production. Code
+	// outside this package reaches them only through WithTestHooks.
+	private knobs
 }
 
 // Coordinator holds every share group: members, assignments, share
@@ -51,21 +56,9 @@ type Coordinator struct {
 	groups   map[string]*Group
 	sessions map[sessionKey]*Session
 	changed  chan struct{} // closed when records become available
-	// noLockExpiry turns acquisition lock expiry off (the negative
-	// control of the lock expiry tests).
-	noLockExpiry bool
 	// conns are the connections whose close ends share sessions
 	// (BindSession, ConnClosed).
 	conns map[any]bool
-	// noConnRelease keeps sessions when their connection closes (the
-	// negative control of the connection release tests).
-	noConnRelease bool
-	// noSticky makes the assignor forget the current assignment (the
-	// negative control of the stickiness tests).
-	noSticky bool
-	// noStore skips the store (the negative control of the crash
-	// tests: acknowledgements answered but not durable).
-	noStore bool
 }
 
 // Group is one share group.
@@ -113,23 +106,10 @@ func NewCoordinator(opt Options) (*Coordinator, error) {
 	return c, nil
 }
 
-// SetNoLockExpiryForTest turns acquisition lock expiry off (on=true).
-func (c *Coordinator) SetNoLockExpiryForTest(on bool) {
-	c.mu.Lock()
-	c.noLockExpiry = on
-	c.mu.Unlock()
-}
-
-// SetNoStoreForTest stops storing share partition state (on=true).
-func (c *Coordinator) SetNoStoreForTest(on bool) {
-	c.mu.Lock()
-	c.noStore = on
-	c.mu.Unlock()
-}
-
-// store is the store, nil when there is none or it is switched off.
+// store is the store, nil when there is none or it is switched off
+// (the NoStore test hook).
 func (c *Coordinator) store() Store {
-	if c.noStore {
+	if c.opt.private.hooks.NoStore {
 		return nil
 	}
 	return c.opt.Store
@@ -311,7 +291,7 @@ func (c *Coordinator) maybeAssignLocked(g *Group) {
 		g.Epoch++
 	}
 	g.metaKey, g.AssignE = key, g.Epoch
-	assignSimple(g, byName, names, !c.noSticky)
+	assignSimple(g, byName, names, !c.opt.private.noStickyAssign)
 }
 
 // removeMemberLocked drops a member (left or fenced): its share sessions
@@ -350,7 +330,7 @@ func (c *Coordinator) Tick() {
 				c.removeMemberLocked(g, id)
 			}
 		}
-		if c.noLockExpiry {
+		if c.opt.private.hooks.NoLockExpiry {
 			continue
 		}
 		for tp, p := range g.parts {

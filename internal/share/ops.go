@@ -48,7 +48,7 @@ func (c *Coordinator) ConnClosed(conn any) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	delete(c.conns, conn)
-	if c.noConnRelease {
+	if c.opt.private.hooks.NoConnRelease {
 		return
 	}
 	n := 0
@@ -80,15 +80,6 @@ func (c *Coordinator) releaseSessionLocked(k sessionKey, s *Session) int {
 		}
 	}
 	return n
-}
-
-// SetNoConnReleaseForTest keeps share sessions and their records when
-// their connection closes (on=true): the negative control of the
-// connection release tests.
-func (c *Coordinator) SetNoConnReleaseForTest(on bool) {
-	c.mu.Lock()
-	c.noConnRelease = on
-	c.mu.Unlock()
 }
 
 // UpdateSession applies a ShareFetch's session part: epoch 0 opens a new

@@ -167,6 +167,10 @@ type BrokerOptions struct {
 	// Mirror is the mirrors' options, their test hooks included
 	// (set with mirror.WithTestHooks, the mirror package's one test seam).
 	Mirror mirror.Options
+	// Hooks are the broker's test hooks (broker.WithTestHooks, the
+	// broker package's one test seam: the share coordinator's negative
+	// controls).
+	Hooks broker.TestHooks
 	// FS is the file system storage writes through (the OS's when nil).
 	FS vfs.FS
 	// Registry receives the broker's metrics (its own when nil).
@@ -224,11 +228,12 @@ func RawConfig(dir string) config.Config {
 	return cfg
 }
 
-// Start starts the broker on r.Cfg with mopts (and r.Opts' file system and
-// registry); restarts keep the port.
+// Start starts the broker on r.Cfg with mopts (and r.Opts' file system,
+// registry and test hooks); restarts keep the port.
 func (r *RawCluster) Start(mopts mirror.Options) {
 	r.T.Helper()
-	b, err := broker.New(broker.Options{Config: r.Cfg, Logger: zap.NewNop(), Mirror: mopts, FS: r.Opts.FS, Registry: r.Opts.Registry})
+	opts := broker.Options{Config: r.Cfg, Logger: zap.NewNop(), Mirror: mopts, FS: r.Opts.FS, Registry: r.Opts.Registry}
+	b, err := broker.New(broker.WithTestHooks(opts, r.Opts.Hooks))
 	if err != nil {
 		r.T.Fatal(err)
 	}

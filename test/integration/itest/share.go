@@ -8,6 +8,9 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/minibroker/minibroker/internal/broker"
+	"github.com/minibroker/minibroker/internal/config"
+	"github.com/minibroker/minibroker/internal/share"
 	"github.com/minibroker/minibroker/minibrokertest"
 )
 
@@ -98,14 +101,52 @@ func (s *ShareRaw) Ack(first, last int64, typ int8) {
 	s.epoch++
 }
 
+// ShareBroker starts an in-process broker (StartBroker) with FastShare's
+// settings and topic, the share coordinator's test hooks h (its negative
+// controls, which minibrokertest does not offer), and settings set after
+// them; coordinator topics have one partition each, as minibrokertest's.
+func ShareBroker(t *testing.T, topic string, h share.TestHooks, settings map[string]string) *RawCluster {
+	t.Helper()
+	r := StartBroker(t, BrokerOptions{
+		Hooks: broker.TestHooks{Share: h},
+		Config: func(c *config.Config) {
+			for _, m := range []map[string]string{oneCoordinatorPartition, fastShareSettings, settings} {
+				for k, v := range m {
+					if err := c.Set(k, v); err != nil {
+						t.Fatal(err)
+					}
+				}
+			}
+		},
+	})
+	if _, err := r.B.CreateTopic(topic, 1, nil, [16]byte{}, false); err != nil {
+		t.Fatal(err)
+	}
+	return r
+}
+
 // FastShare are broker settings that make share groups react quickly in
 // tests.
 func FastShare(topic string) []minibrokertest.Option {
-	return []minibrokertest.Option{
-		minibrokertest.Topic(topic, 1),
-		minibrokertest.Set("group.share.session.timeout.ms", "10000"),
-		minibrokertest.Set("group.share.heartbeat.interval.ms", "500"),
+	opts := []minibrokertest.Option{minibrokertest.Topic(topic, 1)}
+	for k, v := range fastShareSettings {
+		opts = append(opts, minibrokertest.Set(k, v))
 	}
+	return opts
+}
+
+// fastShareSettings are FastShare's settings.
+var fastShareSettings = map[string]string{
+	"group.share.session.timeout.ms":    "10000",
+	"group.share.heartbeat.interval.ms": "500",
+}
+
+// oneCoordinatorPartition gives each coordinator topic one partition, as
+// minibrokertest does (Kafka's 50 make a start slower).
+var oneCoordinatorPartition = map[string]string{
+	"offsets.topic.num.partitions":                 "1",
+	"transaction.state.log.num.partitions":         "1",
+	"share.coordinator.state.topic.num.partitions": "1",
 }
 
 // SetShareEarliest sets the group's share.auto.offset.reset to earliest.

@@ -9,18 +9,18 @@ import (
 	"testing"
 	"time"
 
+	"github.com/minibroker/minibroker/internal/mirror"
+	"github.com/minibroker/minibroker/internal/share"
 	"github.com/minibroker/minibroker/test/integration/itest"
 
 	"github.com/twmb/franz-go/pkg/kgo"
-
-	"github.com/minibroker/minibroker/minibrokertest"
 )
 
-// A crash (minibrokertest's Kill: no flush, no clean shutdown) right after
+// A crash (the broker's Kill: no flush, no clean shutdown) right after
 // acknowledgements were answered: after the restart no acknowledged
 // record is delivered again, and every record acquired but not
 // acknowledged is delivered again (nothing lost), at a raised delivery
-// count. Negative control (SetShareNoStoreForTest: acknowledgements
+// count. Negative control (the share hook NoStore: acknowledgements
 // answered but not written): the acknowledged records come back.
 func TestShareGroupCrashKeepsAcks(t *testing.T) {
 	t.Run("durable", func(t *testing.T) { shareCrash(t, true) })
@@ -29,8 +29,7 @@ func TestShareGroupCrashKeepsAcks(t *testing.T) {
 
 func shareCrash(t *testing.T, durable bool) {
 	const n = 100
-	c := minibrokertest.Start(t, itest.FastShare("sc")...)
-	c.Broker().SetShareNoStoreForTest(!durable)
+	c := itest.ShareBroker(t, "sc", share.TestHooks{NoStore: !durable}, nil)
 	itest.SetShareEarliest(t, c.Addr(), "scg")
 	itest.GroupsProduce(t, c.Addr(), "sc", "v", n)
 	tp, _ := c.Broker().Topic("sc")
@@ -45,8 +44,7 @@ func shareCrash(t *testing.T, durable bool) {
 	a.Ack(30, 39, 3) // rejected
 	// 40..59 stay acquired, unacknowledged.
 	a.Cl.Close()
-	c.Kill()
-	c.Revive()
+	c.CrashAndRestart(mirror.Options{})
 
 	b := &itest.ShareRaw{T: t, Cl: itest.NewClient(t, c.Addr()), Group: "scg", Member: "member-b", Topic: tp.ID}
 	b.Join()

@@ -9,11 +9,10 @@ import (
 	"testing"
 	"time"
 
+	"github.com/minibroker/minibroker/internal/share"
 	"github.com/minibroker/minibroker/test/integration/itest"
 
 	"github.com/twmb/franz-go/pkg/kgo"
-
-	"github.com/minibroker/minibroker/minibrokertest"
 )
 
 // cuttableDialer dials until cut, then refuses: cut also closes every
@@ -52,15 +51,14 @@ func (d *cuttableDialer) cut() {
 // releases a share session's records on disconnect: another member gets
 // them at once, at delivery count 2, although the acquisition lock (120
 // s) and the member's session timeout (120 s) are far away. Negative
-// control (SetShareNoConnReleaseForTest): none of them comes back within
+// control (the share hook NoConnRelease): none of them comes back within
 // 8 s, they wait for the lock.
 func TestShareGroupReleaseOnConnClose(t *testing.T) {
 	for _, release := range []bool{true, false} {
 		t.Run(fmt.Sprintf("release=%v", release), func(t *testing.T) {
 			const topic, group, n = "sr", "sr", 20
-			c := minibrokertest.Start(t, append(itest.FastShare(topic), minibrokertest.Set("group.share.session.timeout.ms", "120000"))...)
-			c.Broker().SetShareLockDurationForTest(120 * time.Second)
-			c.Broker().SetShareNoConnReleaseForTest(!release)
+			c := itest.ShareBroker(t, topic, share.TestHooks{NoConnRelease: !release}, map[string]string{
+				"group.share.session.timeout.ms": "120000", "group.share.record.lock.duration.ms": "120000"})
 			itest.SetShareEarliest(t, c.Addr(), group)
 			itest.GroupsProduce(t, c.Addr(), topic, "v", n)
 			tp, _ := c.Broker().Topic(topic)

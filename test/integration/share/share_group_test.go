@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/minibroker/minibroker/internal/share"
 	"github.com/minibroker/minibroker/test/integration/itest"
 
 	"github.com/twmb/franz-go/pkg/kgo"
@@ -131,15 +132,14 @@ func TestShareGroupThreeConsumers(t *testing.T) {
 // consumer then gets them, at delivery count 2 or more (the stuck
 // client's background fetch may take them once more before they reach
 // the other). Negative control: with
-// lock expiry off (SetShareNoLockExpiryForTest) they stay with the
+// lock expiry off (the share hook NoLockExpiry) they stay with the
 // stuck consumer.
 func TestShareGroupLockExpiry(t *testing.T) {
 	for _, expiry := range []bool{true, false} {
 		t.Run(fmt.Sprintf("expiry=%v", expiry), func(t *testing.T) {
 			const topic, group, n = "sl", "sl", 20
-			c := minibrokertest.Start(t, itest.FastShare(topic)...)
-			c.Broker().SetShareLockDurationForTest(2 * time.Second)
-			c.Broker().SetShareNoLockExpiryForTest(!expiry)
+			c := itest.ShareBroker(t, topic, share.TestHooks{NoLockExpiry: !expiry},
+				map[string]string{"group.share.record.lock.duration.ms": "2000"})
 			itest.SetShareEarliest(t, c.Addr(), group)
 			itest.GroupsProduce(t, c.Addr(), topic, "v", n)
 			ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
