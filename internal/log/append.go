@@ -220,7 +220,7 @@ func (l *Log) writeRunLocked(seg *segment, data []byte, hs []framed, checked boo
 	if err == nil && n != len(chunk) {
 		err = fmt.Errorf("short write: %d of %d bytes", n, len(chunk))
 	}
-	if err != nil && l.failed == nil && retryableWrite(err) && !l.opts.seams.storageFailuresFatal {
+	if err != nil && l.failed == nil && retryableWrite(err) && !l.opts.private.storageFailuresFatal {
 		if rerr := l.undoWriteLocked(seg, &saved, offN, timeN, err); rerr != nil {
 			return rerr
 		}
@@ -295,7 +295,7 @@ func (l *Log) rollLocked(base int64, now time.Time) (*segment, error) {
 		return nil, l.failed
 	}
 	s, err := openSegment(l.fs, l.dir, base, true, now)
-	if err != nil && l.opts.seams.storageFailuresFatal {
+	if err != nil && l.opts.private.storageFailuresFatal {
 		return nil, l.failLocked(err)
 	}
 	if err != nil {

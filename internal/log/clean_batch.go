@@ -144,7 +144,7 @@ func (p *cleanPass) cleanGroup(group []segSnap) error {
 	if err := g.w.Flush(); err != nil {
 		return storageErr("write", path, err)
 	}
-	if l.opts.seams.cleanSkipSync {
+	if l.opts.private.cleanSkipSync {
 	} else if err := f.Sync(); err != nil {
 		return storageErr("fsync", path, err)
 	}

@@ -92,7 +92,7 @@ func (l *Log) swapIn(group []segSnap, g *groupWriter) error {
 	for _, t := range g.txns {
 		txn = t.appendTo(txn)
 	}
-	sync := !l.opts.seams.cleanSkipSync
+	sync := !l.opts.private.cleanSkipSync
 	files := map[string][]byte{indexSuffix: g.offIdx, timeIndexSuffix: g.timeIdx}
 	if len(txn) > 0 {
 		files[txnIndexSuffix] = txn
@@ -106,7 +106,7 @@ func (l *Log) swapIn(group []segSnap, g *groupWriter) error {
 	l.cleanStep("cleaned files written")
 	// From here until the old segments are gone no truncation, retention
 	// or DeleteRecords runs (swapMu): the group is checked intact first.
-	if !l.opts.seams.cleanSkipSwapMu {
+	if !l.opts.private.cleanSkipSwapMu {
 		l.swapMu.Lock()
 		defer l.swapMu.Unlock()
 	}
@@ -207,7 +207,7 @@ func (l *Log) swapIn(group []segSnap, g *groupWriter) error {
 }
 
 func (l *Log) cleanStep(step string) {
-	if f := l.opts.seams.cleanStep; f != nil {
+	if f := l.opts.private.cleanStep; f != nil {
 		f(step)
 	}
 }

@@ -393,8 +393,8 @@ func runCleanCrashMatrix(t *testing.T, skipSync bool) (lost int) {
 	}
 	var cuts []cut
 	opts := Options{FS: mem, Now: clock.now}
-	opts.seams.cleanSkipSync = skipSync
-	opts.seams.cleanStep = func(step string) {
+	opts.private.cleanSkipSync = skipSync
+	opts.private.cleanStep = func(step string) {
 		cuts = append(cuts, cut{"power loss at " + step, mem.CrashClone()}, cut{"kill -9 at " + step, processClone(t, mem, dir)})
 	}
 	l := openTest(t, dir, cfg, opts)
@@ -598,11 +598,11 @@ func swapTruncationScenario(t *testing.T, inGroup, skipSwapMu bool) (int64, []in
 	clock := &fixedClock{t: time.UnixMilli(1_000_000)}
 	cfg := compactConfig()
 	opts := Options{FS: mem, Now: clock.now}
-	opts.seams.cleanSkipSwapMu = skipSwapMu
+	opts.private.cleanSkipSwapMu = skipSwapMu
 	var l *Log
 	var cut int64
 	truncated := make(chan error, 1)
-	opts.seams.cleanStep = func(step string) {
+	opts.private.cleanStep = func(step string) {
 		if step != "swap files durable" || cut != 0 {
 			return
 		}

@@ -129,9 +129,10 @@ type Options struct {
 	// containing it onwards are scanned. 0 scans everything.
 	RecoveryPoint int64
 
-	// seams are switched on only by this package's negative-control
-	// tests (span.go).
-	seams testSeams
+	// private are the test seams (knobs.go): unexported, so no config
+	// file, flag or API sets them; the zero value is production. Only
+	// this package's tests set them.
+	private knobs
 }
 
 func (o Options) normalized() Options {
@@ -144,8 +145,8 @@ func (o Options) normalized() Options {
 	if o.Now == nil {
 		o.Now = time.Now
 	}
-	if o.seams.spanDrainTimeout <= 0 {
-		o.seams.spanDrainTimeout = spanDrainTimeout
+	if o.private.spanDrainTimeout <= 0 {
+		o.private.spanDrainTimeout = spanDrainTimeout
 	}
 	return o
 }

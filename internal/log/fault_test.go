@@ -369,7 +369,7 @@ func TestFaultRetryableNegativeControl(t *testing.T) {
 		e := errorfs.Wrap(mem)
 		cfg := testConfig()
 		cfg.SegmentBytes = 1000
-		return openTest(t, faultDir, cfg, Options{FS: e, seams: testSeams{storageFailuresFatal: true}}), e
+		return openTest(t, faultDir, cfg, Options{FS: e, private: knobs{storageFailuresFatal: true}}), e
 	}
 	l, e := open()
 	if _, err := l.Append(testBatch{base: 0, records: 2, valueSize: 200}.build()); err != nil {

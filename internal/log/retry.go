@@ -84,7 +84,7 @@ func (l *Log) failedRollLocked(base int64, cause error) error {
 // (errIndexOpen) the entries stay pending and the log stays writable (the
 // next Append retries the roll); any other failure takes it offline.
 func (l *Log) failedSealLocked(old *segment, cause error) error {
-	if !errors.Is(cause, errIndexOpen) || l.opts.seams.storageFailuresFatal {
+	if !errors.Is(cause, errIndexOpen) || l.opts.private.storageFailuresFatal {
 		return l.failLocked(cause)
 	}
 	l.retryableFailures++

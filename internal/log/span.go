@@ -57,43 +57,12 @@ func (l *Log) spanClosed() {
 // client reading its response slowly holds one until the write ends).
 const spanDrainTimeout = 30 * time.Second
 
-// testSeams switch rules off for this package's negative-control tests
-// (Options.seams); production code never sets them.
-type testSeams struct {
-	// spanTruncateNoWait: TruncateTo cuts under spans still out, which
-	// the wait keeps from sending cut or rewritten bytes.
-	spanTruncateNoWait bool
-	// spanSkipsVerification lets unverified batches into a span, which
-	// is what the verification check keeps out.
-	spanSkipsVerification bool
-	// spanDrainTimeout replaces spanDrainTimeout (0: the constant).
-	spanDrainTimeout time.Duration
-	// spanSharesDescriptor gives spans the segment's own file instead
-	// of a duplicate, which a segment closed under a span turns into a
-	// failed (or, once the number is reused, wrong) send.
-	spanSharesDescriptor bool
-	// storageFailuresFatal takes the log offline on every storage
-	// failure, retryable ones included (retry.go): the negative control
-	// of the retry rule.
-	storageFailuresFatal bool
-	// cleanSkipSync leaves the cleaner's .cleaned files unsynced before
-	// the swap (the negative control of its crash matrix).
-	cleanSkipSync bool
-	// cleanSkipSwapMu: a cleaner swap does not hold swapMu, so a
-	// truncation can cut its group while its .swap files are durable
-	// (the negative control of TestCompactionSwapExcludesTruncation).
-	cleanSkipSwapMu bool
-	// cleanStep is called at each step of a cleaner swap
-	// (clean_swap.go): the crash matrix clones the file system there.
-	cleanStep func(step string)
-}
-
 // waitSpans waits, with truncMu held for writing (so no new span is
 // handed out), until no span of the log is out, when a truncation to
 // offset would cut anything. It sleeps on spansDrained, which the last
 // Span.Close closes, holding no lock but truncMu meanwhile.
 func (l *Log) waitSpans(offset int64) error {
-	if l.opts.seams.spanTruncateNoWait {
+	if l.opts.private.spanTruncateNoWait {
 		return nil
 	}
 	l.mu.Lock()
@@ -107,7 +76,7 @@ func (l *Log) waitSpans(offset int64) error {
 	}
 	drained := l.spansDrained
 	l.mu.Unlock()
-	timeout := l.opts.seams.spanDrainTimeout
+	timeout := l.opts.private.spanDrainTimeout
 	timer := time.NewTimer(timeout)
 	defer timer.Stop()
 	select {
@@ -127,7 +96,7 @@ func (l *Log) waitSpans(offset int64) error {
 // found (File nil: the batches were read into the buffer as usual).
 type spanRead struct {
 	min              int
-	skipVerification bool // negative-control test seams (testSeams)
+	skipVerification bool // negative-control test seam (knobs)
 	shareDescriptor  bool
 	out              Span
 }
@@ -153,8 +122,8 @@ const (
 // be nil; see ReadInto) and the Span is empty. Either way the batches are
 // those ReadInto would return.
 func (l *Log) ReadSpan(get func(n int) []byte, offset, maxOffset int64, maxBytes int, minOneBatch bool, minSpan int) ([]byte, Span, error) {
-	sr := &spanRead{min: max(minSpan, 1), skipVerification: l.opts.seams.spanSkipsVerification,
-		shareDescriptor: l.opts.seams.spanSharesDescriptor}
+	sr := &spanRead{min: max(minSpan, 1), skipVerification: l.opts.private.spanSkipsVerification,
+		shareDescriptor: l.opts.private.spanSharesDescriptor}
 	out, err := l.read(nil, growInto(get), offset, maxOffset, maxBytes, minOneBatch, sr)
 	return out, sr.out, err
 }

@@ -10,7 +10,7 @@ import (
 // dupFile duplicates f's descriptor (close-on-exec) for a Span, while
 // f's own Control keeps it from being closed meanwhile. Files that are not
 // *os.File (the fault-injecting test file system) are not duplicated.
-// share (testSeams.spanSharesDescriptor, tests only) hands out f itself.
+// share (knobs.spanSharesDescriptor, tests only) hands out f itself.
 func dupFile(f vfs.File, share bool) (*os.File, bool) {
 	osf, ok := f.(*os.File)
 	if !ok || share {

@@ -35,7 +35,7 @@ func verifiedLog(t *testing.T, dir string) *Log {
 }
 
 // verifiedLogWith is verifiedLog opened with opts (a negative control's
-// seams).
+// knobs).
 func verifiedLogWith(t *testing.T, dir string, opts Options) *Log {
 	t.Helper()
 	cfg := testConfig()
@@ -110,7 +110,7 @@ func TestReadSpanMatchesRead(t *testing.T) {
 func TestSpanOutlivesSegment(t *testing.T) {
 	for _, shared := range []bool{false, true} {
 		t.Run(fmt.Sprintf("shared=%v", shared), func(t *testing.T) {
-			l := verifiedLogWith(t, t.TempDir(), Options{seams: testSeams{spanSharesDescriptor: shared}})
+			l := verifiedLogWith(t, t.TempDir(), Options{private: knobs{spanSharesDescriptor: shared}})
 			defer l.Close()
 			get := func(n int) []byte { return make([]byte, 0, n) }
 			want, err := l.ReadInto(get, 0, math.MaxInt64, 1<<20, true)
@@ -160,7 +160,7 @@ func TestSpanOnlyVerified(t *testing.T) {
 			}
 			damaged := segmentFileName(dir, bases[0], logSuffix)
 			flip(t, damaged, 70, 0x01)
-			l = openTest(t, dir, testConfig(), Options{seams: testSeams{spanSkipsVerification: skip}})
+			l = openTest(t, dir, testConfig(), Options{private: knobs{spanSkipsVerification: skip}})
 			defer l.Close()
 			get := func(n int) []byte { return make([]byte, 0, n) }
 			_, s, err := l.ReadSpan(get, bases[0], math.MaxInt64, 1<<20, true, 1)
@@ -273,7 +273,7 @@ func spansUnderChange(t *testing.T, truncating, noWait bool) spanResults {
 	cfg := testConfig()
 	cfg.SegmentBytes = 96 << 10
 	cfg.RetentionBytes = 256 << 10
-	l := openTest(t, t.TempDir(), cfg, Options{seams: testSeams{spanTruncateNoWait: noWait}})
+	l := openTest(t, t.TempDir(), cfg, Options{private: knobs{spanTruncateNoWait: noWait}})
 	defer l.Close()
 	appendOne := func(value int) {
 		leo := l.LogEndOffset()
@@ -375,7 +375,7 @@ func checkSpanBatches(t *testing.T, b []byte, off int64) {
 func TestTruncateWaitsForSpanClose(t *testing.T) {
 	for _, timeout := range []time.Duration{0, 50 * time.Millisecond} {
 		t.Run(fmt.Sprint("timeout=", timeout), func(t *testing.T) {
-			l := openTest(t, t.TempDir(), testConfig(), Options{seams: testSeams{spanDrainTimeout: timeout}})
+			l := openTest(t, t.TempDir(), testConfig(), Options{private: knobs{spanDrainTimeout: timeout}})
 			defer l.Close()
 			for i := range 4 {
 				if _, err := l.AppendVerified(testBatch{base: int64(2 * i), records: 2, ts: 1, valueSize: spanMinBatch}.build()); err != nil {

@@ -142,4 +142,12 @@ type knobs struct {
 	// after this long (unordered against a later failure, and waited for
 	// by nothing), for the negative control of the ordered reset.
 	asyncStreakReset time.Duration
+	// removeLegacyFirst makes an upgrade of the state store remove its
+	// old file before the new store holds its document (statelog.go;
+	// carried in store.knobs).
+	removeLegacyFirst bool
+	// stateSkipSync makes an append to __mirror_state return without
+	// waiting for its fsync (statetopic.go; carried in
+	// partitionTopic.knobs).
+	stateSkipSync bool
 }

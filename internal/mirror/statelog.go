@@ -182,17 +182,10 @@ func (l *docLog) close() error { return l.w.Close(false) }
 type store struct {
 	state   *topicState
 	sources *docLog
-	so      storeOptions
+	knobs   knobs // the test seams (hooks.go): removeLegacyFirst
 	// own is the state topic's partition when the store opened it (no
 	// StateTopic given), closed with the store.
 	own *partitionTopic
-}
-
-// storeOptions are seams for this package's negative-control tests only.
-type storeOptions struct {
-	// removeLegacyFirst makes an upgrade remove its old file before the
-	// new store holds its document.
-	removeLegacyFirst bool
 }
 
 // openStore reads the state from t (moving there the state file left by
@@ -200,11 +193,11 @@ type storeOptions struct {
 // file), and returns the document with every mirror's source settings
 // attached.
 func openStore(fs vfs.FS, dir string, t StateTopic) (*store, *doc, []string, error) {
-	return openStoreWith(fs, dir, t, storeOptions{})
+	return openStoreWith(fs, dir, t, knobs{})
 }
 
-func openStoreWith(fs vfs.FS, dir string, t StateTopic, so storeOptions) (*store, *doc, []string, error) {
-	s := &store{so: so}
+func openStoreWith(fs vfs.FS, dir string, t StateTopic, k knobs) (*store, *doc, []string, error) {
+	s := &store{knobs: k}
 	if t == nil {
 		own, err := openOwnStateTopic(fs, dir)
 		if err != nil {
@@ -265,7 +258,7 @@ func openStoreWith(fs vfs.FS, dir string, t StateTopic, so storeOptions) (*store
 func (s *store) upgradeSources(raw []byte) error {
 	l := s.sources
 	legacy := filepath.Join(l.o.Dir, legacySourcesFile)
-	if s.so.removeLegacyFirst {
+	if s.knobs.removeLegacyFirst {
 		if err := removeDurably(l.o.FS, l.o.Dir, legacy); err != nil {
 			return err
 		}
@@ -332,7 +325,7 @@ func (s *store) moveStateFiles(fs vfs.FS, dir string) (*doc, []string, error) {
 	if err != nil || len(files) == 0 {
 		return nil, nil, err
 	}
-	if s.so.removeLegacyFirst {
+	if s.knobs.removeLegacyFirst {
 		if err := removeDurably(fs, dir, files...); err != nil {
 			return nil, nil, err
 		}

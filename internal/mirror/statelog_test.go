@@ -219,7 +219,7 @@ func offsetOf(d *doc) int64 {
 func crashRun(t *testing.T, skipSync bool) (lost int) {
 	mem := memDir(t)
 	topic := stateTopic(t, mem, "/d")
-	topic.skipSync = skipSync
+	topic.knobs.stateSkipSync = skipSync
 	st, d, _, err := openStore(mem, "/d", topic)
 	must(t, err)
 	defer st.close()
@@ -243,7 +243,7 @@ func crashRun(t *testing.T, skipSync bool) (lost int) {
 		// One more save written but not yet fsynced when the power goes
 		// (the seam stands in for a crash between the write and the
 		// fsync): a clone keeps the batch whole or not at all.
-		topic.skipSync = true
+		topic.knobs.stateSkipSync = true
 		d.Mirrors[0].Topics["orders"].Partitions[0].LastMirroredOffset = 1000
 		must(t, st.saveDoc(d))
 		for range 20 {
@@ -409,7 +409,7 @@ func writeOld(t *testing.T, from string, fs vfs.FS, dir string) {
 // what was synced) and a kill -9 (everything written). It returns the
 // cuts whose restart did not read the old state back, or left an old
 // state file behind.
-func upgradeCrashRun(t *testing.T, from string, so storeOptions) (bad []string, cuts int) {
+func upgradeCrashRun(t *testing.T, from string, k knobs) (bad []string, cuts int) {
 	for cut := 0; ; cut++ {
 		mem := memDir(t)
 		writeOld(t, from, mem, "/d")
@@ -418,7 +418,7 @@ func upgradeCrashRun(t *testing.T, from string, so storeOptions) (bad []string, 
 		p, err := partition.Open(filepath.Join("/d", StateTopicName+"-0"), StateTopicName, 0,
 			partition.Config{Log: mlog.DefaultConfig(), Compacted: true}, partition.Options{FS: efs})
 		if err == nil {
-			st, _, _, err := openStoreWith(efs, "/d", &partitionTopic{p: p}, so)
+			st, _, _, err := openStoreWith(efs, "/d", &partitionTopic{p: p}, k)
 			if err == nil {
 				st.close()
 			}
@@ -455,7 +455,7 @@ func upgradeCrashRun(t *testing.T, from string, so storeOptions) (bad []string, 
 func TestMirrorStateUpgradeCrash(t *testing.T) {
 	for _, from := range []string{"json", "log"} {
 		t.Run(from, func(t *testing.T) {
-			bad, cuts := upgradeCrashRun(t, from, storeOptions{})
+			bad, cuts := upgradeCrashRun(t, from, knobs{})
 			if len(bad) > 0 {
 				t.Fatal(strings.Join(bad, "\n"))
 			}
@@ -470,7 +470,7 @@ func TestMirrorStateUpgradeCrash(t *testing.T) {
 func TestMirrorStateUpgradeCrashNegativeControl(t *testing.T) {
 	for _, from := range []string{"json", "log"} {
 		t.Run(from, func(t *testing.T) {
-			bad, _ := upgradeCrashRun(t, from, storeOptions{removeLegacyFirst: true})
+			bad, _ := upgradeCrashRun(t, from, knobs{removeLegacyFirst: true})
 			if len(bad) == 0 {
 				t.Fatal("removing the old files first loses nothing: the upgrade crash test proves nothing")
 			}

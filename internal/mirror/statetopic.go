@@ -75,9 +75,8 @@ type partitionTopic struct {
 	reopen func() (*partition.Partition, error)
 	// broken: a storage error took p's log offline for writes.
 	broken bool
-	// skipSync is set only by this package's negative-control tests: an
-	// append then returns without waiting for its fsync.
-	skipSync bool
+	// knobs are the test seams (hooks.go): stateSkipSync.
+	knobs knobs
 }
 
 // heal reopens the partition after a storage error.
@@ -105,7 +104,7 @@ func (t *partitionTopic) Append(recs []StateRecord) error {
 		t.broken = errors.Is(err, mlog.ErrStorage)
 		return fmt.Errorf("%s: %w", StateTopicName, err)
 	}
-	if t.skipSync {
+	if t.knobs.stateSkipSync {
 		return nil
 	}
 	if err := t.p.FlushTo(res.LastOffset + 1); err != nil {

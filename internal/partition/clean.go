@@ -18,7 +18,7 @@ import (
 func (p *Partition) Clean(c *mlog.Cleaner, force bool) (mlog.CleanStats, error) {
 	req := mlog.CleanRequest{Now: p.now(), Force: force, Producers: map[int64]mlog.ProducerLast{},
 		BarrierDiscardable: barrierDiscardable}
-	if p.seams.cleanDropsBarriers {
+	if p.knobs.cleanDropsBarriers {
 		req.BarrierDiscardable = func(bool) bool { return true }
 	}
 	func() {

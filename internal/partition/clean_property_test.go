@@ -371,22 +371,22 @@ func compactedConfig() Config {
 }
 
 // checkCompactionProperty runs one seed and returns what differs.
-func checkCompactionProperty(t *testing.T, seed uint64, seams testSeams, before, after *logCounts) []string {
-	diffs, _, _ := checkCompaction(t, seed, seams, false, before, after)
+func checkCompactionProperty(t *testing.T, seed uint64, k knobs, before, after *logCounts) []string {
+	diffs, _, _ := checkCompaction(t, seed, k, false, before, after)
 	return diffs
 }
 
 // checkCompaction runs one seed (swallow: failovers without a barrier)
 // and returns what differs, and verify-log's impossible findings on the
 // log before and after cleaning.
-func checkCompaction(t *testing.T, seed uint64, seams testSeams, swallow bool, before, after *logCounts) (diffs []string, found0, found1 map[string]bool) {
+func checkCompaction(t *testing.T, seed uint64, k knobs, swallow bool, before, after *logCounts) (diffs []string, found0, found1 map[string]bool) {
 	const dir = "/p/t-0"
 	mem := errorfs.NewMem()
 	cfg := compactedConfig()
 	clock := &atomic.Int64{}
 	clock.Store(1_000_000)
 	now := func() time.Time { return time.UnixMilli(clock.Load()) }
-	p, err := Open(dir, "t", 0, cfg, Options{Now: now, FS: mem, seams: seams})
+	p, err := Open(dir, "t", 0, cfg, Options{Now: now, FS: mem, private: k})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -404,7 +404,7 @@ func checkCompaction(t *testing.T, seed uint64, seams testSeams, swallow bool, b
 		t.Fatal(err)
 	}
 	refFS := mem.CrashClone() // Close fsynced the log
-	if p, err = Open(dir, "t", 0, cfg, Options{Now: now, FS: mem, seams: seams}); err != nil {
+	if p, err = Open(dir, "t", 0, cfg, Options{Now: now, FS: mem, private: k}); err != nil {
 		t.Fatal(err)
 	}
 	c := mlog.NewCleaner(1<<20, 0, nil)
@@ -459,7 +459,7 @@ func TestCompactionProperty(t *testing.T) {
 	}
 	var before, after logCounts
 	for seed := range uint64(seeds) {
-		if diffs := checkCompactionProperty(t, seed, testSeams{}, &before, &after); len(diffs) > 0 {
+		if diffs := checkCompactionProperty(t, seed, knobs{}, &before, &after); len(diffs) > 0 {
 			t.Fatalf("seed %d:\n%s", seed, strings.Join(diffs, "\n"))
 		}
 	}
@@ -477,7 +477,7 @@ func TestCompactionProperty(t *testing.T) {
 func TestCompactionPropertyWithoutBarrierRule(t *testing.T) {
 	failed := 0
 	for seed := range uint64(60) {
-		if diffs := checkCompactionProperty(t, seed, testSeams{cleanDropsBarriers: true}, &logCounts{}, &logCounts{}); len(diffs) > 0 {
+		if diffs := checkCompactionProperty(t, seed, knobs{cleanDropsBarriers: true}, &logCounts{}, &logCounts{}); len(diffs) > 0 {
 			failed++
 			if failed == 1 {
 				t.Logf("seed %d without the barrier rule:\n%s", seed, strings.Join(diffs, "\n"))
@@ -509,15 +509,15 @@ func TestCompactionVerifyLog(t *testing.T) {
 		return out
 	}
 	for seed := range uint64(seeds) {
-		_, f0, f1 := checkCompaction(t, seed, testSeams{}, false, &logCounts{}, &logCounts{})
+		_, f0, f1 := checkCompaction(t, seed, knobs{}, false, &logCounts{}, &logCounts{})
 		if len(f0) > 0 || len(f1) > 0 {
 			t.Fatalf("seed %d: findings with every barrier in place: before %v, after cleaning %v", seed, f0, f1)
 		}
-		_, _, f1 = checkCompaction(t, seed, testSeams{cleanDropsBarriers: true}, false, &logCounts{}, &logCounts{})
+		_, _, f1 = checkCompaction(t, seed, knobs{cleanDropsBarriers: true}, false, &logCounts{}, &logCounts{})
 		if len(f1) > 0 {
 			falseWithoutRule++
 		}
-		_, f0, f1 = checkCompaction(t, seed, testSeams{}, true, &logCounts{}, &logCounts{})
+		_, f0, f1 = checkCompaction(t, seed, knobs{}, true, &logCounts{}, &logCounts{})
 		for f := range f1 {
 			if !f0[f] {
 				t.Fatalf("seed %d: cleaned log shows %q, the original did not (original: %v)", seed, f, f0)

@@ -41,7 +41,7 @@ func TestAbortedTxnReindexedAfterCrash(t *testing.T) {
 			t.Fatal(err)
 		}
 		cfg := Config{Log: mlog.DefaultConfig(), PSM: psm.Config{}, MessageMaxBytes: 1 << 20}
-		p, err := Open(dir, "t", 0, cfg, Options{Now: func() time.Time { return time.UnixMilli(2000) }, seams: testSeams{noReindexAborted: off}})
+		p, err := Open(dir, "t", 0, cfg, Options{Now: func() time.Time { return time.UnixMilli(2000) }, private: knobs{noReindexAborted: off}})
 		if err != nil {
 			t.Fatal(err)
 		}

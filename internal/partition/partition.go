@@ -77,18 +77,10 @@ type Options struct {
 	PSMMetrics *psm.Metrics
 	Now        func() time.Time
 
-	// seams are switched on only by this package's negative controls.
-	seams testSeams
-}
-
-// testSeams are the partition's test knobs (zero value: production).
-type testSeams struct {
-	// cleanDropsBarriers lets the cleaner remove MIRROR_PID_RESET
-	// barriers as it removes markers, ignoring barrierDiscardable.
-	cleanDropsBarriers bool
-	// noReindexAborted leaves out reindexAborted: a replay does not put
-	// back the index entry of an aborted transaction a crash left out.
-	noReindexAborted bool
+	// private are the test seams (knobs.go): unexported, so no config
+	// file, flag or API sets them; the zero value is production. Only
+	// this package's tests set them.
+	private knobs
 }
 
 // Partition is one topic partition on this node.
@@ -111,7 +103,7 @@ type Partition struct {
 	logger *zap.Logger
 	now    func() time.Time
 	log    *mlog.Log
-	seams  testSeams
+	knobs  knobs
 
 	// appendMu serialises writers (offset assignment through log append
 	// and producer-state update). Readers do not take it.
@@ -154,7 +146,7 @@ func Open(dir, topic string, index int32, cfg Config, opts Options) (*Partition,
 	p := &Partition{
 		Topic: topic, Index: index, dir: dir, fs: opts.FS,
 		logger: opts.Logger.WithLazy(zap.String("partition", fmt.Sprintf("%s-%d", topic, index))),
-		now:    opts.Now, notify: make(chan struct{}), seams: opts.seams,
+		now:    opts.Now, notify: make(chan struct{}), knobs: opts.private,
 	}
 	p.cfg.Store(&cfg)
 	l, err := mlog.Open(dir, cfg.Log, mlog.Options{FS: opts.FS, Logger: p.logger, Now: opts.Now, OnRoll: p.onRoll,
@@ -363,7 +355,7 @@ func (p *Partition) rebuildProducerStateLocked(upTo int64, metrics *psm.Metrics)
 // read_committed consumers read the aborted records. Entries are written
 // in marker order, so a missing one is past every entry present.
 func (p *Partition) reindexAborted(m *psm.Manager, done []psm.CompletedTxn) {
-	if p.seams.noReindexAborted {
+	if p.knobs.noReindexAborted {
 		return
 	}
 	for _, t := range done {

@@ -194,7 +194,7 @@ func BenchmarkFetchFromFile(b *testing.B) {
 		for _, copying := range []bool{false, true} {
 			b.Run(fmt.Sprintf("bytes=%dK/copy=%v", size>>10, copying), func(b *testing.B) {
 				cfg := DefaultConfig()
-				cfg.copyFileRecords = copying
+				cfg.private.copyFileRecords = copying
 				_, _, addr := serve(b, cfg, &fileHandler{path: path, truncate: -1})
 				nc, err := net.Dial("tcp", addr)
 				if err != nil {
@@ -245,7 +245,7 @@ func BenchmarkReadProduceFrame(b *testing.B) {
 			name := fmt.Sprintf("MiB=%d/%s", len(frame)>>20, map[bool]string{false: "grown", true: "whole"}[whole])
 			b.Run(name, func(b *testing.B) {
 				cfg := DefaultConfig()
-				cfg.preallocateFrames = whole
+				cfg.private.preallocateFrames = whole
 				_, _, addr := serve(b, cfg, &ackingProduceHandler{})
 				nc, err := net.Dial("tcp", addr)
 				if err != nil {

@@ -35,7 +35,7 @@ type conn struct {
 	listener  *Listener
 	session   *Session
 	inSetup   bool // counted in the server's set-ups in progress
-	secured   bool // secure already ran (in the accept loop: a test seam)
+	secured   bool // secure already ran (in the accept loop: the knob setupInAcceptLoop)
 	setupOnce sync.Once
 	authTimer *time.Timer // closes a SASL connection that does not authenticate in time
 
@@ -148,10 +148,10 @@ func newConn(s *Server, raw net.Conn, ip string, l *Listener) *conn {
 		s: s, nc: nc, raw: raw, listener: l, ip: ip, ctx: ctx, cancel: cancel, handlerCtx: hctx, stopDrain: stopDrain,
 		reqs:       make(chan *inflight, s.cfg.PipelineDepth),
 		resps:      make(chan *inflight, s.cfg.PipelineDepth),
-		budget:     newPipelineBudget(s.cfg.PipelineDepth, s.cfg.pipelineBytes),
+		budget:     newPipelineBudget(s.cfg.PipelineDepth, s.cfg.private.pipelineBytes),
 		stopped:    make(chan struct{}),
 		steps:      make(chan struct{}, 1),
-		sendsFiles: canSendFile(nc) && !s.cfg.copyFileRecords,
+		sendsFiles: canSendFile(nc) && !s.cfg.private.copyFileRecords,
 	}
 	c.session = newSession(c, l)
 	return c
@@ -289,7 +289,7 @@ func (c *conn) read() {
 		in.memory = memory
 		if pooled {
 			in.frame = frame
-			if c.s.cfg.reuseFrameBeforeHandle && !bare {
+			if c.s.cfg.private.reuseFrameBeforeHandle && !bare {
 				in.releaseFrame()
 			}
 		}
@@ -297,7 +297,7 @@ func (c *conn) read() {
 		// before the next frame is read, as Kafka's SaslServerAuthenticator
 		// reads one at a time: whether the next frame is a request or a
 		// bare token depends on the handshake before it.
-		in.stepped = c.listener.usesSASL() && !c.session.Authenticated() && !c.s.cfg.noPreAuthSteps
+		in.stepped = c.listener.usesSASL() && !c.session.Authenticated() && !c.s.cfg.private.noPreAuthSteps
 		if in.resp == nil {
 			// A Fetch that may answer with more than the budget is the
 			// last request read until it is answered.
@@ -435,7 +435,7 @@ func (c *conn) process() {
 			in.resp = c.handle(in.req)
 			in.noReply = in.resp == nil
 			in.closeAfter = c.session.takeCloseAfter()
-			if in.req.throttle > 0 && !c.s.cfg.noThrottleMute {
+			if in.req.throttle > 0 && !c.s.cfg.private.noThrottleMute {
 				c.mute(in.req.throttle)
 			}
 		}

@@ -75,7 +75,7 @@ func (c *conn) readFrame(br *bufio.Reader, size int32) (frame []byte, pooled boo
 	}
 	mem := c.s.mem
 	n := frameSteps(int(size))
-	if c.s.cfg.preallocateFrames {
+	if c.s.cfg.private.preallocateFrames {
 		n = int(size)
 	}
 	cost := frameCost(n, pooled)

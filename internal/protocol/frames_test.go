@@ -76,7 +76,7 @@ func TestProduceFrameReusedAfterHandle(t *testing.T) {
 			const size = 256 << 10 // a pooled size class
 			h := &frameHandler{entered: make(chan frameSeen, 4), proceed: make(chan struct{}), intact: make(chan bool, 1)}
 			cfg := DefaultConfig()
-			cfg.reuseFrameBeforeHandle = early
+			cfg.private.reuseFrameBeforeHandle = early
 			_, _, addr := serve(t, cfg, h)
 			dial := func() net.Conn {
 				nc, err := net.Dial("tcp", addr)

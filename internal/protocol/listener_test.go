@@ -70,7 +70,7 @@ func TestStalledHandshakesDoNotBlockAccept(t *testing.T) {
 	for _, inLoop := range []bool{false, true} {
 		cfg := DefaultConfig()
 		cfg.SetupTimeout = 30 * time.Second
-		cfg.setupInAcceptLoop = inLoop
+		cfg.private.setupInAcceptLoop = inLoop
 		_, _, addr, ca := serveTLS(t, cfg)
 		for i := 0; i < 20; i++ {
 			stall(t, addr)

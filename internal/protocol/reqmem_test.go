@@ -120,7 +120,7 @@ func TestStalledFramesHoldTheirBytes(t *testing.T) {
 			before := rssBytes()
 			cfg := DefaultConfig()
 			cfg.QueuedMaxRequestBytes = tc.limit
-			cfg.preallocateFrames = tc.prealloc
+			cfg.private.preallocateFrames = tc.prealloc
 			s, m, addr := startServer(t, cfg)
 			var conns []net.Conn
 			for range tc.conns {

@@ -54,7 +54,7 @@ func (plainOnce) Principal() string { return "User:u" }
 func TestBareTokenAfterPipelinedHandshake(t *testing.T) {
 	for _, noWait := range []bool{false, true} {
 		cfg := Config{PipelineDepth: 4}
-		cfg.noPreAuthSteps = noWait
+		cfg.private.noPreAuthSteps = noWait
 		ln, err := net.Listen("tcp", "127.0.0.1:0")
 		if err != nil {
 			t.Fatal(err)

@@ -100,7 +100,7 @@ func TestSendFileFrameEqualsCopy(t *testing.T) {
 	ranges := [][2]int{{0, 70 << 10}, {100, 1}, {5000, 3<<20 + 17}, {1 << 20, 0}, {123, splitMin}}
 	for _, copying := range []bool{false, true} {
 		cfg := DefaultConfig()
-		cfg.copyFileRecords = copying
+		cfg.private.copyFileRecords = copying
 		h := &fileHandler{path: path, truncate: -1}
 		_, _, addr := serve(t, cfg, h)
 		nc, err := net.Dial("tcp", addr)

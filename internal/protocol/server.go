@@ -82,33 +82,10 @@ type Config struct {
 	// once (0: defaultMaxSetups).
 	MaxSetupsInProgress int
 
-	// setupInAcceptLoop runs TLS handshakes in the accept loop, one at a
-	// time: the seam for the negative control of
-	// TestStalledHandshakesDoNotBlockAccept.
-	setupInAcceptLoop bool
-
-	// pipelineBytes is the per-connection byte budget (see
-	// defaultPipelineBytes); 0 is the default, negative is unbounded: the
-	// seam for the negative control in the slow-reader test.
-	pipelineBytes int64
-	// reuseFrameBeforeHandle returns a pooled Produce frame to the pool
-	// as soon as it is decoded, while its request still aliases it: the
-	// seam for the negative control of TestProduceFrameReusedAfterHandle.
-	reuseFrameBeforeHandle bool
-	// copyFileRecords declines sendfile(2) (Request.SendsFiles is false):
-	// the seam for comparing it with the copying path.
-	copyFileRecords bool
-	// preallocateFrames allocates a frame's whole declared size before
-	// its bytes arrive, instead of growing it as they are read: the seam
-	// for the negative control of TestStalledFramesHoldTheirBytes.
-	preallocateFrames bool
-	// noThrottleMute ignores Request.Throttle: the seam for the negative
-	// control of TestThrottleMutesConnection.
-	noThrottleMute bool
-	// noPreAuthSteps lets the reader read the next frame before a request
-	// sent before authentication is handled: the seam for the negative
-	// control of TestBareTokenAfterPipelinedHandshake.
-	noPreAuthSteps bool
+	// private are the test seams (knobs.go): unexported, so no config
+	// file, flag or API sets them; the zero value is production. Only
+	// this package's tests set them.
+	private knobs
 }
 
 // NoConnections as MaxConnectionsPerIP admits no client whose address has
@@ -170,8 +147,8 @@ func NewServer(cfg Config, h Handler, logger *zap.Logger, metrics *Metrics) *Ser
 	if cfg.PipelineDepth <= 0 {
 		cfg.PipelineDepth = DefaultConfig().PipelineDepth
 	}
-	if cfg.pipelineBytes == 0 {
-		cfg.pipelineBytes = defaultPipelineBytes
+	if cfg.private.pipelineBytes == 0 {
+		cfg.private.pipelineBytes = defaultPipelineBytes
 	}
 	if cfg.QueuedMaxRequestBytes == 0 {
 		cfg.QueuedMaxRequestBytes = max(defaultQueuedMaxRequestBytes, MinQueuedMaxRequestBytes(cfg.MaxRequestSize))
@@ -303,7 +280,7 @@ func (s *Server) admit(nc net.Conn, l *Listener) {
 	s.mu.Unlock()
 	s.metrics.Connections.Inc()
 	s.metrics.ConnectionsTotal.Inc()
-	if s.cfg.setupInAcceptLoop {
+	if s.cfg.private.setupInAcceptLoop {
 		c.secure()
 		c.secured = true
 	}

@@ -157,7 +157,7 @@ func TestSlowReaderHoldsOneResponse(t *testing.T) {
 	t.Run("negative control: budget off", func(t *testing.T) {
 		cfg := DefaultConfig()
 		cfg.IdleTimeout = 10 * time.Minute
-		cfg.pipelineBytes = -1
+		cfg.private.pipelineBytes = -1
 		s, _, h, _ := slowReaders(t, cfg)
 		waitFor(t, "every Fetch handled", func() bool { return h.handled.Load() == stuckConns*stuckPipeline })
 		heap := liveHeap() - min(base, liveHeap())

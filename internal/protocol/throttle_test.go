@@ -17,7 +17,7 @@ func TestThrottleMutesConnection(t *testing.T) {
 	const throttle = 300 * time.Millisecond
 	for _, off := range []bool{false, true} {
 		cfg := DefaultConfig()
-		cfg.noThrottleMute = off
+		cfg.private.noThrottleMute = off
 		_, _, addr := startServer(t, cfg)
 		dial := func() net.Conn {
 			nc, err := net.Dial("tcp", addr)

@@ -90,9 +90,10 @@ type Format struct {
 	Version   uint16
 	MaxRecord int // the largest body; a longer length prefix is damage
 
-	// skipCRC is set only by this package's negative-control tests: a
-	// frame whose CRC does not match is then read as valid.
-	skipCRC bool
+	// private are the test seams (knobs.go; ReadFrame reads skipCRC):
+	// unexported, so no config file, flag or API sets them; the zero
+	// value is production. Only this package's tests set them.
+	private knobs
 }
 
 // AppendHeader appends the file header to dst.
@@ -163,7 +164,7 @@ func (f Format) ReadFrame(b []byte) (body []byte, n int, ok bool) {
 		return nil, 0, false
 	}
 	body = b[FrameHeaderLen : FrameHeaderLen+int(size)]
-	if !f.skipCRC && crc32.Checksum(body, crcTable) != binary.BigEndian.Uint32(b[4:]) {
+	if !f.private.skipCRC && crc32.Checksum(body, crcTable) != binary.BigEndian.Uint32(b[4:]) {
 		return nil, 0, false
 	}
 	return body, FrameHeaderLen + int(size), true

@@ -135,7 +135,7 @@ var tornCases = []tornCase{
 func runTorn(t *testing.T, tc tornCase, format Format, skipTruncate bool) string {
 	fs := memFS(t)
 	o := testOptions(fs)
-	o.Format, o.Scan.Resync, o.skipTruncate = format, tc.resync, skipTruncate
+	o.Format, o.Scan.Resync, o.private.skipTruncate = format, tc.resync, skipTruncate
 	writeRecords(t, o, 5)
 	path := filepath.Join("/data", "test.log")
 	data, _ := vfs.ReadFile(fs, path)
@@ -196,7 +196,7 @@ func TestTornWrite(t *testing.T) {
 // at open the frame appended after a torn tail is lost behind it.
 func TestTornWriteNegativeControl(t *testing.T) {
 	noCRC := testFormat
-	noCRC.skipCRC = true
+	noCRC.private.skipCRC = true
 	for _, rule := range []struct {
 		name         string
 		format       Format
@@ -223,7 +223,7 @@ func TestTornWriteNegativeControl(t *testing.T) {
 func crashRun(t *testing.T, seed uint64, skipSync bool) (lost int) {
 	fs := memFS(t)
 	o := testOptions(fs)
-	o.skipSync = skipSync
+	o.private.skipSync = skipSync
 	w, _, _ := open(t, o)
 	const writers, each = 4, 30
 	var mu sync.Mutex
@@ -556,7 +556,7 @@ func runTooLarge(t *testing.T, writeThrough, skipBound bool) string {
 	fs := memFS(t)
 	o := testOptions(fs)
 	o.Format.MaxRecord = 64
-	o.WriteThrough, o.skipRecordBound = writeThrough, skipBound
+	o.WriteThrough, o.private.skipRecordBound = writeThrough, skipBound
 	w, _, _ := open(t, o)
 	var msgs []string
 	appendWait := func(bodies ...[]byte) error {

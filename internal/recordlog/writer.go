@@ -31,16 +31,11 @@ type Options struct {
 	// wider mode is never reused.
 	Private bool
 
-	// skipSync is set only by this package's negative-control tests: Wait
-	// then counts records durable without an fsync.
-	skipSync bool
-	// skipRecordBound is set only by this package's negative-control
-	// tests: Append, AppendFrames and Rewrite then write a frame longer
-	// than Format.MaxRecord.
-	skipRecordBound bool
-	// skipTruncate is set only by this package's negative-control tests:
-	// Open then leaves a torn tail in the file.
-	skipTruncate bool
+	// private are the test seams (knobs.go; the writer's: skipSync,
+	// skipRecordBound, skipTruncate): unexported, so no config file, flag
+	// or API sets them; the zero value is production. Only this package's
+	// tests set them.
+	private knobs
 }
 
 // Recovered describes what Open found.
@@ -117,7 +112,7 @@ func Open(o Options, fn func(off int, body []byte) error) (*Writer, Recovered, e
 	if err != nil {
 		return nil, rec, fmt.Errorf("open %s: %w", w.path, err)
 	}
-	if end < len(data) && !o.skipTruncate {
+	if end < len(data) && !o.private.skipTruncate {
 		if err := f.Truncate(int64(end)); err != nil {
 			f.Close()
 			return nil, rec, fmt.Errorf("truncate torn tail of %s: %w", w.path, err)
@@ -241,7 +236,7 @@ func (w *Writer) Wait(ticket uint64) error {
 
 // checkFrames refuses a frame longer than a record may be (ErrTooLarge).
 func (w *Writer) checkFrames(frames []byte) error {
-	if w.o.skipRecordBound {
+	if w.o.private.skipRecordBound {
 		return nil
 	}
 	if err := w.o.Format.checkFrames(frames); err != nil {
@@ -251,7 +246,7 @@ func (w *Writer) checkFrames(frames []byte) error {
 }
 
 func (w *Writer) sync(f vfs.File) error {
-	if w.o.skipSync {
+	if w.o.private.skipSync {
 		return nil
 	}
 	return f.Sync()

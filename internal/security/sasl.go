@@ -55,16 +55,9 @@ type SASLServer struct {
 	Scram      *ScramStore
 	scramOn    map[string]bool // the SCRAM mechanisms enabled
 
-	// seams are set only by this package's negative-control tests.
-	seams saslSeams
-}
-
-// saslSeams are test-only switches; the zero value is production's.
-type saslSeams struct {
-	// refuseLibrdkafkaNonce turns off finalLibrdkafka, the allowance for
-	// librdkafka's client-final nonce, to show librdkafka 2.0's SCRAM
-	// failing without it.
-	refuseLibrdkafkaNonce bool
+	// knobs are the test seams (knobs.go): set only by this package's
+	// negative-control tests; the zero value is production.
+	knobs knobs
 }
 
 // NewSASLServer checks mechanisms and prepares the SCRAM servers.
@@ -88,7 +81,7 @@ func (s *SASLServer) Start(mechanism string) (protocol.SASLConversation, error) 
 		return &plainConversation{users: s.Plain}, nil
 	}
 	if s.scramOn[mechanism] {
-		return newScramConversation(mechanism, s.Scram, s.seams)
+		return newScramConversation(mechanism, s.Scram, s.knobs)
 	}
 	return nil, fmt.Errorf("mechanism %s", mechanism)
 }

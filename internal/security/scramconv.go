@@ -23,13 +23,13 @@ type scramConversation struct {
 
 	c1, s1 string // client-first and server-first messages, once exchanged
 
-	// refuseLibrdkafkaNonce turns finalLibrdkafka off (saslSeams).
+	// refuseLibrdkafkaNonce turns finalLibrdkafka off (knobs).
 	refuseLibrdkafkaNonce bool
 }
 
-func newScramConversation(mechanism string, store *ScramStore, seams saslSeams) (*scramConversation, error) {
+func newScramConversation(mechanism string, store *ScramStore, k knobs) (*scramConversation, error) {
 	_, gen, _ := scramHash(mechanism)
-	s := &scramConversation{mechanism: mechanism, refuseLibrdkafkaNonce: seams.refuseLibrdkafkaNonce}
+	s := &scramConversation{mechanism: mechanism, refuseLibrdkafkaNonce: k.refuseLibrdkafkaNonce}
 	// One server per conversation, so the credential its first step looks
 	// up is the one finalLibrdkafka verifies against.
 	srv, err := gen.NewServer(func(user string) (scram.StoredCredentials, error) {

@@ -125,7 +125,7 @@ func TestSCRAMLibrdkafkaNonce(t *testing.T) {
 			}
 		}
 	}
-	srv.seams.refuseLibrdkafkaNonce = true
+	srv.knobs.refuseLibrdkafkaNonce = true
 	_, err = rdkafkaClient{mechanism: ScramSHA512, user: "alice", password: "alice-secret", nonce: rdkafka}.run(t, srv)
 	if err == nil || !strings.Contains(err.Error(), "nonce") {
 		t.Fatalf("without the allowance librdkafka's nonce gave %v, want xdg-go's nonce refusal", err)
