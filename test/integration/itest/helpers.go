@@ -204,11 +204,24 @@ func StartBroker(t *testing.T, o BrokerOptions) *RawCluster {
 	}
 	r.Start(o.Mirror)
 	t.Cleanup(func() {
+		r.checkDefects()
 		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 		defer cancel()
 		r.B.Close(ctx)
 	})
 	return r
+}
+
+// checkDefects fails the test when the broker recovered a panic in a
+// request handler or met another defect (broker.Defects), as
+// minibrokertest's clusters do when they stop: a recovered panic answers
+// the client with an error, so a test that only reads answers would not
+// see it.
+func (r *RawCluster) checkDefects() {
+	r.T.Helper()
+	if d := r.B.Defects(); len(d) > 0 {
+		r.T.Errorf("itest: the broker met defects (a minibroker bug):\n  %s", strings.Join(d, "\n  "))
+	}
 }
 
 // NoBarrier is the mirror options of the negative control whose mirrors
@@ -246,6 +259,7 @@ func (r *RawCluster) Start(mopts mirror.Options) {
 // on the same data and port with mopts.
 func (r *RawCluster) CrashAndRestart(mopts mirror.Options) {
 	r.T.Helper()
+	r.checkDefects()
 	r.B.Kill()
 	r.Start(mopts)
 }
