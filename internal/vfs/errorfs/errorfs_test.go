@@ -5,6 +5,7 @@ import (
 	"io"
 	"math/rand/v2"
 	"os"
+	"strings"
 	"syscall"
 	"testing"
 
@@ -193,4 +194,70 @@ func TestReadOnlyDir(t *testing.T) {
 	e.SetReadOnlyDir(dir, false)
 	write(t, e, dir+"/new", "z", false).Close()
 	old.Close()
+}
+
+// TestMemFSDirectoryTree: ReadDir lists a directory's subdirectories from
+// the directory itself (not a scan of every directory), and Remove,
+// RemoveAll, MkdirAll and CrashClone keep those listings as a file system
+// would.
+func TestMemFSDirectoryTree(t *testing.T) {
+	m := NewMem()
+	for _, d := range []string{"/a/b/c", "/a/d", "/x"} {
+		if err := m.MkdirAll(d, 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	write(t, m, "/a/f", "f", true).Close()
+	if err := m.SyncDir("/a"); err != nil {
+		t.Fatal(err)
+	}
+	names := func(fsys *MemFS, dir string) string {
+		t.Helper()
+		ents, err := fsys.ReadDir(dir)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var out []string
+		for _, e := range ents {
+			n := e.Name()
+			if e.IsDir() {
+				n += "/"
+			}
+			out = append(out, n)
+		}
+		return strings.Join(out, " ")
+	}
+	if got := names(m, "/"); got != "a/ x/" {
+		t.Fatalf("ReadDir / = %q", got)
+	}
+	if got := names(m, "/a"); got != "b/ d/ f" {
+		t.Fatalf("ReadDir /a = %q", got)
+	}
+	if err := m.Remove("/a/b"); err == nil {
+		t.Fatal("Remove of a directory holding a directory succeeded")
+	}
+	if err := m.Remove("/a/d"); err != nil {
+		t.Fatal(err)
+	}
+	if got := names(m.CrashClone(), "/a"); got != "b/ f" {
+		t.Fatalf("crash clone's ReadDir /a = %q", got)
+	}
+	if err := m.RemoveAll("/a/b"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := m.Stat("/a/b/c"); !errors.Is(err, os.ErrNotExist) {
+		t.Fatalf("RemoveAll left /a/b/c: %v", err)
+	}
+	if got := names(m, "/a"); got != "f" {
+		t.Fatalf("ReadDir /a after RemoveAll = %q", got)
+	}
+	if err := m.MkdirAll("/a/f/g", 0o755); err == nil {
+		t.Fatal("MkdirAll under a file succeeded")
+	}
+	if err := m.MkdirAll("/a/b/c", 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if got := names(m, "/a/b"); got != "c/" {
+		t.Fatalf("ReadDir /a/b = %q", got)
+	}
 }

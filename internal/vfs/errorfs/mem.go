@@ -10,7 +10,6 @@ import (
 	"path/filepath"
 	"slices"
 	"sort"
-	"strings"
 	"sync"
 	"time"
 
@@ -30,6 +29,7 @@ type MemFS struct {
 type memDir struct {
 	entries map[string]*inode // current
 	durable map[string]*inode // as of the last SyncDir
+	subdirs map[string]bool   // the names of its subdirectories (durable at once)
 }
 
 type inode struct {
@@ -46,7 +46,7 @@ func NewMem() *MemFS {
 }
 
 func newMemDir() *memDir {
-	return &memDir{entries: map[string]*inode{}, durable: map[string]*inode{}}
+	return &memDir{entries: map[string]*inode{}, durable: map[string]*inode{}, subdirs: map[string]bool{}}
 }
 
 func clean(p string) string { return filepath.Clean("/" + p) }
@@ -85,6 +85,9 @@ func (m *MemFS) crashClone(rng *rand.Rand) *MemFS {
 			}
 			n := &inode{data: kept, synced: slices.Clone(kept), mtime: ino.mtime}
 			nd.entries[name], nd.durable[name] = n, n
+		}
+		for name := range d.subdirs {
+			nd.subdirs[name] = true
 		}
 		c.dirs[p] = nd
 	}
@@ -137,10 +140,11 @@ func (m *MemFS) Remove(name string) error {
 	defer m.mu.Unlock()
 	p := clean(name)
 	if d, ok := m.dirs[p]; ok {
-		if len(d.entries) > 0 || m.hasSubdirs(p) {
+		if len(d.entries) > 0 || len(d.subdirs) > 0 {
 			return pathErr("remove", name, errors.New("directory not empty"))
 		}
 		delete(m.dirs, p)
+		m.unlinkDir(p)
 		return nil
 	}
 	d, base, err := m.lookup(name)
@@ -154,13 +158,23 @@ func (m *MemFS) Remove(name string) error {
 	return nil
 }
 
-func (m *MemFS) hasSubdirs(p string) bool {
-	for q := range m.dirs {
-		if q != p && strings.HasPrefix(q, p+"/") {
-			return true
-		}
+// unlinkDir removes the directory p from its parent's subdirectories.
+func (m *MemFS) unlinkDir(p string) {
+	if parent, ok := m.dirs[filepath.Dir(p)]; ok && p != "/" {
+		delete(parent.subdirs, filepath.Base(p))
 	}
-	return false
+}
+
+// removeTree forgets the directory p and every directory below it.
+func (m *MemFS) removeTree(p string) {
+	d, ok := m.dirs[p]
+	if !ok {
+		return
+	}
+	for name := range d.subdirs {
+		m.removeTree(filepath.Join(p, name))
+	}
+	delete(m.dirs, p)
 }
 
 // RemoveAll removes path and everything below it, durably at once.
@@ -168,9 +182,11 @@ func (m *MemFS) RemoveAll(path string) error {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	p := clean(path)
-	for q := range m.dirs {
-		if q == p || strings.HasPrefix(q, p+"/") {
-			delete(m.dirs, q)
+	if _, ok := m.dirs[p]; ok {
+		m.removeTree(p)
+		m.unlinkDir(p)
+		if p == "/" {
+			m.dirs[p] = newMemDir() // the root stays
 		}
 	}
 	if d, base, err := m.lookup(p); err == nil {
@@ -204,18 +220,29 @@ func (m *MemFS) MkdirAll(path string, perm os.FileMode) error {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	p := clean(path)
-	for q := p; ; q = filepath.Dir(q) {
+	for q := p; q != "/"; q = filepath.Dir(q) {
 		if d, base, err := m.lookup(q); err == nil {
 			if _, isFile := d.entries[base]; isFile {
 				return pathErr("mkdir", q, errors.New("not a directory"))
 			}
 		}
-		if _, ok := m.dirs[q]; !ok {
-			m.dirs[q] = newMemDir()
+	}
+	// Create the missing directories from p up, each linked into its
+	// parent; the first that exists has its parents.
+	child := ""
+	for q := p; ; q = filepath.Dir(q) {
+		d, existed := m.dirs[q]
+		if !existed {
+			d = newMemDir()
+			m.dirs[q] = d
 		}
-		if q == "/" {
+		if child != "" {
+			d.subdirs[child] = true
+		}
+		if existed || q == "/" {
 			return nil
 		}
+		child = filepath.Base(q)
 	}
 }
 
@@ -231,10 +258,8 @@ func (m *MemFS) ReadDir(dir string) ([]os.DirEntry, error) {
 	for name, ino := range d.entries {
 		out = append(out, fs.FileInfoToDirEntry(fileInfo{name: name, size: int64(len(ino.data)), mtime: ino.mtime}))
 	}
-	for q := range m.dirs {
-		if q != p && filepath.Dir(q) == p {
-			out = append(out, fs.FileInfoToDirEntry(fileInfo{name: filepath.Base(q), dir: true}))
-		}
+	for name := range d.subdirs {
+		out = append(out, fs.FileInfoToDirEntry(fileInfo{name: name, dir: true}))
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i].Name() < out[j].Name() })
 	return out, nil
