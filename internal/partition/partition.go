@@ -468,9 +468,16 @@ func (p *Partition) Close() error {
 	// Not fsynced (Kafka fsyncs it): the log's Close fsyncs the data and
 	// leaves its own hints unsynced too, and losing the snapshot in a
 	// power loss only makes the next open replay more of the log. With
-	// 1,000 partitions its two fsyncs were half of a shutdown's.
-	if err := p.psm.WriteSnapshotNoSync(p.fs, p.dir, p.log.LogEndOffset()); err != nil {
-		p.logger.Warn("producer snapshot at close failed", zap.Error(err))
+	// 1,000 partitions its two fsyncs were half of a shutdown's. An empty
+	// log (end offset 0, no producers) has no state to snapshot: the next
+	// open replays nothing with or without it, and Kafka's takeSnapshot
+	// skips an offset past no new state too. The internal topics'
+	// partitions, most of a broker's and mostly empty, so cost a close no
+	// snapshot file each.
+	if leo := p.log.LogEndOffset(); leo > 0 || p.psm.Len() > 0 {
+		if err := p.psm.WriteSnapshotNoSync(p.fs, p.dir, leo); err != nil {
+			p.logger.Warn("producer snapshot at close failed", zap.Error(err))
+		}
 	}
 	return p.log.Close()
 }

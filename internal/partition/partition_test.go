@@ -410,3 +410,33 @@ func TestHighWatermarkWaitsForFsyncWhenDurable(t *testing.T) {
 		t.Fatalf("high watermark %d, flushed %d", hw, flushed)
 	}
 }
+
+// An empty partition's Close writes no producer snapshot (it would hold
+// nothing the next open lacks), and the next open still works; once a
+// producer has appended, Close snapshots its state at the log end and the
+// open after it keeps the producer's sequence (a retry is a duplicate).
+func TestCloseSnapshotsOnlyProducerState(t *testing.T) {
+	dir := t.TempDir()
+	snapshots := func() []string {
+		s, _ := filepath.Glob(filepath.Join(dir, "*.snapshot"))
+		return s
+	}
+	p := open(t, dir)
+	p.Close()
+	if s := snapshots(); len(s) != 0 {
+		t.Fatalf("an empty partition's close wrote %v", s)
+	}
+	p = open(t, dir)
+	if _, err := p.AppendAsLeader(encode(7, 0, 0, 2, false)); err != nil {
+		t.Fatal(err)
+	}
+	p.Close()
+	if s := snapshots(); len(s) != 1 || filepath.Base(s[0]) != psm.SnapshotFileName(2) {
+		t.Fatalf("snapshots after a producer's append: %v", s)
+	}
+	p = open(t, dir)
+	defer p.Close()
+	if dup, err := p.AppendAsLeader(encode(7, 0, 0, 2, false)); err != nil || !dup.Duplicate {
+		t.Fatalf("retry after the restart: %+v %v", dup, err)
+	}
+}
