@@ -114,7 +114,7 @@ func (l *Log) appendFramed(data []byte, hs []framed, checked bool) (res AppendRe
 	l.appendMu.Lock()
 	defer l.appendMu.Unlock()
 	// mu is held from here to the return, released only inside outsideMu
-	// (the writes, an empty log's restart), which takes
+	// (the writes, the roll's fsync, an empty log's restart), which takes
 	// it back even when they panic: this one deferred Unlock then releases
 	// it, so a panic recovered by the connection leaves no Log lock held.
 	l.mu.Lock()
@@ -260,17 +260,13 @@ func (l *Log) writeRunLocked(seg *segment, data []byte, hs []framed, checked boo
 }
 
 // rollLocked makes a new active segment at base (Kafka's roll). The old
-// segment gets its final time-index entry and an offset-index entry for
-// its last batch (its seal, written but not fsynced) and becomes inactive;
-// its data and indexes are fsynced by the background flush the roll kicks,
-// as Kafka's UnifiedLog.roll leaves the old segment's flush to a
-// background task. Nothing here waits for the disk: an fsync, even of a
-// small file, forces a journal commit that waits for every other write
-// queued on the file system, and appendMu, held here, would hold every
-// producer of the partition for that long. The recovery point passes the
-// old segment only once that flush has made its data and indexes durable
-// (flush, idxDirty), so a crash before it recovers the segment from its
-// data, as Kafka's LogLoader recovers segments past its recovery point.
+// segment gets its final time-index entry, and its data is fsynced in the
+// background, as Kafka does, so a roll never stalls appends on a large
+// fsync. Before the new file exists, the old segment's offset index gets
+// an entry for its last batch and is fsynced (a small write, with mu
+// released; appendMu keeps writers out): if a power loss then keeps the
+// new segment's data but not the old segment's tail, recovery sees the
+// gap and cuts the log there instead of serving a hole.
 func (l *Log) rollLocked(base int64, now time.Time) (*segment, error) {
 	old := l.active()
 	if err := old.maybeAppendTimeEntry(); err != nil {
@@ -279,27 +275,22 @@ func (l *Log) rollLocked(base int64, now time.Time) (*segment, error) {
 	if base <= old.base {
 		return nil, fmt.Errorf("%w: cannot roll to base %d below active segment %d", ErrInvalidBatch, base, old.base)
 	}
-	if err := old.sealIndex(); err != nil {
+	seal, err := old.sealIndex()
+	if err != nil {
 		return nil, l.failedSealLocked(old, err)
 	}
-	// The next full flush syncs the old segment's indexes (the seal, the
-	// time entry just added, and the time index file the sealed offset
-	// index requires, see checkIndexFiles), and must find them even when
-	// one ran since the segment's last append.
+	// The roll fsyncs only the sealing offset entry: the time entry just
+	// added, and the time index file the sealed offset index requires
+	// (checkIndexFiles), wait for the next full flush, which must find
+	// them even when one ran since the segment's last append.
 	old.idxDirty = true
-	if l.opts.private.rollSyncsSeal && old.offIdx.written {
-		created := old.offIdx.newFile
-		t, _, _ := old.offIdx.syncTarget()
-		old.offIdx.newFile = created // its directory entry: the next directory fsync
-		var err error
-		l.outsideMu(func() { err = syncAll([]syncTarget{t}) })
-		if err != nil {
-			return nil, l.failLocked(err)
-		}
-	}
 	// The blocks reserved past the old segment's data are given back by
-	// the roll's background flush too (trimRolled): a truncation can wait
-	// on the file system's journal as an fsync does.
+	// the roll's background flush (trimRolled), not here: a truncation
+	// can wait on the file system's journal as an fsync does.
+	l.outsideMu(func() { err = syncAll(seal) })
+	if err != nil {
+		return nil, l.failLocked(err)
+	}
 	if l.failed != nil {
 		return nil, l.failed
 	}

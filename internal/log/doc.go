@@ -147,19 +147,13 @@
 // file system, or a write refused for lack of space, leaves the log
 // writable once what it left is undone (retry.go).
 //
-// A roll fsyncs nothing (as Kafka's): it gives the old segment's offset
-// index an entry for its last batch (written, not fsynced) and kicks the
-// background flush, which fsyncs the old segment's data and indexes; the
-// recovery point passes the segment only after that. A crash before it
-// recovers the segment from its data. If the sealing entry reached the
-// disk and the segment's tail did not while a later segment's data did
-// (write-back order across files is not guaranteed), recovery sees that
-// the sealed batch is missing and cuts the log there; if neither reached
-// it, the later segments are kept after a gap, as Kafka keeps them. An
-// fsync in the roll would order the two, but it runs under the append
-// lock and waits for the file system's journal commit, which waits for
-// every write queued before it: hundreds of milliseconds for each
-// producer of the partition under a sustained load.
+// A roll fsyncs the old segment's data in the background (as Kafka does)
+// but first gives its offset index an entry for its last batch and fsyncs
+// that index: if a power loss keeps a later segment's data but not the
+// end of an earlier one (write-back order across files is not
+// guaranteed), recovery sees that the sealed batch is missing and cuts the
+// log there, so the log is always a prefix of what was written, never a
+// log with a hole in the middle.
 //
 // # Reads
 //

@@ -286,22 +286,8 @@ func (f *flusher) run() {
 			setPeriod(d)
 			continue
 		case <-f.wbCh:
-			if !f.full.Load() {
-				wb = f.l.writeBehind(wb)
-				continue
-			}
-			// A roll's flush is due: the rolled segment's data and sealed
-			// index go to the disk before the new segment's pages are
-			// handed to it, which keeps short the time in which a power
-			// loss can keep the new segment's data and not the old one's
-			// tail (recover). The kick it came with is taken here (this
-			// flush covers it) and the writeback asked again after it.
-			select {
-			case <-f.kickCh:
-			default:
-			}
-			full = f.full.Swap(false)
-			f.kickWriteback()
+			wb = f.l.writeBehind(wb)
+			continue
 		case <-f.kickCh:
 			full = f.full.Swap(false)
 		case <-tick:

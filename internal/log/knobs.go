@@ -23,10 +23,6 @@ type knobs struct {
 	// failure, retryable ones included (retry.go): the negative control
 	// of the retry rule.
 	storageFailuresFatal bool
-	// rollSyncsSeal fsyncs the old segment's sealed offset index in the
-	// roll, under appendMu, which the roll leaves to the background flush
-	// (the negative control of TestRollSealFsyncOffAppendPath).
-	rollSyncsSeal bool
 	// cleanSkipSync leaves the cleaner's .cleaned files unsynced before
 	// the swap (the negative control of its crash matrix).
 	cleanSkipSync bool

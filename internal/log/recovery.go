@@ -18,14 +18,10 @@ const recoveryReadahead = 1 << 20
 // LogLoader.recoverLog.
 //
 // After an unclean shutdown (afterCrash) a segment that was rolled away
-// from must hold the batch its sealing index entry names, when that entry
-// reached the disk; if a power loss took its tail while a later segment's
-// data survived, the log is cut at the end of that segment too. The roll
-// does not fsync the entry (its background flush does, with the data), so
-// a power loss before that flush may keep neither the tail nor the entry:
-// the later segments are then kept after a gap, as Kafka keeps them. After
-// a clean shutdown nothing can be lost that way, and an index naming a
-// missing batch is merely damaged.
+// from must hold the batch its sealing index entry names; if a power loss
+// took its tail while a later segment's data survived, the log is cut at
+// the end of that segment too. After a clean shutdown nothing can be lost
+// that way, and an index naming a missing batch is merely damaged.
 func (l *Log) recover(from int, afterCrash bool) error {
 	expected := l.segments[from].base
 	if from > 0 {
@@ -34,7 +30,7 @@ func (l *Log) recover(from int, afterCrash bool) error {
 	for i := from; i < len(l.segments); i++ {
 		s := l.segments[i]
 		// A segment that was rolled away from names its last batch in its
-		// offset index (sealIndex, written at roll).
+		// offset index (sealIndex, fsynced at roll).
 		sealed, isSealed := s.offIdx.lastEntry()
 		isSealed = isSealed && afterCrash && i < len(l.segments)-1 &&
 			sealed.Offset >= s.base && sealed.Offset < l.segments[i+1].base
@@ -84,8 +80,9 @@ func (l *Log) recover(from int, afterCrash bool) error {
 			zap.Int64s("deletedSegments", removed), zap.Error(ce.Err))
 		break
 	}
-	// Trailing segments left empty: their data never reached the disk, so
-	// the log ends in the segment before them.
+	// Trailing segments left empty: their data never reached the disk (a
+	// roll syncs the old segment before creating the new one), so the log
+	// ends in the segment before them.
 	dropped := false
 	for len(l.segments) > 1 && l.segments[len(l.segments)-1].size == 0 {
 		last := l.segments[len(l.segments)-1]
