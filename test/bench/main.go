@@ -35,6 +35,7 @@ type options struct {
 	mirrorBase  string
 	produceBase string
 	txnBase     string
+	txnPeer     string
 	securityMB  int
 	maxInFlight int
 	only        string
@@ -59,6 +60,7 @@ func main() {
 	flag.StringVar(&o.mirrorBase, "mirror-compare", "", "a second minibroker binary (e.g. built from an older commit) whose mirror catch-up runs beside this tree's, as a destination, in the same run")
 	flag.StringVar(&o.produceBase, "produce-compare", "", "a second minibroker binary (e.g. built from an older commit) run as a fourth broker in every produce run, interleaved with the others, with its latency and share in the produce latency table")
 	flag.StringVar(&o.txnBase, "txn-compare", "", "a second minibroker binary (e.g. built from the commit before __transaction_state became the transaction coordinator's store) whose EndTxn latency and start-up with 100k transactional ids run beside this tree's in the same run (section txn)")
+	flag.StringVar(&o.txnPeer, "txn-peer", "", "a third minibroker binary (e.g. built from the commit before a change to the write path) whose EndTxn latency and start-up run beside this tree's and -txn-compare's in the same run, as column `peer` (section txn)")
 	flag.IntVar(&o.securityMB, "security-mb", 64, "MINIBROKER_BENCH_SECURITY_MB: data produced and consumed per listener in the SASL_SSL/PLAINTEXT benchmark")
 	flag.IntVar(&o.maxInFlight, "max-in-flight", 0, "produce requests in flight for the non-idempotent produce workloads (0: kgo's default, 1)")
 	flag.StringVar(&o.only, "only", "", "run only the sections whose name contains this (limits, produce, consume, fetchsessions, sharegroups, startup, rss, gobench, mirrorspeed, failover, security, authz, quotas, compaction, txn)")

@@ -39,6 +39,10 @@ func (r *report) txnBinaries() (labels []string, exes map[string]string) {
 		exes["base"] = r.opts.txnBase
 		labels = append(labels, "base")
 	}
+	if r.opts.txnPeer != "" {
+		exes["peer"] = r.opts.txnPeer
+		labels = append(labels, "peer")
+	}
 	return labels, exes
 }
 
@@ -293,21 +297,37 @@ func (r *report) renderTxn(p func(string, ...any)) {
 	} else {
 		p("No -txn-compare binary was given: this tree alone.\n\n")
 	}
+	peer := r.opts.txnPeer != ""
+	if peer {
+		p("`peer` is `%s` (-txn-peer).\n\n", r.opts.txnPeer)
+	}
 	p("| measure | unit |")
 	for _, l := range labels {
 		p(" %s |", l)
 	}
-	p(" ratio this tree/base |\n|---|---|")
+	p(" ratio this tree/base |")
+	if peer {
+		p(" ratio this tree/peer |")
+	}
+	p("\n|---|---|")
 	for range labels {
 		p("---|")
 	}
-	p("---|\n")
+	p("---|")
+	if peer {
+		p("---|")
+	}
+	p("\n")
 	for _, rw := range r.txn {
 		p("| %s | %s |", rw.name, rw.unit)
 		for _, l := range labels {
 			p(" %s |", cell(rw.samples[l]))
 		}
-		p(" %s |\n", ratio(med(rw.samples["this tree"]), med(rw.samples["base"])))
+		p(" %s |", ratio(med(rw.samples["this tree"]), med(rw.samples["base"])))
+		if peer {
+			p(" %s |", ratio(med(rw.samples["this tree"]), med(rw.samples["peer"])))
+		}
+		p("\n")
 	}
 	if r.txnUpgrade > 0 {
 		p("\nThe first start of this tree on a 100,000-id `transaction-state.log` (the upgrade into `__transaction_state`) took %s.\n", r.txnUpgrade.Round(time.Millisecond))
