@@ -120,7 +120,7 @@ func (c *groupCore) ValidateFetchMember(groupID string, memberID *string, epoch 
 // records it wrote are durable.
 func (g *Groups) ConsumerHeartbeat(req ConsumerHeartbeatRequest) ConsumerHeartbeatResult {
 	var res ConsumerHeartbeatResult
-	if err := g.callFor(req.Group, func(now time.Time) {
+	if err := g.call(func(now time.Time) {
 		res = g.core.ConsumerHeartbeat(now, g.core.image, req)
 	}); err != nil {
 		return ConsumerHeartbeatResult{Err: err, MemberID: req.MemberID, MemberEpoch: req.MemberEpoch}

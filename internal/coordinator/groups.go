@@ -179,24 +179,13 @@ func (g *Groups) finish(b batch) error {
 }
 
 // call runs fn on the core at the current time, then finish.
-func (g *Groups) call(fn func(now time.Time)) error { return g.callFor("", fn) }
-
-// callFor is call for a request about group ("": none), counted as
-// coming to the group's __consumer_offsets partition until its records
-// are appended, so that a request waiting for that partition's fsync
-// meanwhile lets the group commit gather them (joiners).
-func (g *Groups) callFor(group string, fn func(now time.Time)) error {
-	appended := func() {}
-	if group != "" {
-		appended = g.store.enter(group)
-	}
+func (g *Groups) call(fn func(now time.Time)) error {
 	im := g.topicImage() // before mu: the broker's registry lock is never taken under it
 	g.mu.Lock()
 	g.core.image = im
 	fn(time.Now())
 	b := g.collectLocked()
 	g.mu.Unlock()
-	appended()
 	return g.finish(b)
 }
 
@@ -229,7 +218,7 @@ func (g *Groups) await(ctx context.Context, w Waiter, ch chan Reply) (Reply, boo
 func (g *Groups) Join(ctx context.Context, req JoinRequest) *JoinResult {
 	var w Waiter
 	var ch chan Reply
-	g.callFor(req.Group, func(now time.Time) {
+	g.call(func(now time.Time) {
 		w, ch = g.registerLocked()
 		g.core.Join(now, req, w)
 	})
@@ -245,7 +234,7 @@ func (g *Groups) Join(ctx context.Context, req JoinRequest) *JoinResult {
 func (g *Groups) Sync(ctx context.Context, req SyncRequest) *SyncResult {
 	var w Waiter
 	var ch chan Reply
-	g.callFor(req.Group, func(now time.Time) {
+	g.call(func(now time.Time) {
 		w, ch = g.registerLocked()
 		g.core.Sync(now, req, w)
 	})
@@ -259,7 +248,7 @@ func (g *Groups) Sync(ctx context.Context, req SyncRequest) *SyncResult {
 // Heartbeat serves Heartbeat.
 func (g *Groups) Heartbeat(groupID, memberID, instanceID string, generation int32) error {
 	var err error
-	g.callFor(groupID, func(now time.Time) { err = g.core.Heartbeat(now, groupID, memberID, instanceID, generation) })
+	g.call(func(now time.Time) { err = g.core.Heartbeat(now, groupID, memberID, instanceID, generation) })
 	return err
 }
 
@@ -267,7 +256,7 @@ func (g *Groups) Heartbeat(groupID, memberID, instanceID string, generation int3
 func (g *Groups) Leave(groupID string, members []LeaveMember) ([]error, error) {
 	var errs []error
 	var top error
-	g.callFor(groupID, func(now time.Time) { errs, top = g.core.Leave(now, groupID, members) })
+	g.call(func(now time.Time) { errs, top = g.core.Leave(now, groupID, members) })
 	return errs, top
 }
 
@@ -276,7 +265,7 @@ func (g *Groups) Leave(groupID string, members []LeaveMember) ([]error, error) {
 func (g *Groups) CommitOffsets(req CommitRequest) (map[TopicPartition]error, error) {
 	var partErrs map[TopicPartition]error
 	var top error
-	if err := g.callFor(req.Group, func(now time.Time) { partErrs, top = g.core.CommitOffsets(now, req) }); err != nil {
+	if err := g.call(func(now time.Time) { partErrs, top = g.core.CommitOffsets(now, req) }); err != nil {
 		return nil, err
 	}
 	return partErrs, top
@@ -320,7 +309,7 @@ func (g *Groups) DeleteGroups(ids []string) []error {
 func (g *Groups) DeleteOffsets(groupID string, tps []TopicPartition) (map[TopicPartition]error, error) {
 	var partErrs map[TopicPartition]error
 	var top error
-	if err := g.callFor(groupID, func(now time.Time) { partErrs, top = g.core.DeleteOffsets(now, groupID, tps) }); err != nil {
+	if err := g.call(func(now time.Time) { partErrs, top = g.core.DeleteOffsets(now, groupID, tps) }); err != nil {
 		return nil, err
 	}
 	return partErrs, top
@@ -334,7 +323,7 @@ func (g *Groups) DeleteTopicOffsets(topic string) error {
 
 func (g *Groups) stageTxnOffsets(group string, producerID int64, producerEpoch int16, offsets map[TopicPartition]OffsetAndMetadata) error {
 	var top error
-	if err := g.callFor(group, func(now time.Time) { top = g.core.StageTxn(now, group, producerID, producerEpoch, offsets) }); err != nil {
+	if err := g.call(func(now time.Time) { top = g.core.StageTxn(now, group, producerID, producerEpoch, offsets) }); err != nil {
 		return err
 	}
 	return top
@@ -346,7 +335,7 @@ func (g *Groups) completeTxnOffsets(producerID int64, epoch int16, coordinatorEp
 
 func (g *Groups) commitOffsetsAdmin(group string, offsets map[TopicPartition]OffsetAndMetadata) error {
 	var top error
-	if err := g.callFor(group, func(now time.Time) { top = g.core.CommitAdmin(now, group, offsets) }); err != nil {
+	if err := g.call(func(now time.Time) { top = g.core.CommitAdmin(now, group, offsets) }); err != nil {
 		return err
 	}
 	return top

@@ -57,9 +57,6 @@ type OffsetsTopic interface {
 	WriteMarker(p int32, producerID int64, epoch int16, commit bool, coordinatorEpoch int32) (end int64, err error)
 	// Sync makes every record of partition p below end durable.
 	Sync(p int32, end int64) error
-	// SyncAlone is Sync when no other record for p is about to be
-	// appended: the group commit does not yield for one first.
-	SyncAlone(p int32, end int64) error
 	// End is the offset after partition p's last record.
 	End(p int32) int64
 	// Replay calls fn with each record of partition p, from its start,

@@ -44,9 +44,6 @@ type groupStorage interface {
 	flush() error
 	// maintain runs from the timer loop, outside the lock.
 	maintain(g *Groups)
-	// enter counts a request about group as coming to append until
-	// appended runs (after the lock is released, before the wait).
-	enter(group string) (appended func())
 	close(abandon bool) error
 }
 
@@ -77,15 +74,11 @@ func (l logStorage) maintain(g *Groups) {
 
 func (l logStorage) close(abandon bool) error { return l.s.close(abandon) }
 
-func (l logStorage) enter(string) func() { return func() {} }
-
 // topicStore is __consumer_offsets as a groupStorage. view is guarded by
 // the coordinator's lock; dirty by mu.
 type topicStore struct {
-	t              OffsetsTopic
-	view           *offsetsView
-	sequentialSync bool     // knobs.sequentialSync
-	joining        *joiners // requests per partition not yet appended
+	t    OffsetsTopic
+	view *offsetsView
 
 	mu    sync.Mutex
 	dirty map[int32]int64 // the end of what was appended, per partition, since the last flush
@@ -145,11 +138,12 @@ func (s *topicStore) write(out pending) (map[int32]int64, error) {
 }
 
 // sync makes each partition durable up to its end (the partitions' group
-// commits: concurrent waiters share an fsync), the partitions' fsyncs
-// issued together (syncParts).
+// commits: concurrent waiters share an fsync).
 func (s *topicStore) sync(ends map[int32]int64) error {
-	if err := syncParts(pointOf(ends), s.sequentialSync, s.joining.waitFor(s.t)); err != nil {
-		return fmt.Errorf("%w: __consumer_offsets: %v", ErrCoordinatorNotAvailable, err)
+	for p, end := range ends {
+		if err := s.t.Sync(p, end); err != nil {
+			return fmt.Errorf("%w: __consumer_offsets: %v", ErrCoordinatorNotAvailable, err)
+		}
 	}
 	return nil
 }
@@ -163,10 +157,6 @@ func (s *topicStore) flush() error {
 }
 
 func (s *topicStore) maintain(*Groups) {} // the log cleaner compacts the topic
-
-func (s *topicStore) enter(group string) func() {
-	return s.joining.enter(PartitionFor(group, s.t.Partitions()))
-}
 
 func (s *topicStore) close(abandon bool) error {
 	if abandon {
@@ -193,7 +183,7 @@ func (g *Groups) openStorage() (groupStorage, error) {
 		return logStorage{store}, nil
 	}
 	t := opts.OffsetsTopic
-	s := &topicStore{t: t, dirty: map[int32]int64{}, sequentialSync: opts.private.sequentialSync, joining: newJoiners(t.Partitions())}
+	s := &topicStore{t: t, dirty: map[int32]int64{}}
 	legacy := filepath.Join(opts.Dir, groupLogFile)
 	if _, err := opts.FS.Stat(legacy); err != nil {
 		if !errors.Is(err, os.ErrNotExist) {

@@ -77,8 +77,6 @@ func (m *memTopic) WriteMarker(p int32, pid int64, epoch int16, commit bool, _ i
 
 func (m *memTopic) Sync(int32, int64) error { return nil }
 
-func (m *memTopic) SyncAlone(int32, int64) error { return nil }
-
 func (m *memTopic) End(p int32) int64 {
 	m.mu.Lock()
 	defer m.mu.Unlock()

@@ -90,8 +90,6 @@ type Transactions struct {
 	// __transaction_state partitions' locks (Append).
 	decideMu sync.RWMutex
 
-	joining *joiners // requests per partition not yet appended (sync_parts.go)
-
 	mu      sync.Mutex // guards the fields below
 	machine *TxnMachine
 	topic   TxnStateTopic
@@ -139,7 +137,7 @@ func OpenTransactions(opts TxnOptions) (*Transactions, error) {
 	if err != nil {
 		return nil, err
 	}
-	t := &Transactions{opts: opts, logger: opts.Logger, topic: opts.Topic, parts: opts.Topic.Partitions(), joining: newJoiners(opts.Topic.Partitions()),
+	t := &Transactions{opts: opts, logger: opts.Logger, topic: opts.Topic, parts: opts.Topic.Partitions(),
 		ends: map[int32]int64{}, epoch: st.epoch, epochDurable: st.epochDurable,
 		inFlight: map[string]bool{}, written: map[string]*markerProgress{},
 		kick: make(chan struct{}, 1), stop: make(chan struct{})}
@@ -228,22 +226,16 @@ func (t *Transactions) allPointLocked() syncPoint {
 	return out
 }
 
-// durable waits until every partition of after is fsynced up to its end,
-// the partitions' fsyncs issued together (syncParts). Nothing to wait for
-// costs no fsync. Called without mu, so concurrent requests share an
-// fsync.
+// durable waits until every partition of after is fsynced up to its end.
+// Nothing to wait for costs no fsync. Called without mu, so concurrent
+// requests share an fsync.
 func (t *Transactions) durable(after syncPoint) error {
-	if err := syncParts(after, false, t.joining.waitFor(t.topic)); err != nil {
-		return fmt.Errorf("%w: %v", ErrTxnLogUnavailable, err)
+	for _, pe := range after {
+		if err := t.topic.Sync(pe.p, pe.end); err != nil {
+			return fmt.Errorf("%w: %v", ErrTxnLogUnavailable, err)
+		}
 	}
 	return nil
-}
-
-// entering counts a request about txnID as coming to its partition
-// (joiners) until appended runs: after its records are appended and the
-// locks released, before it waits for them.
-func (t *Transactions) entering(txnID string) (appended func()) {
-	return t.joining.enter(PartitionFor(txnID, t.parts))
 }
 
 // release gives up a claimed job that must not run (its decision is not
@@ -410,7 +402,6 @@ func (t *Transactions) writeMarkers(job *MarkerJob, progress *markerProgress) er
 // the abort's markers are written before CONCURRENT_TRANSACTIONS is
 // returned, so the client's retry succeeds at once.
 func (t *Transactions) InitProducerID(txnID string, timeoutMs int32, expectedPID int64, expectedEpoch int16) (InitResult, error) {
-	appended := t.entering(txnID)
 	t.decideMu.Lock()
 	t.mu.Lock()
 	res, job, err := t.machine.InitProducerID(txnID, timeoutMs, expectedPID, expectedEpoch, t.nowMs())
@@ -418,7 +409,6 @@ func (t *Transactions) InitProducerID(txnID string, timeoutMs int32, expectedPID
 	claimed := t.claimLocked(job)
 	t.mu.Unlock()
 	t.decideMu.Unlock()
-	appended()
 	if derr := t.durable(after); derr != nil {
 		if claimed {
 			t.release(job)
@@ -436,12 +426,10 @@ func (t *Transactions) InitProducerID(txnID string, timeoutMs int32, expectedPID
 
 // AddPartitions serves AddPartitionsToTxn.
 func (t *Transactions) AddPartitions(txnID string, pid int64, epoch int16, parts []TopicPartition) error {
-	appended := t.entering(txnID)
 	t.mu.Lock()
 	err := t.machine.AddPartitions(txnID, pid, epoch, parts, t.nowMs())
 	after := t.pointLocked(txnID)
 	t.mu.Unlock()
-	appended()
 	t.poke() // a new transaction's timeout may be the next deadline
 	if err != nil {
 		return err
@@ -451,12 +439,10 @@ func (t *Transactions) AddPartitions(txnID string, pid int64, epoch int16, parts
 
 // AddOffsets serves AddOffsetsToTxn.
 func (t *Transactions) AddOffsets(txnID string, pid int64, epoch int16, group string) error {
-	appended := t.entering(txnID)
 	t.mu.Lock()
 	err := t.machine.AddOffsets(txnID, pid, epoch, group, t.nowMs())
 	after := t.pointLocked(txnID)
 	t.mu.Unlock()
-	appended()
 	t.poke()
 	if err != nil {
 		return err
@@ -481,7 +467,6 @@ func (t *Transactions) EndTxn(txnID string, pid int64, epoch int16, commit bool)
 // defer, so a panic in decide cannot leave decideMu held and every later
 // decision blocked.
 func (t *Transactions) endTxn(txnID string, pid int64, epoch int16, commit bool, decide func(nowMs int64) (*MarkerJob, error)) error {
-	appended := t.entering(txnID)
 	job, after, claimed, err := func() (*MarkerJob, syncPoint, bool, error) {
 		t.decideMu.Lock()
 		defer t.decideMu.Unlock()
@@ -496,7 +481,6 @@ func (t *Transactions) endTxn(txnID string, pid int64, epoch int16, commit bool,
 		after := t.pointLocked(txnID)
 		return job, after, t.claimLocked(job), err
 	}()
-	appended()
 	if err != nil {
 		return err // the machine decides nothing, so no job, when it refuses
 	}

@@ -30,12 +30,10 @@ func (t *Transactions) EndTxnV2(txnID string, pid int64, epoch int16, commit, no
 // (not verify-only): partitions join the transaction as a Produce v12
 // would add them.
 func (t *Transactions) AddPartitionsImplicit(txnID string, pid int64, epoch int16, parts []TopicPartition) error {
-	appended := t.entering(txnID)
 	t.mu.Lock()
 	err := t.machine.AddPartitionsImplicit(txnID, pid, epoch, parts, t.nowMs())
 	after := t.pointLocked(txnID)
 	t.mu.Unlock()
-	appended()
 	t.poke()
 	if err != nil {
 		return err
@@ -58,7 +56,6 @@ func (t *Transactions) VerifyPartitions(txnID string, pid int64, epoch int16, pa
 // the same shared decideMu, so no decision can come between them. On
 // success the caller must call release once its append is done.
 func (t *Transactions) AddAndVerifyProduce(txnID string, pid int64, epoch int16, tp TopicPartition) (release func(), err error) {
-	appended := t.entering(txnID)
 	t.decideMu.RLock()
 	t.mu.Lock()
 	now := t.nowMs()
@@ -77,7 +74,6 @@ func (t *Transactions) AddAndVerifyProduce(txnID string, pid int64, epoch int16,
 	}
 	after := t.pointLocked(txnID)
 	t.mu.Unlock()
-	appended()
 	if added {
 		t.poke() // a new transaction's timeout may be the next deadline
 	}
@@ -95,7 +91,6 @@ func (t *Transactions) AddAndVerifyProduce(txnID string, pid int64, epoch int16,
 // producer's transaction itself (no AddOffsetsToTxn), durably, before the
 // offsets are staged.
 func (t *Transactions) TxnOffsetCommitV2(txnID string, pid int64, epoch int16, group string, stage func() error) error {
-	appended := t.entering(txnID)
 	t.decideMu.RLock()
 	defer t.decideMu.RUnlock()
 	t.mu.Lock()
@@ -109,7 +104,6 @@ func (t *Transactions) TxnOffsetCommitV2(txnID string, pid int64, epoch int16, g
 	}
 	after := t.pointLocked(txnID)
 	t.mu.Unlock()
-	appended()
 	t.poke()
 	if err != nil {
 		return err

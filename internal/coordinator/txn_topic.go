@@ -65,9 +65,6 @@ type TxnStateTopic interface {
 	// Sync returns once partition p is durable below end; concurrent
 	// callers share one fsync (group commit).
 	Sync(p int32, end int64) error
-	// SyncAlone is Sync when no other record for p is about to be
-	// appended: the group commit does not yield for one first.
-	SyncAlone(p int32, end int64) error
 	// Err is the failure that took partition p offline for writes, nil
 	// while it is writable.
 	Err(p int32) error

@@ -132,24 +132,12 @@ func dataBatch(body []byte, n int, ts int64, prod Producer) []byte {
 
 // Sync returns once every record of partition p below end is durable
 // (the partition's group commit: concurrent callers share an fsync).
-func (l Log) Sync(p int32, end int64) error { return l.sync(p, end, true) }
-
-// SyncAlone is Sync for a caller that knows no other record for p is
-// about to be appended (no other request for that partition in
-// progress): the group commit starts its fsync without yielding first
-// (Partition.FlushToAlone).
-func (l Log) SyncAlone(p int32, end int64) error { return l.sync(p, end, false) }
-
-func (l Log) sync(p int32, end int64, gather bool) error {
+func (l Log) Sync(p int32, end int64) error {
 	part, err := l.part(p)
 	if err != nil {
 		return err
 	}
-	flush := part.FlushToAlone
-	if gather {
-		flush = part.FlushTo
-	}
-	if err := flush(end); err != nil {
+	if err := part.FlushTo(end); err != nil {
 		return fmt.Errorf("%s-%d: %w", l.Topic, p, err)
 	}
 	return nil

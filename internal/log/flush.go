@@ -188,20 +188,9 @@ func (l *Log) lowerRecoveryPointLocked(end int64) error {
 // acks=all with log.flush.interval.messages=1). Concurrent callers share
 // fsyncs (group commit): one waiter at a time leads, syncing whatever has
 // been written by then, and every waiter it covers returns; the others
-// elect the next leader. A leader first yields the processor once, so
-// that writers just released by the previous commit, about to append,
-// join its fsync. It fails with ErrStorage if an fsync fails and
+// elect the next leader. It fails with ErrStorage if an fsync fails and
 // ErrClosed if the log closes first.
-func (l *Log) WaitFlushed(offset int64) error { return l.waitFlushed(offset, true) }
-
-// WaitFlushedAlone is WaitFlushed for a caller that knows no other writer
-// is about to append (a coordinator with no other request for this
-// partition in progress): should it lead, its fsync starts at once. A
-// yield has no one to gather then, and on a busy machine it puts the
-// leader behind every runnable goroutine before its fsync.
-func (l *Log) WaitFlushedAlone(offset int64) error { return l.waitFlushed(offset, false) }
-
-func (l *Log) waitFlushed(offset int64, gather bool) error {
+func (l *Log) WaitFlushed(offset int64) error {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	for {
@@ -219,7 +208,7 @@ func (l *Log) waitFlushed(offset int64, gather bool) error {
 			l.commitDone.Wait()
 			continue
 		}
-		if err := l.leadCommitLocked(gather); err != nil && err != ErrClosed {
+		if err := l.leadCommitLocked(); err != nil && err != ErrClosed {
 			return err
 		}
 	}
@@ -230,7 +219,7 @@ func (l *Log) waitFlushed(offset int64, gather bool) error {
 // flush returns or panics: a panic (recovered by the connection that led
 // the commit) must not leave committing set, which would keep every later
 // waiter waiting for a commit that never ends.
-func (l *Log) leadCommitLocked(gather bool) error {
+func (l *Log) leadCommitLocked() error {
 	l.committing = true
 	l.mu.Unlock()
 	defer func() {
@@ -238,14 +227,9 @@ func (l *Log) leadCommitLocked(gather bool) error {
 		l.committing = false
 		l.commitDone.Broadcast()
 	}()
-	if gather {
-		// Let appenders that were just released by the previous commit
-		// (runnable, about to append) join this one.
-		if h := l.opts.private.onCommitYield; h != nil {
-			h()
-		}
-		runtime.Gosched()
-	}
+	// Let appenders that were just released by the previous commit
+	// (runnable, about to append) join this one.
+	runtime.Gosched()
 	return l.flush(false)
 }
 

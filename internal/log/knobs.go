@@ -26,9 +26,6 @@ type knobs struct {
 	// cleanSkipSync leaves the cleaner's .cleaned files unsynced before
 	// the swap (the negative control of its crash matrix).
 	cleanSkipSync bool
-	// onCommitYield is called when a group-commit leader yields before
-	// its fsync (flush.go).
-	onCommitYield func()
 	// cleanSkipSwapMu: a cleaner swap does not hold swapMu, so a
 	// truncation can cut its group while its .swap files are durable
 	// (the negative control of TestCompactionSwapExcludesTruncation).

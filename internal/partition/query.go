@@ -106,11 +106,6 @@ func (p *Partition) Flush() error { return p.log.Flush() }
 // (STOPPING's barrier) pays one.
 func (p *Partition) FlushTo(offset int64) error { return p.log.WaitFlushed(offset) }
 
-// FlushToAlone is FlushTo for a writer that knows no other writer is
-// about to append to the partition: the group commit it may lead starts
-// its fsync without first yielding for them (log.WaitFlushedAlone).
-func (p *Partition) FlushToAlone(offset int64) error { return p.log.WaitFlushedAlone(offset) }
-
 // ApplyRetention deletes the segments retention.ms and retention.bytes
 // expire and returns how many went.
 func (p *Partition) ApplyRetention() (int, error) { return p.log.ApplyRetention() }
