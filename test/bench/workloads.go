@@ -10,6 +10,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"syscall"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kfake"
@@ -200,6 +201,7 @@ func runProduce(r *report) error {
 			for run := range r.opts.runs {
 				rate := 0.0
 				if w.paced > 0 { // the store-nothing broker's rate, unpaced, in this run
+					syscall.Sync()
 					scratch := newRow(w.name, "records/s", true)
 					res, err := measure(r.bin, ps[2], storeNothing.name, "produce", produceConfig("", fmt.Sprintf("u%d", run), w, r.opts), scratch)
 					if err != nil {
@@ -212,6 +214,11 @@ func runProduce(r *report) error {
 					i := (k + run) % len(ts) // alternate who goes first
 					cfg := produceConfig("", fmt.Sprintf("p%d", run), w, r.opts)
 					cfg.Throughput = rate
+					// No run pays for the writeback of the runs before it:
+					// the storing brokers leave their data dirty (no fsync
+					// per produce), and which target ran just before
+					// changes with the round.
+					syscall.Sync()
 					res, err := measure(r.bin, ps[i], ts[i].name, "produce", cfg, rw)
 					if err != nil {
 						return fmt.Errorf("%s on %s: %w", w.name, ts[i].name, err)
