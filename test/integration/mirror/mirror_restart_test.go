@@ -30,7 +30,10 @@ import (
 func TestMirrorRestartAfterFailoverKeepsCommonLog(t *testing.T) {
 	t.Parallel()
 	const n = restartRecords
-	minEnd, maxStart, atRestart, consumed := restartAfterFailover(t, nil)
+	minEnd, maxStart, atRestart, consumed, cutTo := restartAfterFailover(t, nil)
+	if cutTo != n {
+		t.Fatalf("PREPARING cut B's log to %d, want %d (the end of the common log)", cutTo, n)
+	}
 	if maxStart != 0 || minEnd < n {
 		t.Fatalf("during the restart B's log start reached %d and its end fell to %d (want 0 and ≥ %d)", maxStart, minEnd, n)
 	}
@@ -52,14 +55,13 @@ func TestMirrorRestartAfterFailoverKeepsCommonLog(t *testing.T) {
 // still identical to A (the log is copied again).
 func TestMirrorRestartWithoutEpochWalkBackCutsWholeLog(t *testing.T) {
 	t.Parallel()
-	minEnd, maxStart, _, consumed := restartAfterFailover(t, itest.MirrorHooks{NoEpochWalkBack: true})
-	t.Logf("without the walk back: B's end fell to %d, its start reached %d; the slow consumer read %d records", minEnd, maxStart, len(consumed))
-	// The cut to 0 is followed at once by the copy again, so ListOffsets
-	// may miss the moment the log was empty (a loaded machine saw 1800):
-	// what it cannot miss is the end below the common log, which the rule
-	// never allows.
-	if minEnd >= restartRecords {
-		t.Fatalf("without the walk back B's end fell only to %d, want below %d (the whole log cut)", minEnd, restartRecords)
+	minEnd, maxStart, _, consumed, cutTo := restartAfterFailover(t, itest.MirrorHooks{NoEpochWalkBack: true})
+	t.Logf("without the walk back: B's log cut to %d; its end fell to %d, its start reached %d; the slow consumer read %d records", cutTo, minEnd, maxStart, len(consumed))
+	// The cut is read from the mirror's describe (what PREPARING last
+	// cut), which cannot miss it: the copy again follows the cut at once,
+	// so ListOffsets may never see B's end below the common log.
+	if cutTo >= restartRecords {
+		t.Fatalf("without the walk back PREPARING cut B's log to %d, want below %d (the whole log cut)", cutTo, restartRecords)
 	}
 }
 
@@ -68,9 +70,10 @@ const restartRecords = 2000
 // restartAfterFailover runs the scenario above with the mirror's test
 // hooks (nil: none) and returns, as watched on B while the mirror
 // restarted, the smallest log end and largest log start ListOffsets
-// answered and the records a slow consumer from 0 read. It checks that B
-// ends identical to A.
-func restartAfterFailover(t *testing.T, hooks mirror.TestHooks) (minEnd, maxStart, atRestart int64, consumed []*kgo.Record) {
+// answered and the records a slow consumer from 0 read, and where
+// PREPARING cut B's log (the mirror's describe). It checks that B ends
+// identical to A.
+func restartAfterFailover(t *testing.T, hooks mirror.TestHooks) (minEnd, maxStart, atRestart int64, consumed []*kgo.Record, cutTo int64) {
 	const n = restartRecords
 	a := minibrokertest.Start(t, minibrokertest.Topic("orders", 1))
 	b := itest.StartBroker(t, itest.BrokerOptions{Mirror: mirror.WithTestHooks(mirror.Options{FetchMaxBytes: 16 << 10}, hooks)})
@@ -163,6 +166,11 @@ func restartAfterFailover(t *testing.T, hooks mirror.TestHooks) (minEnd, maxStar
 	for deadline := time.Now().Add(itest.Timeout); ; time.Sleep(10 * time.Millisecond) {
 		st, _ := m.Describe("from-a")
 		if st.Partitions[0].State == mirror.Mirroring && itest.LogEnd(b, "orders", 0) == n+3 {
+			if tr := st.Partitions[0].Truncated; tr != nil {
+				cutTo = tr.TruncateTo
+			} else {
+				t.Fatalf("the restarted mirror cut nothing: %+v", st.Partitions[0])
+			}
 			break
 		}
 		if time.Now().After(deadline) {
@@ -178,5 +186,5 @@ func restartAfterFailover(t *testing.T, hooks mirror.TestHooks) (minEnd, maxStar
 	}
 	mu.Lock()
 	defer mu.Unlock()
-	return minEnd, maxStart, atRestart, consumed
+	return minEnd, maxStart, atRestart, consumed, cutTo
 }
