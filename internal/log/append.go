@@ -260,13 +260,16 @@ func (l *Log) writeRunLocked(seg *segment, data []byte, hs []framed, checked boo
 }
 
 // rollLocked makes a new active segment at base (Kafka's roll). The old
-// segment gets its final time-index entry, and its data is fsynced in the
-// background, as Kafka does, so a roll never stalls appends on a large
-// fsync. Before the new file exists, the old segment's offset index gets
-// an entry for its last batch and is fsynced (a small write, with mu
-// released; appendMu keeps writers out): if a power loss then keeps the
-// new segment's data but not the old segment's tail, recovery sees the
-// gap and cuts the log there instead of serving a hole.
+// segment gets its final time-index entry and an offset-index entry for
+// its last batch, and its data and indexes are fsynced in the background,
+// as Kafka does: a roll fsyncs nothing on the append path. If a power loss
+// then keeps the new segment's data but not the old segment's tail,
+// recovery sees that the new segment starts past the old one's end above
+// the recovery point and cuts the log there instead of serving a hole
+// (recover). A roll to a base past the old segment's end (a mirrored
+// batch after a gap in the source's offsets) is the one gap recovery must
+// keep: that roll first makes the log durable and moves the recovery point
+// to base (syncForGapRollLocked), so the gap lies below it.
 func (l *Log) rollLocked(base int64, now time.Time) (*segment, error) {
 	old := l.active()
 	if err := old.maybeAppendTimeEntry(); err != nil {
@@ -275,24 +278,21 @@ func (l *Log) rollLocked(base int64, now time.Time) (*segment, error) {
 	if base <= old.base {
 		return nil, fmt.Errorf("%w: cannot roll to base %d below active segment %d", ErrInvalidBatch, base, old.base)
 	}
-	seal, err := old.sealIndex()
-	if err != nil {
+	if err := old.sealIndex(); err != nil {
 		return nil, l.failedSealLocked(old, err)
 	}
-	// The roll fsyncs only the sealing offset entry: the time entry just
-	// added, and the time index file the sealed offset index requires
-	// (checkIndexFiles), wait for the next full flush, which must find
-	// them even when one ran since the segment's last append.
+	// The sealing entries and the time index file the sealed offset index
+	// requires (checkIndexFiles) wait for the roll's background full
+	// flush, which must find them even when one ran since the segment's
+	// last append. The blocks reserved past the old segment's data are
+	// given back there too (trimRolled): a truncation, like an fsync, can
+	// wait on the file system's journal, behind the writeback of
+	// everything written before it.
 	old.idxDirty = true
-	// The blocks reserved past the old segment's data are given back by
-	// the roll's background flush (trimRolled), not here: a truncation
-	// can wait on the file system's journal as an fsync does.
-	l.outsideMu(func() { err = syncAll(seal) })
-	if err != nil {
-		return nil, l.failLocked(err)
-	}
-	if l.failed != nil {
-		return nil, l.failed
+	if base > old.nextOffset {
+		if err := l.syncForGapRollLocked(base); err != nil {
+			return nil, err
+		}
 	}
 	s, err := openSegment(l.fs, l.dir, base, true, now)
 	if err != nil && l.opts.private.storageFailuresFatal {
@@ -389,5 +389,48 @@ func (l *Log) AppendAbortedTxn(t AbortedTxn) error {
 		return l.failed
 	}
 	s.txnDirty = true
+	return nil
+}
+
+// syncForGapRollLocked prepares a roll to base past the active segment's
+// end (a gap in the offsets: only a mirror appends past the log end).
+// Recovery cuts the log where a segment above the recovery point starts
+// past its predecessor's end, since that is what a power loss that kept a
+// later segment's data but not an earlier one's tail leaves behind; a
+// legitimate gap must therefore lie below the recovery point. So before
+// the new segment exists, everything written is fsynced (a full flush,
+// with mu released; appendMu keeps writers out) and the recovery point is
+// moved to base: nothing lies between the old end and base. Rare (a gap
+// that coincides with a roll), so it may stall appends as the old roll's
+// seal did. Called with appendMu and mu held.
+func (l *Log) syncForGapRollLocked(base int64) error {
+	if l.opts.private.gapRollSkipsSync {
+		return nil
+	}
+	leo := l.leo
+	var err error
+	l.outsideMu(func() {
+		if err = l.flush(true); err != nil {
+			return
+		}
+		l.flushMu.Lock()
+		defer l.flushMu.Unlock()
+		l.mu.Lock()
+		rp := l.recoveryPoint
+		l.mu.Unlock()
+		if rp < leo {
+			err = fmt.Errorf("%w: recovery point %d below the log end %d after a full flush", ErrStorage, rp, leo)
+			return
+		}
+		err = writeOffsetFile(l.fs, l.dir, recoveryPointName, base)
+	})
+	if err != nil {
+		return l.failLocked(err)
+	}
+	if l.failed != nil {
+		return l.failed
+	}
+	l.recoveryPoint = max(l.recoveryPoint, base)
+	l.persistedRP = max(l.persistedRP, base)
 	return nil
 }

@@ -174,3 +174,13 @@ func readLogStartOffset(fsys vfs.FS, dir string) (int64, error) {
 	off, _, err := readOffsetFile(fsys, dir, logStartOffsetName)
 	return off, err
 }
+
+// writeOffsetSyncedNoDir is writeOffsetFile without the directory fsync
+// (vfs.ReplaceFileSynced): after a power loss the old value or the new.
+func writeOffsetSyncedNoDir(fsys vfs.FS, dir, name string, off int64) error {
+	path := filepath.Join(dir, name)
+	if err := vfs.ReplaceFileSynced(fsys, path, encodeOffsetFile(off)); err != nil {
+		return storageErr("write", path, err)
+	}
+	return nil
+}

@@ -117,12 +117,17 @@
 // base). recovery-point is rewritten after full flushes and lowered by
 // truncation before it returns. clean-shutdown holds the log end offset at
 // Close; Open removes it, and opens without scanning only if it is present
-// and agrees with the log. Close writes recovery-point and clean-shutdown
-// through a temp file and a rename but without fsyncs, after it fsynced
-// the data (Kafka does not fsync its clean-shutdown file's directory
-// either). A power loss soon after a clean shutdown can only lose them,
-// which makes the next Open recover from the older recovery point. Every
-// other write of these files is fsynced. Without the marker Open validates every batch (length,
+// and agrees with the log. Close writes clean-shutdown through a temp
+// file and a rename but without fsyncs, after it fsynced the data (Kafka
+// does not fsync its clean-shutdown file's directory either), and
+// recovery-point the same way but with the temp file fsynced: a copy
+// renamed over it unsynced could become an empty file once a later
+// directory fsync made the rename durable, i.e. no recovery point, and
+// recovery keeps gaps between segments only below the recovery point. A
+// power loss soon after a clean shutdown can only lose the marker and
+// the new recovery point, which makes the next Open recover from the
+// older one. Every other write of these files is fsynced. Without the
+// marker Open validates every batch (length,
 // magic, CRC32C, increasing offsets) from the segment holding the recovery
 // point (the lower of recovery-point and Options.RecoveryPoint), cuts the
 // log at the first damaged byte and rebuilds the indexes.
@@ -147,13 +152,20 @@
 // file system, or a write refused for lack of space, leaves the log
 // writable once what it left is undone (retry.go).
 //
-// A roll fsyncs the old segment's data in the background (as Kafka does)
-// but first gives its offset index an entry for its last batch and fsyncs
-// that index: if a power loss keeps a later segment's data but not the
-// end of an earlier one (write-back order across files is not
-// guaranteed), recovery sees that the sealed batch is missing and cuts the
-// log there, so the log is always a prefix of what was written, never a
-// log with a hole in the middle.
+// A roll fsyncs nothing on the append path: the old segment's data and
+// indexes, its sealing index entry included, are fsynced by the roll's
+// background full flush (as Kafka flushes rolled segments). If a power
+// loss keeps a later segment's data but not the end of an earlier one
+// (write-back order across files is not guaranteed), an unclean open sees
+// a segment above the recovery point that starts past the end of the one
+// before it, and cuts the log there, so the log is always a prefix of what
+// was written, never a log with a hole in the middle. Gaps between
+// segments are therefore kept only below the recovery point: a roll to a
+// base past the log end (a mirrored batch after a gap in the source's
+// offsets, the only append past the log end) first runs a full flush and
+// moves the recovery point to that base, and the cleaner keeps the last
+// batch of every group it cleans, so a cleaned segment ends where the
+// next one starts.
 //
 // # Reads
 //

@@ -487,11 +487,14 @@ func TestFaultRecoveredDataIsFlushed(t *testing.T) {
 	l2.Close()
 }
 
-// TestCloseHintsLostInCrash: Close writes the recovery point and the
-// clean-shutdown marker without fsyncs, after fsyncing the data. A
-// restart finds them and opens clean; a power loss right after Close
-// loses them, and the open recovers from the older recovery point with
-// every batch there.
+// TestCloseHintsLostInCrash: Close writes the clean-shutdown marker
+// without fsyncs and the recovery point with its temp file fsynced but
+// not the directory, after fsyncing the data. A restart finds them and
+// opens clean; a power loss right after Close loses the marker and the
+// new recovery point, and the open recovers from the older one with
+// every batch there. A later directory fsync (another file written in the
+// directory, as a partition's producer snapshot is) makes the renames
+// durable: the marker is then empty, the recovery point the new one.
 func TestCloseHintsLostInCrash(t *testing.T) {
 	l, _, mem := faultLog(t, testConfig())
 	all := slices.Concat(appendN(t, l, 30, 2, 0, 0, 300)...) // rolls: a durable recovery point
@@ -530,4 +533,19 @@ func TestCloseHintsLostInCrash(t *testing.T) {
 	if !bytes.Equal(got, all) || l2.LogEndOffset() != leo {
 		t.Fatalf("after a power loss past Close: LEO %d (want %d), %d of %d bytes", l2.LogEndOffset(), leo, len(got), len(all))
 	}
+	if err := mem.SyncDir(faultDir); err != nil {
+		t.Fatal(err)
+	}
+	crashedLater := mem.CrashClone()
+	if _, ok, _ := readCleanShutdown(crashedLater, faultDir); ok {
+		t.Fatal("the clean-shutdown marker survived a power loss without an fsync")
+	}
+	if rp, ok, _ := readOffsetFile(crashedLater, faultDir, recoveryPointName); !ok || rp != leo {
+		t.Fatalf("recovery point after a directory fsync and a power loss: %d %v, want %d", rp, ok, leo)
+	}
+	l3, got3 := reopenOn(t, crashedLater)
+	if !bytes.Equal(got3, all) || l3.LogEndOffset() != leo {
+		t.Fatalf("after a directory fsync and a power loss: LEO %d (want %d), %d of %d bytes", l3.LogEndOffset(), leo, len(got3), len(all))
+	}
+	l3.Close()
 }

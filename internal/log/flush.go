@@ -100,13 +100,17 @@ func (l *Log) flush(withIndexes bool) error {
 	if err == nil && withIndexes && rp > persisted {
 		// Persist it (full flushes only: rolls, log.flush.interval.ms,
 		// Flush, Close). Truncation, which lowers it, waits for truncMu,
-		// which this flush holds for reading. Close writes it without
-		// fsyncs: everything below it is durable now, and should the
-		// file and the clean-shutdown marker after it be lost, the next
-		// open recovers from the older recovery point, only for longer.
+		// which this flush holds for reading. Close fsyncs the new file
+		// but not the directory: everything below it is durable now, and
+		// should the rename be lost, the next open recovers from the
+		// older recovery point, only for longer. It must not skip the
+		// file's fsync: a later directory fsync (another file written in
+		// the directory) could make the rename durable with the contents
+		// lost, i.e. no recovery point at all, and recovery keeps gaps
+		// between segments only below the recovery point (recover).
 		write := writeOffsetFile
 		if closing {
-			write = writeOffsetHint
+			write = writeOffsetSyncedNoDir
 		}
 		if werr := write(l.fs, l.dir, recoveryPointName, rp); werr != nil {
 			l.mu.Lock()

@@ -133,3 +133,13 @@ func readAll(t *testing.T, l *Log) []byte {
 	}
 	return out
 }
+
+// waitFor polls cond until it holds, failing the test after 30 s.
+func waitFor(t *testing.T, cond func() bool) {
+	t.Helper()
+	for deadline := time.Now().Add(30 * time.Second); !cond(); time.Sleep(5 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatal("condition not met in 30 s")
+		}
+	}
+}

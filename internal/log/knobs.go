@@ -30,6 +30,16 @@ type knobs struct {
 	// truncation can cut its group while its .swap files are durable
 	// (the negative control of TestCompactionSwapExcludesTruncation).
 	cleanSkipSwapMu bool
+	// recoverKeepsGaps: an unclean open keeps a segment that starts past
+	// its predecessor's end above the recovery point, i.e. serves a log
+	// with a hole where a power loss took a rolled segment's tail (the
+	// negative control of recovery's gap rule).
+	recoverKeepsGaps bool
+	// gapRollSkipsSync: a roll past the log end neither fsyncs the log
+	// nor moves the recovery point, so recovery takes the gap for a lost
+	// tail and drops durable data (the negative control of
+	// syncForGapRollLocked).
+	gapRollSkipsSync bool
 	// cleanStep is called at each step of a cleaner swap
 	// (clean_swap.go): the crash matrix clones the file system there.
 	cleanStep func(step string)

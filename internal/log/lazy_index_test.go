@@ -566,7 +566,6 @@ func TestCloseAndRollMakeIndexesDurable(t *testing.T) {
 		cfg.IndexIntervalBytes = 100
 		mem := errorfs.NewMem()
 		l := openTest(t, faultDir, cfg, Options{FS: mem})
-		l.flusher.stop() // only the roll's own fsync
 		defer l.Abandon()
 		lazyWorkload(t, l, 10, 100)
 		before := l.SegmentBaseOffsets()
@@ -580,11 +579,9 @@ func TestCloseAndRollMakeIndexesDurable(t *testing.T) {
 		last := offsetEntry{Offset: s.lastBatchOffset, Position: s.lastBatchPos}
 		l.mu.Unlock()
 		// The sealed index: every entry it had, then its sealing entry
-		// for the last batch, fsynced by the roll (the directory entry by
-		// the next directory fsync; sync it as a group commit would).
-		if err := mem.SyncDir(faultDir); err != nil {
-			t.Fatal(err)
-		}
+		// for the last batch, fsynced by the roll's background flush,
+		// which then moves the recovery point past the segment.
+		waitFor(t, func() bool { return l.RecoveryPoint() >= l.SegmentBaseOffsets()[1] })
 		got, err := vfs.ReadFile(mem.CrashClone(), segmentFileName(faultDir, 0, indexSuffix))
 		if err != nil {
 			t.Fatalf("sealed offset index not durable: %v", err)

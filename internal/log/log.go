@@ -202,6 +202,7 @@ func (l *Log) load() error {
 		l.persistedRP = persistedRP
 	}
 	var recoverFrom int
+	var rp int64 // the recovery point an unclean open recovers from
 	afterCrash := !clean
 	switch {
 	case clean:
@@ -212,7 +213,7 @@ func (l *Log) load() error {
 	default:
 		// The lower of the broker's and our own recovery point: both only
 		// ever name offsets whose data and indexes were fsynced.
-		rp := l.opts.RecoveryPoint
+		rp = l.opts.RecoveryPoint
 		if havePersisted && (rp <= 0 || persistedRP < rp) {
 			rp = persistedRP
 		}
@@ -229,7 +230,7 @@ func (l *Log) load() error {
 		// an entry the file lacks); recovery reassigns the rest from the
 		// batches it scans.
 		l.epochs.truncateFromEnd(l.segments[recoverFrom].base)
-		if err := l.recover(recoverFrom, afterCrash); err != nil {
+		if err := l.recover(recoverFrom, afterCrash, rp); err != nil {
 			return err
 		}
 		// What recovery kept may still be only in the page cache (after a

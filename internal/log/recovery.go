@@ -17,12 +17,21 @@ const recoveryReadahead = 1 << 20
 // truncated there and every later segment is deleted. Kafka's
 // LogLoader.recoverLog.
 //
-// After an unclean shutdown (afterCrash) a segment that was rolled away
-// from must hold the batch its sealing index entry names; if a power loss
-// took its tail while a later segment's data survived, the log is cut at
-// the end of that segment too. After a clean shutdown nothing can be lost
-// that way, and an index naming a missing batch is merely damaged.
-func (l *Log) recover(from int, afterCrash bool) error {
+// After an unclean shutdown (afterCrash) the log is also cut where a power
+// loss took a segment's tail while a later segment's data survived (the
+// OS writes pages back in any order across files, and a roll fsyncs
+// nothing before the new segment is written): above the recovery point rp
+// a segment must start where the one before it ends, or it and every
+// later segment are dropped. A gap in the offsets between segments is
+// legitimate only below rp: a roll past the log end moves rp to the new
+// segment first, and the cleaner keeps the last batch of every group of
+// segments it cleans, so a cleaned segment still ends where the next one
+// starts. A segment that
+// was rolled away from must also hold the batch its sealing index entry
+// names, if that entry reached the disk. After a clean shutdown nothing
+// can be lost that way, and an index naming a missing batch is merely
+// damaged.
+func (l *Log) recover(from int, afterCrash bool, rp int64) error {
 	expected := l.segments[from].base
 	if from > 0 {
 		expected = max(expected, l.segments[from-1].nextOffset)
@@ -30,22 +39,32 @@ func (l *Log) recover(from int, afterCrash bool) error {
 	for i := from; i < len(l.segments); i++ {
 		s := l.segments[i]
 		// A segment that was rolled away from names its last batch in its
-		// offset index (sealIndex, fsynced at roll).
+		// offset index (sealIndex at roll, fsynced by the roll's
+		// background flush).
 		sealed, isSealed := s.offIdx.lastEntry()
 		isSealed = isSealed && afterCrash && i < len(l.segments)-1 &&
 			sealed.Offset >= s.base && sealed.Offset < l.segments[i+1].base
 		var cut error
-		if s.base < expected {
+		// dropWhole: s holds nothing the log can keep, not even its
+		// first byte, so the log ends where the segment before it does.
+		dropWhole := false
+		switch {
+		case s.base < expected:
 			cut = &CorruptionError{Segment: s.logPath, Offset: 0,
 				Err: fmt.Errorf("segment base %d below previous segment's end %d", s.base, expected)}
-		} else {
+			dropWhole = true
+		case afterCrash && i > from && s.base > expected && s.base > rp && !l.opts.private.recoverKeepsGaps:
+			cut = &CorruptionError{Segment: s.logPath, Offset: 0,
+				Err: fmt.Errorf("segment base %d past previous segment's end %d above the recovery point %d: that segment's tail was lost", s.base, expected, rp)}
+			dropWhole = true
+		default:
 			var err error
 			cut, err = l.recoverSegment(s, expected)
 			if err != nil {
 				return err
 			}
 		}
-		if cut == nil && isSealed && s.nextOffset <= sealed.Offset && sealed.Position >= s.size {
+		if cut == nil && isSealed && s.nextOffset <= sealed.Offset && sealed.Position >= s.size && !l.opts.private.recoverKeepsGaps {
 			// Its tail never reached the disk while a later segment's data
 			// did: cut here rather than leave a hole in the log.
 			cut = &CorruptionError{Segment: s.logPath, Offset: s.size,
@@ -59,8 +78,7 @@ func (l *Log) recover(from int, afterCrash bool) error {
 		if !errors.As(cut, &ce) {
 			return cut
 		}
-		if i > from && ce.Offset == 0 && s.base < expected {
-			// Drop the whole segment: it overlaps its predecessor.
+		if i > from && dropWhole {
 			i--
 		} else if err := l.truncateSegmentFile(s, ce.Offset); err != nil {
 			return err
@@ -80,9 +98,8 @@ func (l *Log) recover(from int, afterCrash bool) error {
 			zap.Int64s("deletedSegments", removed), zap.Error(ce.Err))
 		break
 	}
-	// Trailing segments left empty: their data never reached the disk (a
-	// roll syncs the old segment before creating the new one), so the log
-	// ends in the segment before them.
+	// Trailing segments left empty: their data never reached the disk, so
+	// the log ends in the segment before them.
 	dropped := false
 	for len(l.segments) > 1 && l.segments[len(l.segments)-1].size == 0 {
 		last := l.segments[len(l.segments)-1]

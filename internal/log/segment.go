@@ -302,34 +302,24 @@ func (s *segment) loadTail() error {
 }
 
 // sealIndex gives the offset index an entry for the segment's last batch
-// (Kafka indexes only every log.index.interval.bytes), writes it (creating
-// the file if the index had none in it) and returns the index file to
-// fsync now. Done at roll, it records durably where the segment
-// ends before its data is fsynced, so that recovery can tell a segment
-// whose tail a power loss took from one that was complete (see recover).
-func (s *segment) sealIndex() ([]syncTarget, error) {
+// (Kafka indexes only every log.index.interval.bytes) and writes it,
+// creating the file if the index had none in it. Done at roll, it records
+// where the segment ends; the roll's background full flush fsyncs it
+// (the written file stays marked for that flush), after which a sealed
+// segment below the recovery point always has its offset index file
+// (checkIndexFiles).
+func (s *segment) sealIndex() error {
 	if s.lastBatchPos < 0 {
-		return nil, nil
+		return nil
 	}
 	if e, ok := s.offIdx.lastEntry(); !ok || e.Offset < s.lastBatchOffset {
 		var buf [offsetEntrySize]byte
 		e := offsetEntry{Offset: s.lastBatchOffset, Position: s.lastBatchPos}
 		if err := s.offIdx.appendRaw(appendOffsetEntry(buf[:0], e, s.base)); err != nil {
-			return nil, err
+			return err
 		}
 	}
-	if err := s.offIdx.flushPending(); err != nil {
-		return nil, err
-	}
-	if !s.offIdx.written {
-		return nil, nil // the entry was already in the file, fsynced
-	}
-	// The roll fsyncs the file now; a new file's directory entry still
-	// waits for the next directory fsync (the roll creates a segment too).
-	created := s.offIdx.newFile
-	t, _, _ := s.offIdx.syncTarget()
-	s.offIdx.newFile = created
-	return []syncTarget{t}, nil
+	return s.offIdx.flushPending()
 }
 
 // checkIndexFiles decides whether index files missing from a non-empty

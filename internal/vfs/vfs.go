@@ -77,6 +77,19 @@ func ReplaceFile(fs FS, name string, data []byte) error {
 	return fs.Rename(tmp, name)
 }
 
+// ReplaceFileSynced is ReplaceFile with the temp file fsynced before the
+// rename, but not the directory after it: a start after a power loss
+// finds the old contents or the new ones, never an empty file, whichever
+// the directory kept. For a file whose every durable version is valid,
+// written where the directory fsync would be the larger cost.
+func ReplaceFileSynced(fs FS, name string, data []byte) error {
+	tmp, err := writeTemp(fs, name, data, true)
+	if err != nil {
+		return err
+	}
+	return fs.Rename(tmp, name)
+}
+
 // WriteFileAtomic writes data to name through a temp file that is fsynced,
 // renamed over name, and made durable by fsyncing the directory.
 func WriteFileAtomic(fs FS, dir, name string, data []byte) error {
