@@ -122,3 +122,33 @@ func diskMBps(mb int) (float64, error) {
 	}
 	return float64(mb) / time.Since(start).Seconds(), nil
 }
+
+// sustainedDiskMBps writes 1 MiB writes to a new file for d (a produce
+// run's length: as many bytes as a storing broker could be asked to take
+// in a run), then fsyncs it, and returns MiB/s over the whole time, the
+// fsync included: the disk's sustained write, where diskMBps's short
+// write may measure only a cache in front of the disk.
+func sustainedDiskMBps(d time.Duration) (float64, error) {
+	f, err := os.CreateTemp("", "bench-disk-")
+	if err != nil {
+		return 0, err
+	}
+	defer os.Remove(f.Name())
+	defer f.Close()
+	buf := make([]byte, 1<<20)
+	for i := range buf {
+		buf[i] = byte(i)
+	}
+	start := time.Now()
+	mb := 0
+	for time.Since(start) < d {
+		if _, err := f.Write(buf); err != nil {
+			return 0, err
+		}
+		mb++
+	}
+	if err := f.Sync(); err != nil {
+		return 0, err
+	}
+	return float64(mb) / time.Since(start).Seconds(), nil
+}

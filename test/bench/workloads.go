@@ -31,6 +31,7 @@ type row struct {
 	brokerCPU  map[string][]float64 // throughput rows: the broker process's CPU ms per MB of record values
 	clientCPU  map[string][]float64 // throughput rows: the load tool's CPU ms per MB
 	paceRates  []float64            // paced rows: the records/s asked for in each run
+	size       int                  // produce rows: the record size
 	command    string
 }
 
@@ -55,29 +56,44 @@ type produceWorkload struct {
 	// store-nothing broker took unpaced in the same run (perf
 	// --throughput), for the ack latency at a sustained rate.
 	paced float64
+	// pacedToDisk paces at that share of the lower of the store-nothing
+	// broker's rate and the disk's sustained write in the same run: on a
+	// disk slower than the store-nothing broker no storing broker can
+	// carry a pace set by the store-nothing broker alone.
+	pacedToDisk bool
 }
 
 // Every produce workload also runs against the store-nothing broker: its
 // records/s is the most any broker could give this client on this machine.
 var produceWorkloads = []produceWorkload{
-	{"produce 100 B, 1 partition", 100, 1, false, 0, false, 0},
-	{"produce 100 B, 8 partitions", 100, 8, false, 0, false, 0},
-	{"produce 10 KiB, 1 partition", 10 << 10, 1, false, 0, false, 0},
-	{"produce 100 B, 1 partition, idempotent", 100, 1, true, 0, false, 0},
-	{"produce 100 B, 1,000 partitions", 100, 1000, false, 0, false, 0},
+	{"produce 100 B, 1 partition", 100, 1, false, 0, false, 0, false},
+	{"produce 100 B, 8 partitions", 100, 8, false, 0, false, 0, false},
+	{"produce 10 KiB, 1 partition", 10 << 10, 1, false, 0, false, 0, false},
+	{"produce 100 B, 1 partition, idempotent", 100, 1, true, 0, false, 0, false},
+	{"produce 100 B, 1,000 partitions", 100, 1000, false, 0, false, 0, false},
 	// The Java producer behind kafka-producer-perf-test.sh keeps up to 5
 	// requests in flight (max.in.flight.requests.per.connection), kgo's
 	// non-idempotent producer 1: the 10 KiB row both ways.
-	{"produce 10 KiB, 1 partition, 5 requests in flight", 10 << 10, 1, false, 5, false, 0},
+	{"produce 10 KiB, 1 partition, 5 requests in flight", 10 << 10, 1, false, 5, false, 0, false},
 	// The 100 B rows above are bound by kgo encoding records (the
 	// store-nothing broker barely passes kfake); this one sends one
 	// pre-encoded 1 MiB batch per request, so the brokers are the bound.
-	{"produce 100 B, 1 partition, raw batches", 100, 1, false, 0, true, 0},
+	{"produce 100 B, 1 partition, raw batches", 100, 1, false, 0, true, 0, false},
 	// The produce tail under a load the broker can carry: 10 KiB
 	// acknowledgements at 70 % of what the store-nothing broker took in
 	// the same run, so the latencies are not those of a saturated queue.
-	{"produce 10 KiB, 1 partition, paced at 70% of store-nothing", 10 << 10, 1, false, 0, false, 0.7},
+	{"produce 10 KiB, 1 partition, paced at 70% of store-nothing", 10 << 10, 1, false, 0, false, 0.7, false},
+	{"produce 10 KiB, 1 partition, paced at 70% of min(store-nothing, disk)", 10 << 10, 1, false, 0, false, 0.7, true},
 }
+
+// diskRowMinSize: rows of records at least this large also measure the
+// disk's sustained write in every run (sustainedDiskMBps), as a target
+// of its own: the bound of a storing broker where the disk is slower
+// than the store-nothing broker.
+const diskRowMinSize = 10 << 10
+
+// diskName is the sustained disk write's column in a produce row.
+const diskName = "disk"
 
 func produceConfig(addr, topic string, w produceWorkload, o options) perf.Config {
 	cfg := perf.Config{Brokers: []string{addr}, Topic: topic, Partitions: w.partitions, Duration: o.duration,
@@ -193,12 +209,27 @@ func runProduce(r *report) error {
 			ts = append(ts, target{name: compareName, exe: r.opts.produceBase})
 		}
 		rw := newRow(w.name, "records/s", true)
+		rw.size = w.size
 		rw.command = perfCmd("produce", produceConfig("", "", w, r.opts))
-		if w.paced > 0 {
+		switch {
+		case w.pacedToDisk:
+			rw.command += fmt.Sprintf(" --throughput R (R: %.0f%% of the lower of the store-nothing broker's records/s in an unpaced run and the disk's sustained write, both just before)", w.paced*100)
+		case w.paced > 0:
 			rw.command += fmt.Sprintf(" --throughput R (R: %.0f%% of the store-nothing broker's records/s in an unpaced run just before)", w.paced*100)
 		}
 		err := started(r.bin, ts, func(ps []*process) error {
 			for run := range r.opts.runs {
+				diskMBps := 0.0 // MiB/s, as perf's
+				if w.size >= diskRowMinSize {
+					syscall.Sync()
+					v, err := sustainedDiskMBps(r.opts.duration)
+					if err != nil {
+						return fmt.Errorf("%s, disk write: %w", w.name, err)
+					}
+					diskMBps = v
+					rw.mbps[diskName] = append(rw.mbps[diskName], v)
+					logf("%s disk: sustained write %.1f MB/s (%s of 1 MiB writes, then fsync)", w.name, v, r.opts.duration)
+				}
 				rate := 0.0
 				if w.paced > 0 { // the store-nothing broker's rate, unpaced, in this run
 					syscall.Sync()
@@ -208,6 +239,9 @@ func runProduce(r *report) error {
 						return fmt.Errorf("%s, unpaced on %s: %w", w.name, storeNothing.name, err)
 					}
 					rate = w.paced * res.RecordsPerSec
+					if w.pacedToDisk && diskMBps > 0 {
+						rate = w.paced * min(res.RecordsPerSec, diskMBps*(1<<20)/float64(w.size))
+					}
 					rw.paceRates = append(rw.paceRates, rate)
 				}
 				for k := range ts {
