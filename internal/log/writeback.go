@@ -7,8 +7,8 @@ package log
 // of the segment are dirty or in flight at once. Without it the page cache
 // holds the whole segment dirty (vm.dirty_background_ratio of a large
 // memory is gigabytes) until the roll's fsync writes it in one burst: a
-// queue of up to a gigabyte of writes that every later small fsync (the
-// next roll's index seal, a journal commit) waits behind. Neither the data
+// queue of up to a gigabyte of writes that every later small fsync (a
+// group commit's, a journal commit) waits behind. Neither the data
 // nor its metadata is durable after it: durability is still the fsync's
 // (flush), which then finds little left to write. Only whole pages are
 // written back, so an append never writes into a page under writeback.
