@@ -89,7 +89,7 @@ var settings = []Setting{
 	{Topic: "compression.type", Ignored: true, Kind: KindString, Default: "producer", OneOf: []string{"uncompressed", "zstd", "lz4", "snappy", "gzip", "producer"}, Doc: "Accepted; minibroker keeps the producer's compression."},
 	{Topic: "unclean.leader.election.enable", Ignored: true, Kind: KindBool, Default: "false", Doc: "Accepted for compatibility."},
 	{Topic: "message.downconversion.enable", Ignored: true, Kind: KindBool, Default: "true", Doc: "Accepted for compatibility."},
-	{Topic: "preallocate", Ignored: true, Kind: KindBool, Default: "false", Doc: "Accepted; not acted on."},
+	{Topic: "preallocate", Kind: KindBool, Default: "false", Doc: "Reserve the active segment's disk blocks ahead of its writes (fallocate with the file's size kept, in steps as large as the segment so far, at most 64 MiB; Kafka sizes the whole segment file instead). Saves some broker CPU per MB, but the reservation runs on the append path and waits whenever the file system's journal is busy, so it is off by default, as in Kafka (docs/OPTIMISATIONS.md, Produce tail latency). Linux only."},
 	{Topic: "min.compaction.lag.ms", Kind: KindLong, Default: "0", Min: 0, Doc: "Never clean segments whose newest record is younger than this."},
 	{Topic: "max.compaction.lag.ms", Kind: KindLong, Default: maxLong, Min: 1, Doc: "Clean a log whose first dirty batch is older than this, whatever its dirty ratio."},
 	{Topic: "delete.retention.ms", Kind: KindLong, Default: "86400000", Min: 0, Doc: "Keep tombstones, and the transaction markers and barriers the cleaner may remove, this long after their first cleaning."},

@@ -212,9 +212,11 @@ func (l *Log) writeRunLocked(seg *segment, data []byte, hs []framed, checked boo
 	// the committed size, which moves only below.
 	var n int
 	var err error
-	segmentBytes := l.cfg.SegmentBytes
+	segmentBytes, prealloc := l.cfg.SegmentBytes, l.cfg.Preallocate
 	l.outsideMu(func() {
-		seg.preallocate(int64(len(chunk)), segmentBytes)
+		if prealloc {
+			seg.preallocate(int64(len(chunk)), segmentBytes)
+		}
 		n, err = seg.log.Write(chunk)
 	})
 	if err == nil && n != len(chunk) {

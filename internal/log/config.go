@@ -25,6 +25,9 @@ type Config struct {
 	// WritebackBytes: the active segment's write-behind window
 	// (writeback.go; minibroker's log.writeback.bytes), 0 = none.
 	WritebackBytes int64
+	// Preallocate: reserve the active segment's blocks ahead of its
+	// writes (prealloc.go; Kafka's log.preallocate, default false).
+	Preallocate bool
 
 	// Compaction (clean.go). Compact: cleanup.policy holds compact.
 	// NoDelete: it does not hold delete, so retention.ms and

@@ -29,6 +29,7 @@ func TestPreallocation(t *testing.T) {
 	dir := t.TempDir()
 	cfg := testConfig()
 	cfg.SegmentBytes = 24 << 20
+	cfg.Preallocate = true
 	l := openTest(t, dir, cfg, Options{})
 	seg0 := segmentFileName(dir, 0, logSuffix)
 	appendN(t, l, 7, 1, 0, 1000, 1<<20) // 7 MiB: past preallocFrom
