@@ -76,15 +76,39 @@ func quantile(ds []time.Duration, q float64) time.Duration {
 
 func medianDuration(xs []time.Duration) time.Duration { return quantile(xs, 0.5) }
 
-// syncCountFS counts the fsyncs of the files it opens.
+// syncCountFS counts the fsyncs of the files it opens and, if d is set,
+// records how long each took.
 type syncCountFS struct {
 	vfs.FS
 	n *atomic.Int64
+	d *syncDurations
 }
 
 type syncCountFile struct {
 	vfs.File
 	n *atomic.Int64
+	d *syncDurations
+}
+
+// syncDurations collects fsync durations.
+type syncDurations struct {
+	mu sync.Mutex
+	ds []time.Duration
+}
+
+func (s *syncDurations) add(d time.Duration) {
+	s.mu.Lock()
+	s.ds = append(s.ds, d)
+	s.mu.Unlock()
+}
+
+// take returns the durations collected since the last take.
+func (s *syncDurations) take() []time.Duration {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	ds := s.ds
+	s.ds = nil
+	return ds
 }
 
 func (c syncCountFS) OpenFile(name string, flag int, perm os.FileMode) (vfs.File, error) {
@@ -92,10 +116,19 @@ func (c syncCountFS) OpenFile(name string, flag int, perm os.FileMode) (vfs.File
 	if err != nil {
 		return nil, err
 	}
-	return syncCountFile{f, c.n}, nil
+	return syncCountFile{f, c.n, c.d}, nil
 }
 
-func (f syncCountFile) Sync() error { f.n.Add(1); return f.File.Sync() }
+func (f syncCountFile) Sync() error {
+	f.n.Add(1)
+	if f.d == nil {
+		return f.File.Sync()
+	}
+	start := time.Now()
+	err := f.File.Sync()
+	f.d.add(time.Since(start))
+	return err
+}
 
 // cpuTime is the process's user and system time so far.
 func cpuTime() time.Duration {
@@ -111,12 +144,15 @@ func cpuTime() time.Duration {
 // rounds; p50 and p99 per round, medians of the rounds reported, and
 // where the time goes: fsyncs per commit (8 committers of 8 groups share
 // the group log's fsyncs; on the topic each group's partition is a file
-// of its own) and the process's CPU time per commit (the other broker is
+// of its own), the fsyncs' p50 and p99 durations (what of a commit's latency
+// the file system takes; the rest is the coordinator and the wait for a
+// processor) and the process's CPU time per commit (the other broker is
 // idle meanwhile).
 func BenchmarkOffsetCommitStores(b *testing.B) {
 	var logSyncs, topicSyncs atomic.Int64
-	logB := offsetsBenchBrokerFS(b, b.TempDir(), true, syncCountFS{vfs.Default, &logSyncs})
-	topicB := offsetsBenchBrokerFS(b, b.TempDir(), false, syncCountFS{vfs.Default, &topicSyncs})
+	var logDur, topicDur syncDurations
+	logB := offsetsBenchBrokerFS(b, b.TempDir(), true, syncCountFS{vfs.Default, &logSyncs, &logDur})
+	topicB := offsetsBenchBrokerFS(b, b.TempDir(), false, syncCountFS{vfs.Default, &topicSyncs, &topicDur})
 	defer logB.Close(context.Background())
 	defer topicB.Close(context.Background())
 	const rounds, perRound = 5, 800
@@ -124,14 +160,21 @@ func BenchmarkOffsetCommitStores(b *testing.B) {
 		var p50 = map[string][]time.Duration{}
 		var p99 = map[string][]time.Duration{}
 		syncs, cpu := map[string]int64{}, map[string]time.Duration{}
+		syncP50, syncP99 := map[string][]time.Duration{}, map[string][]time.Duration{}
 		for r := range rounds {
 			for _, c := range []struct {
 				name  string
 				br    *Broker
 				syncs *atomic.Int64
-			}{{"group-log", logB, &logSyncs}, {"topic", topicB, &topicSyncs}} {
+				dur   *syncDurations
+			}{{"group-log", logB, &logSyncs, &logDur}, {"topic", topicB, &topicSyncs, &topicDur}} {
 				s0, c0 := c.syncs.Load(), cpuTime()
+				c.dur.take()
 				lat := commitLatencies(b, c.br, r, perRound)
+				if ds := c.dur.take(); len(ds) > 0 {
+					syncP50[c.name] = append(syncP50[c.name], quantile(ds, 0.5))
+					syncP99[c.name] = append(syncP99[c.name], quantile(ds, 0.99))
+				}
 				syncs[c.name] += c.syncs.Load() - s0
 				cpu[c.name] += cpuTime() - c0
 				p50[c.name] = append(p50[c.name], quantile(lat, 0.5))
@@ -143,6 +186,10 @@ func BenchmarkOffsetCommitStores(b *testing.B) {
 			b.ReportMetric(float64(medianDuration(p99[name]).Microseconds()), name+"-p99-µs")
 			b.ReportMetric(float64(syncs[name])/(rounds*perRound), name+"-fsyncs/commit")
 			b.ReportMetric(float64(cpu[name].Microseconds())/(rounds*perRound), name+"-cpu-µs/commit")
+			if len(syncP50[name]) > 0 {
+				b.ReportMetric(float64(medianDuration(syncP50[name]).Microseconds()), name+"-fsync-p50-µs")
+				b.ReportMetric(float64(medianDuration(syncP99[name]).Microseconds()), name+"-fsync-p99-µs")
+			}
 		}
 		b.Logf("p99 per round: group-log %v, topic %v; ratio of medians topic/group-log %.2f",
 			p99["group-log"], p99["topic"], float64(medianDuration(p99["topic"]))/float64(medianDuration(p99["group-log"])))

@@ -1,6 +1,7 @@
 package log
 
 import (
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -14,17 +15,22 @@ import (
 
 // BenchmarkSyncFloor: what a coordinator's durable write costs the file
 // system, without minibroker: 8 writers each appending 110-byte records
-// (an OffsetCommit's batch) and waiting for them to be on disk, in four
+// (an OffsetCommit's batch) and waiting for them to be on disk, in six
 // ways, in alternating rounds: each writer its own file with fsync (the
 // __consumer_offsets partitions, one group each), the same with
 // fdatasync, the same with fdatasync into a file written with zeros
-// beforehand (no size or block change, so no journal commit), and all 8
-// in one file with a group commit (one writer at a time fsyncs what all
-// have written: the single group log). Reported: p50 and p99 per way,
-// medians of the rounds.
+// beforehand (no size or block change, so no journal commit), all 8 in
+// one file with a group commit (one writer at a time fsyncs what all
+// have written: the single group log), and each writer its own file with
+// one group commit over all the files (one writer at a time fsyncs every
+// file written since the last sync, one after another; -sfr: after
+// starting the writeback of all of them with sync_file_range), what one
+// commit across a coordinator's partitions would cost. Reported: p50 and
+// p99 per way, medians of the rounds.
 func BenchmarkSyncFloor(b *testing.B) {
 	const writers, perWriter, rounds = 8, 200, 5
-	ways := []string{"own-file-fsync", "own-file-fdatasync", "own-file-fdatasync-prezeroed", "one-file-group-commit"}
+	ways := []string{"own-file-fsync", "own-file-fdatasync", "own-file-fdatasync-prezeroed", "one-file-group-commit",
+		"own-files-group-commit", "own-files-group-commit-sfr", "own-files-group-commit-parallel"}
 	for range b.N {
 		p50 := map[string][]time.Duration{}
 		p99 := map[string][]time.Duration{}
@@ -103,6 +109,69 @@ func syncFloorRound(b *testing.B, way string, writers, perWriter int) []time.Dur
 		}
 		return nil
 	}
+	// One group commit over all the files: one writer at a time fsyncs
+	// every file written since the last sync, one after another (with
+	// sfr, after starting the writeback of all of them; with parallel,
+	// all at once from goroutines of their own).
+	w := make([]int64, writers)
+	s := make([]int64, writers)
+	multi := func(i int, f *os.File, off int64, sfr, parallel bool) error {
+		mu.Lock()
+		defer mu.Unlock()
+		if _, err := f.WriteAt(rec, off); err != nil {
+			return err
+		}
+		w[i]++
+		mine := w[i]
+		for s[i] < mine {
+			if syncing {
+				cond.Wait()
+				continue
+			}
+			syncing = true
+			var dirty []int
+			var upTo []int64
+			for j := range w {
+				if w[j] > s[j] {
+					dirty = append(dirty, j)
+					upTo = append(upTo, w[j])
+				}
+			}
+			mu.Unlock()
+			var err error
+			if parallel {
+				errs := make([]error, len(dirty))
+				var pw sync.WaitGroup
+				for k, j := range dirty {
+					pw.Go(func() { errs[k] = files[j].Sync() })
+				}
+				pw.Wait()
+				err = errors.Join(errs...)
+			}
+			if sfr {
+				for _, j := range dirty {
+					if err = unix.SyncFileRange(int(files[j].Fd()), 0, 0, unix.SYNC_FILE_RANGE_WRITE); err != nil {
+						break
+					}
+				}
+			}
+			for _, j := range dirty {
+				if err == nil && !parallel {
+					err = files[j].Sync()
+				}
+			}
+			mu.Lock()
+			syncing = false
+			cond.Broadcast()
+			if err != nil {
+				return err
+			}
+			for k, j := range dirty {
+				s[j] = max(s[j], upTo[k])
+			}
+		}
+		return nil
+	}
 	var lat []time.Duration
 	var latMu sync.Mutex
 	var wg sync.WaitGroup
@@ -117,6 +186,9 @@ func syncFloorRound(b *testing.B, way string, writers, perWriter int) []time.Dur
 				switch way {
 				case "one-file-group-commit":
 					err = shared()
+				case "own-files-group-commit", "own-files-group-commit-sfr", "own-files-group-commit-parallel":
+					err = multi(i, f, off, way == "own-files-group-commit-sfr", way == "own-files-group-commit-parallel")
+					off += int64(len(rec))
 				default:
 					if _, err = f.WriteAt(rec, off); err != nil {
 						break
