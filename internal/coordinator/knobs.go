@@ -51,6 +51,10 @@ type knobs struct {
 	// oversized record reaches the file: the negative control of the
 	// record bound.
 	skipWriteBound bool
+	// sequentialSync: a write to several __consumer_offsets partitions
+	// waits for their fsyncs one after the other (syncParts), the peer of
+	// BenchmarkMultiPartitionSync.
+	sequentialSync bool
 
 	// removeLegacyFirst makes the transaction state upgrade remove
 	// transaction-state.log before the topic's records are written and

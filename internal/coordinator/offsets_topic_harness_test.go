@@ -36,9 +36,15 @@ func (o offsetsPartTopic) Replay(p int32, fn func(b TopicBatch, key, value []byt
 // (closed when the test ends, or by close).
 func openOffsetsTopic(t testing.TB, fs vfs.FS, dir string) (o offsetsPartTopic, close func()) {
 	t.Helper()
+	return openOffsetsTopicN(t, fs, dir, testOffsetsPartitions)
+}
+
+// openOffsetsTopicN is openOffsetsTopic with n partitions.
+func openOffsetsTopicN(t testing.TB, fs vfs.FS, dir string, n int32) (o offsetsPartTopic, close func()) {
+	t.Helper()
 	l := itopic.Log{Topic: "__consumer_offsets"}
 	cfg := partition.Config{Log: mlog.DefaultConfig(), MessageMaxBytes: 1 << 20, Compacted: true}
-	for i := range int32(testOffsetsPartitions) {
+	for i := range n {
 		p, err := partition.Open(filepath.Join(dir, fmt.Sprintf("__consumer_offsets-%d", i)), "__consumer_offsets", i, cfg,
 			partition.Options{FS: fs})
 		if err != nil {

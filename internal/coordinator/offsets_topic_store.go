@@ -77,8 +77,9 @@ func (l logStorage) close(abandon bool) error { return l.s.close(abandon) }
 // topicStore is __consumer_offsets as a groupStorage. view is guarded by
 // the coordinator's lock; dirty by mu.
 type topicStore struct {
-	t    OffsetsTopic
-	view *offsetsView
+	t              OffsetsTopic
+	view           *offsetsView
+	sequentialSync bool // knobs.sequentialSync
 
 	mu    sync.Mutex
 	dirty map[int32]int64 // the end of what was appended, per partition, since the last flush
@@ -138,12 +139,11 @@ func (s *topicStore) write(out pending) (map[int32]int64, error) {
 }
 
 // sync makes each partition durable up to its end (the partitions' group
-// commits: concurrent waiters share an fsync).
+// commits: concurrent waiters share an fsync), the partitions' fsyncs
+// issued together (syncParts).
 func (s *topicStore) sync(ends map[int32]int64) error {
-	for p, end := range ends {
-		if err := s.t.Sync(p, end); err != nil {
-			return fmt.Errorf("%w: __consumer_offsets: %v", ErrCoordinatorNotAvailable, err)
-		}
+	if err := syncParts(pointOf(ends), s.sequentialSync, s.t.Sync); err != nil {
+		return fmt.Errorf("%w: __consumer_offsets: %v", ErrCoordinatorNotAvailable, err)
 	}
 	return nil
 }
@@ -183,7 +183,7 @@ func (g *Groups) openStorage() (groupStorage, error) {
 		return logStorage{store}, nil
 	}
 	t := opts.OffsetsTopic
-	s := &topicStore{t: t, dirty: map[int32]int64{}}
+	s := &topicStore{t: t, dirty: map[int32]int64{}, sequentialSync: opts.private.sequentialSync}
 	legacy := filepath.Join(opts.Dir, groupLogFile)
 	if _, err := opts.FS.Stat(legacy); err != nil {
 		if !errors.Is(err, os.ErrNotExist) {

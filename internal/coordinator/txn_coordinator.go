@@ -226,14 +226,13 @@ func (t *Transactions) allPointLocked() syncPoint {
 	return out
 }
 
-// durable waits until every partition of after is fsynced up to its end.
-// Nothing to wait for costs no fsync. Called without mu, so concurrent
-// requests share an fsync.
+// durable waits until every partition of after is fsynced up to its end,
+// the partitions' fsyncs issued together (syncParts). Nothing to wait for
+// costs no fsync. Called without mu, so concurrent requests share an
+// fsync.
 func (t *Transactions) durable(after syncPoint) error {
-	for _, pe := range after {
-		if err := t.topic.Sync(pe.p, pe.end); err != nil {
-			return fmt.Errorf("%w: %v", ErrTxnLogUnavailable, err)
-		}
+	if err := syncParts(after, false, t.topic.Sync); err != nil {
+		return fmt.Errorf("%w: %v", ErrTxnLogUnavailable, err)
 	}
 	return nil
 }
