@@ -56,6 +56,19 @@ type knobs struct {
 	// BenchmarkMultiPartitionSync.
 	sequentialSync bool
 
+	// afterProduceAddDurable is called by AddAndVerifyProduce once the
+	// add's fsync has returned, before decideMu is taken again (a test
+	// decides there).
+	afterProduceAddDurable func()
+	// skipDecideGenCheck: AddAndVerifyProduce lets the append go ahead
+	// even if a decision was made while it waited for the add's fsync
+	// (the negative control of decideGen).
+	skipDecideGenCheck bool
+	// addDurableUnderDecideMu: AddAndVerifyProduce waits for the add's
+	// fsync holding decideMu shared, as its last round does (the peer of
+	// BenchmarkEndTxnWithProduces).
+	addDurableUnderDecideMu bool
+
 	// removeLegacyFirst makes the transaction state upgrade remove
 	// transaction-state.log before the topic's records are written and
 	// durable (txn_upgrade.go).

@@ -89,6 +89,12 @@ type Transactions struct {
 	// then a partition's locks (the verified append) or mu; mu, then the
 	// __transaction_state partitions' locks (Append).
 	decideMu sync.RWMutex
+	// decideGen counts decideMu's exclusive holds (lockDecide): written
+	// under decideMu held exclusively, read under it held shared. A
+	// Produce that adds its partition waits for the add's fsync without
+	// decideMu, and appends only if no exclusive holder came meanwhile
+	// (AddAndVerifyProduce).
+	decideGen uint64
 
 	mu      sync.Mutex // guards the fields below
 	machine *TxnMachine
@@ -226,10 +232,16 @@ func (t *Transactions) allPointLocked() syncPoint {
 	return out
 }
 
-// durable waits until every partition of after is fsynced up to its end,
-// the partitions' fsyncs issued together (syncParts). Nothing to wait for
-// costs no fsync. Called without mu, so concurrent requests share an
-// fsync.
+// lockDecide takes decideMu exclusively (to decide, fence or abort) and
+// counts the hold (decideGen).
+func (t *Transactions) lockDecide() {
+	t.decideMu.Lock()
+	t.decideGen++
+}
+
+// durable waits until every partition of after is fsynced up to its end.
+// Nothing to wait for costs no fsync. Called without mu, so concurrent
+// requests share an fsync.
 func (t *Transactions) durable(after syncPoint) error {
 	if err := syncParts(after, false, t.topic.Sync); err != nil {
 		return fmt.Errorf("%w: %v", ErrTxnLogUnavailable, err)
@@ -401,7 +413,7 @@ func (t *Transactions) writeMarkers(job *MarkerJob, progress *markerProgress) er
 // the abort's markers are written before CONCURRENT_TRANSACTIONS is
 // returned, so the client's retry succeeds at once.
 func (t *Transactions) InitProducerID(txnID string, timeoutMs int32, expectedPID int64, expectedEpoch int16) (InitResult, error) {
-	t.decideMu.Lock()
+	t.lockDecide()
 	t.mu.Lock()
 	res, job, err := t.machine.InitProducerID(txnID, timeoutMs, expectedPID, expectedEpoch, t.nowMs())
 	after := t.pointLocked(txnID)
@@ -467,7 +479,7 @@ func (t *Transactions) EndTxn(txnID string, pid int64, epoch int16, commit bool)
 // decision blocked.
 func (t *Transactions) endTxn(txnID string, pid int64, epoch int16, commit bool, decide func(nowMs int64) (*MarkerJob, error)) error {
 	job, after, claimed, err := func() (*MarkerJob, syncPoint, bool, error) {
-		t.decideMu.Lock()
+		t.lockDecide()
 		defer t.decideMu.Unlock()
 		t.mu.Lock()
 		defer t.mu.Unlock()
@@ -594,7 +606,7 @@ func (t *Transactions) run() {
 func (t *Transactions) tick() time.Duration {
 	now := t.nowMs()
 	var jobs []*MarkerJob
-	t.decideMu.Lock()
+	t.lockDecide()
 	t.mu.Lock()
 	for _, id := range t.machine.TimedOut(now) {
 		job, err := t.machine.AbortTimedOut(id, now)

@@ -52,14 +52,65 @@ func (t *Transactions) VerifyPartitions(txnID string, pid int64, epoch int16, pa
 // version 2): a partition not yet in the producer's transaction is added
 // first, durably, as Kafka's AddPartitionsToTxnManager adds it before the
 // append (so no data can land outside a transaction the coordinator
-// knows of, even across a crash). The add and the append happen under
+// knows of, even across a crash). The check and the append happen under
 // the same shared decideMu, so no decision can come between them. On
 // success the caller must call release once its append is done.
+//
+// The wait for the add's fsync is not under decideMu: held shared across
+// that wait, it would make every EndTxn (decideMu exclusive) wait for the
+// fsyncs of other producers' adds, and every Produce behind that EndTxn
+// for its decision. So the check runs under decideMu, the add is made
+// durable without it, and decideMu is taken shared again: if no exclusive holder came in
+// between (decideGen unchanged), nothing was decided, fenced or aborted
+// since the check, so the check still holds and the add it relied on is
+// durable; otherwise all of it runs again. After maxOptimisticAdds such
+// rounds the wait is made under decideMu, so a stream of decisions cannot
+// keep a Produce from ever appending.
 func (t *Transactions) AddAndVerifyProduce(txnID string, pid int64, epoch int16, tp TopicPartition) (release func(), err error) {
-	t.decideMu.RLock()
+	for round := 0; ; round++ {
+		holdAcross := round >= maxOptimisticAdds || t.opts.private.addDurableUnderDecideMu
+		t.decideMu.RLock()
+		gen := t.decideGen
+		after, err := t.addForProduce(txnID, pid, epoch, tp)
+		if err == nil && !holdAcross {
+			t.decideMu.RUnlock()
+			err = t.durable(after)
+			if err == nil {
+				if h := t.opts.private.afterProduceAddDurable; h != nil {
+					h()
+				}
+				t.decideMu.RLock()
+				if t.decideGen != gen && !t.opts.private.skipDecideGenCheck {
+					t.decideMu.RUnlock()
+					continue
+				}
+				return t.decideMu.RUnlock, nil
+			}
+			return func() {}, err
+		}
+		if err == nil {
+			err = t.durable(after)
+		}
+		if err != nil {
+			t.decideMu.RUnlock()
+			return func() {}, err
+		}
+		return t.decideMu.RUnlock, nil
+	}
+}
+
+// maxOptimisticAdds bounds AddAndVerifyProduce's rounds that wait for the
+// add's fsync without decideMu.
+const maxOptimisticAdds = 3
+
+// addForProduce adds tp to the producer's transaction if it is not there
+// yet and checks the Produce against it; it returns what the answer must
+// wait for. decideMu held (shared).
+func (t *Transactions) addForProduce(txnID string, pid int64, epoch int16, tp TopicPartition) (syncPoint, error) {
 	t.mu.Lock()
 	now := t.nowMs()
 	added := false
+	var err error
 	if t.machine.needsAdd(txnID, pid, epoch, tp) {
 		err = t.machine.AddPartitionsImplicit(txnID, pid, epoch, []TopicPartition{tp}, now)
 		added = err == nil
@@ -77,14 +128,7 @@ func (t *Transactions) AddAndVerifyProduce(txnID string, pid int64, epoch int16,
 	if added {
 		t.poke() // a new transaction's timeout may be the next deadline
 	}
-	if err == nil {
-		err = t.durable(after)
-	}
-	if err != nil {
-		t.decideMu.RUnlock()
-		return func() {}, err
-	}
-	return t.decideMu.RUnlock, nil
+	return after, err
 }
 
 // TxnOffsetCommitV2 is TxnOffsetCommit for v5+: the group joins the

@@ -32,9 +32,15 @@ func (p partTopic) Append(n int32, recs []TopicRecord) (int64, error) {
 // when the test ends).
 func openTxnTopic(t testing.TB, fs vfs.FS, dir string) partTopic {
 	t.Helper()
+	return openTxnTopicN(t, fs, dir, testTxnPartitions)
+}
+
+// openTxnTopicN is openTxnTopic with n partitions.
+func openTxnTopicN(t testing.TB, fs vfs.FS, dir string, n int32) partTopic {
+	t.Helper()
 	l := itopic.Log{Topic: "__transaction_state"}
 	cfg := partition.Config{Log: mlog.DefaultConfig(), MessageMaxBytes: 1 << 20, Compacted: true}
-	for i := range int32(testTxnPartitions) {
+	for i := range n {
 		p, err := partition.Open(filepath.Join(dir, fmt.Sprintf("__transaction_state-%d", i)), "__transaction_state", i, cfg,
 			partition.Options{FS: fs})
 		if err != nil {
