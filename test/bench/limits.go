@@ -100,27 +100,10 @@ func loopbackMBps(d time.Duration) (float64, error) {
 	return float64(n) / (1 << 20) / time.Since(start).Seconds(), nil
 }
 
+// diskMBps writes mb MiB in 1 MiB writes to a new file, then fsyncs it:
+// MiB/s over the whole time.
 func diskMBps(mb int) (float64, error) {
-	f, err := os.CreateTemp("", "bench-disk-")
-	if err != nil {
-		return 0, err
-	}
-	defer os.Remove(f.Name())
-	defer f.Close()
-	buf := make([]byte, 1<<20)
-	for i := range buf {
-		buf[i] = byte(i)
-	}
-	start := time.Now()
-	for range mb {
-		if _, err := f.Write(buf); err != nil {
-			return 0, err
-		}
-	}
-	if err := f.Sync(); err != nil {
-		return 0, err
-	}
-	return float64(mb) / time.Since(start).Seconds(), nil
+	return writeAndSync(func(n int, _ time.Duration) bool { return n < mb })
 }
 
 // sustainedDiskMBps writes 1 MiB writes to a new file for d (a produce
@@ -129,6 +112,13 @@ func diskMBps(mb int) (float64, error) {
 // fsync included: the disk's sustained write, where diskMBps's short
 // write may measure only a cache in front of the disk.
 func sustainedDiskMBps(d time.Duration) (float64, error) {
+	return writeAndSync(func(_ int, elapsed time.Duration) bool { return elapsed < d })
+}
+
+// writeAndSync writes 1 MiB writes to a new temp file while more(MiB
+// written, time so far) holds, then fsyncs it, and returns MiB/s over the
+// whole time, the fsync included.
+func writeAndSync(more func(mb int, elapsed time.Duration) bool) (float64, error) {
 	f, err := os.CreateTemp("", "bench-disk-")
 	if err != nil {
 		return 0, err
@@ -141,7 +131,7 @@ func sustainedDiskMBps(d time.Duration) (float64, error) {
 	}
 	start := time.Now()
 	mb := 0
-	for time.Since(start) < d {
+	for more(mb, time.Since(start)) {
 		if _, err := f.Write(buf); err != nil {
 			return 0, err
 		}
