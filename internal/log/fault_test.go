@@ -520,32 +520,29 @@ func TestCloseHintsLostInCrash(t *testing.T) {
 		t.Fatalf("recovery point after Close: %d %v, want %d", rp, ok, leo)
 	}
 
+	// afterPowerLoss checks what survives a power loss now: never the
+	// marker, the recovery point wantRP, and every batch.
+	afterPowerLoss := func(what string, wantRP int64) {
+		t.Helper()
+		crashed := mem.CrashClone()
+		if _, ok, _ := readCleanShutdown(crashed, faultDir); ok {
+			t.Fatalf("%s: the clean-shutdown marker survived a power loss without an fsync", what)
+		}
+		if rp, ok, _ := readOffsetFile(crashed, faultDir, recoveryPointName); !ok || rp != wantRP {
+			t.Fatalf("%s: recovery point %d %v, want %d", what, rp, ok, wantRP)
+		}
+		l2, got := reopenOn(t, crashed)
+		defer l2.Close()
+		if !bytes.Equal(got, all) || l2.LogEndOffset() != leo {
+			t.Fatalf("%s: LEO %d (want %d), %d of %d bytes", what, l2.LogEndOffset(), leo, len(got), len(all))
+		}
+	}
 	// A power loss: both are gone, the data is not.
-	crashed := mem.CrashClone()
-	if _, ok, _ := readCleanShutdown(crashed, faultDir); ok {
-		t.Fatal("the clean-shutdown marker survived a power loss without an fsync")
-	}
-	if rp, ok, _ := readOffsetFile(crashed, faultDir, recoveryPointName); !ok || rp != flushedRP {
-		t.Fatalf("recovery point after a power loss: %d %v, want the flushed %d", rp, ok, flushedRP)
-	}
-	l2, got := reopenOn(t, crashed)
-	defer l2.Close()
-	if !bytes.Equal(got, all) || l2.LogEndOffset() != leo {
-		t.Fatalf("after a power loss past Close: LEO %d (want %d), %d of %d bytes", l2.LogEndOffset(), leo, len(got), len(all))
-	}
+	afterPowerLoss("a power loss past Close", flushedRP)
+	// After a directory fsync the renames are durable: the marker empty,
+	// the recovery point the new one.
 	if err := mem.SyncDir(faultDir); err != nil {
 		t.Fatal(err)
 	}
-	crashedLater := mem.CrashClone()
-	if _, ok, _ := readCleanShutdown(crashedLater, faultDir); ok {
-		t.Fatal("the clean-shutdown marker survived a power loss without an fsync")
-	}
-	if rp, ok, _ := readOffsetFile(crashedLater, faultDir, recoveryPointName); !ok || rp != leo {
-		t.Fatalf("recovery point after a directory fsync and a power loss: %d %v, want %d", rp, ok, leo)
-	}
-	l3, got3 := reopenOn(t, crashedLater)
-	if !bytes.Equal(got3, all) || l3.LogEndOffset() != leo {
-		t.Fatalf("after a directory fsync and a power loss: LEO %d (want %d), %d of %d bytes", l3.LogEndOffset(), leo, len(got3), len(all))
-	}
-	l3.Close()
+	afterPowerLoss("a directory fsync and a power loss", leo)
 }
