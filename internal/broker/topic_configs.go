@@ -122,6 +122,7 @@ func (b *Broker) partitionConfig(overrides map[string]string) partition.Config {
 	lc.MaxCompactionLagMs = num("max.compaction.lag.ms")
 	lc.DeleteRetentionMs = num("delete.retention.ms")
 	lc.WritebackBytes = b.cfg.Int64("log.writeback.bytes")
+	lc.DropBehindBytes = b.cfg.Int64("log.writeback.drop.behind.bytes")
 	lc.Preallocate = str("preallocate") == "true"
 	return partition.Config{
 		Compacted:       compacted,

@@ -280,24 +280,27 @@ func TestParseJAAS(t *testing.T) {
 	}
 }
 
-// log.writeback.bytes is minibroker's own: a LONG of at least 0 (0: off),
-// 8 MiB by default, a broker setting with no topic-level config.
+// log.writeback.bytes and log.writeback.drop.behind.bytes are
+// minibroker's own: LONGs of at least 0 (0: off), 8 and 256 MiB by
+// default, broker settings with no topic-level config.
 func TestWritebackBytesSetting(t *testing.T) {
-	c := Default()
-	if got := c.Int64("log.writeback.bytes"); got != 8<<20 {
-		t.Fatalf("default %d, want %d", got, 8<<20)
-	}
-	for _, ok := range []int64{0, 32 << 20} {
-		if err := c.Set("log.writeback.bytes", fmt.Sprint(ok)); err != nil || c.Int64("log.writeback.bytes") != ok {
-			t.Errorf("log.writeback.bytes=%d: %v", ok, err)
+	for name, def := range map[string]int64{"log.writeback.bytes": 8 << 20, "log.writeback.drop.behind.bytes": 256 << 20} {
+		c := Default()
+		if got := c.Int64(name); got != def {
+			t.Fatalf("%s: default %d, want %d", name, got, def)
 		}
-	}
-	for _, bad := range []string{"-1", "8MiB", ""} {
-		if err := c.Set("log.writeback.bytes", bad); err == nil {
-			t.Errorf("log.writeback.bytes=%q accepted", bad)
+		for _, ok := range []int64{0, 32 << 20} {
+			if err := c.Set(name, fmt.Sprint(ok)); err != nil || c.Int64(name) != ok {
+				t.Errorf("%s=%d: %v", name, ok, err)
+			}
 		}
-	}
-	if s, ok := Lookup("log.writeback.bytes"); !ok || s.Topic != "" || s.Ignored {
-		t.Fatalf("lookup: %+v %v", s, ok)
+		for _, bad := range []string{"-1", "8MiB", ""} {
+			if err := c.Set(name, bad); err == nil {
+				t.Errorf("%s=%q accepted", name, bad)
+			}
+		}
+		if s, ok := Lookup(name); !ok || s.Topic != "" || s.Ignored {
+			t.Fatalf("%s: lookup: %+v %v", name, s, ok)
+		}
 	}
 }

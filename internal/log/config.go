@@ -25,6 +25,11 @@ type Config struct {
 	// WritebackBytes: the active segment's write-behind window
 	// (writeback.go; minibroker's log.writeback.bytes), 0 = none.
 	WritebackBytes int64
+	// DropBehindBytes: once written back, the active segment's pages
+	// more than this many bytes behind its end leave the page cache
+	// (writeback.go; minibroker's log.writeback.drop.behind.bytes), 0 =
+	// never (the kernel's LRU decides, as for Kafka). Needs WritebackBytes.
+	DropBehindBytes int64
 	// Preallocate: reserve the active segment's blocks ahead of its
 	// writes (prealloc.go; Kafka's log.preallocate, default false).
 	Preallocate bool
@@ -52,6 +57,7 @@ func DefaultConfig() Config {
 		FlushIntervalMs:       math.MaxInt64,
 		SegmentMs:             week,
 		WritebackBytes:        DefaultWritebackBytes,
+		DropBehindBytes:       DefaultDropBehindBytes,
 
 		MinCleanableDirtyRatio: 0.5,
 		MaxCompactionLagMs:     math.MaxInt64,

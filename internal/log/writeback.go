@@ -14,6 +14,23 @@ package log
 // written back, so an append never writes into a page under writeback.
 const DefaultWritebackBytes = 8 << 20
 
+// Drop-behind (minibroker's log.writeback.drop.behind.bytes; 0: off): once
+// the write-behind has waited for a range, the pages of the active segment
+// more than Config.DropBehindBytes behind that range's end are dropped
+// from the page cache (posix_fadvise POSIX_FADV_DONTNEED on clean pages),
+// so the memory they held is free for the next appends. On a virtual
+// machine that hands free memory back to its host (virtio free page
+// reporting), every page an append takes from memory the guest has not
+// touched lately is faulted in by the host: on the machine this was
+// measured on that cost the broker about three times the copy itself, and
+// an append that reuses a page freed moments before does not pay it
+// (docs/OPTIMISATIONS.md, "Produce at the store-nothing limit"). The
+// last DropBehindBytes of the active segment, and the segments before
+// it, stay cached for consumers at or near the end; a reader further
+// behind reads from the disk. Nothing about the data changes: only clean
+// pages are dropped, and a later read reads them back.
+const DefaultDropBehindBytes = 256 << 20
+
 // writebackRange is a range of a segment file handed to the kernel.
 type writebackRange struct {
 	s        *segment
@@ -63,6 +80,24 @@ func (l *Log) writeBehind(prev writebackRange) writebackRange {
 	startWriteback(r.s.log, r.off, r.end-r.off)
 	if prev.s != nil {
 		waitWriteback(prev.s.log, prev.off, prev.end-prev.off)
+		if from, to, ok := l.dropRange(prev); ok {
+			dropCached(prev.s.log, from, to-from)
+		}
 	}
 	return r
+}
+
+// dropRange is the range of written-back pages to drop once the
+// write-behind has waited for r: r shifted back by DropBehindBytes
+// (rounded up to whole pages), clipped at the segment's start. Successive
+// ranges are contiguous, so every page more than DropBehindBytes behind
+// what has been written back is dropped once.
+func (l *Log) dropRange(r writebackRange) (from, to int64, ok bool) {
+	keep := l.cfg.DropBehindBytes
+	if keep <= 0 {
+		return 0, 0, false
+	}
+	keep = (keep + pageSize - 1) &^ (pageSize - 1)
+	from, to = max(r.off-keep, 0), r.end-keep
+	return from, to, to > from
 }

@@ -8,3 +8,4 @@ import "github.com/minibroker/minibroker/internal/vfs"
 // roll writes the segment.
 func startWriteback(vfs.File, int64, int64) {}
 func waitWriteback(vfs.File, int64, int64)  {}
+func dropCached(vfs.File, int64, int64)     {}

@@ -1,0 +1,92 @@
+//go:build linux
+
+package log
+
+import (
+	"bytes"
+	"os"
+	"testing"
+	"unsafe"
+
+	"golang.org/x/sys/unix"
+)
+
+// TestDropBehind: with write-behind and drop-behind on, once the flusher
+// has caught up the active segment's pages more than DropBehindBytes
+// behind what was written back are out of the page cache, the last
+// DropBehindBytes are still in it, and every record reads back as it was
+// appended. With drop-behind off (the negative control) the early pages
+// stay cached. Residency is the kernel's answer (mincore of the segment
+// mapped read-only).
+func TestDropBehind(t *testing.T) {
+	const keep = 4 << 20
+	for _, tc := range []struct {
+		name string
+		keep int64
+	}{{"on", keep}, {"off", 0}} {
+		t.Run(tc.name, func(t *testing.T) {
+			dir := t.TempDir()
+			var st unix.Statfs_t
+			if err := unix.Statfs(dir, &st); err != nil || st.Type == unix.TMPFS_MAGIC {
+				t.Skipf("%s is on tmpfs (or statfs failed: %v): its pages cannot be dropped", dir, err)
+			}
+			cfg := testConfig()
+			cfg.SegmentBytes = 64 << 20
+			cfg.WritebackBytes = 1 << 20
+			cfg.DropBehindBytes = tc.keep
+			l := openTest(t, dir, cfg, Options{})
+			defer l.Close()
+			batches := appendN(t, l, 24, 1, 0, 1000, 1<<20-333)
+			l.mu.Lock()
+			path, size := l.active().logPath, l.active().size
+			l.mu.Unlock()
+			early := func() float64 { return residentShare(t, path, 0, 8<<20) }
+			if tc.keep > 0 {
+				// The drop follows the wait for the window before the
+				// last one: poll until the flusher has caught up.
+				waitFor(t, func() bool { return early() < 0.1 })
+				if got := residentShare(t, path, size-keep+(1<<20), size-(1<<20)); got < 0.5 {
+					t.Errorf("%.2f of the last %d bytes cached: want them kept", got, keep)
+				}
+			} else {
+				waitFor(t, func() bool {
+					l.mu.Lock()
+					defer l.mu.Unlock()
+					return l.active().size-l.active().wbFrom < cfg.WritebackBytes
+				})
+				if got := early(); got < 0.5 {
+					t.Errorf("drop-behind off: %.2f of the first 8 MiB cached, want them kept", got)
+				}
+			}
+			if got := readAll(t, l); !bytes.Equal(got, bytes.Join(batches, nil)) {
+				t.Fatalf("read back %d bytes differing from the %d appended", len(got), len(bytes.Join(batches, nil)))
+			}
+		})
+	}
+}
+
+// residentShare is the share of the pages of [from, to) of the file at
+// path that are in the page cache.
+func residentShare(t *testing.T, path string, from, to int64) float64 {
+	t.Helper()
+	f, err := os.Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	from &^= pageSize - 1 // mmap's offset is whole pages
+	mem, err := unix.Mmap(int(f.Fd()), from, int(to-from), unix.PROT_READ, unix.MAP_SHARED)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer unix.Munmap(mem)
+	vec := make([]byte, (len(mem)+pageSize-1)/pageSize)
+	if _, _, errno := unix.Syscall(unix.SYS_MINCORE, uintptr(unsafe.Pointer(&mem[0])), uintptr(len(mem)), uintptr(unsafe.Pointer(&vec[0]))); errno != 0 {
+		t.Fatal(errno)
+	}
+	in := 0
+	for _, v := range vec {
+		in += int(v & 1)
+	}
+	return float64(in) / float64(len(vec))
+}
