@@ -64,11 +64,11 @@ func (b *Broker) handleTxnOffsetCommit(_ context.Context, r *protocol.Request) k
 		}
 	}
 	if all == 0 {
-		stage := func() error {
+		stage := func() (func() error, error) {
 			if len(offsets) == 0 {
-				return nil
+				return func() error { return nil }, nil
 			}
-			return groups.StageTxnOffsets(req.Group, req.ProducerID, req.ProducerEpoch, offsets)
+			return groups.StageTxnOffsetsAsync(req.Group, req.ProducerID, req.ProducerEpoch, offsets)
 		}
 		var err error
 		if req.Version >= 5 {

@@ -78,7 +78,7 @@ func (b *Broker) partitionOf(topic string, index int32) (*partition.Partition, b
 // txnGroups is the group coordinator as the transaction APIs use it (nil
 // until the group coordinator is wired in).
 type txnGroups interface {
-	StageTxnOffsets(group string, producerID int64, producerEpoch int16, offsets map[coordinator.TopicPartition]coordinator.OffsetAndMetadata) error
+	StageTxnOffsetsAsync(group string, producerID int64, producerEpoch int16, offsets map[coordinator.TopicPartition]coordinator.OffsetAndMetadata) (wait func() error, err error)
 	CompleteTxnOffsets(producerID int64, epoch int16, coordinatorEpoch int32, commit bool) error
 }
 

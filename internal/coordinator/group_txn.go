@@ -32,6 +32,21 @@ type OffsetAndMetadata struct {
 // pending until CompleteTxnOffsets. A later stage by the same producer for
 // the same partition replaces the earlier one.
 func (g *Groups) StageTxnOffsets(group string, producerID int64, producerEpoch int16, offsets map[TopicPartition]OffsetAndMetadata) error {
+	wait, err := g.stageTxnOffsets(group, producerID, producerEpoch, offsets)
+	if err != nil {
+		return err
+	}
+	return wait()
+}
+
+// StageTxnOffsetsAsync is StageTxnOffsets in two steps: it stages the
+// offsets and appends their records to the store, and returns before
+// their fsync; wait waits for it (and reports a failed write). The
+// transaction coordinator appends under its decideMu, so the records
+// precede any marker of the transaction in the log, and waits without it
+// (the marker's own fsync covers the records before it). wait must be
+// called, once, when err is nil.
+func (g *Groups) StageTxnOffsetsAsync(group string, producerID int64, producerEpoch int16, offsets map[TopicPartition]OffsetAndMetadata) (wait func() error, err error) {
 	return g.stageTxnOffsets(group, producerID, producerEpoch, offsets)
 }
 

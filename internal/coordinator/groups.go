@@ -179,14 +179,18 @@ func (g *Groups) finish(b batch) error {
 }
 
 // call runs fn on the core at the current time, then finish.
-func (g *Groups) call(fn func(now time.Time)) error {
+func (g *Groups) call(fn func(now time.Time)) error { return g.begin(fn)() }
+
+// begin runs fn on the core at the current time, its records appended to
+// the store, and returns finish for them (not yet waited for).
+func (g *Groups) begin(fn func(now time.Time)) (finish func() error) {
 	im := g.topicImage() // before mu: the broker's registry lock is never taken under it
 	g.mu.Lock()
 	g.core.image = im
 	fn(time.Now())
 	b := g.collectLocked()
 	g.mu.Unlock()
-	return g.finish(b)
+	return func() error { return g.finish(b) }
 }
 
 func (g *Groups) registerLocked() (Waiter, chan Reply) {
@@ -321,12 +325,14 @@ func (g *Groups) DeleteTopicOffsets(topic string) error {
 	return g.call(func(time.Time) { g.core.DeleteTopic(topic) })
 }
 
-func (g *Groups) stageTxnOffsets(group string, producerID int64, producerEpoch int16, offsets map[TopicPartition]OffsetAndMetadata) error {
+func (g *Groups) stageTxnOffsets(group string, producerID int64, producerEpoch int16, offsets map[TopicPartition]OffsetAndMetadata) (func() error, error) {
 	var top error
-	if err := g.call(func(now time.Time) { top = g.core.StageTxn(now, group, producerID, producerEpoch, offsets) }); err != nil {
-		return err
+	finish := g.begin(func(now time.Time) { top = g.core.StageTxn(now, group, producerID, producerEpoch, offsets) })
+	if top != nil {
+		finish() // nothing staged: no record to wait for
+		return nil, top
 	}
-	return top
+	return finish, nil
 }
 
 func (g *Groups) completeTxnOffsets(producerID int64, epoch int16, coordinatorEpoch int32, commit bool) error {

@@ -60,14 +60,22 @@ type knobs struct {
 	// add's fsync has returned, before decideMu is taken again (a test
 	// decides there).
 	afterProduceAddDurable func()
-	// skipDecideGenCheck: AddAndVerifyProduce lets the append go ahead
-	// even if a decision was made while it waited for the add's fsync
-	// (the negative control of decideGen).
+	// afterOffsetsAddDurable is the same point in TxnOffsetCommitV2: the
+	// group's add is durable, decideMu not yet taken again.
+	afterOffsetsAddDurable func()
+	// beforeOffsetsWait is called by TxnOffsetCommit(V2) once the offsets
+	// are staged and decideMu released, before their fsync is waited for.
+	beforeOffsetsWait func()
+	// skipDecideGenCheck: AddAndVerifyProduce appends, and
+	// TxnOffsetCommitV2 stages, even if a decision was made while they
+	// waited for the add's fsync (the negative control of decideGen).
 	skipDecideGenCheck bool
-	// addDurableUnderDecideMu: AddAndVerifyProduce waits for the add's
-	// fsync holding decideMu shared, as its last round does (the peer of
-	// BenchmarkEndTxnWithProduces).
-	addDurableUnderDecideMu bool
+	// durableUnderDecideMu: AddAndVerifyProduce waits for the add's
+	// fsync, and TxnOffsetCommit(V2) for the group add's and the staged
+	// offsets' fsyncs, holding decideMu shared (the peer of
+	// BenchmarkEndTxnWithProduces and BenchmarkEndTxnWithOffsetCommits,
+	// and the negative control of TestEndTxnNotHeldByOffsetsFsync).
+	durableUnderDecideMu bool
 
 	// removeLegacyFirst makes the transaction state upgrade remove
 	// transaction-state.log before the topic's records are written and

@@ -85,15 +85,18 @@ type Transactions struct {
 	// end their transaction: a Produce holds it shared from its check to
 	// the end of its append (VerifyProduce), and a commit or abort is
 	// decided holding it exclusively. So no data of a transaction can land
-	// after its marker (a hanging transaction). Lock order: decideMu,
-	// then a partition's locks (the verified append) or mu; mu, then the
+	// after its marker (a hanging transaction); a TxnOffsetCommit holds
+	// it shared from its check to its offsets' append. Lock order:
+	// decideMu, then a partition's locks (the verified append), the group
+	// coordinator's mu (the staging) or mu; mu, then the
 	// __transaction_state partitions' locks (Append).
 	decideMu sync.RWMutex
 	// decideGen counts decideMu's exclusive holds (lockDecide): written
 	// under decideMu held exclusively, read under it held shared. A
-	// Produce that adds its partition waits for the add's fsync without
-	// decideMu, and appends only if no exclusive holder came meanwhile
-	// (AddAndVerifyProduce).
+	// Produce that adds its partition, or a TxnOffsetCommit v5 its group,
+	// waits for the add's fsync without decideMu, and appends (stages)
+	// only if no exclusive holder came meanwhile (AddAndVerifyProduce,
+	// TxnOffsetCommitV2).
 	decideGen uint64
 
 	mu      sync.Mutex // guards the fields below
@@ -536,20 +539,55 @@ func (t *Transactions) checkCommitLocked(txnID string, pid int64, epoch int16) e
 	return nil
 }
 
+// StageFunc stages a TxnOffsetCommit's offsets (the group coordinator's
+// StageTxnOffsetsAsync): it appends their records to __consumer_offsets
+// and returns the wait for their fsync.
+type StageFunc func() (wait func() error, err error)
+
 // TxnOffsetCommit checks a TxnOffsetCommit against the transaction and,
-// if it passes, runs stage (the group coordinator's StageTxnOffsets)
-// before the transaction can be decided, so the offsets are always
-// completed with it.
-func (t *Transactions) TxnOffsetCommit(txnID string, pid int64, epoch int16, group string, stage func() error) error {
+// if it passes, runs stage before the transaction can be decided, so the
+// offsets are always completed with it: the check and stage's append are
+// made under the same shared decideMu, and the records precede any marker
+// of the transaction in __consumer_offsets. The wait for their fsync is
+// made without decideMu, so a decision (decideMu exclusive) does not wait
+// for it; a marker that follows them is fsynced with them.
+func (t *Transactions) TxnOffsetCommit(txnID string, pid int64, epoch int16, group string, stage StageFunc) error {
 	t.decideMu.RLock()
-	defer t.decideMu.RUnlock()
 	t.mu.Lock()
 	err := t.machine.CheckTxnOffsetCommit(txnID, pid, epoch, group)
 	t.mu.Unlock()
 	if err != nil {
+		t.decideMu.RUnlock()
 		return err
 	}
-	return stage()
+	return t.stageAndWait(stage, t.opts.private.durableUnderDecideMu)
+}
+
+// stageAndWait runs stage with decideMu held shared, releases it and
+// waits for the staged records' fsync; hold waits before releasing it.
+// The release is deferred, so a panic in the group coordinator cannot
+// leave decideMu held and every later decision blocked.
+func (t *Transactions) stageAndWait(stage StageFunc, hold bool) error {
+	var wait func() error
+	err := func() error {
+		defer t.decideMu.RUnlock()
+		w, err := stage()
+		if err != nil {
+			return err
+		}
+		if hold {
+			return w()
+		}
+		wait = w
+		return nil
+	}()
+	if err != nil || wait == nil {
+		return err
+	}
+	if h := t.opts.private.beforeOffsetsWait; h != nil {
+		h()
+	}
+	return wait()
 }
 
 // VerifyProduce checks a transactional Produce against the transaction.

@@ -68,7 +68,7 @@ func (t *Transactions) VerifyPartitions(txnID string, pid int64, epoch int16, pa
 // keep a Produce from ever appending.
 func (t *Transactions) AddAndVerifyProduce(txnID string, pid int64, epoch int16, tp TopicPartition) (release func(), err error) {
 	for round := 0; ; round++ {
-		holdAcross := round >= maxOptimisticAdds || t.opts.private.addDurableUnderDecideMu
+		holdAcross := round >= maxOptimisticAdds || t.opts.private.durableUnderDecideMu
 		t.decideMu.RLock()
 		gen := t.decideGen
 		after, err := t.addForProduce(txnID, pid, epoch, tp)
@@ -133,13 +133,55 @@ func (t *Transactions) addForProduce(txnID string, pid int64, epoch int16, tp To
 
 // TxnOffsetCommitV2 is TxnOffsetCommit for v5+: the group joins the
 // producer's transaction itself (no AddOffsetsToTxn), durably, before the
-// offsets are staged.
-func (t *Transactions) TxnOffsetCommitV2(txnID string, pid int64, epoch int16, group string, stage func() error) error {
-	t.decideMu.RLock()
-	defer t.decideMu.RUnlock()
+// offsets are staged. As in AddAndVerifyProduce, the join and the check
+// are made under decideMu (shared), the join's fsync is waited for
+// without it, and decideMu is taken again: if no exclusive holder came in
+// between (decideGen), the check still holds and the offsets are staged
+// under the same hold (stageAndWait: their own fsync is waited for
+// without it); otherwise all of it runs again, and after
+// maxOptimisticAdds rounds the join's fsync is waited for holding
+// decideMu. So the offsets never follow a decision of their transaction,
+// nor land for a fenced or aborted producer.
+func (t *Transactions) TxnOffsetCommitV2(txnID string, pid int64, epoch int16, group string, stage StageFunc) error {
+	for round := 0; ; round++ {
+		hold := t.opts.private.durableUnderDecideMu
+		holdAdd := hold || round >= maxOptimisticAdds
+		t.decideMu.RLock()
+		gen := t.decideGen
+		after, err := t.addForOffsets(txnID, pid, epoch, group)
+		if err != nil {
+			t.decideMu.RUnlock()
+			return err
+		}
+		if holdAdd {
+			if err := t.durable(after); err != nil {
+				t.decideMu.RUnlock()
+				return err
+			}
+			return t.stageAndWait(stage, hold)
+		}
+		t.decideMu.RUnlock()
+		if err := t.durable(after); err != nil {
+			return err
+		}
+		if h := t.opts.private.afterOffsetsAddDurable; h != nil {
+			h()
+		}
+		t.decideMu.RLock()
+		if t.decideGen != gen && !t.opts.private.skipDecideGenCheck {
+			t.decideMu.RUnlock()
+			continue
+		}
+		return t.stageAndWait(stage, hold)
+	}
+}
+
+// addForOffsets joins group to the producer's transaction if it is not
+// there yet and checks the TxnOffsetCommit against it; it returns what
+// the staging must wait for. decideMu held (shared).
+func (t *Transactions) addForOffsets(txnID string, pid int64, epoch int16, group string) (syncPoint, error) {
 	t.mu.Lock()
-	now := t.nowMs()
-	err := t.machine.AddOffsetsImplicit(txnID, pid, epoch, group, now)
+	err := t.machine.AddOffsetsImplicit(txnID, pid, epoch, group, t.nowMs())
 	if err == nil {
 		err = t.machine.CheckTxnOffsetCommit(txnID, pid, epoch, group)
 	} else if cur, ok := t.machine.txns[txnID]; ok && cur.ProducerID == pid && errors.Is(err, ErrProducerFenced) {
@@ -149,11 +191,5 @@ func (t *Transactions) TxnOffsetCommitV2(txnID string, pid int64, epoch int16, g
 	after := t.pointLocked(txnID)
 	t.mu.Unlock()
 	t.poke()
-	if err != nil {
-		return err
-	}
-	if err := t.durable(after); err != nil {
-		return err
-	}
-	return stage()
+	return after, err
 }

@@ -17,7 +17,7 @@ import (
 // 50), each transaction two Produces that add their partitions (each add
 // fsynced) and an EndTxn; EndTxn's latency with the add's fsync waited
 // for outside decideMu ("recheck", what runs) beside the same coordinator
-// waiting for it under decideMu ("held", knobs.addDurableUnderDecideMu),
+// waiting for it under decideMu ("held", knobs.durableUnderDecideMu),
 // in alternating rounds; p50 and p99 per round, medians of the rounds.
 func BenchmarkEndTxnWithProduces(b *testing.B) {
 	const parts, producers, perRound, rounds = 50, 8, 100, 5
@@ -32,7 +32,7 @@ func BenchmarkEndTxnWithProduces(b *testing.B) {
 		tx, err := OpenTransactions(TxnOptions{FS: vfs.Default, Dir: dir, Topic: openTxnTopicN(b, vfs.Default, dir, parts),
 			Config: TxnConfig{MaxTimeoutMs: 60_000, IDExpirationMs: 3_600_000}, ProducerIDs: pids, Markers: &discardMarkers{},
 			Offsets: &fakeOffsets{}, Registry: prometheus.NewRegistry(), Now: time.Now, RetryInterval: 5 * time.Millisecond,
-			private: knobs{addDurableUnderDecideMu: rule == "held"}})
+			private: knobs{durableUnderDecideMu: rule == "held"}})
 		if err != nil {
 			b.Fatal(err)
 		}
