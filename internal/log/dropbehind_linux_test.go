@@ -65,6 +65,61 @@ func TestDropBehind(t *testing.T) {
 	}
 }
 
+// TestDropBehindRolled: a partition keeps about its last DropBehindBytes
+// cached, not that much of every segment it rolled: once the active
+// segment passes DropBehindBytes, the tail the segment before it kept is
+// dropped too.
+func TestDropBehindRolled(t *testing.T) {
+	dir := t.TempDir()
+	var st unix.Statfs_t
+	if err := unix.Statfs(dir, &st); err != nil || st.Type == unix.TMPFS_MAGIC {
+		t.Skipf("%s is on tmpfs (or statfs failed: %v): its pages cannot be dropped", dir, err)
+	}
+	cfg := testConfig()
+	cfg.SegmentBytes = 8 << 20
+	cfg.WritebackBytes = 1 << 20
+	cfg.DropBehindBytes = 2 << 20
+	l := openTest(t, dir, cfg, Options{})
+	defer l.Close()
+	caughtUp := func() bool {
+		l.mu.Lock()
+		defer l.mu.Unlock()
+		return l.active().size-l.active().wbFrom < cfg.WritebackBytes
+	}
+	// Batches of about 1 MiB: 3 rolled segments of 8 and an active one
+	// of 4, whose written-back pages already pass DropBehindBytes. The
+	// write-behind may have taken those 4 MiB as one range; the next two
+	// appends, each once it has caught up, make it wait for that range
+	// and drop behind it.
+	batches := appendN(t, l, 28, 1, 0, 1000, 1<<20-333)
+	// Only fsynced segments are dropped: wait for the rolls' flushes.
+	waitFor(t, func() bool {
+		l.mu.Lock()
+		defer l.mu.Unlock()
+		return l.flushed >= l.active().base
+	})
+	for range 2 {
+		waitFor(t, caughtUp)
+		batches = append(batches, appendN(t, l, 1, 1, 0, 1000, 1<<20-333)...)
+	}
+	waitFor(t, caughtUp)
+	l.mu.Lock()
+	var rolled []string
+	for _, s := range l.segments[:len(l.segments)-1] {
+		rolled = append(rolled, s.logPath)
+	}
+	l.mu.Unlock()
+	if len(rolled) != 3 {
+		t.Fatalf("%d rolled segments, want 3", len(rolled))
+	}
+	for _, path := range rolled {
+		waitFor(t, func() bool { return residentShare(t, path, 0, cfg.SegmentBytes-(1<<20)) < 0.1 })
+	}
+	if got := readAll(t, l); !bytes.Equal(got, bytes.Join(batches, nil)) {
+		t.Fatal("read back differs from what was appended")
+	}
+}
+
 // residentShare is the share of the pages of [from, to) of the file at
 // path that are in the page cache.
 func residentShare(t *testing.T, path string, from, to int64) float64 {

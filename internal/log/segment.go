@@ -61,6 +61,9 @@ type segment struct {
 	// wbFrom: the end of the bytes handed to the kernel for writeback
 	// (writeback.go); guarded by mu.
 	wbFrom int64
+	// cacheDropped: drop-behind has dropped this rolled segment's pages
+	// from the page cache (writeback.go); guarded by mu.
+	cacheDropped bool
 }
 
 // openSegment opens (create=true: creates) the files of the segment at base.

@@ -24,10 +24,10 @@ const DefaultWritebackBytes = 8 << 20
 // touched lately is faulted in by the host: on the machine this was
 // measured on that cost the broker about three times the copy itself, and
 // an append that reuses a page freed moments before does not pay it
-// (docs/OPTIMISATIONS.md, "Produce at the store-nothing limit"). The
-// last DropBehindBytes of the active segment, and the segments before
-// it, stay cached for consumers at or near the end; a reader further
-// behind reads from the disk. Nothing about the data changes: only clean
+// (docs/OPTIMISATIONS.md, "Produce path"). About the last DropBehindBytes
+// of the partition stay cached for consumers at or near the end (once a
+// segment's written-back pages pass DropBehindBytes, the segments before
+// it are dropped whole); a reader further behind reads from the disk. Nothing about the data changes: only clean
 // pages are dropped, and a later read reads them back.
 const DefaultDropBehindBytes = 256 << 20
 
@@ -82,9 +82,44 @@ func (l *Log) writeBehind(prev writebackRange) writebackRange {
 		waitWriteback(prev.s.log, prev.off, prev.end-prev.off)
 		if from, to, ok := l.dropRange(prev); ok {
 			dropCached(prev.s.log, from, to-from)
+			segs, sizes := l.olderCached(prev.s)
+			for i, seg := range segs {
+				dropCached(seg.log, 0, sizes[i])
+			}
 		}
 	}
 	return r
+}
+
+// olderCached returns the segments before s whose cache drop-behind has
+// not dropped yet, with their sizes, and marks them dropped: once s's own
+// written-back pages pass DropBehindBytes, everything before s is further
+// than that from the log's end. So a partition keeps about its last
+// DropBehindBytes cached, not the tail of every segment it rolled (nor
+// the whole of a segment that rolled before the write-behind reached it).
+// Only fsynced segments are dropped (the dirty pages of one the roll's
+// background flush has not written yet would stay cached); the walk back
+// stops at the first one already dropped.
+func (l *Log) olderCached(s *segment) (segs []*segment, sizes []int64) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.closed {
+		return nil, nil
+	}
+	i := len(l.segments) - 1
+	for i >= 0 && l.segments[i] != s {
+		i--
+	}
+	for j := i - 1; j >= 0 && !l.segments[j].cacheDropped; j-- {
+		if l.segments[j].nextOffset > l.flushed {
+			// Not fsynced yet (the roll's background flush): its dirty
+			// pages would stay; a later call drops it.
+			continue
+		}
+		l.segments[j].cacheDropped = true
+		segs, sizes = append(segs, l.segments[j]), append(sizes, l.segments[j].size)
+	}
+	return segs, sizes
 }
 
 // dropRange is the range of written-back pages to drop once the
