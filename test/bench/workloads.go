@@ -13,6 +13,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kfake"
 	"github.com/twmb/franz-go/pkg/kgo"
 
@@ -184,6 +185,30 @@ func measure(bin string, p *process, name, mode string, cfg perf.Config, rw *row
 	return res, nil
 }
 
+// dropTopic deletes a produce run's topic from the broker it ran on, so
+// that no broker carries one run's records into the next: kfake keeps
+// them in its heap, a storing broker in its files and the page cache,
+// and on a machine whose free memory is handed back to its host what the
+// other brokers hold decides how much of it a run finds ready
+// (OPTIMISATIONS.md, "Produce path"). A failure is logged, not fatal.
+func dropTopic(p *process, topic string) {
+	cl, err := kgo.NewClient(kgo.SeedBrokers(p.addr))
+	if err != nil {
+		logf("delete topic %s on %s: %v", topic, p.addr, err)
+		return
+	}
+	defer cl.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	resp, err := kadm.NewClient(cl).DeleteTopics(ctx, topic)
+	if err == nil {
+		err = resp.Error()
+	}
+	if err != nil {
+		logf("delete topic %s on %s: %v", topic, p.addr, err)
+	}
+}
+
 // started runs fn with each target started once as a process; the
 // processes are stopped afterwards.
 func started(bin string, ts []target, fn func(ps []*process) error) error {
@@ -238,6 +263,7 @@ func runProduce(r *report) error {
 					if err != nil {
 						return fmt.Errorf("%s, unpaced on %s: %w", w.name, storeNothing.name, err)
 					}
+					dropTopic(ps[2], fmt.Sprintf("u%d", run))
 					rate = w.paced * res.RecordsPerSec
 					if w.pacedToDisk && diskMBps > 0 {
 						rate = w.paced * min(res.RecordsPerSec, diskMBps*(1<<20)/float64(w.size))
@@ -260,6 +286,7 @@ func runProduce(r *report) error {
 					if res.Errors > 0 {
 						return fmt.Errorf("%s on %s: %d errors, first %s", w.name, ts[i].name, res.Errors, res.FirstError)
 					}
+					dropTopic(ps[i], cfg.Topic)
 				}
 			}
 			return nil
