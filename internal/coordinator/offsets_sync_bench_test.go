@@ -31,15 +31,7 @@ func BenchmarkMultiPartitionSync(b *testing.B) {
 		groupsOf[rule] = g
 	}
 	// One group id per partition.
-	var ids []string
-	seen := map[int32]bool{}
-	for i := 0; len(ids) < parts; i++ {
-		id := fmt.Sprintf("g-%d", i)
-		if p := PartitionFor(id, parts); !seen[p] {
-			seen[p] = true
-			ids = append(ids, id)
-		}
-	}
+	ids := idsInDistinctPartitions("g", int(parts), parts)
 	for range b.N {
 		took := map[string][]time.Duration{}
 		for r := range rounds {
@@ -65,4 +57,19 @@ func BenchmarkMultiPartitionSync(b *testing.B) {
 		}
 		b.Logf("DeleteTopicOffsets over %d partitions: parallel %v, sequential %v", parts, took["parallel"], took["sequential"])
 	}
+}
+
+// idsInDistinctPartitions returns n ids, prefix-0, prefix-1, ..., skipping
+// any whose partition (PartitionFor over parts) an earlier one took.
+func idsInDistinctPartitions(prefix string, n int, parts int32) []string {
+	var ids []string
+	seen := map[int32]bool{}
+	for i := 0; len(ids) < n; i++ {
+		id := fmt.Sprintf("%s-%d", prefix, i)
+		if p := PartitionFor(id, parts); !seen[p] {
+			seen[p] = true
+			ids = append(ids, id)
+		}
+	}
+	return ids
 }

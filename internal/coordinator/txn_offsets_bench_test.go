@@ -1,7 +1,6 @@
 package coordinator
 
 import (
-	"fmt"
 	"slices"
 	"sync"
 	"sync/atomic"
@@ -56,23 +55,8 @@ func BenchmarkEndTxnWithOffsetCommits(b *testing.B) {
 		b.Cleanup(func() { tx.Close() })
 		coords[rule] = coord{tx, g}
 	}
-	var ids, groups []string
-	seen := map[int32]bool{}
-	for i := 0; len(ids) < enders+committers; i++ {
-		id := fmt.Sprintf("txn-%d", i)
-		if p := PartitionFor(id, txnParts); !seen[p] {
-			seen[p] = true
-			ids = append(ids, id)
-		}
-	}
-	seen = map[int32]bool{}
-	for i := 0; len(groups) < committers; i++ {
-		id := fmt.Sprintf("g-%d", i)
-		if p := PartitionFor(id, offsetsParts); !seen[p] {
-			seen[p] = true
-			groups = append(groups, id)
-		}
-	}
+	ids := idsInDistinctPartitions("txn", enders+committers, txnParts)
+	groups := idsInDistinctPartitions("g", committers, offsetsParts)
 	type producer struct {
 		pid   int64
 		epoch int16

@@ -28,26 +28,10 @@ func stageInto(o *fakeOffsets, pid int64) StageFunc {
 // commit the transaction, and returns the offsets log (stages and
 // completions, in order) and TxnOffsetCommitV2's error.
 func offsetsAcrossDecision(t *testing.T, skipCheck bool) (log string, err error) {
-	h := newTxnHarness(t, vfs.Default, t.TempDir())
-	h.knobs.skipDecideGenCheck = skipCheck
-	decided := false
-	var tx *Transactions
-	h.knobs.afterOffsetsAddDurable = func() {
-		if decided {
-			return
-		}
-		decided = true
-		if _, err := tx.EndTxnV2("t", 0, 0, true, false); err != nil {
-			t.Errorf("EndTxn during the group add's fsync: %v", err)
-		}
-	}
-	tx = h.open()
+	h, tx, decided := decidingDuringFsync(t, skipCheck, func(k *knobs) *func() { return &k.afterOffsetsAddDurable })
 	defer tx.Close()
-	if _, err := tx.InitProducerID("t", 10_000, -1, -1); err != nil {
-		t.Fatal(err)
-	}
 	err = tx.TxnOffsetCommitV2("t", 0, 0, "g", stageInto(h.offsets, 0))
-	if !decided {
+	if !*decided {
 		t.Fatal("the hook did not run")
 	}
 	// What a TxnOffsetCommit sent after the decision answers.

@@ -12,30 +12,38 @@ import (
 // EndTxn decide the transaction, and returns the markers the decision
 // wrote and AddAndVerifyProduce's error.
 func produceAcrossDecision(t *testing.T, skipCheck bool) (markers string, err error) {
-	h := newTxnHarness(t, vfs.Default, t.TempDir())
-	h.knobs.skipDecideGenCheck = skipCheck
-	decided := false
-	var tx *Transactions
-	h.knobs.afterProduceAddDurable = func() {
-		if decided {
-			return
-		}
-		decided = true
-		if _, err := tx.EndTxnV2("t", 0, 0, true, false); err != nil {
-			t.Errorf("EndTxn during the add's fsync: %v", err)
-		}
-	}
-	tx = h.open()
+	h, tx, decided := decidingDuringFsync(t, skipCheck, func(k *knobs) *func() { return &k.afterProduceAddDurable })
 	defer tx.Close()
-	if _, err := tx.InitProducerID("t", 10_000, -1, -1); err != nil {
-		t.Fatal(err)
-	}
 	release, err := tx.AddAndVerifyProduce("t", 0, 0, TopicPartition{"a", 0})
 	release()
-	if !decided {
+	if !*decided {
 		t.Fatal("the hook did not run")
 	}
 	return fmt.Sprint(h.markers.take()), err
+}
+
+// decidingDuringFsync opens a harness (skipDecideGenCheck as skipCheck)
+// whose hook, the knob hook picks, commits producer "t"'s transaction
+// (EndTxn v2) the first time it runs, and gives the producer "t" its id
+// (pid 0, epoch 0). decided reports whether the hook ran.
+func decidingDuringFsync(t *testing.T, skipCheck bool, hook func(*knobs) *func()) (h *txnHarness, tx *Transactions, decided *bool) {
+	h = newTxnHarness(t, vfs.Default, t.TempDir())
+	h.knobs.skipDecideGenCheck = skipCheck
+	decided = new(bool)
+	*hook(&h.knobs) = func() {
+		if *decided {
+			return
+		}
+		*decided = true
+		if _, err := tx.EndTxnV2("t", 0, 0, true, false); err != nil {
+			t.Errorf("EndTxn during the fsync: %v", err)
+		}
+	}
+	tx = h.open()
+	if _, err := tx.InitProducerID("t", 10_000, -1, -1); err != nil {
+		t.Fatal(err)
+	}
+	return h, tx, decided
 }
 
 // TestProduceAddRechecksAfterFsync: a Produce v12 that adds its partition

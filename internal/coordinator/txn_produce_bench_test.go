@@ -1,7 +1,6 @@
 package coordinator
 
 import (
-	"fmt"
 	"slices"
 	"sync"
 	"testing"
@@ -39,15 +38,7 @@ func BenchmarkEndTxnWithProduces(b *testing.B) {
 		b.Cleanup(func() { tx.Close() })
 		txns[rule] = tx
 	}
-	var ids []string
-	seen := map[int32]bool{}
-	for i := 0; len(ids) < producers; i++ {
-		id := fmt.Sprintf("txn-%d", i)
-		if p := PartitionFor(id, parts); !seen[p] {
-			seen[p] = true
-			ids = append(ids, id)
-		}
-	}
+	ids := idsInDistinctPartitions("txn", producers, parts)
 	type producer struct {
 		pid   int64
 		epoch int16

@@ -25,16 +25,7 @@ func TestDropBehind(t *testing.T) {
 		keep int64
 	}{{"on", keep}, {"off", 0}} {
 		t.Run(tc.name, func(t *testing.T) {
-			dir := t.TempDir()
-			var st unix.Statfs_t
-			if err := unix.Statfs(dir, &st); err != nil || st.Type == unix.TMPFS_MAGIC {
-				t.Skipf("%s is on tmpfs (or statfs failed: %v): its pages cannot be dropped", dir, err)
-			}
-			cfg := testConfig()
-			cfg.SegmentBytes = 64 << 20
-			cfg.WritebackBytes = 1 << 20
-			cfg.DropBehindBytes = tc.keep
-			l := openTest(t, dir, cfg, Options{})
+			l, cfg := openDropBehind(t, 64<<20, tc.keep)
 			defer l.Close()
 			batches := appendN(t, l, 24, 1, 0, 1000, 1<<20-333)
 			l.mu.Lock()
@@ -70,16 +61,7 @@ func TestDropBehind(t *testing.T) {
 // segment passes DropBehindBytes, the tail the segment before it kept is
 // dropped too.
 func TestDropBehindRolled(t *testing.T) {
-	dir := t.TempDir()
-	var st unix.Statfs_t
-	if err := unix.Statfs(dir, &st); err != nil || st.Type == unix.TMPFS_MAGIC {
-		t.Skipf("%s is on tmpfs (or statfs failed: %v): its pages cannot be dropped", dir, err)
-	}
-	cfg := testConfig()
-	cfg.SegmentBytes = 8 << 20
-	cfg.WritebackBytes = 1 << 20
-	cfg.DropBehindBytes = 2 << 20
-	l := openTest(t, dir, cfg, Options{})
+	l, cfg := openDropBehind(t, 8<<20, 2<<20)
 	defer l.Close()
 	caughtUp := func() bool {
 		l.mu.Lock()
@@ -118,6 +100,23 @@ func TestDropBehindRolled(t *testing.T) {
 	if got := readAll(t, l); !bytes.Equal(got, bytes.Join(batches, nil)) {
 		t.Fatal("read back differs from what was appended")
 	}
+}
+
+// openDropBehind opens a log in a temp dir with segments of segmentBytes,
+// a 1 MiB write-behind window and drop-behind keeping keep bytes; it
+// skips the test on tmpfs, whose pages cannot be dropped.
+func openDropBehind(t *testing.T, segmentBytes, keep int64) (*Log, Config) {
+	t.Helper()
+	dir := t.TempDir()
+	var st unix.Statfs_t
+	if err := unix.Statfs(dir, &st); err != nil || st.Type == unix.TMPFS_MAGIC {
+		t.Skipf("%s is on tmpfs (or statfs failed: %v): its pages cannot be dropped", dir, err)
+	}
+	cfg := testConfig()
+	cfg.SegmentBytes = segmentBytes
+	cfg.WritebackBytes = 1 << 20
+	cfg.DropBehindBytes = keep
+	return openTest(t, dir, cfg, Options{}), cfg
 }
 
 // residentShare is the share of the pages of [from, to) of the file at
