@@ -57,19 +57,9 @@ func BenchmarkEndTxnWithOffsetCommits(b *testing.B) {
 	}
 	ids := idsInDistinctPartitions("txn", enders+committers, txnParts)
 	groups := idsInDistinctPartitions("g", committers, offsetsParts)
-	type producer struct {
-		pid   int64
-		epoch int16
-	}
-	state := map[string][]producer{}
+	state := map[string][]benchProducer{}
 	for _, rule := range rules {
-		for _, id := range ids {
-			res, err := coords[rule].tx.InitProducerID(id, 60_000, -1, -1)
-			if err != nil {
-				b.Fatal(err)
-			}
-			state[rule] = append(state[rule], producer{res.ProducerID, res.ProducerEpoch})
-		}
+		state[rule] = initProducers(b, coords[rule].tx, ids)
 	}
 	offsets := map[TopicPartition]OffsetAndMetadata{{Topic: "data", Partition: 0}: {Offset: 1, LeaderEpoch: -1}}
 	for range b.N {

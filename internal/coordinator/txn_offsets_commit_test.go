@@ -71,18 +71,10 @@ func TestTxnOffsetCommitRechecksAfterFsync(t *testing.T) {
 // deciding nothing) sends TxnOffsetCommitV2 round again; after
 // maxOptimisticAdds rounds it waits holding decideMu and stages.
 func TestTxnOffsetCommitHoldsDecideMuAfterRounds(t *testing.T) {
-	h := newTxnHarness(t, vfs.Default, t.TempDir())
 	rounds := 0
-	var tx *Transactions
-	h.knobs.afterOffsetsAddDurable = func() {
-		rounds++
-		tx.tick()
-	}
-	tx = h.open()
+	h, tx := openWithFsyncHook(t, func(k *knobs) *func() { return &k.afterOffsetsAddDurable }, func(*knobs) {},
+		func(tx *Transactions) { rounds++; tx.tick() })
 	defer tx.Close()
-	if _, err := tx.InitProducerID("t", 10_000, -1, -1); err != nil {
-		t.Fatal(err)
-	}
 	must(t, tx.TxnOffsetCommitV2("t", 0, 0, "g", stageInto(h.offsets, 0)))
 	if rounds != maxOptimisticAdds {
 		t.Fatalf("%d optimistic rounds, want %d", rounds, maxOptimisticAdds)

@@ -27,10 +27,8 @@ func produceAcrossDecision(t *testing.T, skipCheck bool) (markers string, err er
 // (EndTxn v2) the first time it runs, and gives the producer "t" its id
 // (pid 0, epoch 0). decided reports whether the hook ran.
 func decidingDuringFsync(t *testing.T, skipCheck bool, hook func(*knobs) *func()) (h *txnHarness, tx *Transactions, decided *bool) {
-	h = newTxnHarness(t, vfs.Default, t.TempDir())
-	h.knobs.skipDecideGenCheck = skipCheck
 	decided = new(bool)
-	*hook(&h.knobs) = func() {
+	h, tx = openWithFsyncHook(t, hook, func(k *knobs) { k.skipDecideGenCheck = skipCheck }, func(tx *Transactions) {
 		if *decided {
 			return
 		}
@@ -38,12 +36,23 @@ func decidingDuringFsync(t *testing.T, skipCheck bool, hook func(*knobs) *func()
 		if _, err := tx.EndTxnV2("t", 0, 0, true, false); err != nil {
 			t.Errorf("EndTxn during the fsync: %v", err)
 		}
-	}
+	})
+	return h, tx, decided
+}
+
+// openWithFsyncHook opens a harness whose knob hook (picked by hook) calls
+// onFsync with the coordinator, after set has set any other knobs, and
+// gives the producer "t" its id (pid 0, epoch 0).
+func openWithFsyncHook(t *testing.T, hook func(*knobs) *func(), set func(*knobs), onFsync func(*Transactions)) (*txnHarness, *Transactions) {
+	h := newTxnHarness(t, vfs.Default, t.TempDir())
+	set(&h.knobs)
+	var tx *Transactions
+	*hook(&h.knobs) = func() { onFsync(tx) }
 	tx = h.open()
 	if _, err := tx.InitProducerID("t", 10_000, -1, -1); err != nil {
 		t.Fatal(err)
 	}
-	return h, tx, decided
+	return h, tx
 }
 
 // TestProduceAddRechecksAfterFsync: a Produce v12 that adds its partition
@@ -73,18 +82,10 @@ func TestProduceAddRechecksAfterFsync(t *testing.T) {
 // sends AddAndVerifyProduce round again, and after maxOptimisticAdds
 // rounds it waits holding decideMu and succeeds.
 func TestProduceAddHoldsDecideMuAfterRounds(t *testing.T) {
-	h := newTxnHarness(t, vfs.Default, t.TempDir())
 	rounds := 0
-	var tx *Transactions
-	h.knobs.afterProduceAddDurable = func() {
-		rounds++
-		tx.tick()
-	}
-	tx = h.open()
+	h, tx := openWithFsyncHook(t, func(k *knobs) *func() { return &k.afterProduceAddDurable }, func(*knobs) {},
+		func(tx *Transactions) { rounds++; tx.tick() })
 	defer tx.Close()
-	if _, err := tx.InitProducerID("t", 10_000, -1, -1); err != nil {
-		t.Fatal(err)
-	}
 	release, err := tx.AddAndVerifyProduce("t", 0, 0, TopicPartition{"a", 0})
 	must(t, err)
 	release()

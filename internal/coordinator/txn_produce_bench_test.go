@@ -39,19 +39,9 @@ func BenchmarkEndTxnWithProduces(b *testing.B) {
 		txns[rule] = tx
 	}
 	ids := idsInDistinctPartitions("txn", producers, parts)
-	type producer struct {
-		pid   int64
-		epoch int16
-	}
-	state := map[string][]producer{}
+	state := map[string][]benchProducer{}
 	for _, rule := range rules {
-		for _, id := range ids {
-			res, err := txns[rule].InitProducerID(id, 60_000, -1, -1)
-			if err != nil {
-				b.Fatal(err)
-			}
-			state[rule] = append(state[rule], producer{res.ProducerID, res.ProducerEpoch})
-		}
+		state[rule] = initProducers(b, txns[rule], ids)
 	}
 	for range b.N {
 		p50 := map[string][]time.Duration{}
@@ -112,3 +102,22 @@ func medianOf(ds []time.Duration) time.Duration {
 type discardMarkers struct{}
 
 func (discardMarkers) WriteTxnMarker(TopicPartition, int64, int16, bool, int32) error { return nil }
+
+// benchProducer is a producer id and epoch InitProducerID gave.
+type benchProducer struct {
+	pid   int64
+	epoch int16
+}
+
+// initProducers gives each transactional id of ids its producer id.
+func initProducers(b *testing.B, tx *Transactions, ids []string) []benchProducer {
+	var ps []benchProducer
+	for _, id := range ids {
+		res, err := tx.InitProducerID(id, 60_000, -1, -1)
+		if err != nil {
+			b.Fatal(err)
+		}
+		ps = append(ps, benchProducer{res.ProducerID, res.ProducerEpoch})
+	}
+	return ps
+}
