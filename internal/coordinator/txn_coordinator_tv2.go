@@ -67,40 +67,57 @@ func (t *Transactions) VerifyPartitions(txnID string, pid int64, epoch int16, pa
 // rounds the wait is made under decideMu, so a stream of decisions cannot
 // keep a Produce from ever appending.
 func (t *Transactions) AddAndVerifyProduce(txnID string, pid int64, epoch int16, tp TopicPartition) (release func(), err error) {
+	add := func() (syncPoint, error) { return t.addForProduce(txnID, pid, epoch, tp) }
+	if err := t.addDurably(add, t.opts.private.afterProduceAddDurable); err != nil {
+		return func() {}, err
+	}
+	return t.decideMu.RUnlock, nil
+}
+
+// addDurably is the optimistic add shared by AddAndVerifyProduce and
+// TxnOffsetCommitV2: add (an implicit add and its check) runs under
+// decideMu held shared, what it returns is made durable without decideMu,
+// and decideMu is taken shared again; if an exclusive holder came in
+// between (decideGen changed), all of it runs again, and from round
+// maxOptimisticAdds on (or with the durableUnderDecideMu knob) the wait is
+// made holding decideMu. It returns with decideMu held shared, for the
+// caller to release after its append, or with an error and decideMu
+// released. afterDurable, if set, is a test hook run after an optimistic
+// round's fsync.
+func (t *Transactions) addDurably(add func() (syncPoint, error), afterDurable func()) error {
 	for round := 0; ; round++ {
 		holdAcross := round >= maxOptimisticAdds || t.opts.private.durableUnderDecideMu
 		t.decideMu.RLock()
 		gen := t.decideGen
-		after, err := t.addForProduce(txnID, pid, epoch, tp)
-		if err == nil && !holdAcross {
-			t.decideMu.RUnlock()
+		after, err := add()
+		if err == nil && holdAcross {
 			err = t.durable(after)
 			if err == nil {
-				if h := t.opts.private.afterProduceAddDurable; h != nil {
-					h()
-				}
-				t.decideMu.RLock()
-				if t.decideGen != gen && !t.opts.private.skipDecideGenCheck {
-					t.decideMu.RUnlock()
-					continue
-				}
-				return t.decideMu.RUnlock, nil
+				return nil
 			}
-			return func() {}, err
-		}
-		if err == nil {
-			err = t.durable(after)
 		}
 		if err != nil {
 			t.decideMu.RUnlock()
-			return func() {}, err
+			return err
 		}
-		return t.decideMu.RUnlock, nil
+		t.decideMu.RUnlock()
+		if err := t.durable(after); err != nil {
+			return err
+		}
+		if afterDurable != nil {
+			afterDurable()
+		}
+		t.decideMu.RLock()
+		if t.decideGen != gen && !t.opts.private.skipDecideGenCheck {
+			t.decideMu.RUnlock()
+			continue
+		}
+		return nil
 	}
 }
 
-// maxOptimisticAdds bounds AddAndVerifyProduce's rounds that wait for the
-// add's fsync without decideMu.
+// maxOptimisticAdds bounds addDurably's rounds that wait for the add's
+// fsync without decideMu.
 const maxOptimisticAdds = 3
 
 // addForProduce adds tp to the producer's transaction if it is not there
@@ -143,37 +160,11 @@ func (t *Transactions) addForProduce(txnID string, pid int64, epoch int16, tp To
 // decideMu. So the offsets never follow a decision of their transaction,
 // nor land for a fenced or aborted producer.
 func (t *Transactions) TxnOffsetCommitV2(txnID string, pid int64, epoch int16, group string, stage StageFunc) error {
-	for round := 0; ; round++ {
-		hold := t.opts.private.durableUnderDecideMu
-		holdAdd := hold || round >= maxOptimisticAdds
-		t.decideMu.RLock()
-		gen := t.decideGen
-		after, err := t.addForOffsets(txnID, pid, epoch, group)
-		if err != nil {
-			t.decideMu.RUnlock()
-			return err
-		}
-		if holdAdd {
-			if err := t.durable(after); err != nil {
-				t.decideMu.RUnlock()
-				return err
-			}
-			return t.stageAndWait(stage, hold)
-		}
-		t.decideMu.RUnlock()
-		if err := t.durable(after); err != nil {
-			return err
-		}
-		if h := t.opts.private.afterOffsetsAddDurable; h != nil {
-			h()
-		}
-		t.decideMu.RLock()
-		if t.decideGen != gen && !t.opts.private.skipDecideGenCheck {
-			t.decideMu.RUnlock()
-			continue
-		}
-		return t.stageAndWait(stage, hold)
+	add := func() (syncPoint, error) { return t.addForOffsets(txnID, pid, epoch, group) }
+	if err := t.addDurably(add, t.opts.private.afterOffsetsAddDurable); err != nil {
+		return err
 	}
+	return t.stageAndWait(stage, t.opts.private.durableUnderDecideMu)
 }
 
 // addForOffsets joins group to the producer's transaction if it is not
