@@ -260,6 +260,7 @@ func newBroker(opts Options, seams func(*Broker)) (*Broker, error) {
 	b.logger.Info("opened data dir", zap.String("dir", b.dataDir), zap.String("cluster_id", b.clusterID),
 		zap.Int("topics", len(b.topics)), zap.Int("partitions", b.partitionCount()),
 		zap.Int("recovery_threads", b.recoveryThreads()), zap.Duration("took", time.Since(start)))
+	b.logDropBehind()
 
 	if b.scram, err = security.OpenScramStore(b.fs, b.dataDir); err != nil {
 		return nil, err

@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/minibroker/minibroker/internal/config"
+	mlog "github.com/minibroker/minibroker/internal/log"
 )
 
 // Start-up refuses every setting the table refuses, however the config
@@ -94,5 +95,22 @@ func TestStartRefusesBadSettings(t *testing.T) {
 			defer b.Close(context.Background())
 			c.bended(t, b)
 		})
+	}
+}
+
+// log.writeback.drop.behind.bytes reaches every partition's log: -1 (the
+// default) as what this machine's free page reporting decides, any other
+// value as it is.
+func TestDropBehindSetting(t *testing.T) {
+	for set, want := range map[string]int64{"": mlog.AutoDropBehind(), "-1": mlog.AutoDropBehind(), "0": 0, "33554432": 32 << 20} {
+		var sets []string
+		if set != "" {
+			sets = append(sets, "log.writeback.drop.behind.bytes="+set)
+		}
+		b := newTestBroker(t, t.TempDir(), sets...)
+		if got := b.partitionConfig(nil).Log.DropBehindBytes; got != want {
+			t.Errorf("setting %q: the log's drop-behind %d, want %d", set, got, want)
+		}
+		closeBroker(t, b)
 	}
 }

@@ -122,7 +122,7 @@ func (b *Broker) partitionConfig(overrides map[string]string) partition.Config {
 	lc.MaxCompactionLagMs = num("max.compaction.lag.ms")
 	lc.DeleteRetentionMs = num("delete.retention.ms")
 	lc.WritebackBytes = b.cfg.Int64("log.writeback.bytes")
-	lc.DropBehindBytes = b.cfg.Int64("log.writeback.drop.behind.bytes")
+	lc.DropBehindBytes = dropBehindBytes(b.cfg.Int64("log.writeback.drop.behind.bytes"))
 	lc.Preallocate = str("preallocate") == "true"
 	return partition.Config{
 		Compacted:       compacted,
@@ -198,4 +198,21 @@ func (b *Broker) updateTopicConfigs(name string, update func(map[string]string) 
 	}
 	b.logger.Info("altered topic configs", zap.String("topic", name), zap.Any("configs", next))
 	return nil
+}
+
+// dropBehindBytes is log.writeback.drop.behind.bytes with its default, -1,
+// resolved for this machine (mlog.AutoDropBehind).
+func dropBehindBytes(setting int64) int64 {
+	if setting < 0 {
+		return mlog.AutoDropBehind()
+	}
+	return setting
+}
+
+// logDropBehind says at start what drop-behind the partitions get and why.
+func (b *Broker) logDropBehind() {
+	setting := b.cfg.Int64("log.writeback.drop.behind.bytes")
+	b.logger.Info("page cache drop-behind (log.writeback.drop.behind.bytes; -1: on only where the host takes back the memory the machine frees)",
+		zap.Int64("setting", setting), zap.Int64("bytes", dropBehindBytes(setting)),
+		zap.Bool("free_page_reporting", mlog.FreePageReporting("/sys")))
 }

@@ -281,26 +281,35 @@ func TestParseJAAS(t *testing.T) {
 }
 
 // log.writeback.bytes and log.writeback.drop.behind.bytes are
-// minibroker's own: LONGs of at least 0 (0: off), 8 and 256 MiB by
-// default, broker settings with no topic-level config.
+// minibroker's own: LONGs, broker settings with no topic-level config.
+// The write-behind is at least 0 (0: off), 8 MiB by default; the
+// drop-behind at least -1 (-1, the default: decided by the machine;
+// 0: off).
 func TestWritebackBytesSetting(t *testing.T) {
-	for name, def := range map[string]int64{"log.writeback.bytes": 8 << 20, "log.writeback.drop.behind.bytes": 256 << 20} {
+	for _, s := range []struct {
+		name     string
+		def      int64
+		ok, bads []string
+	}{
+		{"log.writeback.bytes", 8 << 20, []string{"0", "33554432"}, []string{"-1", "8MiB", ""}},
+		{"log.writeback.drop.behind.bytes", -1, []string{"-1", "0", "33554432"}, []string{"-2", "64MiB", ""}},
+	} {
 		c := Default()
-		if got := c.Int64(name); got != def {
-			t.Fatalf("%s: default %d, want %d", name, got, def)
+		if got := c.Int64(s.name); got != s.def {
+			t.Fatalf("%s: default %d, want %d", s.name, got, s.def)
 		}
-		for _, ok := range []int64{0, 32 << 20} {
-			if err := c.Set(name, fmt.Sprint(ok)); err != nil || c.Int64(name) != ok {
-				t.Errorf("%s=%d: %v", name, ok, err)
+		for _, ok := range s.ok {
+			if err := c.Set(s.name, ok); err != nil || fmt.Sprint(c.Int64(s.name)) != ok {
+				t.Errorf("%s=%s: %v", s.name, ok, err)
 			}
 		}
-		for _, bad := range []string{"-1", "8MiB", ""} {
-			if err := c.Set(name, bad); err == nil {
-				t.Errorf("%s=%q accepted", name, bad)
+		for _, bad := range s.bads {
+			if err := c.Set(s.name, bad); err == nil {
+				t.Errorf("%s=%q accepted", s.name, bad)
 			}
 		}
-		if s, ok := Lookup(name); !ok || s.Topic != "" || s.Ignored {
-			t.Fatalf("%s: lookup: %+v %v", name, s, ok)
+		if st, ok := Lookup(s.name); !ok || st.Topic != "" || st.Ignored {
+			t.Fatalf("%s: lookup: %+v %v", s.name, st, ok)
 		}
 	}
 }

@@ -28,7 +28,8 @@ type Config struct {
 	// DropBehindBytes: once written back, the active segment's pages
 	// more than this many bytes behind its end leave the page cache
 	// (writeback.go; minibroker's log.writeback.drop.behind.bytes), 0 =
-	// never (the kernel's LRU decides, as for Kafka). Needs WritebackBytes.
+	// never (the kernel's LRU decides, as for Kafka); by default
+	// AutoDropBehind (pagereport.go). Needs WritebackBytes.
 	DropBehindBytes int64
 	// Preallocate: reserve the active segment's blocks ahead of its
 	// writes (prealloc.go; Kafka's log.preallocate, default false).
@@ -57,7 +58,7 @@ func DefaultConfig() Config {
 		FlushIntervalMs:       math.MaxInt64,
 		SegmentMs:             week,
 		WritebackBytes:        DefaultWritebackBytes,
-		DropBehindBytes:       DefaultDropBehindBytes,
+		DropBehindBytes:       AutoDropBehind(),
 
 		MinCleanableDirtyRatio: 0.5,
 		MaxCompactionLagMs:     math.MaxInt64,

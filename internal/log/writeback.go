@@ -14,22 +14,23 @@ package log
 // written back, so an append never writes into a page under writeback.
 const DefaultWritebackBytes = 8 << 20
 
-// Drop-behind (minibroker's log.writeback.drop.behind.bytes; 0: off): once
-// the write-behind has waited for a range, the pages of the active segment
-// more than Config.DropBehindBytes behind that range's end are dropped
-// from the page cache (posix_fadvise POSIX_FADV_DONTNEED on clean pages),
-// so the memory they held is free for the next appends. On a virtual
-// machine that hands free memory back to its host (virtio free page
-// reporting), every page an append takes from memory the guest has not
-// touched lately is faulted in by the host: on the machine this was
-// measured on that cost the broker about three times the copy itself, and
-// an append that reuses a page freed moments before does not pay it
+// Drop-behind (minibroker's log.writeback.drop.behind.bytes; 0: off; -1,
+// the default: AutoDropBehind, pagereport.go): once the write-behind has
+// waited for a range, the pages of the active segment more than
+// Config.DropBehindBytes behind that range's end are dropped from the
+// page cache (posix_fadvise POSIX_FADV_DONTNEED on clean pages), so the
+// memory they held is free for the next appends. On a virtual machine
+// that hands free memory back to its host (virtio free page reporting),
+// every page an append takes from memory the guest has not touched
+// lately is faulted in by the host: on the machine this was measured on
+// that cost the broker about three times the copy itself, and an append
+// that reuses a page freed moments before does not pay it
 // (docs/OPTIMISATIONS.md, "Produce path"). About the last DropBehindBytes
 // of the partition stay cached for consumers at or near the end (once a
 // segment's written-back pages pass DropBehindBytes, the segments before
-// it are dropped whole); a reader further behind reads from the disk. Nothing about the data changes: only clean
-// pages are dropped, and a later read reads them back.
-const DefaultDropBehindBytes = 256 << 20
+// it are dropped whole); a reader further behind reads from the disk.
+// Nothing about the data changes: only clean pages are dropped, and a
+// later read reads them back.
 
 // writebackRange is a range of a segment file handed to the kernel.
 type writebackRange struct {
