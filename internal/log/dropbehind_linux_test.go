@@ -102,10 +102,70 @@ func TestDropBehindRolled(t *testing.T) {
 	}
 }
 
+// TestDropBehindAcrossRoll: a roll does not stop the drop. While the
+// new segment has written back less than DropBehindBytes, the pages of
+// the segment the roll closed that are further than that from the log's
+// end are dropped too, so the new segment's first pages reuse their
+// memory. Negative control (dropStopsAtRoll): the closed segment's last
+// DropBehindBytes stay cached until the new segment passes
+// DropBehindBytes.
+func TestDropBehindAcrossRoll(t *testing.T) {
+	for _, tc := range []struct {
+		name  string
+		knobs knobs
+	}{{"slides", knobs{}}, {"stops at the roll", knobs{dropStopsAtRoll: true}}} {
+		t.Run(tc.name, func(t *testing.T) {
+			// Segments of 8 MiB keep 7 batches of about 1 MiB; keeping
+			// 6 MiB, the closed segment dropped only its first MiB or
+			// so before the roll.
+			l, cfg := openDropBehind(t, 8<<20, 6<<20, tc.knobs)
+			defer l.Close()
+			caughtUp := func() bool {
+				l.mu.Lock()
+				defer l.mu.Unlock()
+				return l.active().size-l.active().wbFrom < cfg.WritebackBytes
+			}
+			// One batch at a time, each once the write-behind has
+			// caught up: every window of the closed segment but its
+			// last is written back before the roll, so the pages the
+			// slide reaches are clean whenever it reaches them.
+			var batches [][]byte
+			for range 12 {
+				waitFor(t, caughtUp)
+				batches = append(batches, appendN(t, l, 1, 1, 0, 1000, 1<<20-333)...)
+			}
+			waitFor(t, caughtUp)
+			l.mu.Lock()
+			if len(l.segments) != 2 {
+				l.mu.Unlock()
+				t.Fatalf("%d segments, want 2", len(l.segments))
+			}
+			closed, active := l.segments[0].logPath, l.active().size
+			l.mu.Unlock()
+			if active >= 6<<20 {
+				t.Fatalf("active segment %d bytes: the test needs less than DropBehindBytes in it", active)
+			}
+			// About 5 MiB into the new segment, of which at least 3
+			// written back: the drop point is at most 3 MiB before the
+			// closed segment's end, about 4 MiB into it.
+			middle := func() float64 { return residentShare(t, closed, 3<<19, 7<<19) }
+			if !tc.knobs.dropStopsAtRoll {
+				waitFor(t, func() bool { return middle() < 0.1 })
+			} else if got := middle(); got < 0.5 {
+				t.Errorf("%.2f of the closed segment's [1.5, 3.5) MiB cached, want them kept", got)
+			}
+			if got := readAll(t, l); !bytes.Equal(got, bytes.Join(batches, nil)) {
+				t.Fatal("read back differs from what was appended")
+			}
+		})
+	}
+}
+
 // openDropBehind opens a log in a temp dir with segments of segmentBytes,
-// a 1 MiB write-behind window and drop-behind keeping keep bytes; it
+// a 1 MiB write-behind window, drop-behind keeping keep bytes and the
+// knobs k, if any; it
 // skips the test on tmpfs, whose pages cannot be dropped.
-func openDropBehind(t *testing.T, segmentBytes, keep int64) (*Log, Config) {
+func openDropBehind(t *testing.T, segmentBytes, keep int64, k ...knobs) (*Log, Config) {
 	t.Helper()
 	dir := t.TempDir()
 	var st unix.Statfs_t
@@ -116,7 +176,11 @@ func openDropBehind(t *testing.T, segmentBytes, keep int64) (*Log, Config) {
 	cfg.SegmentBytes = segmentBytes
 	cfg.WritebackBytes = 1 << 20
 	cfg.DropBehindBytes = keep
-	return openTest(t, dir, cfg, Options{}), cfg
+	var opts Options
+	if len(k) > 0 {
+		opts.private = k[0]
+	}
+	return openTest(t, dir, cfg, opts), cfg
 }
 
 // residentShare is the share of the pages of [from, to) of the file at

@@ -40,6 +40,11 @@ type knobs struct {
 	// tail and drops durable data (the negative control of
 	// syncForGapRollLocked).
 	gapRollSkipsSync bool
+	// dropStopsAtRoll: drop-behind does not reach back past the active
+	// segment's start into the segment the roll closed, so every roll
+	// takes DropBehindBytes of new pages (the negative control of
+	// TestDropBehindAcrossRoll).
+	dropStopsAtRoll bool
 	// cleanStep is called at each step of a cleaner swap
 	// (clean_swap.go): the crash matrix clones the file system there.
 	cleanStep func(step string)

@@ -1,5 +1,7 @@
 package log
 
+import "github.com/minibroker/minibroker/internal/vfs"
+
 // Write-behind of the active segment (Linux): every Config.WritebackBytes
 // appended (minibroker's log.writeback.bytes; 0: none), the background flusher asks the kernel to start writing the
 // pages just filled (sync_file_range SYNC_FILE_RANGE_WRITE) and waits for
@@ -81,59 +83,77 @@ func (l *Log) writeBehind(prev writebackRange) writebackRange {
 	startWriteback(r.s.log, r.off, r.end-r.off)
 	if prev.s != nil {
 		waitWriteback(prev.s.log, prev.off, prev.end-prev.off)
-		if from, to, ok := l.dropRange(prev); ok {
-			dropCached(prev.s.log, from, to-from)
-			segs, sizes := l.olderCached(prev.s)
-			for i, seg := range segs {
-				dropCached(seg.log, 0, sizes[i])
-			}
+		for _, c := range l.dropTargets(prev) {
+			dropCached(c.f, c.off, c.n)
 		}
 	}
 	return r
 }
 
-// olderCached returns the segments before s whose cache drop-behind has
-// not dropped yet, with their sizes, and marks them dropped: once s's own
-// written-back pages pass DropBehindBytes, everything before s is further
-// than that from the log's end. So a partition keeps about its last
-// DropBehindBytes cached, not the tail of every segment it rolled (nor
-// the whole of a segment that rolled before the write-behind reached it).
-// Only fsynced segments are dropped (the dirty pages of one the roll's
-// background flush has not written yet would stay cached); the walk back
-// stops at the first one already dropped.
-func (l *Log) olderCached(s *segment) (segs []*segment, sizes []int64) {
+// cachedRange is a range of a segment file whose pages drop-behind drops.
+type cachedRange struct {
+	f      vfs.File
+	off, n int64
+}
+
+// dropTargets returns the written-back pages to drop once the write-behind
+// has waited for r: r shifted back by DropBehindBytes (rounded up to
+// whole pages). Successive ranges are contiguous, so every page more than
+// DropBehindBytes behind what has been written back is dropped once.
+//
+// The shift does not stop at r's segment's start: where it reaches back
+// past it, it drops the tail of the segment before (the one the last roll
+// closed), so after a roll the new segment's first pages reuse the old
+// one's memory instead of taking DropBehindBytes of memory not touched
+// lately (on the machine docs/OPTIMISATIONS.md describes, a stall of a
+// few hundred milliseconds at every roll of a paced producer). Once r's
+// own written-back pages pass DropBehindBytes, everything before r's
+// segment is further than that from the log's end: the segments before
+// it whose cache has not been dropped yet are dropped whole, so a
+// partition keeps about its last DropBehindBytes cached, not the tail of
+// every segment it rolled. Whole-segment drops take only fsynced segments
+// (the dirty pages of one the roll's background flush has not written yet
+// would stay cached; a later call drops it) and stop at the first one
+// already dropped. Files are dropped by the caller, outside mu: a segment
+// closed meanwhile makes the call fail, which is ignored.
+func (l *Log) dropTargets(r writebackRange) []cachedRange {
+	keep := l.cfg.DropBehindBytes
+	if keep <= 0 {
+		return nil
+	}
+	keep = (keep + pageSize - 1) &^ (pageSize - 1)
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	if l.closed {
-		return nil, nil
+		return nil
 	}
 	i := len(l.segments) - 1
-	for i >= 0 && l.segments[i] != s {
+	for i >= 0 && l.segments[i] != r.s {
 		i--
 	}
+	if i < 0 {
+		return nil // r's segment is gone (deleted, truncated away)
+	}
+	var out []cachedRange
+	from, to := r.off-keep, r.end-keep
+	if from < 0 && i > 0 && !l.opts.private.dropStopsAtRoll {
+		if p := l.segments[i-1]; !p.cacheDropped {
+			if pf, pt := max(p.size+from, 0), p.size+min(to, 0); pt > pf {
+				out = append(out, cachedRange{p.log, pf, pt - pf})
+			}
+		}
+	}
+	if to <= 0 {
+		return out
+	}
+	from = max(from, 0)
+	out = append(out, cachedRange{r.s.log, from, to - from})
 	for j := i - 1; j >= 0 && !l.segments[j].cacheDropped; j-- {
 		if l.segments[j].nextOffset > l.flushed {
-			// Not fsynced yet (the roll's background flush): its dirty
-			// pages would stay; a later call drops it.
-			continue
+			continue // not fsynced yet (the roll's background flush)
 		}
 		l.segments[j].cacheDropped = true
-		segs, sizes = append(segs, l.segments[j]), append(sizes, l.segments[j].size)
+		out = append(out, cachedRange{l.segments[j].log, 0, l.segments[j].size})
 	}
-	return segs, sizes
-}
-
-// dropRange is the range of written-back pages to drop once the
-// write-behind has waited for r: r shifted back by DropBehindBytes
-// (rounded up to whole pages), clipped at the segment's start. Successive
-// ranges are contiguous, so every page more than DropBehindBytes behind
-// what has been written back is dropped once.
-func (l *Log) dropRange(r writebackRange) (from, to int64, ok bool) {
-	keep := l.cfg.DropBehindBytes
-	if keep <= 0 {
-		return 0, 0, false
-	}
-	keep = (keep + pageSize - 1) &^ (pageSize - 1)
-	from, to = max(r.off-keep, 0), r.end-keep
-	return from, to, to > from
+	return out
 }
