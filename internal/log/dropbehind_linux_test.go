@@ -6,6 +6,7 @@ import (
 	"bytes"
 	"os"
 	"testing"
+	"time"
 	"unsafe"
 
 	"golang.org/x/sys/unix"
@@ -153,6 +154,84 @@ func TestDropBehindAcrossRoll(t *testing.T) {
 				waitFor(t, func() bool { return middle() < 0.1 })
 			} else if got := middle(); got < 0.5 {
 				t.Errorf("%.2f of the closed segment's [1.5, 3.5) MiB cached, want them kept", got)
+			}
+			if got := readAll(t, l); !bytes.Equal(got, bytes.Join(batches, nil)) {
+				t.Fatal("read back differs from what was appended")
+			}
+		})
+	}
+}
+
+// TestDropBehindHeldByReader: a reader a little further behind the end
+// than DropBehindBytes holds the drop behind where it reads, so the pages
+// it reads next stay cached; once it stops reading, the drop catches up
+// and drops what it held. The observable is the drop's cursor
+// (droppedTo): residency ahead of a reader is the kernel's readahead's
+// (read_ahead_kb) as much as the drop's. Negative control
+// (dropIgnoresReaders): the drop passes the reader.
+func TestDropBehindHeldByReader(t *testing.T) {
+	for _, tc := range []struct {
+		name  string
+		knobs knobs
+	}{{"held", knobs{}}, {"readers ignored", knobs{dropIgnoresReaders: true}}} {
+		t.Run(tc.name, func(t *testing.T) {
+			const keep = 2 << 20
+			l, cfg := openDropBehind(t, 64<<20, keep, tc.knobs)
+			defer l.Close()
+			caughtUp := func() bool {
+				l.mu.Lock()
+				defer l.mu.Unlock()
+				return l.active().size-l.active().wbFrom < cfg.WritebackBytes
+			}
+			cursor := func() (droppedTo, size int64) {
+				l.mu.Lock()
+				defer l.mu.Unlock()
+				return l.active().droppedTo, l.active().size
+			}
+			// Batches of about 1 MiB, one record each, one at a time; from
+			// the 9th on, before each, a reader reads the batch 6 behind
+			// the end: about 6 MiB, three times DropBehindBytes.
+			var batches [][]byte
+			next := int64(0) // where the batch after the one read last starts
+			for i := range 18 {
+				waitFor(t, caughtUp)
+				if i >= 8 {
+					off := int64(i - 6)
+					if _, err := l.Read(off, 1<<20, true); err != nil {
+						t.Fatal(err)
+					}
+					next = int64(len(bytes.Join(batches[:off+1], nil)))
+				}
+				batches = append(batches, appendN(t, l, 1, 1, 0, 1000, 1<<20-333)...)
+			}
+			waitFor(t, caughtUp)
+			droppedTo, size := cursor()
+			if tc.knobs.dropIgnoresReaders {
+				if droppedTo <= next {
+					t.Fatalf("readers ignored: dropped to %d, not past the reader's next read at %d", droppedTo, next)
+				}
+				return
+			}
+			if droppedTo > next {
+				t.Fatalf("dropped to %d, past the reader's next read at %d (end %d)", droppedTo, next, size)
+			}
+			// The reader stops: past the hold, the next appends drop what
+			// it held, up to DropBehindBytes and a window or two behind.
+			time.Sleep(2*holdWindow + 100*time.Millisecond)
+			for range 2 {
+				waitFor(t, caughtUp)
+				batches = append(batches, appendN(t, l, 1, 1, 0, 1000, 1<<20-333)...)
+			}
+			waitFor(t, caughtUp)
+			droppedTo, size = cursor()
+			if droppedTo < size-keep-3*cfg.WritebackBytes {
+				t.Fatalf("hold over: dropped to %d of %d, want within %d of the end", droppedTo, size, keep+3*cfg.WritebackBytes)
+			}
+			l.mu.Lock()
+			path := l.active().logPath
+			l.mu.Unlock()
+			if got := residentShare(t, path, next, droppedTo); got > 0.1 {
+				t.Errorf("%.2f of the held pages still cached after the hold", got)
 			}
 			if got := readAll(t, l); !bytes.Equal(got, bytes.Join(batches, nil)) {
 				t.Fatal("read back differs from what was appended")

@@ -45,6 +45,10 @@ type knobs struct {
 	// takes DropBehindBytes of new pages (the negative control of
 	// TestDropBehindAcrossRoll).
 	dropStopsAtRoll bool
+	// dropIgnoresReaders: reads hold nothing, so drop-behind drops the
+	// pages a reader a little behind the end is about to read (the
+	// negative control of TestDropBehindHeldByReader).
+	dropIgnoresReaders bool
 	// cleanStep is called at each step of a cleaner swap
 	// (clean_swap.go): the crash matrix clones the file system there.
 	cleanStep func(step string)

@@ -44,6 +44,9 @@ type Log struct {
 	logStart int64
 	leo      int64
 	flushed  int64 // everything below is fsynced
+	// hold: how far behind the end recent reads started, which the
+	// drop-behind keeps cached (readhold.go).
+	hold readHold
 	// recoveryPoint: everything below is fsynced, indexes included.
 	recoveryPoint int64
 	// persistedRP is the value in the recovery-point file (-1: none).

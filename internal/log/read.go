@@ -96,6 +96,7 @@ func (l *Log) readFrom(dst []byte, grow func([]byte, int) []byte, v segmentView,
 	if err != nil || !found {
 		return dst, found, err
 	}
+	l.noteRead(v.seg, pos)
 	if span != nil && span.of(v, h, pos, maxOffset, maxBytes, minOne) {
 		l.mu.Lock() // truncMu is held: TruncateTo waits for it to close
 		l.spansOut++

@@ -64,6 +64,9 @@ type segment struct {
 	// cacheDropped: drop-behind has dropped this rolled segment's pages
 	// from the page cache (writeback.go); guarded by mu.
 	cacheDropped bool
+	// droppedTo: drop-behind has dropped the pages before it
+	// (writeback.go); guarded by mu.
+	droppedTo int64
 }
 
 // openSegment opens (create=true: creates) the files of the segment at base.

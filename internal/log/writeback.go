@@ -1,6 +1,10 @@
 package log
 
-import "github.com/minibroker/minibroker/internal/vfs"
+import (
+	"time"
+
+	"github.com/minibroker/minibroker/internal/vfs"
+)
 
 // Write-behind of the active segment (Linux): every Config.WritebackBytes
 // appended (minibroker's log.writeback.bytes; 0: none), the background flusher asks the kernel to start writing the
@@ -97,31 +101,32 @@ type cachedRange struct {
 }
 
 // dropTargets returns the written-back pages to drop once the write-behind
-// has waited for r: r shifted back by DropBehindBytes (rounded up to
-// whole pages). Successive ranges are contiguous, so every page more than
-// DropBehindBytes behind what has been written back is dropped once.
+// has waited for r: those more than the kept distance behind r's end,
+// from where the last drop in their segment stopped (segment.droppedTo),
+// so every page is dropped once however the distance moves. The kept
+// distance is DropBehindBytes, or more while a reader near the end holds
+// it (readhold.go), rounded up to whole pages.
 //
-// The shift does not stop at r's segment's start: where it reaches back
-// past it, it drops the tail of the segment before (the one the last roll
-// closed), so after a roll the new segment's first pages reuse the old
-// one's memory instead of taking DropBehindBytes of memory not touched
-// lately (on the machine docs/OPTIMISATIONS.md describes, a stall of a
-// few hundred milliseconds at every roll of a paced producer). Once r's
-// own written-back pages pass DropBehindBytes, everything before r's
-// segment is further than that from the log's end: the segments before
-// it whose cache has not been dropped yet are dropped whole, so a
-// partition keeps about its last DropBehindBytes cached, not the tail of
-// every segment it rolled. Whole-segment drops take only fsynced segments
-// (the dirty pages of one the roll's background flush has not written yet
-// would stay cached; a later call drops it) and stop at the first one
-// already dropped. Files are dropped by the caller, outside mu: a segment
-// closed meanwhile makes the call fail, which is ignored.
+// The distance does not stop at r's segment's start: where it reaches
+// back past it, it drops the tail of the segments before (the one the
+// last roll closed), so after a roll the new segment's first pages reuse
+// the old one's memory instead of taking DropBehindBytes of memory not
+// touched lately (on the machine docs/OPTIMISATIONS.md describes, a stall
+// of a few hundred milliseconds at every roll of a paced producer). The
+// segments before the one the distance lands in are further than that
+// from the log's end: those whose cache has not been dropped yet are
+// dropped whole, so a partition keeps about its last DropBehindBytes
+// cached, not the tail of every segment it rolled. Whole-segment drops
+// take only fsynced segments (the dirty pages of one the roll's
+// background flush has not written yet would stay cached; a later call
+// drops it) and stop at the first one already dropped. Files are dropped
+// by the caller, outside mu: a segment closed meanwhile makes the call
+// fail, which is ignored.
 func (l *Log) dropTargets(r writebackRange) []cachedRange {
 	keep := l.cfg.DropBehindBytes
 	if keep <= 0 {
 		return nil
 	}
-	keep = (keep + pageSize - 1) &^ (pageSize - 1)
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	if l.closed {
@@ -134,26 +139,35 @@ func (l *Log) dropTargets(r writebackRange) []cachedRange {
 	if i < 0 {
 		return nil // r's segment is gone (deleted, truncated away)
 	}
+	keep = max(keep, l.hold.at(time.Now()))
+	keep = (keep + pageSize - 1) &^ (pageSize - 1)
+	// t: the position keep bytes before r's end, in segments[j].
+	j, t := i, r.end-keep
+	for t < 0 && j > 0 && !l.opts.private.dropStopsAtRoll {
+		j--
+		t += l.segments[j].size
+	}
+	if t < 0 {
+		return nil
+	}
 	var out []cachedRange
-	from, to := r.off-keep, r.end-keep
-	if from < 0 && i > 0 && !l.opts.private.dropStopsAtRoll {
-		if p := l.segments[i-1]; !p.cacheDropped {
-			if pf, pt := max(p.size+from, 0), p.size+min(to, 0); pt > pf {
-				out = append(out, cachedRange{p.log, pf, pt - pf})
-			}
-		}
+	s := l.segments[j]
+	if j == i {
+		// Drops stop behind what was handed to the write-behind, so a
+		// cursor past it is one a truncation cut under (takeWriteback
+		// has moved wbFrom back to the cut).
+		s.droppedTo = min(s.droppedTo, s.wbFrom)
 	}
-	if to <= 0 {
-		return out
+	if (j == i || !s.cacheDropped) && t > s.droppedTo {
+		out = append(out, cachedRange{s.log, s.droppedTo, t - s.droppedTo})
+		s.droppedTo = t
 	}
-	from = max(from, 0)
-	out = append(out, cachedRange{r.s.log, from, to - from})
-	for j := i - 1; j >= 0 && !l.segments[j].cacheDropped; j-- {
-		if l.segments[j].nextOffset > l.flushed {
+	for k := j - 1; k >= 0 && !l.segments[k].cacheDropped; k-- {
+		if l.segments[k].nextOffset > l.flushed {
 			continue // not fsynced yet (the roll's background flush)
 		}
-		l.segments[j].cacheDropped = true
-		out = append(out, cachedRange{l.segments[j].log, 0, l.segments[j].size})
+		l.segments[k].cacheDropped = true
+		out = append(out, cachedRange{l.segments[k].log, 0, l.segments[k].size})
 	}
 	return out
 }
