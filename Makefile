@@ -86,10 +86,13 @@ BENCH_CONSUME_MB ?= 256
 BENCH_MIRROR_COMPARE ?=
 ## BENCH_TXN_COMPARE: a minibroker binary built from an older commit whose transaction benchmarks (section txn) run beside this tree's
 BENCH_TXN_COMPARE ?=
+## BENCH_PRODUCE_COMPARE: a minibroker binary built from an older commit run as a fourth broker in every produce run
+## (its latency, share and CPU per MB beside this tree's in the produce tables).
+BENCH_PRODUCE_COMPARE ?=
 bench: build
 	$(GO) run ./test/bench -runs $(BENCH_RUNS) -duration $(BENCH_DURATION) -startup-mb $(BENCH_STARTUP_MB) \
 		-consume-mb $(BENCH_CONSUME_MB) -mirror-backlog-mb $(BENCH_MIRROR_MB) -mirror-compare "$(BENCH_MIRROR_COMPARE)" \
-		-txn-compare "$(BENCH_TXN_COMPARE)" -out docs/PERFORMANCE.md
+		-txn-compare "$(BENCH_TXN_COMPARE)" -produce-compare "$(BENCH_PRODUCE_COMPARE)" -out docs/PERFORMANCE.md
 
 ## bench-micro: the hot-path Go benchmarks with allocation counts
 bench-micro:

@@ -62,7 +62,12 @@ func (m *byteMeter) rate(from, to time.Time) float64 {
 }
 
 func benchQuotaSetup(b *testing.B, key, windows string) (*minibrokertest.Cluster, time.Duration, int) {
-	c := minibrokertest.Start(b, minibrokertest.Set("quota.window.num", windows))
+	// The unquota'd producer writes at the broker's full rate for about
+	// 36 s a round, 3 rounds, twice: more than a disk holds at a GB/s.
+	// Retention keeps the topic to its last GiB (checked every second);
+	// the consume benchmark's 128 MB stay whole.
+	c := minibrokertest.Start(b, minibrokertest.Set("quota.window.num", windows),
+		minibrokertest.Set("log.retention.check.interval.ms", "1000"))
 	adm := kadm.NewClient(benchClient(b, c.Addr()))
 	res, err := adm.AlterClientQuotas(context.Background(), []kadm.AlterClientQuotaEntry{{
 		Entity: kadm.ClientQuotaEntity{{Type: "client-id", Name: kadm.StringPtr("quotad")}},
@@ -70,7 +75,8 @@ func benchQuotaSetup(b *testing.B, key, windows string) (*minibrokertest.Cluster
 	if err != nil || res[0].Err != nil {
 		b.Fatalf("alter quota: %v %+v", err, res)
 	}
-	if _, err := adm.CreateTopic(context.Background(), 1, 1, nil, "bench"); err != nil {
+	if _, err := adm.CreateTopic(context.Background(), 1, 1, map[string]*string{
+		"retention.bytes": kadm.StringPtr("1073741824"), "segment.bytes": kadm.StringPtr("134217728")}, "bench"); err != nil {
 		b.Fatal(err)
 	}
 	return c, time.Duration(itest.EnvInt("MINIBROKER_BENCH_QUOTA_SECONDS", 20)) * time.Second,
