@@ -41,11 +41,7 @@ func TestDropBehind(t *testing.T) {
 					t.Errorf("%.2f of the last %d bytes cached: want them kept", got, keep)
 				}
 			} else {
-				waitFor(t, func() bool {
-					l.mu.Lock()
-					defer l.mu.Unlock()
-					return l.active().size-l.active().wbFrom < cfg.WritebackBytes
-				})
+				waitFor(t, writtenBack(l, cfg))
 				if got := early(); got < 0.5 {
 					t.Errorf("drop-behind off: %.2f of the first 8 MiB cached, want them kept", got)
 				}
@@ -64,11 +60,7 @@ func TestDropBehind(t *testing.T) {
 func TestDropBehindRolled(t *testing.T) {
 	l, cfg := openDropBehind(t, 8<<20, 2<<20)
 	defer l.Close()
-	caughtUp := func() bool {
-		l.mu.Lock()
-		defer l.mu.Unlock()
-		return l.active().size-l.active().wbFrom < cfg.WritebackBytes
-	}
+	caughtUp := writtenBack(l, cfg)
 	// Batches of about 1 MiB: 3 rolled segments of 8 and an active one
 	// of 4, whose written-back pages already pass DropBehindBytes. The
 	// write-behind may have taken those 4 MiB as one range; the next two
@@ -121,11 +113,7 @@ func TestDropBehindAcrossRoll(t *testing.T) {
 			// so before the roll.
 			l, cfg := openDropBehind(t, 8<<20, 6<<20, tc.knobs)
 			defer l.Close()
-			caughtUp := func() bool {
-				l.mu.Lock()
-				defer l.mu.Unlock()
-				return l.active().size-l.active().wbFrom < cfg.WritebackBytes
-			}
+			caughtUp := writtenBack(l, cfg)
 			// One batch at a time, each once the write-behind has
 			// caught up: every window of the closed segment but its
 			// last is written back before the roll, so the pages the
@@ -178,11 +166,7 @@ func TestDropBehindHeldByReader(t *testing.T) {
 			const keep = 2 << 20
 			l, cfg := openDropBehind(t, 64<<20, keep, tc.knobs)
 			defer l.Close()
-			caughtUp := func() bool {
-				l.mu.Lock()
-				defer l.mu.Unlock()
-				return l.active().size-l.active().wbFrom < cfg.WritebackBytes
-			}
+			caughtUp := writtenBack(l, cfg)
 			cursor := func() (droppedTo, size int64) {
 				l.mu.Lock()
 				defer l.mu.Unlock()
@@ -237,6 +221,16 @@ func TestDropBehindHeldByReader(t *testing.T) {
 				t.Fatal("read back differs from what was appended")
 			}
 		})
+	}
+}
+
+// writtenBack reports whether the write-behind has caught up with l's
+// active segment: less than a window appended and not handed over.
+func writtenBack(l *Log, cfg Config) func() bool {
+	return func() bool {
+		l.mu.Lock()
+		defer l.mu.Unlock()
+		return l.active().size-l.active().wbFrom < cfg.WritebackBytes
 	}
 }
 
