@@ -46,9 +46,7 @@ func TestDropBehind(t *testing.T) {
 					t.Errorf("drop-behind off: %.2f of the first 8 MiB cached, want them kept", got)
 				}
 			}
-			if got := readAll(t, l); !bytes.Equal(got, bytes.Join(batches, nil)) {
-				t.Fatalf("read back %d bytes differing from the %d appended", len(got), len(bytes.Join(batches, nil)))
-			}
+			readsBack(t, l, batches)
 		})
 	}
 }
@@ -90,9 +88,7 @@ func TestDropBehindRolled(t *testing.T) {
 	for _, path := range rolled {
 		waitFor(t, func() bool { return residentShare(t, path, 0, cfg.SegmentBytes-(1<<20)) < 0.1 })
 	}
-	if got := readAll(t, l); !bytes.Equal(got, bytes.Join(batches, nil)) {
-		t.Fatal("read back differs from what was appended")
-	}
+	readsBack(t, l, batches)
 }
 
 // TestDropBehindAcrossRoll: a roll does not stop the drop. While the
@@ -143,9 +139,7 @@ func TestDropBehindAcrossRoll(t *testing.T) {
 			} else if got := middle(); got < 0.5 {
 				t.Errorf("%.2f of the closed segment's [1.5, 3.5) MiB cached, want them kept", got)
 			}
-			if got := readAll(t, l); !bytes.Equal(got, bytes.Join(batches, nil)) {
-				t.Fatal("read back differs from what was appended")
-			}
+			readsBack(t, l, batches)
 		})
 	}
 }
@@ -217,10 +211,16 @@ func TestDropBehindHeldByReader(t *testing.T) {
 			if got := residentShare(t, path, next, droppedTo); got > 0.1 {
 				t.Errorf("%.2f of the held pages still cached after the hold", got)
 			}
-			if got := readAll(t, l); !bytes.Equal(got, bytes.Join(batches, nil)) {
-				t.Fatal("read back differs from what was appended")
-			}
+			readsBack(t, l, batches)
 		})
+	}
+}
+
+// readsBack fails t unless l reads back exactly the batches appended.
+func readsBack(t *testing.T, l *Log, batches [][]byte) {
+	t.Helper()
+	if got, want := readAll(t, l), bytes.Join(batches, nil); !bytes.Equal(got, want) {
+		t.Fatalf("read back %d bytes differing from the %d appended", len(got), len(want))
 	}
 }
 
